@@ -1,0 +1,36 @@
+"""The HF dataset ExampleGen component: no inputs, one `examples` output, a Beam executor."""
+
+from __future__ import annotations
+
+from tfx.dsl.components.base import base_beam_component, executor_spec
+from tfx import types
+from tfx.types import component_spec, standard_artifacts
+
+from components.hf_example_gen import executor
+from pipeline.configs import DatasetConfig, dump_dataset_config
+
+
+class HFDatasetExampleGenSpec(component_spec.ComponentSpec):
+    PARAMETERS = {  # noqa: RUF012 (TFX reads these class attributes)
+        "dataset_config": component_spec.ExecutionParameter(type=str),
+        # Overrides dataset_config.span; a runtime parameter on Vertex so a trigger can name the span.
+        "span": component_spec.ExecutionParameter(type=int, optional=True),
+    }
+    INPUTS = {}  # noqa: RUF012
+    OUTPUTS = {"examples": component_spec.ChannelParameter(type=standard_artifacts.Examples)}  # noqa: RUF012
+
+
+class HFDatasetExampleGen(base_beam_component.BaseBeamComponent):
+    """Reads a Hugging Face dataset into train/eval/test tf.Examples with int64 label ids."""
+
+    SPEC_CLASS = HFDatasetExampleGenSpec
+    EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
+
+    def __init__(self, dataset: DatasetConfig, span=None):
+        super().__init__(
+            spec=HFDatasetExampleGenSpec(
+                dataset_config=dump_dataset_config(dataset),
+                span=span,
+                examples=types.Channel(type=standard_artifacts.Examples),
+            )
+        )

@@ -1,0 +1,88 @@
+"""Writes the dataset as gzipped tf.Example TFRecords under Split-<name>/, one Beam pipeline for all splits.
+
+Each example has `text` (bytes), `label` (int64 id, 0 included: TFX's parquet path drops falsy values)
+and `label_name` (bytes, so statistics and slices show names). The label set, the dataset fingerprint,
+per-split counts and the span go on the output artifact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import apache_beam as beam
+import tensorflow as tf
+from absl import logging
+from tfx.components.util import examples_utils
+from tfx.dsl.components.base import base_beam_executor
+from tfx.proto import example_gen_pb2
+from tfx.types import artifact_utils
+
+from components.hf_example_gen import sources, splitting
+from pipeline.configs import TFX_SPLITS, DatasetConfig, load_dataset_config, to_dict
+
+LABEL_NAMES_PROPERTY = "label_names"
+FINGERPRINT_PROPERTY = "dataset_fingerprint"
+SPLIT_COUNTS_PROPERTY = "split_counts"
+TEXT_FEATURE, LABEL_FEATURE, LABEL_NAME_FEATURE = "text", "label", "label_name"
+
+
+def to_example(text: str, label_id: int, label_names: tuple[str, ...]) -> bytes:
+    feature = {
+        TEXT_FEATURE: tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode("utf-8")])),
+        LABEL_FEATURE: tf.train.Feature(int64_list=tf.train.Int64List(value=[label_id])),
+        LABEL_NAME_FEATURE: tf.train.Feature(
+            bytes_list=tf.train.BytesList(value=[label_names[label_id].encode("utf-8")])
+        ),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def fingerprint(source_fingerprints: list[str], config: DatasetConfig, label_names: list[str]) -> str:
+    """Identifies the data a run consumed: the source's content fingerprints plus what we did with them."""
+    payload = json.dumps({"sources": source_fingerprints, "config": to_dict(config), "labels": label_names})
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+class Executor(base_beam_executor.BaseBeamExecutor):
+    def Do(self, input_dict, output_dict, exec_properties) -> None:  # noqa: N802 (TFX's name)
+        self._log_startup(input_dict, output_dict, exec_properties)
+        config = load_dataset_config(exec_properties["dataset_config"])
+        span = exec_properties.get("span") or config.span
+        examples = artifact_utils.get_single_instance(output_dict["examples"])
+
+        source = sources.load_source(config)
+        splitting.check_columns(source, config)
+        names = splitting.label_names(source, config)
+        splits, origin = splitting.assign_splits(source, config)
+        rows = {name: splitting.split_rows(splits[name], config, names, name) for name in TFX_SPLITS}
+        for name in TFX_SPLITS:
+            logging.info("split %s: %d examples from %s", name, len(rows[name].texts), origin[name])
+
+        label_tuple = tuple(names)
+        examples.split_names = artifact_utils.encode_split_names(list(TFX_SPLITS))
+        with self._make_beam_pipeline() as pipeline:
+            for name in TFX_SPLITS:
+                split = rows[name]
+                _ = (
+                    pipeline
+                    | f"Create[{name}]" >> beam.Create(list(zip(split.texts, split.label_ids, strict=True)), reshuffle=False)
+                    | f"ToExample[{name}]" >> beam.Map(lambda row, names=label_tuple: to_example(*row, names))
+                    | f"Write[{name}]" >> beam.io.WriteToTFRecord(
+                        os.path.join(artifact_utils.get_split_uri([examples], name), "data_tfrecord"),
+                        file_name_suffix=".gz",
+                        compression_type=beam.io.filesystem.CompressionTypes.GZIP,
+                    )
+                )
+
+        examples.span = int(span)
+        examples.version = 0
+        examples_utils.set_payload_format(examples, example_gen_pb2.PayloadFormat.FORMAT_TF_EXAMPLE)
+        examples_utils.set_file_format(examples, "tfrecords_gzip")
+        examples.set_string_custom_property(LABEL_NAMES_PROPERTY, json.dumps(names))
+        examples.set_string_custom_property(
+            SPLIT_COUNTS_PROPERTY, json.dumps({n: len(rows[n].texts) for n in TFX_SPLITS})
+        )
+        source_fingerprints = [source[s]._fingerprint for s in sorted(source)]
+        examples.set_string_custom_property(FINGERPRINT_PROPERTY, fingerprint(source_fingerprints, config, names))

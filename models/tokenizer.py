@@ -1,0 +1,128 @@
+"""In-graph WordPiece tokenization that reproduces Hugging Face's BertTokenizerFast id for id.
+
+Built once from a model directory's vocab and tokenizer settings, used by Transform's preprocessing_fn and
+therefore inside the exported serving graph. Uses the plain `tensorflow_text.BertTokenizer` (its ops ship
+in TF Serving; FastBertTokenizer's do not). Its own `lower_case=True` applies NFKC case folding, which HF
+does not ('…' -> '...'), so lower-casing and accent stripping are done here the way HF does them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from models.pretrained import ModelFilesError
+
+
+class UnsupportedTokenizerError(ValueError):
+    """The model's tokenizer is not WordPiece; the message names what is supported."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerSpec:
+    """The settings of a model's HF tokenizer that decide its ids."""
+
+    vocab_path: str
+    vocab_size: int
+    lower_case: bool
+    strip_accents: bool
+    cls_id: int
+    sep_id: int
+    pad_id: int
+    unk_token: str
+    unk_id: int
+    model_input_names: tuple[str, ...]
+
+    @property
+    def takes_token_type_ids(self) -> bool:
+        return "token_type_ids" in self.model_input_names
+
+
+def tokenizer_spec(model_dir: str | Path) -> TokenizerSpec:
+    """Reads the tokenizer settings through transformers itself, so they mean what HF means by them."""
+    from tokenizers import models as tokenizer_models
+    from transformers import AutoTokenizer
+
+    model_dir = Path(model_dir)
+    try:
+        hf = AutoTokenizer.from_pretrained(model_dir, use_fast=True)
+    except (OSError, ValueError) as error:
+        raise ModelFilesError(f"cannot read the tokenizer in {model_dir}: {error}") from error
+    backend = getattr(hf, "backend_tokenizer", None)
+    if backend is None or not isinstance(backend.model, tokenizer_models.WordPiece):
+        kind = type(backend.model).__name__ if backend is not None else type(hf).__name__
+        raise UnsupportedTokenizerError(
+            f"the model in {model_dir} uses a {kind} tokenizer; the in-graph tokenizer supports WordPiece "
+            "(BERT, DistilBERT, MiniLM, ELECTRA, MobileBERT families). Pick a WordPiece model."
+        )
+    vocab = model_dir / "vocab.txt"
+    if not vocab.is_file():
+        raise ModelFilesError(f"{model_dir} has no vocab.txt, which the in-graph WordPiece tokenizer reads")
+    lower_case = bool(getattr(hf, "do_lower_case", False))
+    strip_accents = getattr(hf, "strip_accents", None)
+    return TokenizerSpec(
+        vocab_path=str(vocab),
+        vocab_size=len(hf),
+        lower_case=lower_case,
+        strip_accents=lower_case if strip_accents is None else bool(strip_accents),
+        cls_id=hf.cls_token_id,
+        sep_id=hf.sep_token_id,
+        pad_id=hf.pad_token_id,
+        unk_token=hf.unk_token,
+        unk_id=hf.unk_token_id,
+        model_input_names=tuple(hf.model_input_names),
+    )
+
+
+def normalize(texts: tf.Tensor, spec: TokenizerSpec) -> tf.Tensor:
+    """HF BertNormalizer: clean text, lower-case and strip accents (without NFKC folding)."""
+    # clean_text: tab/newline/CR are spaces; every other control, format or private-use character and
+    # U+FFFD are dropped (a NUL would otherwise end the text early inside tensorflow_text).
+    texts = tf.strings.regex_replace(texts, r"[\t\n\r]", " ")
+    texts = tf.strings.regex_replace(texts, r"[\p{C}\x{FFFD}]", "")
+    texts = tf.strings.regex_replace(texts, r"\p{Z}", " ")  # NBSP, em space, line separator ...
+    if spec.lower_case:
+        # HF lower-cases char by char; ICU's string lowering turns a word-final capital sigma into 'ς'.
+        texts = tf.strings.lower(tf.strings.regex_replace(texts, "Σ", "σ"), encoding="utf-8")
+    if spec.strip_accents:
+        texts = tf_text.normalize_utf8(texts, "NFD")
+        texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
+    return texts
+
+
+class InGraphTokenizer:
+    """texts [N] -> fixed-length input_ids / attention_mask (/ token_type_ids) and the untruncated length."""
+
+    def __init__(self, spec: TokenizerSpec, max_seq_length: int, vocab_path: str | tf.Tensor | None = None):
+        self.spec = spec
+        self.max_seq_length = max_seq_length
+        self._wordpiece = tf_text.BertTokenizer(
+            vocab_path if vocab_path is not None else spec.vocab_path,
+            token_out_type=tf.int64,
+            unknown_token=spec.unk_token,
+            lower_case=False,
+            normalization_form=None,
+        )
+
+    def __call__(self, texts: tf.Tensor) -> dict[str, tf.Tensor]:
+        texts = tf.reshape(texts, [-1])
+        pieces = self._wordpiece.tokenize(normalize(texts, self.spec)).merge_dims(-2, -1)
+        token_count = pieces.row_lengths()
+        ids, segments = tf_text.combine_segments(
+            [pieces[:, : self.max_seq_length - 2]],
+            start_of_sequence_id=self.spec.cls_id,
+            end_of_segment_id=self.spec.sep_id,
+        )
+        input_ids, attention_mask = tf_text.pad_model_inputs(ids, self.max_seq_length, pad_value=self.spec.pad_id)
+        token_type_ids, _ = tf_text.pad_model_inputs(segments, self.max_seq_length)
+        features = {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "token_count": token_count,
+        }
+        if self.spec.takes_token_type_ids:
+            features["token_type_ids"] = token_type_ids
+        return features

