@@ -116,7 +116,7 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
     if dataclasses.is_dataclass(annotation):
         if not isinstance(value, Mapping):
             raise ConfigError(f"{key}: expected a mapping of {annotation.__name__} fields, got {value!r}")
-        return _build(annotation, value, key)
+        return build_config(annotation, value, key)
     if origin in (types.UnionType, typing.Union):
         if value is None and type(None) in args:
             return None
@@ -139,7 +139,8 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         raise ConfigError(f"{key}: expected {annotation.__name__}, got {value!r}") from error
 
 
-def _build(cls: type, values: Mapping[str, Any], prefix: str = "") -> Any:
+def build_config(cls: type, values: Mapping[str, Any], prefix: str = "") -> Any:
+    """A config dataclass from plain values, with unknown keys and wrong types named."""
     hints = typing.get_type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - known)
@@ -199,7 +200,7 @@ def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | N
         values = _merge(values, from_file)
     if overrides:
         values = _merge(values, dotted_to_nested(overrides))
-    config = _build(PipelineConfig, values)
+    config = build_config(PipelineConfig, values)
     validate(config)
     return config
 
@@ -210,7 +211,7 @@ def dump_dataset_config(config: DatasetConfig) -> str:
 
 
 def load_dataset_config(text: str) -> DatasetConfig:
-    return _build(DatasetConfig, json.loads(text), "dataset")
+    return build_config(DatasetConfig, json.loads(text), "dataset")
 
 
 def validate(config: PipelineConfig) -> None:

@@ -1,0 +1,181 @@
+"""Trainer's module: fine-tune the Hugging Face TF classifier on the transformed examples and export it.
+
+Named by path (`components.trainer.run_fn`). Training code knows nothing of where it runs: the strategy
+(TPU / several GPUs / default) and precision come from the hardware, the global batch is the per-replica
+batch times the replicas, and batches have static shapes so the same step compiles under XLA and on TPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from typing import Any
+
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+import tensorflow_transform as tft
+import tf_keras
+from absl import logging
+from tfx import v1 as tfx
+from tfx_bsl.public import tfxio
+
+from components.hf_example_gen.executor import LABEL_FEATURE, LABEL_NAME_FEATURE, TEXT_FEATURE
+from components.transform import label_names_from
+from models import distribution, signatures
+from models.pretrained import build_classifier, model_files, resolve_model_dir
+from models.tokenizer import tokenizer_spec
+from pipeline.configs import ModelConfig, TrainingConfig, build_config, to_dict
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainerSettings:
+    """What run_fn receives through the Trainer's custom_config."""
+
+    model: ModelConfig
+    training: TrainingConfig
+
+    def to_custom_config(self) -> dict[str, Any]:
+        return {"model": to_dict(self.model), "training": to_dict(self.training)}
+
+    @classmethod
+    def from_custom_config(cls, custom_config: dict[str, Any]) -> TrainerSettings:
+        return cls(
+            model=build_config(ModelConfig, custom_config["model"], "model"),
+            training=build_config(TrainingConfig, custom_config["training"], "training"),
+        )
+
+
+class ProgressLogger(tf_keras.callbacks.Callback):
+    """One readable line every few steps: progress, loss, accuracy, examples/s and time left."""
+
+    def __init__(self, total_steps: int, global_batch: int, every: int):
+        super().__init__()
+        self.total_steps, self.global_batch, self.every = total_steps, global_batch, max(1, every)
+        self.step = 0
+        self.examples_per_second = 0.0
+
+    def on_train_begin(self, logs=None):
+        self.started = time.monotonic()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += 1
+        if self.step % self.every and self.step != self.total_steps:
+            return
+        elapsed = time.monotonic() - self.started
+        self.examples_per_second = self.step * self.global_batch / max(elapsed, 1e-9)
+        left = (self.total_steps - self.step) * elapsed / self.step
+        logs = logs or {}
+        print(
+            f"[Trainer] step {self.step}/{self.total_steps} ({self.step / self.total_steps:.0%}) "
+            f"loss {logs.get('loss', float('nan')):.4f} accuracy {logs.get('accuracy', float('nan')):.3f} "
+            f"| {self.examples_per_second:.1f} examples/s | {elapsed:.0f}s elapsed, ~{left:.0f}s left",
+            flush=True,
+        )
+
+    def on_epoch_end(self, epoch, logs=None):
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in sorted((logs or {}).items()))
+        print(f"[Trainer] epoch {epoch + 1} done: {shown}", flush=True)
+
+
+def count_records(file_patterns: list[str]) -> int:
+    files = [f for pattern in file_patterns for f in tf.io.gfile.glob(pattern)]
+    dataset = tf.data.TFRecordDataset(files, compression_type="GZIP")
+    return int(dataset.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1).numpy())
+
+
+def make_dataset(fn_args, files, tf_transform_output, batch_size, model_inputs, *, training, seed):
+    options = tfxio.TensorFlowDatasetOptions(
+        batch_size=batch_size,
+        label_key=LABEL_FEATURE,
+        drop_final_batch=True,  # static shapes: one compiled step on XLA / TPU
+        shuffle=training,
+        shuffle_seed=seed,
+        num_epochs=None if training else 1,
+    )
+    dataset = fn_args.data_accessor.tf_dataset_factory(
+        files, options, tf_transform_output.transformed_metadata.schema
+    )
+    return dataset.map(lambda features, label: ({k: features[k] for k in model_inputs}, label))
+
+
+def run_fn(fn_args: tfx.components.FnArgs) -> None:
+    settings = TrainerSettings.from_custom_config(fn_args.custom_config)
+    training = settings.training
+    tf_keras.utils.set_random_seed(training.seed)
+    tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
+    label_names = label_names_from(tf_transform_output)
+
+    placement = distribution.select_placement()
+    precision = distribution.resolve_precision(training.precision, placement)
+    tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if precision == "bf16" else "float32")
+    global_batch = training.batch_size * placement.replicas
+
+    files = model_files(resolve_model_dir(settings.model.name, settings.model.revision))
+    model_inputs = tokenizer_spec(files.directory).model_input_names
+    train_count, eval_count = count_records(fn_args.train_files), count_records(fn_args.eval_files)
+    steps_per_epoch = train_count // global_batch
+    eval_steps = eval_count // global_batch
+    if steps_per_epoch == 0:
+        raise ValueError(
+            f"the train split has {train_count} examples, fewer than one global batch of {global_batch}; "
+            "lower training.batch_size or add data"
+        )
+    total_steps = steps_per_epoch * training.epochs
+    print(
+        f"[Trainer] {placement.describe()}, {precision}, global batch {global_batch}; "
+        f"{train_count} train / {eval_count} eval examples; {training.epochs} epoch(s) x {steps_per_epoch} steps; "
+        f"labels {label_names}",
+        flush=True,
+    )
+
+    train_data = make_dataset(fn_args, fn_args.train_files, tf_transform_output, global_batch, model_inputs,
+                              training=True, seed=training.seed)
+    eval_data = make_dataset(fn_args, fn_args.eval_files, tf_transform_output, global_batch, model_inputs,
+                             training=False, seed=training.seed) if eval_steps else None
+
+    from transformers import create_optimizer
+
+    with placement.strategy.scope():
+        model, report = build_classifier(files, label_names)
+        print(f"[Trainer] {report.describe()}", flush=True)
+        optimizer, _ = create_optimizer(
+            init_lr=training.learning_rate,
+            num_train_steps=total_steps,
+            num_warmup_steps=math.ceil(training.warmup_ratio * total_steps),
+            weight_decay_rate=training.weight_decay,
+        )
+        model.compile(
+            optimizer=optimizer,
+            loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=[tf_keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        )
+    progress = ProgressLogger(total_steps, global_batch, training.log_every_steps)
+    callbacks = [
+        progress,
+        tf_keras.callbacks.TensorBoard(log_dir=os.path.join(fn_args.model_run_dir, "logs"), update_freq=training.log_every_steps),
+        # Resuming after a crash continues from the last epoch's weights and optimizer state.
+        tf_keras.callbacks.BackupAndRestore(os.path.join(fn_args.model_run_dir, "backup")),
+    ]
+    model.fit(
+        train_data,
+        epochs=training.epochs,
+        steps_per_epoch=steps_per_epoch,
+        validation_data=eval_data,
+        validation_steps=eval_steps or None,
+        callbacks=callbacks,
+        verbose=0,
+    )
+    logging.info("training throughput: %.1f examples/s", progress.examples_per_second)
+
+    module = signatures.ServingModule(
+        model,
+        tf_transform_output,
+        label_names,
+        model_input_names=model_inputs,
+        text_feature=TEXT_FEATURE,
+        label_features=(LABEL_FEATURE, LABEL_NAME_FEATURE),
+    )
+    signatures.export(module, fn_args.serving_model_dir)
+    print(f"[Trainer] exported SavedModel to {fn_args.serving_model_dir}", flush=True)

@@ -1,0 +1,87 @@
+"""Where training runs: the tf.distribute strategy and the numeric precision for the hardware found."""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import tensorflow as tf
+
+TPU_ENV_HINTS = ("TPU_NAME", "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_WORKER_ID")
+BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    strategy: tf.distribute.Strategy
+    kind: str  # tpu | multi-gpu | gpu | cpu
+    replicas: int
+
+    def describe(self) -> str:
+        return f"{self.kind} ({type(self.strategy).__name__}, {self.replicas} replica(s))"
+
+
+def tpu_address() -> str | None:
+    """'local' on a TPU VM (Vertex TPU workers), the TPU name where one is configured, else None.
+
+    Decided from the machine, not by asking a metadata server, so CPU hosts never wait on the network.
+    """
+    if glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"):
+        return "local"
+    for name in TPU_ENV_HINTS:
+        if os.environ.get(name):
+            return os.environ.get("TPU_NAME", "local")
+    return None
+
+
+def connect_tpu(address: str) -> tf.distribute.Strategy:
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=address)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def select_placement(
+    find_tpu: Callable[[], str | None] = tpu_address,
+    make_tpu_strategy: Callable[[str], tf.distribute.Strategy] = connect_tpu,
+    list_gpus: Callable[[], list] = lambda: tf.config.list_logical_devices("GPU"),
+) -> Placement:
+    """TPUStrategy when a TPU is there, MirroredStrategy over several GPUs, else the default strategy."""
+    address = find_tpu()
+    if address is not None:
+        strategy = make_tpu_strategy(address)
+        return Placement(strategy, "tpu", strategy.num_replicas_in_sync)
+    gpus = list_gpus()
+    if len(gpus) > 1:
+        strategy = tf.distribute.MirroredStrategy([g.name for g in gpus])
+        return Placement(strategy, "multi-gpu", strategy.num_replicas_in_sync)
+    strategy = tf.distribute.get_strategy()
+    return Placement(strategy, "gpu" if gpus else "cpu", 1)
+
+
+def cpu_supports_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    try:
+        flags = cpuinfo.read_text()
+    except OSError:
+        return False
+    return any(flag in flags.split() for flag in BF16_CPU_FLAGS)
+
+
+def gpu_supports_bf16() -> bool:
+    gpus = tf.config.list_physical_devices("GPU")
+    capabilities = [tf.config.experimental.get_device_details(g).get("compute_capability", (0, 0)) for g in gpus]
+    return bool(gpus) and all(c >= (8, 0) for c in capabilities)
+
+
+def resolve_precision(requested: str, placement: Placement, cpu_bf16: Callable[[], bool] = cpu_supports_bf16,
+                      gpu_bf16: Callable[[], bool] = gpu_supports_bf16) -> str:
+    """'bf16' or 'fp32': TPUs always bf16; 'auto' takes bf16 where the hardware computes it natively."""
+    if placement.kind == "tpu" or requested == "bf16":
+        return "bf16"
+    if requested == "fp32":
+        return "fp32"
+    native = gpu_bf16() if placement.kind in ("gpu", "multi-gpu") else cpu_bf16()
+    return "bf16" if native else "fp32"

@@ -1,0 +1,51 @@
+"""Loading a pushed model and calling it the way TF Serving does (SavedModel + named signature)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the transform graph's ops must be registered before loading)
+
+from models.signatures import SERVING_DEFAULT, TEXT_INPUT
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    text: str
+    label: str
+    label_id: int
+    confidence: float
+    probabilities: tuple[float, ...]
+
+
+def resolve_version_dir(path: str | Path) -> Path:
+    """A version folder itself, or the newest numbered version under a TF Serving model base path."""
+    path = Path(path)
+    if (path / "saved_model.pb").exists():
+        return path
+    versions = sorted((p for p in path.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)) if path.is_dir() else []
+    if not versions:
+        raise FileNotFoundError(f"{path} holds no SavedModel and no numbered TF Serving version folders")
+    return versions[-1]
+
+
+def load_serving_model(path: str | Path):
+    version_dir = resolve_version_dir(path)
+    return version_dir, tf.saved_model.load(str(version_dir))
+
+
+def predict_texts(model, texts: Sequence[str]) -> list[Prediction]:
+    if not texts:
+        return []
+    outputs = model.signatures[SERVING_DEFAULT](**{TEXT_INPUT: tf.constant(list(texts))})
+    labels = [v.decode("utf-8") for v in outputs["label"].numpy()]
+    return [
+        Prediction(text, label, int(label_id), float(confidence), tuple(float(p) for p in probabilities))
+        for text, label, label_id, confidence, probabilities in zip(
+            texts, labels, outputs["label_id"].numpy(), outputs["confidence"].numpy(),
+            outputs["probabilities"].numpy(), strict=True,
+        )
+    ]

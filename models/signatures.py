@@ -1,0 +1,99 @@
+"""The exported model's serving signatures; this module owns every one of them.
+
+- `serving_default`: raw texts [N] -> probabilities [N, K], label_id, label, confidence (people, REST).
+- `serving_tf_example`: serialized tf.Examples -> the same (TF Serving's classify/predict with examples).
+- `serving_evaluator`: tf.Examples -> `positive_score` (binary) or `probabilities` (multiclass), for TFMA.
+- `transform_features`: tf.Examples -> the Transform outputs TFMA slices on (length bucket, truncation).
+The Transform graph and its vocab asset travel inside; loading needs `import tensorflow_text`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (TF.Text ops of the transform graph)
+import tensorflow_transform as tft
+
+SERVING_DEFAULT = "serving_default"
+SERVING_TF_EXAMPLE = "serving_tf_example"
+SERVING_EVALUATOR = "serving_evaluator"
+TRANSFORM_FEATURES = "transform_features"
+TEXT_INPUT = "text"
+EXAMPLES_INPUT = "examples"
+POSITIVE_SCORE = "positive_score"
+PROBABILITIES = "probabilities"
+SLICE_FEATURES = ("length_bucket", "token_count", "truncated")
+
+
+class ServingModule(tf.Module):
+    """Transform layer + fine-tuned classifier, with the label names, as one SavedModel."""
+
+    def __init__(
+        self,
+        model,
+        tf_transform_output: tft.TFTransformOutput,
+        label_names: Sequence[str],
+        model_input_names: Sequence[str],
+        text_feature: str,
+        label_features: Sequence[str],
+    ):
+        super().__init__()
+        self.model = model
+        self.tft_layer = tf_transform_output.transform_features_layer()
+        self.label_names = tf.constant(list(label_names))
+        self._model_input_names = tuple(model_input_names)
+        self._text_feature = text_feature
+        raw_spec = tf_transform_output.raw_feature_spec()
+        self._example_spec = {k: v for k, v in raw_spec.items() if k not in label_features}
+        self._binary = len(label_names) == 2
+
+    def _classify(self, raw_features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        transformed = self.tft_layer(raw_features)
+        inputs = {name: transformed[name] for name in self._model_input_names}
+        logits = self.model(inputs, training=False).logits
+        probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
+        label_id = tf.argmax(probabilities, axis=-1)
+        return {
+            PROBABILITIES: probabilities,
+            "label_id": label_id,
+            "label": tf.gather(self.label_names, label_id),
+            "confidence": tf.reduce_max(probabilities, axis=-1),
+        }
+
+    def _parse(self, examples: tf.Tensor) -> dict[str, tf.Tensor]:
+        return tf.io.parse_example(examples, self._example_spec)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=TEXT_INPUT)])
+    def serve_text(self, text):
+        # Shaped like the parsed feature: the schema gives the raw text a fixed shape of [1].
+        text_shape = self._example_spec[self._text_feature].shape
+        return self._classify({self._text_feature: tf.reshape(text, [-1, *text_shape])})
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=EXAMPLES_INPUT)])
+    def serve_tf_example(self, examples):
+        return self._classify(self._parse(examples))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=EXAMPLES_INPUT)])
+    def serve_evaluator(self, examples):
+        probabilities = self._classify(self._parse(examples))[PROBABILITIES]
+        if self._binary:
+            return {POSITIVE_SCORE: probabilities[:, 1]}
+        return {PROBABILITIES: probabilities}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=EXAMPLES_INPUT)])
+    def transform_features(self, examples):
+        transformed = self.tft_layer(self._parse(examples))
+        return {name: transformed[name] for name in SLICE_FEATURES if name in transformed}
+
+    def signatures(self) -> dict:
+        return {
+            SERVING_DEFAULT: self.serve_text.get_concrete_function(),
+            SERVING_TF_EXAMPLE: self.serve_tf_example.get_concrete_function(),
+            SERVING_EVALUATOR: self.serve_evaluator.get_concrete_function(),
+            TRANSFORM_FEATURES: self.transform_features.get_concrete_function(),
+        }
+
+
+def export(module: ServingModule, export_dir: str) -> None:
+    tf.saved_model.save(module, export_dir, signatures=module.signatures())

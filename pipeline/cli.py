@@ -1,0 +1,127 @@
+"""`hftfx`: run the pipeline locally, check the environment, and ask a pushed model for predictions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pipeline import configs
+
+# flag -> dotted config key
+RUN_FLAGS = {
+    "--dataset": ("dataset.name", str, "HF dataset: hub id, builder (csv/parquet/json), folder, or packaged:..."),
+    "--dataset-config": ("dataset.config_name", str, "the dataset's configuration name"),
+    "--dataset-revision": ("dataset.revision", str, "hub revision (branch, tag or commit)"),
+    "--data-files": ("dataset.data_files", str, "comma-separated local files for csv/parquet/json builders"),
+    "--text-column": ("dataset.text_column", str, "column holding the text"),
+    "--label-column": ("dataset.label_column", str, "column holding the label"),
+    "--label-names": ("dataset.label_names", str, "comma-separated label set in id order"),
+    "--train-limit": ("dataset.limits.train", int, "at most this many train examples"),
+    "--eval-limit": ("dataset.limits.eval", int, "at most this many eval examples"),
+    "--test-limit": ("dataset.limits.test", int, "at most this many test examples"),
+    "--model": ("model.name", str, "HF model: hub id, local directory, or packaged:all-MiniLM-L6-v2"),
+    "--max-seq-length": ("model.max_seq_length", int, "tokens per example, [CLS] and [SEP] included"),
+    "--epochs": ("training.epochs", int, "training epochs"),
+    "--batch-size": ("training.batch_size", int, "per-replica batch size"),
+    "--learning-rate": ("training.learning_rate", float, "peak learning rate (AdamW, warm-up, linear decay)"),
+    "--precision": ("training.precision", str, "auto, bf16 or fp32"),
+    "--min-accuracy": ("evaluation.min_accuracy", float, "blessing needs at least this test accuracy"),
+    "--min-auc": ("evaluation.min_auc", float, "blessing needs at least this test AUC"),
+    "--pipeline-root": ("pipeline_root", str, "where artifacts and ML Metadata go"),
+    "--serving-dir": ("serving_dir", str, "TF Serving model base directory"),
+}
+LIST_KEYS = {"dataset.data_files", "dataset.label_names"}
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    overrides = {}
+    for flag, (key, _, _) in RUN_FLAGS.items():
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if value is not None:
+            overrides[key] = [v.strip() for v in value.split(",") if v.strip()] if key in LIST_KEYS else value
+    for assignment in args.set or []:
+        key, sep, value = assignment.partition("=")
+        if not sep:
+            raise configs.ConfigError(f"--set needs KEY=VALUE, got '{assignment}'")
+        overrides[key.strip()] = value
+    if args.no_cache:
+        overrides["enable_cache"] = False
+    return overrides
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pipeline.local_runner import run_local
+
+    config = configs.load_config(args.config, _overrides(args))
+    summary = run_local(config, verbose=args.verbose)
+    print()
+    print(summary.render())
+    if args.summary_json:
+        Path(args.summary_json).write_text(json.dumps(summary.to_json(), indent=2) + "\n", encoding="utf-8")
+        print(f"\nsummary written to {args.summary_json}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from pipeline import doctor
+
+    for line in doctor.environment_lines():
+        print(line)
+    print()
+    checks = doctor.run_checks()
+    for check in checks:
+        print(f"  [{'OK' if check.ok else 'FAIL'}] {check.name:<44} {check.detail}")
+    failed = [c for c in checks if not c.ok]
+    print(f"\n{len(checks) - len(failed)} of {len(checks)} checks OK")
+    return 1 if failed else 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from models.serving import load_serving_model, predict_texts
+
+    texts = args.texts or [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    model_dir, model = load_serving_model(args.model)
+    print(f"model: {model_dir}")
+    for prediction in predict_texts(model, texts):
+        shown = prediction.text if len(prediction.text) <= 70 else prediction.text[:67] + "..."
+        print(f"  {prediction.label:<12} {prediction.confidence:6.1%}  {shown}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hftfx", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    doctor = commands.add_parser("doctor", help="print the environment and check every import and packaged file")
+    doctor.set_defaults(handler=cmd_doctor)
+
+    run = commands.add_parser("run", help="run the pipeline locally (LocalDagRunner, sqlite ML Metadata)")
+    run.add_argument("--config", help="YAML file with config overrides (see pipeline/configs.py)")
+    for flag, (_, kind, text) in RUN_FLAGS.items():
+        run.add_argument(flag, type=kind, help=text)
+    run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key, e.g. training.warmup_ratio=0.2")
+    run.add_argument("--no-cache", action="store_true", help="re-run every component instead of reusing results")
+    run.add_argument("--summary-json", help="also write the run summary as JSON to this file")
+    run.add_argument("--verbose", action="store_true", help="show TFX's and Beam's own INFO logs")
+    run.set_defaults(handler=cmd_run)
+
+    predict = commands.add_parser("predict", help="classify texts with a pushed model")
+    predict.add_argument("--model", required=True, help="a pushed model: serving/<name> (newest version) or a version dir")
+    predict.add_argument("texts", nargs="*", help="texts to classify (default: lines from stdin)")
+    predict.set_defaults(handler=cmd_predict)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except configs.ConfigError as error:
+        print(f"hftfx: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

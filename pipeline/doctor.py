@@ -1,0 +1,115 @@
+"""`hftfx doctor`: what environment this is, and whether every piece the pipeline needs is there."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.metadata
+import os
+import platform
+import time
+from collections.abc import Callable
+
+STACK = (
+    ("tfx", "tfx.v1"),
+    ("tensorflow", "tensorflow"),
+    ("tf-keras", "tf_keras"),
+    ("tensorflow-transform", "tensorflow_transform"),
+    ("tensorflow-data-validation", "tensorflow_data_validation"),
+    ("tensorflow-model-analysis", "tensorflow_model_analysis"),
+    ("ml-metadata", "ml_metadata"),
+    ("tfx-bsl", "tfx_bsl"),
+    ("tensorflow-text", "tensorflow_text"),
+    ("apache-beam", "apache_beam"),
+    ("transformers", "transformers"),
+    ("datasets", "datasets"),
+    ("kfp", "kfp"),
+    ("google-cloud-aiplatform", "google.cloud.aiplatform"),
+)
+
+
+@dataclasses.dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _run(name: str, probe: Callable[[], str]) -> Check:
+    started = time.monotonic()
+    try:
+        detail = probe()
+        return Check(name, True, f"{detail} ({time.monotonic() - started:.1f}s)")
+    except Exception as error:  # noqa: BLE001 (doctor reports every failure instead of stopping)
+        return Check(name, False, f"{type(error).__name__}: {error}")
+
+
+def _import(distribution: str, module: str) -> Callable[[], str]:
+    def probe() -> str:
+        importlib.import_module(module)
+        return importlib.metadata.version(distribution)
+
+    return probe
+
+
+def _keras_is_legacy() -> str:
+    import tensorflow as tf
+    import tf_keras
+
+    if os.environ.get("TF_USE_LEGACY_KERAS") != "1":
+        raise RuntimeError("TF_USE_LEGACY_KERAS is not 1")
+    return f"tf_keras {tf_keras.__version__} with TF {tf.__version__}"
+
+
+def _transformers_tf() -> str:
+    from transformers import TFAutoModelForSequenceClassification  # noqa: F401
+
+    return "TFAutoModelForSequenceClassification importable"
+
+
+def _packaged_model() -> str:
+    from models.pretrained import build_classifier, model_files, packaged_model_dir
+
+    files = model_files(packaged_model_dir("all-MiniLM-L6-v2"))
+    _, report = build_classifier(files, ["a", "b"])
+    return f"{files.directory}: {report.describe()}"
+
+
+def _packaged_corpus() -> str:
+    from components.hf_example_gen.sources import packaged_rotten_tomatoes
+
+    train = packaged_rotten_tomatoes()["train"]
+    names = train.features["label"].names
+    counts = {names[i]: c for i, c in sorted(__import__("collections").Counter(train["label"]).items())}
+    return f"{len(train):,} reviews {counts}"
+
+
+def _hardware() -> str:
+    import tensorflow as tf
+
+    from models import distribution
+
+    gpus = tf.config.list_physical_devices("GPU")
+    tpu = distribution.tpu_address()
+    bf16 = distribution.cpu_supports_bf16()
+    return f"{os.cpu_count()} CPU cores, {len(gpus)} GPU(s), TPU: {tpu or 'none'}, CPU bf16: {'yes' if bf16 else 'no'}"
+
+
+def environment_lines() -> list[str]:
+    libc = " ".join(platform.libc_ver()) or "n/a"
+    return [
+        f"python      {platform.python_version()} ({platform.python_implementation()}) at {os.sys.executable}",
+        f"platform    {platform.platform()}, libc {libc}",
+        f"environment {os.environ.get('HFTFX_ENV_DESCRIPTION', 'not started through bin/in-env')}",
+        f"hub access  {'offline (HF_HUB_OFFLINE=1)' if os.environ.get('HF_HUB_OFFLINE') == '1' else 'online'}",
+    ]
+
+
+def run_checks() -> list[Check]:
+    checks = [_run(f"import {module}", _import(dist, module)) for dist, module in STACK]
+    checks.append(_run("Keras 2 for transformers", _keras_is_legacy))
+    checks.append(_run("transformers TF classes", _transformers_tf))
+    checks.append(_run("hardware", _hardware))
+    checks.append(_run("packaged MiniLM-L6 model", _packaged_model))
+    checks.append(_run("packaged Rotten Tomatoes corpus", _packaged_corpus))
+    return checks

@@ -1,0 +1,84 @@
+"""Runs the pipeline on this machine with LocalDagRunner and ML Metadata in sqlite, showing progress."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import resource
+import sys
+import time
+from pathlib import Path
+
+from absl import logging as absl_logging
+from tfx.orchestration import metadata
+from tfx.orchestration.local.local_dag_runner import LocalDagRunner
+
+from pipeline import probe
+from pipeline.configs import PipelineConfig
+from pipeline.pipeline import create_pipeline
+from pipeline.run_summary import RunSummary, summarize
+
+
+class ComponentProgress(logging.Handler):
+    """Turns LocalDagRunner's 'Component X is running/finished' records into timed progress lines."""
+
+    def __init__(self, stream):
+        super().__init__(logging.INFO)
+        self.stream, self.started = stream, {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if not message.startswith("Component ") or not message.endswith((" is running.", " is finished.")):
+            return
+        name = message.split(" ")[1]
+        if message.endswith("running."):
+            self.started[name] = time.monotonic()
+            print(f"[pipeline] {name} ...", file=self.stream, flush=True)
+        else:
+            seconds = time.monotonic() - self.started.get(name, time.monotonic())
+            print(f"[pipeline] {name} done in {seconds:.1f}s", file=self.stream, flush=True)
+
+
+@contextlib.contextmanager
+def progress_reporting(stream, verbose: bool):
+    """Shows component progress; TFX's own INFO chatter only with verbose."""
+    absl_logger = absl_logging.get_absl_logger()
+    handler = ComponentProgress(stream)
+    previous_level = absl_logger.level
+    absl_logger.setLevel(logging.INFO)
+    absl_handler = absl_logging.get_absl_handler()
+    previous_handler_level = absl_handler.level
+    if not verbose:
+        absl_handler.setLevel(logging.WARNING)
+    absl_logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        absl_logger.removeHandler(handler)
+        absl_logger.setLevel(previous_level)
+        absl_handler.setLevel(previous_handler_level)
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident memory of this process (and any finished children), in bytes."""
+    scale = 1 if sys.platform == "darwin" else 1024
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, children) * scale
+
+
+def run_local(config: PipelineConfig, *, verbose: bool = False, stream=sys.stdout) -> RunSummary:
+    started = time.monotonic()
+    probed = probe.probe(config)
+    config = probed.config
+    print(f"[pipeline] dataset '{config.dataset.name}': splits {probed.split_sizes}, "
+          f"labels {list(config.dataset.label_names)}; model '{config.model.name}'", file=stream, flush=True)
+    Path(config.pipeline_root).mkdir(parents=True, exist_ok=True)
+    connection = metadata.sqlite_metadata_connection_config(config.metadata_sqlite)
+    tfx_pipeline = create_pipeline(config, connection)
+    with progress_reporting(stream, verbose):
+        LocalDagRunner().run(tfx_pipeline)
+    summary = summarize(config.metadata_sqlite, config.pipeline_name)
+    summary.wall_seconds = time.monotonic() - started
+    summary.peak_rss_bytes = peak_rss_bytes()
+    return summary

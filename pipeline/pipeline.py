@@ -1,0 +1,99 @@
+"""The TFX pipeline, top to bottom, as one `create_pipeline(config)` shared by every orchestrator."""
+
+from __future__ import annotations
+
+from tfx import v1 as tfx
+from tfx.orchestration import pipeline as tfx_pipeline
+
+from components import evaluation
+from components.example_validator import StrictExampleValidator
+from components.hf_example_gen.component import HFDatasetExampleGen
+from components.pusher import ServingPusher
+from components.trainer import TrainerSettings
+from components.transform import transform_custom_config
+from pipeline.configs import PipelineConfig
+
+PREPROCESSING_FN = "components.transform.preprocessing_fn"
+STATS_OPTIONS_UPDATER_FN = "components.transform.stats_options_updater_fn"
+RUN_FN = "components.trainer.run_fn"
+EVALUATOR_MODULE = "components.evaluation"
+
+
+class LabelSetUnknownError(ValueError):
+    pass
+
+
+def create_components(config: PipelineConfig) -> list:
+    """The components in DAG order; `config.dataset.label_names` must be known (it sizes the metrics)."""
+    if not config.dataset.label_names:
+        raise LabelSetUnknownError(
+            "dataset.label_names is empty: the Evaluator's metrics depend on the number of labels. Declare "
+            "them in the config, or build the pipeline through `hftfx run`, which probes the dataset for them."
+        )
+    # Reads the Hugging Face dataset into train/eval/test tf.Examples with int64 label ids.
+    example_gen = HFDatasetExampleGen(dataset=config.dataset)
+    # Statistics of every split: what the data looks like, and the input to schema and validation.
+    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
+    # The schema the rest of the pipeline relies on, inferred from the statistics.
+    schema_gen = tfx.components.SchemaGen(statistics=statistics_gen.outputs["statistics"], infer_feature_shape=True)
+    # Stops the run before training when a split breaks the schema (missing text, unseen label ids...).
+    example_validator = StrictExampleValidator(
+        statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"]
+    )
+    # Tokenizes in-graph: the same graph runs at serving time, so training and serving agree.
+    transform = tfx.components.Transform(
+        examples=example_gen.outputs["examples"],
+        schema=schema_gen.outputs["schema"],
+        preprocessing_fn=PREPROCESSING_FN,
+        stats_options_updater_fn=STATS_OPTIONS_UPDATER_FN,
+        custom_config=transform_custom_config(
+            config.model.name, config.model.revision, config.model.max_seq_length, config.evaluation.length_buckets
+        ),
+    )
+    transform.add_upstream_node(example_validator)
+    # Fine-tunes the transformers model and exports the SavedModel with its serving signatures.
+    trainer = tfx.components.Trainer(
+        run_fn=RUN_FN,
+        examples=transform.outputs["transformed_examples"],
+        transform_graph=transform.outputs["transform_graph"],
+        schema=schema_gen.outputs["schema"],
+        train_args=tfx.proto.TrainArgs(splits=["train"]),
+        eval_args=tfx.proto.EvalArgs(splits=["eval"]),
+        custom_config=TrainerSettings(config.model, config.training).to_custom_config(),
+    )
+    # The latest blessed model, so a new model must not be worse than what serves now.
+    baseline_resolver = tfx.dsl.Resolver(
+        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+    ).with_id("latest_blessed_model_resolver")
+    # Measures the model on the held-out test split and blesses it only if it clears every threshold.
+    evaluator = tfx.components.Evaluator(
+        examples=example_gen.outputs["examples"],
+        model=trainer.outputs["model"],
+        baseline_model=baseline_resolver.outputs["model"],
+        eval_config=evaluation.eval_config(len(config.dataset.label_names), config.evaluation),
+        example_splits=[evaluation.EVAL_SPLIT],
+        module_path=EVALUATOR_MODULE,
+    )
+    # Copies a blessed model into the TF Serving layout; an unblessed model is never pushed.
+    pusher = ServingPusher(
+        model=trainer.outputs["model"],
+        model_blessing=evaluator.outputs["blessing"],
+        push_destination=tfx.proto.PushDestination(
+            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.push_base_directory)
+        ),
+    )
+    return [example_gen, statistics_gen, schema_gen, example_validator, transform, trainer, baseline_resolver,
+            evaluator, pusher]
+
+
+def create_pipeline(config: PipelineConfig, metadata_connection_config=None) -> tfx_pipeline.Pipeline:
+    return tfx.dsl.Pipeline(
+        pipeline_name=config.pipeline_name,
+        pipeline_root=config.pipeline_root,
+        components=create_components(config),
+        enable_cache=config.enable_cache,
+        metadata_connection_config=metadata_connection_config,
+        beam_pipeline_args=list(config.beam_args),
+    )

@@ -1,0 +1,49 @@
+"""A cheap look at the dataset and the model before anything expensive starts.
+
+Finds what the pipeline's shape depends on (the label set) and fails early, with the fix named, on what
+would otherwise fail minutes later inside a component.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from components.hf_example_gen import sources, splitting
+from models.pretrained import model_files, read_config, resolve_model_dir
+from models.tokenizer import tokenizer_spec
+from pipeline.configs import ConfigError, PipelineConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeResult:
+    config: PipelineConfig  # with dataset.label_names filled in
+    split_sizes: dict[str, int]
+
+
+def probe_model(config: PipelineConfig) -> None:
+    directory = resolve_model_dir(config.model.name, config.model.revision)
+    model_files(directory)
+    tokenizer_spec(directory)  # WordPiece or a clear error
+    limit = read_config(directory).get("max_position_embeddings")
+    if limit is not None and config.model.max_seq_length > limit:
+        raise ConfigError(
+            f"model.max_seq_length {config.model.max_seq_length} is over the model's position limit {limit}; "
+            f"use at most {limit}"
+        )
+
+
+def probe(config: PipelineConfig) -> ProbeResult:
+    probe_model(config)
+    source = sources.load_source(config.dataset)
+    splitting.check_columns(source, config.dataset)
+    names = splitting.label_names(source, config.dataset)
+    if len(names) < 2:
+        raise splitting.DatasetContentError(
+            f"the label column '{config.dataset.label_column}' has {len(names)} distinct value(s) {names}; "
+            "a classifier needs at least two"
+        )
+    dataset = dataclasses.replace(config.dataset, label_names=tuple(names))
+    return ProbeResult(
+        config=dataclasses.replace(config, dataset=dataset),
+        split_sizes={name: len(split) for name, split in source.items()},
+    )

@@ -1,0 +1,201 @@
+"""What a person wants to know after a run, read back from ML Metadata and the run's artifacts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import ml_metadata as mlmd
+from ml_metadata.proto import metadata_store_pb2
+
+from components.evaluation import ACCURACY, AUC, metric_names
+from components.hf_example_gen.executor import LABEL_NAMES_PROPERTY, SPLIT_COUNTS_PROPERTY
+
+_STATE_NAMES = {
+    metadata_store_pb2.Execution.COMPLETE: "done",
+    metadata_store_pb2.Execution.CACHED: "cached",
+    metadata_store_pb2.Execution.FAILED: "failed",
+    metadata_store_pb2.Execution.RUNNING: "running",
+    metadata_store_pb2.Execution.CANCELED: "canceled",
+}
+
+
+@dataclasses.dataclass
+class ComponentRun:
+    name: str
+    state: str
+    seconds: float
+
+
+@dataclasses.dataclass
+class RunSummary:
+    pipeline_name: str
+    run_id: str
+    components: list[ComponentRun]
+    split_counts: dict[str, int]
+    label_names: list[str]
+    metrics: dict[str, float]
+    blessed: bool | None
+    blessing_reason: str
+    pushed_dir: str | None
+    pushed_version: str | None
+    wall_seconds: float = 0.0
+    peak_rss_bytes: int = 0
+    slices: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pipeline_name": self.pipeline_name,
+            "run_id": self.run_id,
+            "wall_seconds": round(self.wall_seconds, 2),
+            "components": {c.name: round(c.seconds, 2) for c in self.components},
+            "component_states": {c.name: c.state for c in self.components},
+            "split_counts": self.split_counts,
+            "label_names": self.label_names,
+            "metrics": self.metrics,
+            "slices": self.slices,
+            "blessed": self.blessed,
+            "blessing_reason": self.blessing_reason,
+            "pushed_dir": self.pushed_dir,
+            "pushed_version": self.pushed_version,
+            "peak_rss_bytes": self.peak_rss_bytes,
+        }
+
+    def render(self) -> str:
+        lines = [f"Run {self.run_id} of pipeline '{self.pipeline_name}'", ""]
+        lines.append(f"  {'component':<32}{'state':<10}{'seconds':>9}")
+        for c in self.components:
+            lines.append(f"  {c.name:<32}{c.state:<10}{c.seconds:>9.1f}")
+        lines.append(f"  {'total wall time':<42}{self.wall_seconds:>9.1f}")
+        lines.append("")
+        counts = ", ".join(f"{k} {v:,}" for k, v in self.split_counts.items())
+        lines.append(f"  examples      {counts}   labels {self.label_names}")
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in self.metrics.items() if k != "example_count")
+        lines.append(f"  test split    {shown}")
+        for name, values in self.slices.items():
+            lines.append(f"    {name:<24} n={int(values.get('example_count', 0)):<6} accuracy "
+                         f"{values.get(ACCURACY, float('nan')):.3f}  auc {values.get(AUC, float('nan')):.3f}")
+        verdict = {True: "BLESSED", False: "NOT blessed", None: "not evaluated"}[self.blessed]
+        lines.append(f"  blessing      {verdict}: {self.blessing_reason}")
+        pushed = f"{self.pushed_dir} (version {self.pushed_version})" if self.pushed_dir else "nothing pushed"
+        lines.append(f"  pushed        {pushed}")
+        if self.peak_rss_bytes:
+            lines.append(f"  peak memory   {self.peak_rss_bytes / 2**30:.2f} GiB")
+        return "\n".join(lines)
+
+
+def open_store(sqlite_path: str, read_only: bool = True) -> mlmd.MetadataStore:
+    config = metadata_store_pb2.ConnectionConfig()
+    config.sqlite.filename_uri = sqlite_path
+    config.sqlite.connection_mode = (
+        metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
+        if read_only
+        else metadata_store_pb2.SqliteMetadataSourceConfig.READWRITE_OPENCREATE
+    )
+    return mlmd.MetadataStore(config)
+
+
+def latest_run_context(store: mlmd.MetadataStore, pipeline_name: str):
+    pipeline = store.get_context_by_type_and_name("pipeline", pipeline_name)
+    if pipeline is None:
+        return None
+    run_ids = {c.id for c in store.get_contexts_by_type("pipeline_run")}
+    executions = store.get_executions_by_context(pipeline.id)
+    runs = [c for e in executions for c in store.get_contexts_by_execution(e.id) if c.id in run_ids]
+    return max(runs, key=lambda c: c.create_time_since_epoch, default=None)
+
+
+def _node_name(store, execution, pipeline_name: str) -> str:
+    for context in store.get_contexts_by_execution(execution.id):
+        if context.type == "node":
+            return context.name.removeprefix(f"{pipeline_name}.")
+    return execution.type.rsplit(".", 1)[-1]
+
+
+def _outputs(store, execution) -> dict[str, Any]:
+    """Output artifacts of an execution, by output key."""
+    events = [e for e in store.get_events_by_execution_ids([execution.id])
+              if e.type in (metadata_store_pb2.Event.OUTPUT, metadata_store_pb2.Event.DECLARED_OUTPUT)]
+    artifacts = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
+    return {e.path.steps[0].key: artifacts[e.artifact_id] for e in events if e.path.steps}
+
+
+def _custom(artifact, name: str):
+    value = artifact.custom_properties.get(name)
+    if value is None:
+        return None
+    return getattr(value, value.WhichOneof("value"))
+
+
+def _metric_value(value: dict) -> float | None:
+    if "doubleValue" in value:
+        return float(value["doubleValue"])
+    return None
+
+
+def _read_metrics(evaluation_uri: str, num_labels: int) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    import tensorflow_model_analysis as tfma
+
+    names = metric_names(num_labels)
+    rename = {tfma_name: ours for ours, tfma_name in names.items()}
+    result = tfma.load_eval_result(evaluation_uri)
+    overall, slices = {}, {}
+    for slice_key, by_output in result.slicing_metrics:
+        values = {}
+        for sub_key, metrics in by_output.get("", {}).items():
+            for name, value in metrics.items():
+                number = _metric_value(value)
+                if number is not None and (sub_key == "" or name.startswith("macro")):
+                    values[rename.get(name, name)] = number
+        if not slice_key:
+            overall = values
+        else:
+            slices[", ".join(f"{k}={v}" for k, v in slice_key)] = values
+    return overall, dict(sorted(slices.items()))
+
+
+def _blessing_reason(evaluation_uri: str, blessed: bool) -> str:
+    import tensorflow_model_analysis as tfma
+
+    result = tfma.load_validation_result(evaluation_uri)
+    if result.validation_ok:
+        return "all thresholds met" + ("" if blessed else " (but not blessed)")
+    failures = []
+    for per_slice in result.metric_validations_per_slice:
+        for failure in per_slice.failures:
+            failures.append(f"{failure.metric_key.name}: {failure.message}")
+    if result.missing_thresholds:
+        failures.append(f"missing thresholds: {len(result.missing_thresholds)}")
+    return "; ".join(failures) or "validation failed"
+
+
+def summarize(sqlite_path: str, pipeline_name: str) -> RunSummary | None:
+    """The latest run of `pipeline_name` recorded in the MLMD sqlite file, or None if there is none."""
+    store = open_store(sqlite_path)
+    run = latest_run_context(store, pipeline_name)
+    if run is None:
+        return None
+    executions = sorted(store.get_executions_by_context(run.id), key=lambda e: e.create_time_since_epoch)
+    components, split_counts, label_names = [], {}, []
+    metrics, slices, blessed, reason, pushed_dir, pushed_version = {}, {}, None, "the Evaluator did not run", None, None
+    for execution in executions:
+        name = _node_name(store, execution, pipeline_name)
+        seconds = (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1000
+        components.append(ComponentRun(name, _STATE_NAMES.get(execution.last_known_state, "?"), seconds))
+        outputs = _outputs(store, execution)
+        if "examples" in outputs and _custom(outputs["examples"], SPLIT_COUNTS_PROPERTY):
+            split_counts = json.loads(_custom(outputs["examples"], SPLIT_COUNTS_PROPERTY))
+            label_names = json.loads(_custom(outputs["examples"], LABEL_NAMES_PROPERTY) or "[]")
+        if "blessing" in outputs and "evaluation" in outputs:
+            blessed = bool(_custom(outputs["blessing"], "blessed"))
+            metrics, slices = _read_metrics(outputs["evaluation"].uri, max(len(label_names), 2))
+            reason = _blessing_reason(outputs["evaluation"].uri, blessed)
+        if "pushed_model" in outputs and _custom(outputs["pushed_model"], "pushed"):
+            pushed_dir = _custom(outputs["pushed_model"], "pushed_destination")
+            pushed_version = _custom(outputs["pushed_model"], "pushed_version")
+    return RunSummary(
+        pipeline_name=pipeline_name, run_id=run.name, components=components, split_counts=split_counts,
+        label_names=label_names, metrics=metrics, slices=slices, blessed=blessed, blessing_reason=reason,
+        pushed_dir=pushed_dir, pushed_version=pushed_version,
+    )

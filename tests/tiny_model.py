@@ -1,0 +1,31 @@
+"""A tiny BERT (2 layers, hidden 64) with the packaged model's real vocab, for fast pipeline tests."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from models.pretrained import packaged_model_dir
+
+TOKENIZER_FILES = ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.json")
+
+
+def write_tiny_bert(directory: Path, seed: int = 0) -> Path:
+    """Writes config.json, tf_model.h5 and the real MiniLM vocab/tokenizer files into `directory`."""
+    import tf_keras
+    from transformers import BertConfig, TFBertModel
+
+    directory.mkdir(parents=True, exist_ok=True)
+    source = packaged_model_dir("all-MiniLM-L6-v2")
+    for name in TOKENIZER_FILES:
+        if (source / name).exists():
+            shutil.copy(source / name, directory / name)
+    tf_keras.utils.set_random_seed(seed)
+    config = BertConfig(
+        vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
+        max_position_embeddings=128,
+    )
+    model = TFBertModel(config)
+    model(model.dummy_inputs)
+    model.save_pretrained(directory)
+    return directory
