@@ -21,17 +21,25 @@ BINARY_NAMES = {ACCURACY: "binary_accuracy", AUC: "auc"}
 MULTICLASS_NAMES = {ACCURACY: "sparse_categorical_accuracy", AUC: "macro_auc"}
 
 
-def _bound(lower: float) -> tfma.MetricThreshold:
-    return tfma.MetricThreshold(value_threshold=tfma.GenericValueThreshold(lower_bound={"value": lower}))
+def _overall(threshold: tfma.MetricThreshold) -> list[tfma.PerSliceMetricThreshold]:
+    """Thresholds judge the whole test split; per-slice values are for reading (AUC is undefined on a
+    slice holding one label)."""
+    return [tfma.PerSliceMetricThreshold(slicing_specs=[tfma.SlicingSpec()], threshold=threshold)]
 
 
-def _no_regression(lower: float, max_regression: float) -> tfma.MetricThreshold:
-    return tfma.MetricThreshold(
-        value_threshold=tfma.GenericValueThreshold(lower_bound={"value": lower}),
-        change_threshold=tfma.GenericChangeThreshold(
-            direction=tfma.MetricDirection.HIGHER_IS_BETTER,
-            absolute={"value": -max_regression - 1e-10},
-        ),
+def _bound(lower: float) -> list[tfma.PerSliceMetricThreshold]:
+    return _overall(tfma.MetricThreshold(value_threshold=tfma.GenericValueThreshold(lower_bound={"value": lower})))
+
+
+def _no_regression(lower: float, max_regression: float) -> list[tfma.PerSliceMetricThreshold]:
+    return _overall(
+        tfma.MetricThreshold(
+            value_threshold=tfma.GenericValueThreshold(lower_bound={"value": lower}),
+            change_threshold=tfma.GenericChangeThreshold(
+                direction=tfma.MetricDirection.HIGHER_IS_BETTER,
+                absolute={"value": -max_regression - 1e-10},
+            ),
+        )
     )
 
 
@@ -57,10 +65,10 @@ def eval_config(num_labels: int, evaluation: EvaluationConfig) -> tfma.EvalConfi
     if binary:
         metrics = [
             tfma.MetricConfig(class_name="ExampleCount"),
-            tfma.MetricConfig(class_name="BinaryAccuracy", threshold=_bound(evaluation.min_accuracy)),
+            tfma.MetricConfig(class_name="BinaryAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)),
             tfma.MetricConfig(
                 class_name="AUC",
-                threshold=_no_regression(evaluation.min_auc, evaluation.max_auc_regression),
+                per_slice_thresholds=_no_regression(evaluation.min_auc, evaluation.max_auc_regression),
             ),
             tfma.MetricConfig(class_name="AUC", config='{"curve": "PR", "name": "auc_pr"}'),
             tfma.MetricConfig(class_name="Precision"),
@@ -75,7 +83,7 @@ def eval_config(num_labels: int, evaluation: EvaluationConfig) -> tfma.EvalConfi
             tfma.MetricsSpec(
                 metrics=[
                     tfma.MetricConfig(class_name="ExampleCount"),
-                    tfma.MetricConfig(class_name="SparseCategoricalAccuracy", threshold=_bound(evaluation.min_accuracy)),
+                    tfma.MetricConfig(class_name="SparseCategoricalAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)),
                     tfma.MetricConfig(class_name="MultiClassConfusionMatrixPlot"),
                 ]
             ),
@@ -83,7 +91,7 @@ def eval_config(num_labels: int, evaluation: EvaluationConfig) -> tfma.EvalConfi
                 metrics=[
                     tfma.MetricConfig(
                         class_name="AUC",
-                        threshold=_no_regression(evaluation.min_auc, evaluation.max_auc_regression),
+                        per_slice_thresholds=_no_regression(evaluation.min_auc, evaluation.max_auc_regression),
                     ),
                     tfma.MetricConfig(class_name="AUC", config='{"curve": "PR", "name": "auc_pr"}'),
                 ],

@@ -86,10 +86,11 @@ def count_records(file_patterns: list[str]) -> int:
 
 
 def make_dataset(fn_args, files, tf_transform_output, batch_size, model_inputs, *, training, seed):
+    """Batches of (model inputs, label) with static shapes (drop_final_batch) for XLA / TPU."""
     options = tfxio.TensorFlowDatasetOptions(
         batch_size=batch_size,
         label_key=LABEL_FEATURE,
-        drop_final_batch=True,  # static shapes: one compiled step on XLA / TPU
+        drop_final_batch=True,
         shuffle=training,
         shuffle_seed=seed,
         num_epochs=None if training else 1,
@@ -98,6 +99,39 @@ def make_dataset(fn_args, files, tf_transform_output, batch_size, model_inputs, 
         files, options, tf_transform_output.transformed_metadata.schema
     )
     return dataset.map(lambda features, label: ({k: features[k] for k in model_inputs}, label))
+
+
+def bucket_by_length(dataset: tf.data.Dataset, batch_size: int, widths: tuple[int, ...], max_seq_length: int):
+    """Groups examples of similar token length and cuts each batch to the smallest width that holds it.
+
+    Padding is masked, so results are unchanged; short reviews stop paying for max_seq_length. Each width
+    is one static shape, so XLA / TPU compile once per width.
+    """
+    widths = tuple(w for w in widths if w < max_seq_length)
+    if not widths:
+        return dataset
+    all_widths = tf.constant([*widths, max_seq_length], tf.int32)
+
+    def length(features, label):
+        return tf.reduce_sum(tf.cast(features["attention_mask"], tf.int32))
+
+    def trim(features, label):
+        longest = tf.reduce_max(tf.reduce_sum(tf.cast(features["attention_mask"], tf.int32), axis=1))
+        width = tf.gather(all_widths, tf.searchsorted(all_widths, [longest], side="left")[0])
+        return {k: v[:, :width] for k, v in features.items()}, label
+
+    return (
+        dataset.unbatch()
+        .bucket_by_sequence_length(
+            length,
+            bucket_boundaries=[w + 1 for w in widths],
+            bucket_batch_sizes=[batch_size] * (len(widths) + 1),
+            drop_remainder=True,
+            no_padding=True,
+        )
+        .map(trim, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
 
 
 def run_fn(fn_args: tfx.components.FnArgs) -> None:
@@ -130,8 +164,11 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         flush=True,
     )
 
-    train_data = make_dataset(fn_args, fn_args.train_files, tf_transform_output, global_batch, model_inputs,
-                              training=True, seed=training.seed)
+    train_data = bucket_by_length(
+        make_dataset(fn_args, fn_args.train_files, tf_transform_output, global_batch, model_inputs,
+                     training=True, seed=training.seed),
+        global_batch, training.length_buckets, settings.model.max_seq_length,
+    )
     eval_data = make_dataset(fn_args, fn_args.eval_files, tf_transform_output, global_batch, model_inputs,
                              training=False, seed=training.seed) if eval_steps else None
 

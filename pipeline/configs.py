@@ -72,6 +72,9 @@ class TrainingConfig:
     precision: str = "auto"
     seed: int = 42
     log_every_steps: int = 25
+    # Token widths a training batch may be cut to when all its examples fit (padding is masked, so only
+    # speed changes); empty means every batch is max_seq_length wide.
+    length_buckets: tuple[int, ...] = (32,)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,6 +240,8 @@ def validate(config: PipelineConfig) -> None:
         problems.append("training.epochs and training.batch_size must be at least 1")
     if not 0 < tr.learning_rate < 1:
         problems.append(f"training.learning_rate {tr.learning_rate} is outside (0, 1)")
+    if list(tr.length_buckets) != sorted(set(tr.length_buckets)) or any(w < 8 for w in tr.length_buckets):
+        problems.append("training.length_buckets must be increasing token widths of at least 8")
     if not 0 <= tr.warmup_ratio < 1:
         problems.append("training.warmup_ratio must be in [0, 1)")
     if tr.precision not in ("auto", "bf16", "fp32"):

@@ -39,7 +39,7 @@ def create_components(config: PipelineConfig) -> list:
     # Stops the run before training when a split breaks the schema (missing text, unseen label ids...).
     example_validator = StrictExampleValidator(
         statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"]
-    )
+    ).with_id("ExampleValidator")
     # Tokenizes in-graph: the same graph runs at serving time, so training and serving agree.
     transform = tfx.components.Transform(
         examples=example_gen.outputs["examples"],
@@ -83,7 +83,7 @@ def create_components(config: PipelineConfig) -> list:
         push_destination=tfx.proto.PushDestination(
             filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.push_base_directory)
         ),
-    )
+    ).with_id("Pusher")
     return [example_gen, statistics_gen, schema_gen, example_validator, transform, trainer, baseline_resolver,
             evaluator, pusher]
 

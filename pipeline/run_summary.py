@@ -155,18 +155,36 @@ def _read_metrics(evaluation_uri: str, num_labels: int) -> tuple[dict[str, float
     return overall, dict(sorted(slices.items()))
 
 
+def _describe_failure(failure) -> str:
+    name = failure.metric_key.name
+    if failure.metric_key.is_diff:
+        name += " change vs. the blessed baseline"
+    value = failure.metric_value.double_value.value
+    threshold = failure.metric_threshold
+    bounds = []
+    for kind in ("value_threshold", "change_threshold"):
+        if threshold.HasField(kind):
+            part = getattr(threshold, kind)
+            if part.HasField("lower_bound"):
+                bounds.append(f"needs >= {part.lower_bound.value:.4g}")
+            if part.HasField("upper_bound"):
+                bounds.append(f"needs <= {part.upper_bound.value:.4g}")
+    return f"{name} {value:.4f} ({', '.join(bounds) or failure.message})"
+
+
 def _blessing_reason(evaluation_uri: str, blessed: bool) -> str:
     import tensorflow_model_analysis as tfma
 
     result = tfma.load_validation_result(evaluation_uri)
     if result.validation_ok:
-        return "all thresholds met" + ("" if blessed else " (but not blessed)")
+        return "every threshold met" if blessed else "thresholds met, but the Evaluator did not bless the model"
     failures = []
     for per_slice in result.metric_validations_per_slice:
+        where = ", ".join(f"{k.column}={k.bytes_value.decode() or k.int64_value}" for k in per_slice.slice_key.single_slice_keys)
         for failure in per_slice.failures:
-            failures.append(f"{failure.metric_key.name}: {failure.message}")
+            failures.append(_describe_failure(failure) + (f" on slice {where}" if where else ""))
     if result.missing_thresholds:
-        failures.append(f"missing thresholds: {len(result.missing_thresholds)}")
+        failures.append(f"{len(result.missing_thresholds)} metric(s) with thresholds were not computed")
     return "; ".join(failures) or "validation failed"
 
 

@@ -1,0 +1,22 @@
+# The README's two commands are `make run` and `make test`; both set up the environment first.
+.PHONY: setup run test lint doctor clean-env
+
+setup:
+	bin/setup-env
+
+run: setup
+	bin/in-env hftfx run $(ARGS)
+
+test: setup
+	bin/in-env ruff check .
+	bin/in-env pytest $(ARGS)
+
+lint: setup
+	bin/in-env ruff check .
+
+doctor: setup
+	bin/in-env hftfx doctor
+
+# Removes the cached userland, venvs and uv cache (see HFTFX_ENV_CACHE in bin/env.sh).
+clean-env:
+	rm -rf "$${HFTFX_ENV_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/hf-tfx-pipeline}"

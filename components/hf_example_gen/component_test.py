@@ -1,0 +1,89 @@
+"""The ExampleGen as a real TFX component under LocalDagRunner, reading local files and the packaged corpus."""
+
+import collections
+import glob
+import json
+
+import datasets
+import pytest
+import tensorflow as tf
+from tfx.orchestration import metadata
+from tfx.orchestration import pipeline as tfx_pipeline
+from tfx.orchestration.local.local_dag_runner import LocalDagRunner
+
+from components.hf_example_gen.component import HFDatasetExampleGen
+from components.hf_example_gen.sources import packaged_rotten_tomatoes
+from pipeline.configs import DatasetConfig
+from pipeline.run_summary import _custom, open_store
+
+
+def run_example_gen(tmp_path, dataset: DatasetConfig):
+    root = tmp_path / "root"
+    component = HFDatasetExampleGen(dataset=dataset)
+    LocalDagRunner().run(
+        tfx_pipeline.Pipeline(
+            pipeline_name="example-gen-test",
+            pipeline_root=str(root),
+            components=[component],
+            metadata_connection_config=metadata.sqlite_metadata_connection_config(str(root / "m.sqlite")),
+            beam_pipeline_args=["--direct_running_mode=in_memory"],
+        )
+    )
+    store = open_store(str(root / "m.sqlite"))
+    (artifact,) = store.get_artifacts_by_type("Examples")
+    return artifact
+
+
+def read_split(artifact, split):
+    files = glob.glob(f"{artifact.uri}/Split-{split}/*.gz")
+    records = tf.data.TFRecordDataset(files, compression_type="GZIP")
+    return [tf.train.Example.FromString(r.numpy()) for r in records]
+
+
+def test_packaged_corpus_has_the_expected_reviews():
+    train = packaged_rotten_tomatoes()["train"]
+    assert len(train) == 12808
+    assert train.features["label"].names == ["rotten", "fresh"]
+    counts = collections.Counter(train["label"])
+    assert counts == {1: 7403, 0: 5405}
+
+
+def test_csv_with_string_labels_keeps_label_zero_and_records_metadata(tmp_path):
+    path = tmp_path / "reviews.csv"
+    rows = [("great film", "pos"), ("awful film", "neg")] * 30
+    datasets.Dataset.from_dict({"review": [r[0] for r in rows], "sentiment": [r[1] for r in rows]}).to_csv(path)
+    artifact = run_example_gen(
+        tmp_path, DatasetConfig(name="csv", data_files=(str(path),), text_column="review", label_column="sentiment", span=3)
+    )
+    assert json.loads(_custom(artifact, "label_names")) == ["neg", "pos"]
+    counts = json.loads(_custom(artifact, "split_counts"))
+    assert counts == {"train": 48, "eval": 6, "test": 6}
+    assert artifact.properties["span"].int_value == 3
+    assert len(_custom(artifact, "dataset_fingerprint")) == 32
+    examples = read_split(artifact, "train")
+    labels = [e.features.feature["label"].int64_list.value for e in examples]
+    assert all(len(v) == 1 for v in labels), "every example carries its label, 0 included"
+    assert collections.Counter(v[0] for v in labels) == {0: 24, 1: 24}
+    names = {e.features.feature["label_name"].bytes_list.value[0] for e in examples}
+    assert names == {b"neg", b"pos"}
+    neg = next(e for e in examples if e.features.feature["label"].int64_list.value[0] == 0)
+    assert neg.features.feature["text"].bytes_list.value[0] == b"awful film"
+
+
+def test_save_to_disk_folder_with_all_splits(tmp_path):
+    folder = tmp_path / "saved"
+    label = datasets.ClassLabel(names=["a", "b", "c"])
+    def part(n):
+        return datasets.Dataset.from_dict({"text": [f"t{i}" for i in range(n)], "label": [i % 3 for i in range(n)]}).cast_column("label", label)
+    datasets.DatasetDict({"train": part(30), "validation": part(6), "test": part(9)}).save_to_disk(str(folder))
+    artifact = run_example_gen(tmp_path, DatasetConfig(name=str(folder), limits={"train": 12}))
+    assert json.loads(_custom(artifact, "split_counts")) == {"train": 12, "eval": 6, "test": 9}
+    assert json.loads(_custom(artifact, "label_names")) == ["a", "b", "c"]
+    assert len(read_split(artifact, "test")) == 9
+
+
+def test_missing_local_files_are_named(tmp_path):
+    from components.hf_example_gen.sources import DatasetSourceError, load_source
+
+    with pytest.raises(DatasetSourceError, match="not found"):
+        load_source(DatasetConfig(name="csv", data_files=(str(tmp_path / "nope.csv"),)))

@@ -1,0 +1,26 @@
+"""Shared fixtures. Tests never reach the network: the hub is switched off for the whole session."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+
+import pytest  # noqa: E402
+
+import pipeline  # noqa: E402, F401  (configures TF_USE_LEGACY_KERAS before anything imports TensorFlow)
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory):
+    from tests.tiny_model import write_tiny_bert
+
+    return write_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture(scope="session")
+def packaged_model_dir():
+    from models.pretrained import packaged_model_dir as locate
+
+    return locate("all-MiniLM-L6-v2")

@@ -1,0 +1,78 @@
+"""The packaged MiniLM loads with its real weights; only the head starts fresh; bad folders fail clearly."""
+
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from safetensors.numpy import load_file
+
+from models.pretrained import ModelFilesError, build_classifier, model_files, resolve_model_dir
+
+
+@pytest.fixture(scope="module")
+def loaded(packaged_model_dir):
+    files = model_files(packaged_model_dir)
+    model, report = build_classifier(files, ["rotten", "fresh"])
+    return files, model, report
+
+
+def test_packaged_model_resolves_to_the_shipped_directory(packaged_model_dir):
+    assert resolve_model_dir("packaged:all-MiniLM-L6-v2") == packaged_model_dir
+    assert (packaged_model_dir / "model.safetensors").is_file()
+
+
+def test_encoder_weights_equal_the_checkpoint(loaded):
+    files, model, _ = loaded
+    checkpoint = load_file(str(files.weights))
+    np.testing.assert_array_equal(
+        model.bert.embeddings.weight.numpy(), checkpoint["embeddings.word_embeddings.weight"]
+    )
+    # PyTorch Linear weights are [out, in]; the TF Dense kernel is their transpose.
+    query = model.bert.encoder.layer[3].attention.self_attention.query.kernel.numpy()
+    np.testing.assert_array_equal(query, checkpoint["encoder.layer.3.attention.self.query.weight"].T)
+
+
+def test_only_the_head_is_new(loaded):
+    _, _, report = loaded
+    assert report.missing == ("classifier.bias", "classifier.weight")
+    assert report.unexpected == ("bert.embeddings.position_ids",)
+    assert report.loaded > 100
+
+
+def test_forward_pass_gives_logits_per_label(loaded, packaged_model_dir):
+    from transformers import AutoTokenizer
+
+    _, model, _ = loaded
+    batch = AutoTokenizer.from_pretrained(packaged_model_dir)(
+        ["a moving, beautiful film", "a tedious mess"], padding=True, return_tensors="tf"
+    )
+    logits = model(dict(batch), training=False).logits
+    assert logits.shape == (2, 2)
+    assert bool(tf.reduce_all(tf.math.is_finite(logits)))
+
+
+@pytest.mark.parametrize(
+    ("removed", "message"),
+    [("vocab.txt", "vocab.txt"), ("config.json", "config.json"), ("model.safetensors", "pretrained weights")],
+)
+def test_incomplete_model_directory_names_what_is_missing(packaged_model_dir, tmp_path, removed, message):
+    copy = tmp_path / "model"
+    shutil.copytree(packaged_model_dir, copy)
+    (copy / removed).unlink()
+    with pytest.raises(ModelFilesError, match=message):
+        model_files(copy)
+
+
+def test_checkpoint_that_does_not_fit_the_encoder_is_an_error(packaged_model_dir, tmp_path):
+    import json
+
+    from models.pretrained import WeightsError
+
+    copy = tmp_path / "model"
+    shutil.copytree(packaged_model_dir, copy)
+    config = json.loads((copy / "config.json").read_text())
+    config["num_hidden_layers"] = 8  # two layers more than the checkpoint has
+    (copy / "config.json").write_text(json.dumps(config))
+    with pytest.raises(WeightsError, match="do not cover the encoder"):
+        build_classifier(model_files(copy), ["a", "b"])

@@ -1,0 +1,80 @@
+"""The in-graph tokenizer must give Hugging Face's ids and masks, id for id."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from transformers import AutoTokenizer
+
+from components.hf_example_gen.sources import packaged_rotten_tomatoes
+from models.tokenizer import InGraphTokenizer, UnsupportedTokenizerError, tokenizer_spec
+
+EDGE_CASES = [
+    "",
+    "   ",
+    "\t\n ",
+    "Café crème brûlée, naïve résumé",
+    "日本語のテキストと中文",
+    "I ❤️ 🍕 pizza 😀🏽",
+    "wait… ½ ﬁne ™",
+    "ΣΑΣ ὈΔΥΣΣΕΎΣ",
+    "İstanbul ǅ ß ﬀ Ⅻ",
+    "a\u00a0b\u2003c\u2028d",
+    "tab\there\x00nul\u200bzero-width\ufffdreplacement\x1b[31m",
+    "don't-stop... \"quote\" (paren) #tag @user",
+    "supercalifragilisticexpialidocious antidisestablishmentarianism",
+    "word " * 400,
+    "x" * 3000,
+]
+
+
+@pytest.fixture(scope="module")
+def hf_tokenizer(packaged_model_dir):
+    return AutoTokenizer.from_pretrained(packaged_model_dir)
+
+
+@pytest.fixture(scope="module")
+def spec(packaged_model_dir):
+    return tokenizer_spec(packaged_model_dir)
+
+
+def _compare(texts, spec, hf_tokenizer, max_len):
+    ours = InGraphTokenizer(spec, max_len)(tf.constant(texts))
+    theirs = hf_tokenizer(texts, padding="max_length", truncation=True, max_length=max_len)
+    for key in ("input_ids", "attention_mask", "token_type_ids"):
+        expected = np.array(theirs[key])
+        actual = ours[key].numpy()
+        assert actual.shape == (len(texts), max_len)
+        mismatched = np.where((actual != expected).any(axis=1))[0]
+        assert not len(mismatched), f"{key} differs for {[texts[i][:60] for i in mismatched[:5]]}"
+
+
+@pytest.mark.parametrize("max_len", [64, 128])
+def test_parity_with_hf_on_the_whole_corpus_and_edge_cases(spec, hf_tokenizer, max_len):
+    corpus = packaged_rotten_tomatoes()["train"]["text"]
+    assert len(corpus) >= 500
+    _compare(list(corpus) + EDGE_CASES, spec, hf_tokenizer, max_len)
+
+
+def test_token_count_reports_length_before_truncation(spec, hf_tokenizer):
+    texts = ["word " * 100, "short one"]
+    counts = InGraphTokenizer(spec, 16)(tf.constant(texts))["token_count"].numpy()
+    assert counts.tolist() == [len(hf_tokenizer.tokenize(t)) for t in texts]
+    assert counts[0] == 100
+
+
+def test_spec_reads_the_hf_tokenizer_settings(spec):
+    assert spec.lower_case and spec.strip_accents
+    assert (spec.cls_id, spec.sep_id, spec.pad_id, spec.unk_token) == (101, 102, 0, "[UNK]")
+    assert spec.takes_token_type_ids
+
+
+def test_non_wordpiece_tokenizers_are_refused_by_name(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.Whitespace()
+    bpe.train_from_iterator(["a small corpus for a byte pair model"] * 10, trainers.BpeTrainer(special_tokens=["<unk>"]))
+    PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>").save_pretrained(tmp_path)
+    with pytest.raises(UnsupportedTokenizerError, match="BPE tokenizer.*supports WordPiece"):
+        tokenizer_spec(tmp_path)

@@ -1,0 +1,48 @@
+import pytest
+
+from pipeline import configs
+
+
+def test_defaults_are_the_embedded_offline_run():
+    config = configs.load_config()
+    assert config.dataset.name == "packaged:rotten_tomatoes"
+    assert config.model.name == "packaged:all-MiniLM-L6-v2"
+    assert (config.model.max_seq_length, config.training.epochs) == (64, 1)
+    assert config.metadata_sqlite.endswith("metadata.sqlite")
+
+
+def test_yaml_then_overrides(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("training:\n  epochs: 3\n  batch_size: 8\ndataset:\n  label_names: [neg, pos]\n")
+    config = configs.load_config(path, {"training.epochs": "2", "dataset.limits.train": "100"})
+    assert config.training.epochs == 2 and config.training.batch_size == 8
+    assert config.dataset.label_names == ("neg", "pos")
+    assert config.dataset.limits == {"train": 100}
+
+
+def test_unknown_keys_and_wrong_types_are_named():
+    with pytest.raises(configs.ConfigError, match=r"unknown config key\(s\) \['epoch'\] in 'training'"):
+        configs.load_config(overrides={"training.epoch": 2})
+    with pytest.raises(configs.ConfigError, match="training.epochs: expected int"):
+        configs.load_config(overrides={"training.epochs": "many"})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"evaluation.min_auc": 1.5}, r"evaluation.min_auc = 1.5 is outside \[0, 1\]"),
+        ({"evaluation.min_accuracy": -0.1}, "evaluation.min_accuracy"),
+        ({"training.precision": "fp8"}, "training.precision must be auto, bf16 or fp32"),
+        ({"dataset.split_ratios": {"train": 1.0}}, "split_ratios"),
+        ({"dataset.label_names": ["a", "a"]}, "label_names"),
+        ({"dataset.text_column": "label"}, "both 'label'"),
+    ],
+)
+def test_invalid_values_fail_before_anything_runs(overrides, message):
+    with pytest.raises(configs.ConfigError, match=message):
+        configs.load_config(overrides=overrides)
+
+
+def test_dataset_config_round_trips_through_json():
+    dataset = configs.DatasetConfig(name="csv", data_files=("a.csv",), label_names=("x", "y"), limits={"test": 5})
+    assert configs.load_dataset_config(configs.dump_dataset_config(dataset)) == dataset

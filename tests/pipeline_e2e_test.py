@@ -1,0 +1,120 @@
+"""The whole pipeline under LocalDagRunner with a tiny BERT: real components, MLMD sqlite, Beam DirectRunner.
+
+Asserted from ML Metadata and the artifacts: every component ran, TFMA measured accuracy and AUC, the model
+was blessed and pushed, and the pushed SavedModel answers raw strings in a fresh process. A second run
+with a threshold no model can meet is not blessed and pushes nothing.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from pipeline import configs
+from pipeline.local_runner import run_local
+from pipeline.run_summary import open_store
+
+pytestmark = pytest.mark.e2e
+
+COMPONENTS = {"HFDatasetExampleGen", "StatisticsGen", "SchemaGen", "ExampleValidator", "Transform", "Trainer",
+              "latest_blessed_model_resolver", "Evaluator", "Pusher"}
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("e2e")
+
+
+def tiny_config(workdir, model_dir, **evaluation):
+    return configs.load_config(overrides={
+        "pipeline_root": str(workdir / "pipeline"),
+        "serving_dir": str(workdir / "serving"),
+        "model.name": str(model_dir),
+        "model.max_seq_length": 32,
+        "dataset.limits": {"train": 384, "eval": 64, "test": 160},
+        "training.batch_size": 16,
+        "training.learning_rate": 1e-3,
+        "evaluation": {"min_accuracy": 0.0, "min_auc": 0.0, **evaluation},
+    })
+
+
+@pytest.fixture(scope="module")
+def first_run(workdir, tiny_bert_dir):
+    config = tiny_config(workdir, tiny_bert_dir)
+    return config, run_local(config)
+
+
+def test_every_component_executed_and_is_in_mlmd(first_run):
+    config, summary = first_run
+    assert {c.name for c in summary.components} == COMPONENTS
+    assert all(c.state == "done" for c in summary.components), summary.components
+    store = open_store(config.metadata_sqlite)
+    types = {t.name for t in store.get_execution_types()}
+    assert {"components.hf_example_gen.component.HFDatasetExampleGen", "tfx.components.trainer.component.Trainer",
+            "tfx.components.evaluator.component.Evaluator"} <= types
+    assert summary.split_counts == {"train": 384, "eval": 64, "test": 160}
+    assert summary.label_names == ["rotten", "fresh"]
+
+
+def test_evaluator_measured_accuracy_and_auc_on_the_test_split(first_run):
+    _, summary = first_run
+    assert summary.metrics["example_count"] == 160
+    assert 0.0 <= summary.metrics["accuracy"] <= 1.0
+    assert 0.0 <= summary.metrics["auc"] <= 1.0
+    assert {"label_name=fresh", "label_name=rotten"} <= set(summary.slices)
+    assert any(name.startswith("length_bucket=") for name in summary.slices)
+
+
+def test_model_was_blessed_and_pushed_in_tf_serving_layout(first_run):
+    config, summary = first_run
+    assert summary.blessed is True
+    version_dir = summary.pushed_dir
+    assert os.path.dirname(version_dir) == config.push_base_directory
+    assert os.path.basename(version_dir).isdigit()
+    assert os.path.isfile(os.path.join(version_dir, "saved_model.pb"))
+    assert not [n for n in os.listdir(config.push_base_directory) if not n.isdigit()], "no staging leftovers"
+
+
+def test_pushed_model_answers_raw_strings_in_a_fresh_process(first_run):
+    _, summary = first_run
+    script = textwrap.dedent(f"""
+        import json, os
+        os.environ["TF_USE_LEGACY_KERAS"] = "1"
+        import tensorflow as tf
+        import tensorflow_text  # TF Serving builds with TF.Text ops register them the same way
+        model = tf.saved_model.load({summary.pushed_dir!r})
+        out = model.signatures["serving_default"](text=tf.constant(["a wonderful film", "", "dull " * 300]))
+        examples = [tf.train.Example(features=tf.train.Features(feature={{"text": tf.train.Feature(
+            bytes_list=tf.train.BytesList(value=[b"a wonderful film"]))}})).SerializeToString()]
+        by_example = model.signatures["serving_tf_example"](examples=tf.constant(examples))
+        print(json.dumps({{
+            "signatures": sorted(model.signatures.keys()),
+            "probabilities": out["probabilities"].numpy().tolist(),
+            "labels": [v.decode() for v in out["label"].numpy()],
+            "same_as_text": by_example["probabilities"].numpy().tolist()[0],
+        }}))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer["signatures"] == ["serving_default", "serving_evaluator", "serving_tf_example", "transform_features"]
+    assert len(answer["probabilities"]) == 3
+    assert all(abs(sum(p) - 1) < 1e-4 and len(p) == 2 for p in answer["probabilities"])
+    assert set(answer["labels"]) <= {"rotten", "fresh"}
+    assert answer["same_as_text"] == pytest.approx(answer["probabilities"][0], abs=1e-6)
+
+
+def test_a_threshold_no_model_meets_blocks_blessing_and_push(first_run, workdir, tiny_bert_dir):
+    config, first = first_run
+    before = sorted(os.listdir(config.push_base_directory))
+    strict = tiny_config(workdir, tiny_bert_dir, min_auc=0.999)
+    summary = run_local(strict)
+    assert summary.blessed is False
+    assert "auc" in summary.blessing_reason
+    assert summary.pushed_dir is None
+    assert sorted(os.listdir(config.push_base_directory)) == before
+    states = {c.name: c.state for c in summary.components}
+    assert states["Trainer"] == "cached" and states["Evaluator"] == "done"
