@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tensorflow_model_analysis as tfma
 import tensorflow_text  # noqa: F401  (registers TF.Text ops before TFMA loads the model)
+from tensorflow_model_analysis.proto import config_pb2
 
 from components.hf_example_gen.executor import LABEL_FEATURE, LABEL_NAME_FEATURE
 from components.transform import LENGTH_BUCKET_FEATURE
@@ -21,17 +22,17 @@ BINARY_NAMES = {ACCURACY: "binary_accuracy", AUC: "auc"}
 MULTICLASS_NAMES = {ACCURACY: "sparse_categorical_accuracy", AUC: "macro_auc"}
 
 
-def _overall(threshold: tfma.MetricThreshold) -> list[tfma.PerSliceMetricThreshold]:
+def _overall(threshold: tfma.MetricThreshold) -> list[config_pb2.PerSliceMetricThreshold]:
     """Thresholds judge the whole test split; per-slice values are for reading (AUC is undefined on a
     slice holding one label)."""
-    return [tfma.PerSliceMetricThreshold(slicing_specs=[tfma.SlicingSpec()], threshold=threshold)]
+    return [config_pb2.PerSliceMetricThreshold(slicing_specs=[tfma.SlicingSpec()], threshold=threshold)]
 
 
-def _bound(lower: float) -> list[tfma.PerSliceMetricThreshold]:
+def _bound(lower: float) -> list[config_pb2.PerSliceMetricThreshold]:
     return _overall(tfma.MetricThreshold(value_threshold=tfma.GenericValueThreshold(lower_bound={"value": lower})))
 
 
-def _no_regression(lower: float, max_regression: float) -> list[tfma.PerSliceMetricThreshold]:
+def _no_regression(lower: float, max_regression: float) -> list[config_pb2.PerSliceMetricThreshold]:
     return _overall(
         tfma.MetricThreshold(
             value_threshold=tfma.GenericValueThreshold(lower_bound={"value": lower}),

@@ -5,7 +5,9 @@ Every source comes back as a `datasets.DatasetDict`, so the rest of the ExampleG
 
 from __future__ import annotations
 
+import glob
 import importlib.metadata
+import os
 from pathlib import Path
 
 import datasets
@@ -49,7 +51,7 @@ def load_source(config: DatasetConfig) -> datasets.DatasetDict:
     if local.is_dir() and ((local / "dataset_dict.json").exists() or (local / "state.json").exists()):
         loaded = datasets.load_from_disk(str(local))
         return loaded if isinstance(loaded, datasets.DatasetDict) else datasets.DatasetDict({"train": loaded})
-    missing = [f for f in config.data_files if "://" not in f and not any(Path().glob(f)) and not Path(f).exists()]
+    missing = [f for f in config.data_files if "://" not in f and not glob.glob(os.path.expanduser(f))]
     if missing:
         raise DatasetSourceError(f"dataset.data_files not found: {missing}")
     try:
