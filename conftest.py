@@ -7,9 +7,9 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 
-import pytest  # noqa: E402
+import pytest
 
-import pipeline  # noqa: E402, F401  (configures TF_USE_LEGACY_KERAS before anything imports TensorFlow)
+import pipeline  # noqa: F401  (configures TF_USE_LEGACY_KERAS before anything imports TensorFlow)
 
 
 @pytest.fixture(scope="session")

@@ -84,7 +84,10 @@ def eval_config(num_labels: int, evaluation: EvaluationConfig) -> tfma.EvalConfi
             tfma.MetricsSpec(
                 metrics=[
                     tfma.MetricConfig(class_name="ExampleCount"),
-                    tfma.MetricConfig(class_name="SparseCategoricalAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)),
+                    tfma.MetricConfig(
+                        class_name="SparseCategoricalAccuracy",
+                        per_slice_thresholds=_bound(evaluation.min_accuracy),
+                    ),
                     tfma.MetricConfig(class_name="MultiClassConfusionMatrixPlot"),
                 ]
             ),

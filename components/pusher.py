@@ -49,7 +49,7 @@ def push_atomically(model_path: str, base_directory: str) -> tuple[str, str]:
 
 
 class Executor(pusher_executor.Executor):
-    def Do(self, input_dict, output_dict, exec_properties) -> None:  # noqa: N802
+    def Do(self, input_dict, output_dict, exec_properties) -> None:
         push_destination = pusher_pb2.PushDestination()
         proto_utils.json_to_proto(exec_properties[standard_component_specs.PUSH_DESTINATION_KEY], push_destination)
         base = push_destination.filesystem.base_directory

@@ -95,9 +95,7 @@ def make_dataset(fn_args, files, tf_transform_output, batch_size, model_inputs, 
         shuffle_seed=seed,
         num_epochs=None if training else 1,
     )
-    dataset = fn_args.data_accessor.tf_dataset_factory(
-        files, options, tf_transform_output.transformed_metadata.schema
-    )
+    dataset = fn_args.data_accessor.tf_dataset_factory(files, options, tf_transform_output.transformed_metadata.schema)
     return dataset.map(lambda features, label: ({k: features[k] for k in model_inputs}, label))
 
 
@@ -165,12 +163,32 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     )
 
     train_data = bucket_by_length(
-        make_dataset(fn_args, fn_args.train_files, tf_transform_output, global_batch, model_inputs,
-                     training=True, seed=training.seed),
-        global_batch, training.length_buckets, settings.model.max_seq_length,
+        make_dataset(
+            fn_args,
+            fn_args.train_files,
+            tf_transform_output,
+            global_batch,
+            model_inputs,
+            training=True,
+            seed=training.seed,
+        ),
+        global_batch,
+        training.length_buckets,
+        settings.model.max_seq_length,
     )
-    eval_data = make_dataset(fn_args, fn_args.eval_files, tf_transform_output, global_batch, model_inputs,
-                             training=False, seed=training.seed) if eval_steps else None
+    eval_data = (
+        make_dataset(
+            fn_args,
+            fn_args.eval_files,
+            tf_transform_output,
+            global_batch,
+            model_inputs,
+            training=False,
+            seed=training.seed,
+        )
+        if eval_steps
+        else None
+    )
 
     from transformers import create_optimizer
 
@@ -191,7 +209,9 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     progress = ProgressLogger(total_steps, global_batch, training.log_every_steps)
     callbacks = [
         progress,
-        tf_keras.callbacks.TensorBoard(log_dir=os.path.join(fn_args.model_run_dir, "logs"), update_freq=training.log_every_steps),
+        tf_keras.callbacks.TensorBoard(
+            log_dir=os.path.join(fn_args.model_run_dir, "logs"), update_freq=training.log_every_steps
+        ),
         # Resuming after a crash continues from the last epoch's weights and optimizer state.
         tf_keras.callbacks.BackupAndRestore(os.path.join(fn_args.model_run_dir, "backup")),
     ]

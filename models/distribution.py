@@ -76,8 +76,12 @@ def gpu_supports_bf16() -> bool:
     return bool(gpus) and all(c >= (8, 0) for c in capabilities)
 
 
-def resolve_precision(requested: str, placement: Placement, cpu_bf16: Callable[[], bool] = cpu_supports_bf16,
-                      gpu_bf16: Callable[[], bool] = gpu_supports_bf16) -> str:
+def resolve_precision(
+    requested: str,
+    placement: Placement,
+    cpu_bf16: Callable[[], bool] = cpu_supports_bf16,
+    gpu_bf16: Callable[[], bool] = gpu_supports_bf16,
+) -> str:
     """'bf16' or 'fp32': TPUs always bf16; 'auto' takes bf16 where the hardware computes it natively."""
     if placement.kind == "tpu" or requested == "bf16":
         return "bf16"

@@ -111,7 +111,8 @@ def model_files(directory: Path) -> ModelFiles:
         missing.append(f"{TF_WEIGHTS} or {SAFETENSORS_WEIGHTS} (pretrained weights){extra}")
     if missing:
         raise ModelFilesError(
-            f"model directory {directory} lacks: " + "; ".join(missing)
+            f"model directory {directory} lacks: "
+            + "; ".join(missing)
             + ". Point model.name at a complete Hugging Face model directory or hub id."
         )
     return ModelFiles(directory=directory, config=config, vocab=vocab, weights=weights)

@@ -25,9 +25,7 @@ def test_packaged_model_resolves_to_the_shipped_directory(packaged_model_dir):
 def test_encoder_weights_equal_the_checkpoint(loaded):
     files, model, _ = loaded
     checkpoint = load_file(str(files.weights))
-    np.testing.assert_array_equal(
-        model.bert.embeddings.weight.numpy(), checkpoint["embeddings.word_embeddings.weight"]
-    )
+    np.testing.assert_array_equal(model.bert.embeddings.weight.numpy(), checkpoint["embeddings.word_embeddings.weight"])
     # PyTorch Linear weights are [out, in]; the TF Dense kernel is their transpose.
     query = model.bert.encoder.layer[3].attention.self_attention.query.kernel.numpy()
     np.testing.assert_array_equal(query, checkpoint["encoder.layer.3.attention.self.query.weight"].T)

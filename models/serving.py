@@ -26,7 +26,9 @@ def resolve_version_dir(path: str | Path) -> Path:
     path = Path(path)
     if (path / "saved_model.pb").exists():
         return path
-    versions = sorted((p for p in path.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)) if path.is_dir() else []
+    versions = (
+        sorted((p for p in path.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)) if path.is_dir() else []
+    )
     if not versions:
         raise FileNotFoundError(f"{path} holds no SavedModel and no numbered TF Serving version folders")
     return versions[-1]
@@ -45,7 +47,11 @@ def predict_texts(model, texts: Sequence[str]) -> list[Prediction]:
     return [
         Prediction(text, label, int(label_id), float(confidence), tuple(float(p) for p in probabilities))
         for text, label, label_id, confidence, probabilities in zip(
-            texts, labels, outputs["label_id"].numpy(), outputs["confidence"].numpy(),
-            outputs["probabilities"].numpy(), strict=True,
+            texts,
+            labels,
+            outputs["label_id"].numpy(),
+            outputs["confidence"].numpy(),
+            outputs["probabilities"].numpy(),
+            strict=True,
         )
     ]

@@ -86,7 +86,7 @@ def normalize(texts: tf.Tensor, spec: TokenizerSpec) -> tf.Tensor:
     texts = tf.strings.regex_replace(texts, r"\p{Z}", " ")  # NBSP, em space, line separator ...
     if spec.lower_case:
         # HF lower-cases char by char; ICU's string lowering turns a word-final capital sigma into 'ς'.
-        texts = tf.strings.lower(tf.strings.regex_replace(texts, "Σ", "σ"), encoding="utf-8")
+        texts = tf.strings.lower(tf.strings.regex_replace(texts, "Σ", "σ"), encoding="utf-8")  # noqa: RUF001
     if spec.strip_accents:
         texts = tf_text.normalize_utf8(texts, "NFD")
         texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")

@@ -20,7 +20,7 @@ EDGE_CASES = [
     "İstanbul ǅ ß ﬀ Ⅻ",
     "a\u00a0b\u2003c\u2028d",
     "tab\there\x00nul\u200bzero-width\ufffdreplacement\x1b[31m",
-    "don't-stop... \"quote\" (paren) #tag @user",
+    'don\'t-stop... "quote" (paren) #tag @user',
     "supercalifragilisticexpialidocious antidisestablishmentarianism",
     "word " * 400,
     "x" * 3000,
@@ -74,7 +74,9 @@ def test_non_wordpiece_tokenizers_are_refused_by_name(tmp_path):
 
     bpe = Tokenizer(models.BPE(unk_token="<unk>"))
     bpe.pre_tokenizer = pre_tokenizers.Whitespace()
-    bpe.train_from_iterator(["a small corpus for a byte pair model"] * 10, trainers.BpeTrainer(special_tokens=["<unk>"]))
+    bpe.train_from_iterator(
+        ["a small corpus for a byte pair model"] * 10, trainers.BpeTrainer(special_tokens=["<unk>"])
+    )
     PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>").save_pretrained(tmp_path)
-    with pytest.raises(UnsupportedTokenizerError, match="BPE tokenizer.*supports WordPiece"):
+    with pytest.raises(UnsupportedTokenizerError, match=r"BPE tokenizer.*supports WordPiece"):
         tokenizer_spec(tmp_path)

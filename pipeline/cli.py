@@ -11,7 +11,11 @@ from pipeline import configs
 
 # flag -> dotted config key
 RUN_FLAGS = {
-    "--dataset": ("dataset.name", str, "HF dataset: hub id, builder (csv/parquet/json), folder, or packaged:..."),
+    "--dataset": (
+        "dataset.name",
+        str,
+        "HF dataset: hub id, builder (csv/parquet/json), folder, or packaged:...",
+    ),
     "--dataset-config": ("dataset.config_name", str, "the dataset's configuration name"),
     "--dataset-revision": ("dataset.revision", str, "hub revision (branch, tag or commit)"),
     "--data-files": ("dataset.data_files", str, "comma-separated local files for csv/parquet/json builders"),
@@ -101,14 +105,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", help="YAML file with config overrides (see pipeline/configs.py)")
     for flag, (_, kind, text) in RUN_FLAGS.items():
         run.add_argument(flag, type=kind, help=text)
-    run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key, e.g. training.warmup_ratio=0.2")
+    run.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="any config key, e.g. training.warmup_ratio=0.2"
+    )
     run.add_argument("--no-cache", action="store_true", help="re-run every component instead of reusing results")
     run.add_argument("--summary-json", help="also write the run summary as JSON to this file")
     run.add_argument("--verbose", action="store_true", help="show TFX's and Beam's own INFO logs")
     run.set_defaults(handler=cmd_run)
 
     predict = commands.add_parser("predict", help="classify texts with a pushed model")
-    predict.add_argument("--model", required=True, help="a pushed model: serving/<name> (newest version) or a version dir")
+    predict.add_argument(
+        "--model", required=True, help="a pushed model: serving/<name> (newest version) or a version dir"
+    )
     predict.add_argument("texts", nargs="*", help="texts to classify (default: lines from stdin)")
     predict.set_defaults(handler=cmd_predict)
     return parser

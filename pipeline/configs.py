@@ -151,8 +151,7 @@ def build_config(cls: type, values: Mapping[str, Any], prefix: str = "") -> Any:
         where = f"in '{prefix}'" if prefix else "at the top level"
         raise ConfigError(f"unknown config key(s) {unknown} {where}; known: {sorted(known)}")
     kwargs = {
-        name: _coerce(value, hints[name], f"{prefix}.{name}" if prefix else name)
-        for name, value in values.items()
+        name: _coerce(value, hints[name], f"{prefix}.{name}" if prefix else name) for name, value in values.items()
     }
     return cls(**kwargs)
 

@@ -23,7 +23,7 @@ def test_yaml_then_overrides(tmp_path):
 def test_unknown_keys_and_wrong_types_are_named():
     with pytest.raises(configs.ConfigError, match=r"unknown config key\(s\) \['epoch'\] in 'training'"):
         configs.load_config(overrides={"training.epoch": 2})
-    with pytest.raises(configs.ConfigError, match="training.epochs: expected int"):
+    with pytest.raises(configs.ConfigError, match=r"training\.epochs: expected int"):
         configs.load_config(overrides={"training.epochs": "many"})
 
 

@@ -40,7 +40,7 @@ def _run(name: str, probe: Callable[[], str]) -> Check:
     try:
         detail = probe()
         return Check(name, True, f"{detail} ({time.monotonic() - started:.1f}s)")
-    except Exception as error:  # noqa: BLE001 (doctor reports every failure instead of stopping)
+    except Exception as error:
         return Check(name, False, f"{type(error).__name__}: {error}")
 
 

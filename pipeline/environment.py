@@ -14,6 +14,8 @@ _DEFAULTS = {
     "TF_USE_LEGACY_KERAS": "1",
     "TF_CPP_MIN_LOG_LEVEL": "2",  # TF's C++ start-up chatter (CUDA probing on CPU hosts) hides progress.
     "HF_HUB_DISABLE_TELEMETRY": "1",
+    # transformers warns on every TF model that TF support ends in v5; we pin <5 and report weights ourselves.
+    "TRANSFORMERS_VERBOSITY": "error",
     "TOKENIZERS_PARALLELISM": "false",  # fork-safety for Beam's multi-process runner.
 }
 

@@ -7,6 +7,7 @@ import logging
 import resource
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from absl import logging as absl_logging
@@ -41,22 +42,34 @@ class ComponentProgress(logging.Handler):
 
 @contextlib.contextmanager
 def progress_reporting(stream, verbose: bool):
-    """Shows component progress; TFX's own INFO chatter only with verbose."""
+    """Shows component progress; TFX's and Beam's own INFO chatter only with verbose.
+
+    Verbosity goes through absl's flag, not the logger level: TF code that silences logging for a while
+    restores the flag's value afterwards.
+    """
     absl_logger = absl_logging.get_absl_logger()
-    handler = ComponentProgress(stream)
-    previous_level = absl_logger.level
-    absl_logger.setLevel(logging.INFO)
     absl_handler = absl_logging.get_absl_handler()
-    previous_handler_level = absl_handler.level
+    handler = ComponentProgress(stream)
+    saved = (absl_logging.get_verbosity(), absl_handler.level, absl_logger.propagate)
+    absl_logging.set_verbosity(absl_logging.INFO)
+    tf_logger = logging.getLogger("tensorflow")
+    saved_tf_level = tf_logger.level
     if not verbose:
         absl_handler.setLevel(logging.WARNING)
+        absl_logger.propagate = False  # Beam installs a root handler that would print every INFO record
+        tf_logger.setLevel(logging.ERROR)  # deprecation notices from inside TFX/TFMA, not actionable here
     absl_logger.addHandler(handler)
     try:
-        yield
+        with warnings.catch_warnings():
+            if not verbose:
+                warnings.filterwarnings("ignore", category=RuntimeWarning, module="tensorflow_model_analysis")
+            yield
     finally:
+        tf_logger.setLevel(saved_tf_level)
         absl_logger.removeHandler(handler)
-        absl_logger.setLevel(previous_level)
-        absl_handler.setLevel(previous_handler_level)
+        absl_logging.set_verbosity(saved[0])
+        absl_handler.setLevel(saved[1])
+        absl_logger.propagate = saved[2]
 
 
 def peak_rss_bytes() -> int:
@@ -71,8 +84,12 @@ def run_local(config: PipelineConfig, *, verbose: bool = False, stream=sys.stdou
     started = time.monotonic()
     probed = probe.probe(config)
     config = probed.config
-    print(f"[pipeline] dataset '{config.dataset.name}': splits {probed.split_sizes}, "
-          f"labels {list(config.dataset.label_names)}; model '{config.model.name}'", file=stream, flush=True)
+    print(
+        f"[pipeline] dataset '{config.dataset.name}': splits {probed.split_sizes}, "
+        f"labels {list(config.dataset.label_names)}; model '{config.model.name}'",
+        file=stream,
+        flush=True,
+    )
     Path(config.pipeline_root).mkdir(parents=True, exist_ok=True)
     connection = metadata.sqlite_metadata_connection_config(config.metadata_sqlite)
     tfx_pipeline = create_pipeline(config, connection)

@@ -47,7 +47,10 @@ def create_components(config: PipelineConfig) -> list:
         preprocessing_fn=PREPROCESSING_FN,
         stats_options_updater_fn=STATS_OPTIONS_UPDATER_FN,
         custom_config=transform_custom_config(
-            config.model.name, config.model.revision, config.model.max_seq_length, config.evaluation.length_buckets
+            config.model.name,
+            config.model.revision,
+            config.model.max_seq_length,
+            config.evaluation.length_buckets,
         ),
     )
     transform.add_upstream_node(example_validator)
@@ -84,8 +87,17 @@ def create_components(config: PipelineConfig) -> list:
             filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.push_base_directory)
         ),
     ).with_id("Pusher")
-    return [example_gen, statistics_gen, schema_gen, example_validator, transform, trainer, baseline_resolver,
-            evaluator, pusher]
+    return [
+        example_gen,
+        statistics_gen,
+        schema_gen,
+        example_validator,
+        transform,
+        trainer,
+        baseline_resolver,
+        evaluator,
+        pusher,
+    ]
 
 
 def create_pipeline(config: PipelineConfig, metadata_connection_config=None) -> tfx_pipeline.Pipeline:

@@ -10,7 +10,7 @@ import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
 
 from components.evaluation import ACCURACY, AUC, metric_names
-from components.hf_example_gen.executor import LABEL_NAMES_PROPERTY, SPLIT_COUNTS_PROPERTY
+from components.hf_example_gen.executor import LABEL_NAME_FEATURE, LABEL_NAMES_PROPERTY, SPLIT_COUNTS_PROPERTY
 
 _STATE_NAMES = {
     metadata_store_pb2.Execution.COMPLETE: "done",
@@ -74,8 +74,12 @@ class RunSummary:
         shown = ", ".join(f"{k} {v:.4f}" for k, v in self.metrics.items() if k != "example_count")
         lines.append(f"  test split    {shown}")
         for name, values in self.slices.items():
-            lines.append(f"    {name:<24} n={int(values.get('example_count', 0)):<6} accuracy "
-                         f"{values.get(ACCURACY, float('nan')):.3f}  auc {values.get(AUC, float('nan')):.3f}")
+            # AUC is undefined on a slice that holds a single label.
+            auc = "" if name.startswith(f"{LABEL_NAME_FEATURE}=") else f"  auc {values.get(AUC, float('nan')):.3f}"
+            lines.append(
+                f"    {name:<24} n={int(values.get('example_count', 0)):<6} accuracy "
+                f"{values.get(ACCURACY, float('nan')):.3f}{auc}"
+            )
         verdict = {True: "BLESSED", False: "NOT blessed", None: "not evaluated"}[self.blessed]
         lines.append(f"  blessing      {verdict}: {self.blessing_reason}")
         pushed = f"{self.pushed_dir} (version {self.pushed_version})" if self.pushed_dir else "nothing pushed"
@@ -115,8 +119,11 @@ def _node_name(store, execution, pipeline_name: str) -> str:
 
 def _outputs(store, execution) -> dict[str, Any]:
     """Output artifacts of an execution, by output key."""
-    events = [e for e in store.get_events_by_execution_ids([execution.id])
-              if e.type in (metadata_store_pb2.Event.OUTPUT, metadata_store_pb2.Event.DECLARED_OUTPUT)]
+    events = [
+        e
+        for e in store.get_events_by_execution_ids([execution.id])
+        if e.type in (metadata_store_pb2.Event.OUTPUT, metadata_store_pb2.Event.DECLARED_OUTPUT)
+    ]
     artifacts = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
     return {e.path.steps[0].key: artifacts[e.artifact_id] for e in events if e.path.steps}
 
@@ -180,7 +187,9 @@ def _blessing_reason(evaluation_uri: str, blessed: bool) -> str:
         return "every threshold met" if blessed else "thresholds met, but the Evaluator did not bless the model"
     failures = []
     for per_slice in result.metric_validations_per_slice:
-        where = ", ".join(f"{k.column}={k.bytes_value.decode() or k.int64_value}" for k in per_slice.slice_key.single_slice_keys)
+        where = ", ".join(
+            f"{k.column}={k.bytes_value.decode() or k.int64_value}" for k in per_slice.slice_key.single_slice_keys
+        )
         for failure in per_slice.failures:
             failures.append(_describe_failure(failure) + (f" on slice {where}" if where else ""))
     if result.missing_thresholds:
@@ -196,7 +205,14 @@ def summarize(sqlite_path: str, pipeline_name: str) -> RunSummary | None:
         return None
     executions = sorted(store.get_executions_by_context(run.id), key=lambda e: e.create_time_since_epoch)
     components, split_counts, label_names = [], {}, []
-    metrics, slices, blessed, reason, pushed_dir, pushed_version = {}, {}, None, "the Evaluator did not run", None, None
+    metrics, slices, blessed, reason, pushed_dir, pushed_version = (
+        {},
+        {},
+        None,
+        "the Evaluator did not run",
+        None,
+        None,
+    )
     for execution in executions:
         name = _node_name(store, execution, pipeline_name)
         seconds = (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1000
@@ -213,7 +229,15 @@ def summarize(sqlite_path: str, pipeline_name: str) -> RunSummary | None:
             pushed_dir = _custom(outputs["pushed_model"], "pushed_destination")
             pushed_version = _custom(outputs["pushed_model"], "pushed_version")
     return RunSummary(
-        pipeline_name=pipeline_name, run_id=run.name, components=components, split_counts=split_counts,
-        label_names=label_names, metrics=metrics, slices=slices, blessed=blessed, blessing_reason=reason,
-        pushed_dir=pushed_dir, pushed_version=pushed_version,
+        pipeline_name=pipeline_name,
+        run_id=run.name,
+        components=components,
+        split_counts=split_counts,
+        label_names=label_names,
+        metrics=metrics,
+        slices=slices,
+        blessed=blessed,
+        blessing_reason=reason,
+        pushed_dir=pushed_dir,
+        pushed_version=pushed_version,
     )

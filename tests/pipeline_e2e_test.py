@@ -19,8 +19,17 @@ from pipeline.run_summary import open_store
 
 pytestmark = pytest.mark.e2e
 
-COMPONENTS = {"HFDatasetExampleGen", "StatisticsGen", "SchemaGen", "ExampleValidator", "Transform", "Trainer",
-              "latest_blessed_model_resolver", "Evaluator", "Pusher"}
+COMPONENTS = {
+    "HFDatasetExampleGen",
+    "StatisticsGen",
+    "SchemaGen",
+    "ExampleValidator",
+    "Transform",
+    "Trainer",
+    "latest_blessed_model_resolver",
+    "Evaluator",
+    "Pusher",
+}
 
 
 @pytest.fixture(scope="module")
@@ -29,16 +38,18 @@ def workdir(tmp_path_factory):
 
 
 def tiny_config(workdir, model_dir, **evaluation):
-    return configs.load_config(overrides={
-        "pipeline_root": str(workdir / "pipeline"),
-        "serving_dir": str(workdir / "serving"),
-        "model.name": str(model_dir),
-        "model.max_seq_length": 32,
-        "dataset.limits": {"train": 384, "eval": 64, "test": 160},
-        "training.batch_size": 16,
-        "training.learning_rate": 1e-3,
-        "evaluation": {"min_accuracy": 0.0, "min_auc": 0.0, **evaluation},
-    })
+    return configs.load_config(
+        overrides={
+            "pipeline_root": str(workdir / "pipeline"),
+            "serving_dir": str(workdir / "serving"),
+            "model.name": str(model_dir),
+            "model.max_seq_length": 32,
+            "dataset.limits": {"train": 384, "eval": 64, "test": 160},
+            "training.batch_size": 16,
+            "training.learning_rate": 1e-3,
+            "evaluation": {"min_accuracy": 0.0, "min_auc": 0.0, **evaluation},
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +64,11 @@ def test_every_component_executed_and_is_in_mlmd(first_run):
     assert all(c.state == "done" for c in summary.components), summary.components
     store = open_store(config.metadata_sqlite)
     types = {t.name for t in store.get_execution_types()}
-    assert {"components.hf_example_gen.component.HFDatasetExampleGen", "tfx.components.trainer.component.Trainer",
-            "tfx.components.evaluator.component.Evaluator"} <= types
+    assert {
+        "components.hf_example_gen.component.HFDatasetExampleGen",
+        "tfx.components.trainer.component.Trainer",
+        "tfx.components.evaluator.component.Evaluator",
+    } <= types
     assert summary.split_counts == {"train": 384, "eval": 64, "test": 160}
     assert summary.label_names == ["rotten", "fresh"]
 
@@ -100,7 +114,12 @@ def test_pushed_model_answers_raw_strings_in_a_fresh_process(first_run):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     answer = json.loads(done.stdout.strip().splitlines()[-1])
-    assert answer["signatures"] == ["serving_default", "serving_evaluator", "serving_tf_example", "transform_features"]
+    assert answer["signatures"] == [
+        "serving_default",
+        "serving_evaluator",
+        "serving_tf_example",
+        "transform_features",
+    ]
     assert len(answer["probabilities"]) == 3
     assert all(abs(sum(p) - 1) < 1e-4 and len(p) == 2 for p in answer["probabilities"])
     assert set(answer["labels"]) <= {"rotten", "fresh"}
@@ -108,7 +127,7 @@ def test_pushed_model_answers_raw_strings_in_a_fresh_process(first_run):
 
 
 def test_a_threshold_no_model_meets_blocks_blessing_and_push(first_run, workdir, tiny_bert_dir):
-    config, first = first_run
+    config, _ = first_run
     before = sorted(os.listdir(config.push_base_directory))
     strict = tiny_config(workdir, tiny_bert_dir, min_auc=0.999)
     summary = run_local(strict)

@@ -22,7 +22,11 @@ def write_tiny_bert(directory: Path, seed: int = 0) -> Path:
             shutil.copy(source / name, directory / name)
     tf_keras.utils.set_random_seed(seed)
     config = BertConfig(
-        vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
+        vocab_size=30522,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
         max_position_embeddings=128,
     )
     model = TFBertModel(config)

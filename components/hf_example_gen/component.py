@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx import types
+from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx.types import component_spec, standard_artifacts
 
 from components.hf_example_gen import executor

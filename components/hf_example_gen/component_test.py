@@ -53,7 +53,8 @@ def test_csv_with_string_labels_keeps_label_zero_and_records_metadata(tmp_path):
     rows = [("great film", "pos"), ("awful film", "neg")] * 30
     datasets.Dataset.from_dict({"review": [r[0] for r in rows], "sentiment": [r[1] for r in rows]}).to_csv(path)
     artifact = run_example_gen(
-        tmp_path, DatasetConfig(name="csv", data_files=(str(path),), text_column="review", label_column="sentiment", span=3)
+        tmp_path,
+        DatasetConfig(name="csv", data_files=(str(path),), text_column="review", label_column="sentiment", span=3),
     )
     assert json.loads(_custom(artifact, "label_names")) == ["neg", "pos"]
     counts = json.loads(_custom(artifact, "split_counts"))
@@ -73,8 +74,12 @@ def test_csv_with_string_labels_keeps_label_zero_and_records_metadata(tmp_path):
 def test_save_to_disk_folder_with_all_splits(tmp_path):
     folder = tmp_path / "saved"
     label = datasets.ClassLabel(names=["a", "b", "c"])
+
     def part(n):
-        return datasets.Dataset.from_dict({"text": [f"t{i}" for i in range(n)], "label": [i % 3 for i in range(n)]}).cast_column("label", label)
+        return datasets.Dataset.from_dict(
+            {"text": [f"t{i}" for i in range(n)], "label": [i % 3 for i in range(n)]}
+        ).cast_column("label", label)
+
     datasets.DatasetDict({"train": part(30), "validation": part(6), "test": part(9)}).save_to_disk(str(folder))
     artifact = run_example_gen(tmp_path, DatasetConfig(name=str(folder), limits={"train": 12}))
     assert json.loads(_custom(artifact, "split_counts")) == {"train": 12, "eval": 6, "test": 9}

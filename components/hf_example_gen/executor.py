@@ -46,7 +46,7 @@ def fingerprint(source_fingerprints: list[str], config: DatasetConfig, label_nam
 
 
 class Executor(base_beam_executor.BaseBeamExecutor):
-    def Do(self, input_dict, output_dict, exec_properties) -> None:  # noqa: N802 (TFX's name)
+    def Do(self, input_dict, output_dict, exec_properties) -> None:
         self._log_startup(input_dict, output_dict, exec_properties)
         config = load_dataset_config(exec_properties["dataset_config"])
         span = exec_properties.get("span") or config.span
@@ -67,9 +67,11 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                 split = rows[name]
                 _ = (
                     pipeline
-                    | f"Create[{name}]" >> beam.Create(list(zip(split.texts, split.label_ids, strict=True)), reshuffle=False)
+                    | f"Create[{name}]"
+                    >> beam.Create(list(zip(split.texts, split.label_ids, strict=True)), reshuffle=False)
                     | f"ToExample[{name}]" >> beam.Map(lambda row, names=label_tuple: to_example(*row, names))
-                    | f"Write[{name}]" >> beam.io.WriteToTFRecord(
+                    | f"Write[{name}]"
+                    >> beam.io.WriteToTFRecord(
                         os.path.join(artifact_utils.get_split_uri([examples], name), "data_tfrecord"),
                         file_name_suffix=".gz",
                         compression_type=beam.io.filesystem.CompressionTypes.GZIP,

