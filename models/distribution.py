@@ -48,6 +48,7 @@ def select_placement(
     find_tpu: Callable[[], str | None] = tpu_address,
     make_tpu_strategy: Callable[[str], tf.distribute.Strategy] = connect_tpu,
     list_gpus: Callable[[], list] = lambda: tf.config.list_logical_devices("GPU"),
+    make_mirrored_strategy: Callable[[list[str]], tf.distribute.Strategy] = tf.distribute.MirroredStrategy,
 ) -> Placement:
     """TPUStrategy when a TPU is there, MirroredStrategy over several GPUs, else the default strategy."""
     address = find_tpu()
@@ -56,7 +57,7 @@ def select_placement(
         return Placement(strategy, "tpu", strategy.num_replicas_in_sync)
     gpus = list_gpus()
     if len(gpus) > 1:
-        strategy = tf.distribute.MirroredStrategy([g.name for g in gpus])
+        strategy = make_mirrored_strategy([g.name for g in gpus])
         return Placement(strategy, "multi-gpu", strategy.num_replicas_in_sync)
     strategy = tf.distribute.get_strategy()
     return Placement(strategy, "gpu" if gpus else "cpu", 1)

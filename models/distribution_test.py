@@ -1,6 +1,6 @@
 """Strategy and precision choices, with the hardware injected."""
 
-import tensorflow as tf
+import types
 
 from models import distribution
 
@@ -17,12 +17,21 @@ def test_tpu_found_gives_tpu_strategy_and_bf16():
     assert distribution.resolve_precision("fp32", placement) == "bf16"
 
 
-def test_several_gpus_give_mirrored_strategy():
-    devices = tf.config.list_logical_devices("CPU")
-    gpus = [devices[0], devices[0]]  # stand-ins: MirroredStrategy only needs device names
-    placement = distribution.select_placement(find_tpu=lambda: None, list_gpus=lambda: gpus)
-    assert placement.kind == "multi-gpu"
-    assert isinstance(placement.strategy, tf.distribute.MirroredStrategy)
+def test_several_gpus_give_mirrored_strategy_over_all_of_them():
+    gpus = [types.SimpleNamespace(name=f"/device:GPU:{i}") for i in range(4)]
+    made = {}
+
+    class FakeMirrored:
+        num_replicas_in_sync = 4
+
+        def __init__(self, devices):
+            made["devices"] = devices
+
+    placement = distribution.select_placement(
+        find_tpu=lambda: None, list_gpus=lambda: gpus, make_mirrored_strategy=FakeMirrored
+    )
+    assert (placement.kind, placement.replicas) == ("multi-gpu", 4)
+    assert made["devices"] == [f"/device:GPU:{i}" for i in range(4)]
 
 
 def test_cpu_gets_the_default_strategy_and_bf16_only_where_native(tmp_path):
