@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
+
+import yaml
 
 from pipeline import configs
 
@@ -45,11 +48,7 @@ def _overrides(args: argparse.Namespace) -> dict:
         value = getattr(args, flag.lstrip("-").replace("-", "_"))
         if value is not None:
             overrides[key] = [v.strip() for v in value.split(",") if v.strip()] if key in LIST_KEYS else value
-    for assignment in args.set or []:
-        key, sep, value = assignment.partition("=")
-        if not sep:
-            raise configs.ConfigError(f"--set needs KEY=VALUE, got '{assignment}'")
-        overrides[key.strip()] = value
+    overrides.update(_set_overrides(args.set))
     if args.no_cache:
         overrides["enable_cache"] = False
     return overrides
@@ -94,6 +93,64 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compile(args: argparse.Namespace) -> int:
+    from pipeline.kubeflow_v2_runner import compile_pipeline
+
+    config = configs.load_config(args.config, _set_overrides(args.set))
+    spec = compile_pipeline(config, args.output)
+    tasks = spec["root"]["dag"]["tasks"]
+    parameters = spec["root"].get("inputDefinitions", {}).get("parameters", {})
+    print(f"compiled {len(tasks)} components to {args.output}; runtime parameters: {sorted(parameters)}")
+    return 0
+
+
+def _parameter_overrides(assignments: list[str] | None) -> dict:
+    values = {}
+    for assignment in assignments or []:
+        key, sep, value = assignment.partition("=")
+        if not sep:
+            raise configs.ConfigError(f"--param needs NAME=VALUE, got '{assignment}'")
+        values[key.strip()] = yaml.safe_load(value)
+    return values
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from pipeline import submit
+
+    config = configs.load_config(args.config, _set_overrides(args.set))
+    values = submit.parameter_values(config, _parameter_overrides(args.param))
+    if args.kfp_host:
+        run = submit.kfp_run(config, args.kfp_host, args.template, values)
+        if args.dry_run:
+            print(json.dumps(dataclasses.asdict(run), indent=2))
+            return 0
+        result = submit.submit_to_kfp(run)
+        print(f"submitted run {getattr(result, 'run_id', result)} to {args.kfp_host}")
+        return 0
+    if args.dry_run:
+        from google.auth.credentials import AnonymousCredentials
+
+        credentials = AnonymousCredentials()
+    else:
+        credentials = submit.default_credentials()
+    job = submit.build_pipeline_job(config, args.template, values, credentials)
+    if args.dry_run:
+        print(json.dumps(submit.job_request(job, config), indent=2))
+        return 0
+    print(f"submitted {submit.submit_to_vertex(job, config)}")
+    return 0
+
+
+def _set_overrides(assignments: list[str] | None) -> dict:
+    overrides = {}
+    for assignment in assignments or []:
+        key, sep, value = assignment.partition("=")
+        if not sep:
+            raise configs.ConfigError(f"--set needs KEY=VALUE, got '{assignment}'")
+        overrides[key.strip()] = value
+    return overrides
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hftfx", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -119,6 +176,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     predict.add_argument("texts", nargs="*", help="texts to classify (default: lines from stdin)")
     predict.set_defaults(handler=cmd_predict)
+    compile_ = commands.add_parser("compile", help="compile pipeline.yaml for Vertex AI / Kubeflow (offline)")
+    compile_.add_argument("--config", default="configs/vertex.yaml", help="config with a cloud profile")
+    compile_.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key")
+    compile_.add_argument("--output", default="pipeline.yaml", help="where to write the spec")
+    compile_.set_defaults(handler=cmd_compile)
+
+    submit_ = commands.add_parser("submit", help="submit pipeline.yaml to Vertex AI Pipelines or Kubeflow")
+    submit_.add_argument("--config", default="configs/vertex.yaml", help="config with a cloud profile")
+    submit_.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key")
+    submit_.add_argument("--template", default="pipeline.yaml", help="the compiled spec")
+    submit_.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME=VALUE",
+        help="runtime parameter: span, dataset_revision, epochs, learning_rate",
+    )
+    submit_.add_argument("--kfp-host", help="send to this Kubeflow Pipelines endpoint instead of Vertex AI")
+    submit_.add_argument("--dry-run", action="store_true", help="print the exact request and send nothing")
+    submit_.set_defaults(handler=cmd_submit)
     return parser
 
 
@@ -127,6 +203,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except configs.ConfigError as error:
+        print(f"hftfx: {error}", file=sys.stderr)
+        return 2
+    except RuntimeError as error:
+        if type(error).__name__ != "CredentialsError":
+            raise
         print(f"hftfx: {error}", file=sys.stderr)
         return 2
 

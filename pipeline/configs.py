@@ -89,6 +89,36 @@ class EvaluationConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class CloudConfig:
+    """Where a compiled pipeline runs on Google Cloud (Vertex AI Pipelines, or Kubeflow reading the same spec)."""
+
+    project: str = ""
+    region: str = "us-central1"
+    pipeline_root: str = ""  # gs://bucket/path: artifacts of every run
+    image_uri: str = ""  # the image every component runs in (see Dockerfile)
+    trainer_image_uri: str = ""  # default image_uri; a TPU Trainer needs an image with libtpu
+    service_account: str = ""
+    network: str = ""  # projects/<number>/global/networks/<name> for VPC peering
+    encryption_key: str = ""  # Cloud KMS key name (CMEK) for the pipeline job
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    enable_caching: bool = True
+    # Beam for the data components: DirectRunner inside the component, or DataflowRunner.
+    beam_runner: str = "DirectRunner"
+    dataflow_machine_type: str = "n1-standard-4"
+    dataflow_max_workers: int = 10
+    # The Trainer's placement, by name: cpu, a GPU (t4, l4, v100, a100, a100-80gb, h100) or a TPU
+    # (tpu-v5e-1, tpu-v5e-4, tpu-v5e-8, tpu-v5p-8, tpu-v6e-1, tpu-v6e-4, tpu-v6e-8, tpu-v3-8).
+    trainer_accelerator: str = "cpu"
+    trainer_accelerator_count: int = 0  # GPUs per worker; 0 means the catalogue's default
+    trainer_machine_type: str = ""  # override the catalogue's machine type
+    # Pusher: "filesystem" (TF Serving layout under serving_dir, which may be gs://) or "endpoint".
+    push_to: str = "filesystem"
+    endpoint_name: str = ""
+    endpoint_machine_type: str = "n1-standard-4"
+    serving_image_uri: str = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-17:latest"
+
+
+@dataclasses.dataclass(frozen=True)
 class PipelineConfig:
     pipeline_name: str = "hf-text-classifier"
     pipeline_root: str = "runs/hf-text-classifier"
@@ -101,6 +131,7 @@ class PipelineConfig:
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
     evaluation: EvaluationConfig = dataclasses.field(default_factory=EvaluationConfig)
+    cloud: CloudConfig = dataclasses.field(default_factory=CloudConfig)
 
     @property
     def metadata_sqlite(self) -> str:
@@ -109,7 +140,7 @@ class PipelineConfig:
     @property
     def push_base_directory(self) -> str:
         """TF Serving's model base path: versions appear as numbered folders below it."""
-        return str(Path(self.serving_dir) / self.model_name)
+        return f"{self.serving_dir.rstrip('/')}/{self.model_name}"  # also for gs:// paths
 
 
 def _coerce(value: Any, annotation: Any, key: str) -> Any:

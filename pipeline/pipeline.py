@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from tfx import v1 as tfx
 from tfx.orchestration import pipeline as tfx_pipeline
 
 from components import evaluation
 from components.example_validator import StrictExampleValidator
 from components.hf_example_gen.component import HFDatasetExampleGen
+from components.hf_trainer import HFTrainer, VertexHFTrainer
 from components.pusher import ServingPusher
 from components.trainer import TrainerSettings
 from components.transform import transform_custom_config
+from pipeline.cloud import beam_args, validate_cloud, vertex_serving_config, vertex_training_config
 from pipeline.configs import PipelineConfig
 
 PREPROCESSING_FN = "components.transform.preprocessing_fn"
@@ -23,15 +28,29 @@ class LabelSetUnknownError(ValueError):
     pass
 
 
-def create_components(config: PipelineConfig) -> list:
-    """The components in DAG order; `config.dataset.label_names` must be known (it sizes the metrics)."""
+@dataclasses.dataclass(frozen=True)
+class RunParameters:
+    """Values a compiled pipeline takes per run (RuntimeParameters); None means the config's value."""
+
+    span: Any = None
+    dataset_revision: Any = None
+    epochs: Any = None
+    learning_rate: Any = None
+
+
+def create_components(config: PipelineConfig, *, cloud: bool = False, run: RunParameters | None = None) -> list:
+    """The components in DAG order; `config.dataset.label_names` must be known (it sizes the metrics).
+
+    `cloud` places the Trainer in a Vertex AI CustomJob and pushes as the cloud profile says.
+    """
+    run = run or RunParameters()
     if not config.dataset.label_names:
         raise LabelSetUnknownError(
             "dataset.label_names is empty: the Evaluator's metrics depend on the number of labels. Declare "
             "them in the config, or build the pipeline through `hftfx run`, which probes the dataset for them."
         )
     # Reads the Hugging Face dataset into train/eval/test tf.Examples with int64 label ids.
-    example_gen = HFDatasetExampleGen(dataset=config.dataset)
+    example_gen = HFDatasetExampleGen(dataset=config.dataset, span=run.span, revision=run.dataset_revision)
     # Statistics of every split: what the data looks like, and the input to schema and validation.
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
     # The schema the rest of the pipeline relies on, inferred from the statistics.
@@ -55,15 +74,20 @@ def create_components(config: PipelineConfig) -> list:
     )
     transform.add_upstream_node(example_validator)
     # Fine-tunes the transformers model and exports the SavedModel with its serving signatures.
-    trainer = tfx.components.Trainer(
+    trainer_class, trainer_config = HFTrainer, TrainerSettings(config.model, config.training).to_custom_config()
+    if cloud:
+        trainer_class, trainer_config = VertexHFTrainer, {**trainer_config, **vertex_training_config(config.cloud)}
+    trainer = trainer_class(
+        epochs=run.epochs,
+        learning_rate=run.learning_rate,
         run_fn=RUN_FN,
         examples=transform.outputs["transformed_examples"],
         transform_graph=transform.outputs["transform_graph"],
         schema=schema_gen.outputs["schema"],
         train_args=tfx.proto.TrainArgs(splits=["train"]),
         eval_args=tfx.proto.EvalArgs(splits=["eval"]),
-        custom_config=TrainerSettings(config.model, config.training).to_custom_config(),
-    )
+        custom_config=trainer_config,
+    ).with_id("Trainer")
     # The latest blessed model, so a new model must not be worse than what serves now.
     baseline_resolver = tfx.dsl.Resolver(
         strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
@@ -79,14 +103,16 @@ def create_components(config: PipelineConfig) -> list:
         example_splits=[evaluation.EVAL_SPLIT],
         module_path=EVALUATOR_MODULE,
     )
-    # Copies a blessed model into the TF Serving layout; an unblessed model is never pushed.
-    pusher = ServingPusher(
-        model=trainer.outputs["model"],
-        model_blessing=evaluator.outputs["blessing"],
-        push_destination=tfx.proto.PushDestination(
-            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.push_base_directory)
-        ),
-    ).with_id("Pusher")
+    # Copies a blessed model into the TF Serving layout (or deploys it to a Vertex endpoint); an unblessed
+    # model is never pushed.
+    if cloud and config.cloud.push_to == "endpoint":
+        pusher = tfx.extensions.google_cloud_ai_platform.Pusher(
+            model=trainer.outputs["model"],
+            model_blessing=evaluator.outputs["blessing"],
+            custom_config=vertex_serving_config(config.cloud),
+        ).with_id("Pusher")
+    else:
+        pusher = _filesystem_pusher(config, trainer, evaluator)
     return [
         example_gen,
         statistics_gen,
@@ -100,7 +126,18 @@ def create_components(config: PipelineConfig) -> list:
     ]
 
 
+def _filesystem_pusher(config: PipelineConfig, trainer, evaluator):
+    return ServingPusher(
+        model=trainer.outputs["model"],
+        model_blessing=evaluator.outputs["blessing"],
+        push_destination=tfx.proto.PushDestination(
+            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.push_base_directory)
+        ),
+    ).with_id("Pusher")
+
+
 def create_pipeline(config: PipelineConfig, metadata_connection_config=None) -> tfx_pipeline.Pipeline:
+    """The local pipeline: LocalDagRunner, ML Metadata in sqlite."""
     return tfx.dsl.Pipeline(
         pipeline_name=config.pipeline_name,
         pipeline_root=config.pipeline_root,
@@ -108,4 +145,16 @@ def create_pipeline(config: PipelineConfig, metadata_connection_config=None) -> 
         enable_cache=config.enable_cache,
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=list(config.beam_args),
+    )
+
+
+def create_cloud_pipeline(config: PipelineConfig, run: RunParameters) -> tfx_pipeline.Pipeline:
+    """The same DAG for Vertex AI Pipelines / Kubeflow: gs:// root, Vertex training, cloud Beam."""
+    validate_cloud(config)
+    return tfx.dsl.Pipeline(
+        pipeline_name=config.pipeline_name,
+        pipeline_root=config.cloud.pipeline_root,
+        components=create_components(config, cloud=True, run=run),
+        enable_cache=config.cloud.enable_caching,
+        beam_pipeline_args=beam_args(config),
     )

@@ -13,8 +13,10 @@ from pipeline.configs import DatasetConfig, dump_dataset_config
 class HFDatasetExampleGenSpec(component_spec.ComponentSpec):
     PARAMETERS = {  # noqa: RUF012 (TFX reads these class attributes)
         "dataset_config": component_spec.ExecutionParameter(type=str),
-        # Overrides dataset_config.span; a runtime parameter on Vertex so a trigger can name the span.
+        # Override dataset_config's span and revision; runtime parameters of a compiled pipeline, so a
+        # trigger or a user can name the data of one run without recompiling.
         "span": component_spec.ExecutionParameter(type=int, optional=True),
+        "revision": component_spec.ExecutionParameter(type=str, optional=True),
     }
     INPUTS = {}  # noqa: RUF012
     OUTPUTS = {"examples": component_spec.ChannelParameter(type=standard_artifacts.Examples)}  # noqa: RUF012
@@ -26,11 +28,12 @@ class HFDatasetExampleGen(base_beam_component.BaseBeamComponent):
     SPEC_CLASS = HFDatasetExampleGenSpec
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
 
-    def __init__(self, dataset: DatasetConfig, span=None):
+    def __init__(self, dataset: DatasetConfig, span=None, revision=None):
         super().__init__(
             spec=HFDatasetExampleGenSpec(
                 dataset_config=dump_dataset_config(dataset),
                 span=span,
+                revision=revision,
                 examples=types.Channel(type=standard_artifacts.Examples),
             )
         )

@@ -7,6 +7,7 @@ per-split counts and the span go on the output artifact.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -49,6 +50,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     def Do(self, input_dict, output_dict, exec_properties) -> None:
         self._log_startup(input_dict, output_dict, exec_properties)
         config = load_dataset_config(exec_properties["dataset_config"])
+        if exec_properties.get("revision"):
+            config = dataclasses.replace(config, revision=exec_properties["revision"])
         span = exec_properties.get("span") or config.span
         examples = artifact_utils.get_single_instance(output_dict["examples"])
 

@@ -1,0 +1,179 @@
+"""The Google Cloud side of the pipeline: accelerator catalogue, Vertex job settings, profile checks.
+
+Pure functions from the typed config to the dicts TFX's Vertex extensions and Vertex AI expect, so every
+request can be checked offline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from tfx.extensions.google_cloud_ai_platform import constants as vertex_constants
+from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_trainer_executor
+
+from pipeline.configs import CloudConfig, ConfigError, PipelineConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class Accelerator:
+    """One Vertex AI training machine: machine type, accelerator type and count (none for TPU VMs)."""
+
+    kind: str  # cpu | gpu | tpu
+    machine_type: str
+    accelerator_type: str = ""
+    accelerator_count: int = 0
+    tpu_topology: str = ""
+
+
+# Names users pick from; TPU VM machine types (ct5lp, ct5p, ct6e) carry their chips, so no accelerator_type.
+ACCELERATORS = {
+    "cpu": Accelerator("cpu", "n1-standard-8"),
+    "t4": Accelerator("gpu", "n1-standard-8", "NVIDIA_TESLA_T4", 1),
+    "v100": Accelerator("gpu", "n1-standard-8", "NVIDIA_TESLA_V100", 1),
+    "l4": Accelerator("gpu", "g2-standard-8", "NVIDIA_L4", 1),
+    "a100": Accelerator("gpu", "a2-highgpu-1g", "NVIDIA_TESLA_A100", 1),
+    "a100-80gb": Accelerator("gpu", "a2-ultragpu-1g", "NVIDIA_A100_80GB", 1),
+    "h100": Accelerator("gpu", "a3-highgpu-8g", "NVIDIA_H100_80GB", 8),
+    "tpu-v5e-1": Accelerator("tpu", "ct5lp-hightpu-1t", tpu_topology="1x1"),
+    "tpu-v5e-4": Accelerator("tpu", "ct5lp-hightpu-4t", tpu_topology="2x2"),
+    "tpu-v5e-8": Accelerator("tpu", "ct5lp-hightpu-8t", tpu_topology="2x4"),
+    "tpu-v5p-8": Accelerator("tpu", "ct5p-hightpu-4t", tpu_topology="2x2x1"),
+    "tpu-v6e-1": Accelerator("tpu", "ct6e-standard-1t", tpu_topology="1x1"),
+    "tpu-v6e-4": Accelerator("tpu", "ct6e-standard-4t", tpu_topology="2x2"),
+    "tpu-v6e-8": Accelerator("tpu", "ct6e-standard-8t", tpu_topology="2x4"),
+    "tpu-v3-8": Accelerator("tpu", "cloud-tpu", "TPU_V3", 8),
+}
+_GCS = re.compile(r"^gs://[a-z0-9][-_.a-z0-9]{1,220}(/.*)?$")
+_PROJECT = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+
+
+def accelerator(cloud: CloudConfig) -> Accelerator:
+    if cloud.trainer_accelerator not in ACCELERATORS:
+        raise ConfigError(
+            f"cloud.trainer_accelerator '{cloud.trainer_accelerator}' is unknown; pick one of {sorted(ACCELERATORS)}"
+        )
+    chosen = ACCELERATORS[cloud.trainer_accelerator]
+    if cloud.trainer_accelerator_count and chosen.kind == "gpu":
+        chosen = dataclasses.replace(chosen, accelerator_count=cloud.trainer_accelerator_count)
+    if cloud.trainer_machine_type:
+        chosen = dataclasses.replace(chosen, machine_type=cloud.trainer_machine_type)
+    return chosen
+
+
+def validate_cloud(config: PipelineConfig) -> None:
+    """Everything a Vertex submission needs, checked before anything is compiled or sent."""
+    cloud, problems = config.cloud, []
+    if not _PROJECT.match(cloud.project):
+        problems.append(f"cloud.project '{cloud.project}' is not a Google Cloud project id (set cloud.project)")
+    if not re.match(r"^[a-z]+-[a-z]+\d+$", cloud.region):
+        problems.append(f"cloud.region '{cloud.region}' is not a region such as us-central1")
+    if not _GCS.match(cloud.pipeline_root):
+        problems.append(f"cloud.pipeline_root '{cloud.pipeline_root}' must be a gs://bucket/path")
+    if not cloud.image_uri or (":" not in cloud.image_uri.rsplit("/", 1)[-1] and "@" not in cloud.image_uri):
+        problems.append(f"cloud.image_uri '{cloud.image_uri}' must name a pushed image with a tag or digest")
+    if cloud.beam_runner not in ("DirectRunner", "DataflowRunner"):
+        problems.append(f"cloud.beam_runner must be DirectRunner or DataflowRunner, not '{cloud.beam_runner}'")
+    if cloud.push_to not in ("filesystem", "endpoint"):
+        problems.append(f"cloud.push_to must be filesystem or endpoint, not '{cloud.push_to}'")
+    if cloud.push_to == "endpoint" and not cloud.endpoint_name:
+        problems.append("cloud.push_to is endpoint but cloud.endpoint_name is empty")
+    if cloud.push_to == "filesystem" and not _GCS.match(config.serving_dir):
+        problems.append(f"serving_dir '{config.serving_dir}' must be a gs:// path when the pipeline runs in the cloud")
+    if cloud.service_account and not cloud.service_account.endswith(".iam.gserviceaccount.com"):
+        problems.append(f"cloud.service_account '{cloud.service_account}' is not a service account email")
+    if cloud.encryption_key and not cloud.encryption_key.startswith("projects/"):
+        problems.append("cloud.encryption_key must be a full Cloud KMS key name (projects/.../cryptoKeys/...)")
+    if not config.dataset.label_names:
+        problems.append(
+            "dataset.label_names must be declared for a compiled pipeline (no data is read at compile time)"
+        )
+    if config.dataset.name.startswith(("/", ".", "~")) or (
+        config.dataset.data_files and any(not f.startswith("gs://") for f in config.dataset.data_files)
+    ):
+        problems.append("dataset files must be hub ids or gs:// paths in the cloud; local paths do not exist there")
+    try:
+        chosen = accelerator(cloud)
+        if chosen.kind == "tpu" and config.training.batch_size % 8:
+            problems.append("TPU training wants training.batch_size divisible by 8 (per-core batches of equal size)")
+    except ConfigError as error:
+        problems.append(str(error))
+    if problems:
+        raise ConfigError("invalid cloud profile:\n  - " + "\n  - ".join(problems))
+
+
+def trainer_image(cloud: CloudConfig) -> str:
+    return cloud.trainer_image_uri or cloud.image_uri
+
+
+def worker_pool_specs(cloud: CloudConfig) -> list[dict]:
+    """The Vertex CustomJob worker pool the Trainer runs in (TFX fills in the container's command)."""
+    chosen = accelerator(cloud)
+    machine_spec = {"machine_type": chosen.machine_type}
+    if chosen.accelerator_type:
+        machine_spec["accelerator_type"] = chosen.accelerator_type
+        machine_spec["accelerator_count"] = chosen.accelerator_count
+    if chosen.tpu_topology:
+        machine_spec["tpu_topology"] = chosen.tpu_topology
+    return [
+        {
+            "machine_spec": machine_spec,
+            "replica_count": 1,
+            "disk_spec": {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": 100},
+            "container_spec": {"image_uri": trainer_image(cloud)},
+        }
+    ]
+
+
+def vertex_training_config(cloud: CloudConfig) -> dict:
+    """The keys TFX's Vertex Trainer reads from custom_config."""
+    job = {"project": cloud.project, "worker_pool_specs": worker_pool_specs(cloud), "labels": dict(cloud.labels)}
+    if cloud.service_account:
+        job["service_account"] = cloud.service_account
+    if cloud.network:
+        job["network"] = cloud.network
+    if cloud.encryption_key:
+        job["encryption_spec"] = {"kms_key_name": cloud.encryption_key}
+    return {
+        vertex_constants.ENABLE_VERTEX_KEY: True,
+        vertex_constants.VERTEX_REGION_KEY: cloud.region,
+        vertex_trainer_executor.TRAINING_ARGS_KEY: job,
+    }
+
+
+def vertex_serving_config(cloud: CloudConfig) -> dict:
+    """The keys TFX's Vertex Pusher reads: a TF Serving prebuilt container behind an endpoint.
+
+    Everything in serving args but the endpoint and project goes to `aiplatform.Model.deploy` as is.
+    """
+    serving_args = {
+        "project_id": cloud.project,
+        "endpoint_name": cloud.endpoint_name,
+        "machine_type": cloud.endpoint_machine_type,
+        "min_replica_count": 1,
+    }
+    if cloud.encryption_key:
+        serving_args["encryption_spec_key_name"] = cloud.encryption_key
+    return {
+        vertex_constants.ENABLE_VERTEX_KEY: True,
+        vertex_constants.VERTEX_REGION_KEY: cloud.region,
+        vertex_constants.VERTEX_CONTAINER_IMAGE_URI_KEY: cloud.serving_image_uri,
+        vertex_constants.SERVING_ARGS_KEY: serving_args,
+    }
+
+
+def beam_args(config: PipelineConfig) -> list[str]:
+    cloud = config.cloud
+    if cloud.beam_runner == "DirectRunner":
+        return ["--direct_running_mode=multi_processing", "--direct_num_workers=0"]
+    return [
+        "--runner=DataflowRunner",
+        f"--project={cloud.project}",
+        f"--region={cloud.region}",
+        f"--temp_location={cloud.pipeline_root.rstrip('/')}/beam-tmp",
+        f"--machine_type={cloud.dataflow_machine_type}",
+        f"--max_num_workers={cloud.dataflow_max_workers}",
+        f"--sdk_container_image={cloud.image_uri}",
+        *([f"--service_account_email={cloud.service_account}"] if cloud.service_account else []),
+        *([f"--dataflow_kms_key={cloud.encryption_key}"] if cloud.encryption_key else []),
+    ]

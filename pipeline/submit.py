@@ -1,0 +1,152 @@
+"""Submitting a compiled pipeline: Vertex AI Pipelines (`aiplatform.PipelineJob`) or a Kubeflow endpoint.
+
+Requests are built first and checked offline; `--dry-run` prints the exact request instead of sending it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pipeline.cloud import validate_cloud
+from pipeline.configs import ConfigError, PipelineConfig
+
+
+class CredentialsError(RuntimeError):
+    """No Google Cloud credentials: nothing was sent."""
+
+
+def parameter_values(config: PipelineConfig, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    values = {
+        "span": config.dataset.span,
+        "dataset_revision": config.dataset.revision or "",
+        "epochs": config.training.epochs,
+        "learning_rate": config.training.learning_rate,
+    }
+    unknown = sorted(set(overrides or {}) - set(values))
+    if unknown:
+        raise ConfigError(f"unknown pipeline parameter(s) {unknown}; the compiled pipeline takes {sorted(values)}")
+    return {**values, **(overrides or {})}
+
+
+def check_template(template: str | Path, config: PipelineConfig) -> dict:
+    path = Path(template)
+    if not path.is_file():
+        raise ConfigError(f"{path} does not exist; run `hftfx compile` first")
+    spec = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else _yaml(path)
+    spec = spec.get("pipelineSpec", spec)  # a PipelineJob JSON wraps the spec; a template is the spec
+    name = spec.get("pipelineInfo", {}).get("name")
+    if name != config.pipeline_name:
+        raise ConfigError(f"{path} holds pipeline '{name}', not '{config.pipeline_name}'; recompile it")
+    return spec
+
+
+def _yaml(path: Path) -> dict:
+    import yaml
+
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def default_credentials():
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    try:
+        credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+    except DefaultCredentialsError as error:
+        raise CredentialsError(
+            "no Google Cloud credentials found: run `gcloud auth application-default login` or set "
+            "GOOGLE_APPLICATION_CREDENTIALS to a service account key file. Nothing was sent."
+        ) from error
+    return credentials
+
+
+def build_pipeline_job(config: PipelineConfig, template: str | Path, values: Mapping[str, Any], credentials):
+    """The aiplatform.PipelineJob for one run; creating it sends nothing."""
+    from google.cloud import aiplatform
+
+    validate_cloud(config)
+    check_template(template, config)
+    cloud = config.cloud
+    return aiplatform.PipelineJob(
+        display_name=config.pipeline_name,
+        template_path=str(template),
+        pipeline_root=cloud.pipeline_root,
+        parameter_values=dict(values),
+        enable_caching=cloud.enable_caching,
+        labels=dict(cloud.labels) or None,
+        encryption_spec_key_name=cloud.encryption_key or None,
+        project=cloud.project,
+        location=cloud.region,
+        credentials=credentials,
+    )
+
+
+def job_request(job, config: PipelineConfig) -> dict:
+    """The CreatePipelineJob request `job.submit()` sends, as JSON: what --dry-run prints."""
+    from google.protobuf import json_format
+
+    # The unsent resource: aiplatform exposes `gca_resource` only after creation.
+    unsent = job._gca_resource
+    resource = type(unsent).deserialize(type(unsent).serialize(unsent))
+    if config.cloud.service_account:
+        resource.service_account = config.cloud.service_account
+    if config.cloud.network:
+        resource.network = config.cloud.network
+    return {
+        "parent": f"projects/{config.cloud.project}/locations/{config.cloud.region}",
+        "pipeline_job_id": job.job_id,
+        "pipeline_job": json_format.MessageToDict(type(resource).pb(resource)),
+    }
+
+
+def submit_to_vertex(job, config: PipelineConfig) -> str:
+    job.submit(service_account=config.cloud.service_account or None, network=config.cloud.network or None)
+    return job.resource_name
+
+
+@dataclasses.dataclass(frozen=True)
+class KfpRun:
+    """A run on a Kubeflow Pipelines endpoint: what `kfp.Client.create_run_from_pipeline_package` gets."""
+
+    host: str
+    pipeline_file: str
+    arguments: dict[str, Any]
+    run_name: str
+    experiment_name: str
+    enable_caching: bool
+    service_account: str | None
+
+
+def kfp_run(config: PipelineConfig, host: str, template: str | Path, values: Mapping[str, Any]) -> KfpRun:
+    if not host.startswith(("http://", "https://")):
+        raise ConfigError(f"--kfp-host '{host}' must be an http(s) URL of a Kubeflow Pipelines API")
+    check_template(template, config)
+    return KfpRun(
+        host=host,
+        pipeline_file=str(template),
+        arguments=dict(values),
+        run_name=f"{config.pipeline_name}-span-{values.get('span', 0)}",
+        experiment_name=config.pipeline_name,
+        enable_caching=config.cloud.enable_caching,
+        service_account=config.cloud.service_account or None,
+    )
+
+
+def submit_to_kfp(run: KfpRun, client_factory: Callable[..., Any] | None = None):
+    if client_factory is None:
+        import kfp
+
+        client_factory = kfp.Client
+    client = client_factory(host=run.host)
+    return client.create_run_from_pipeline_package(
+        pipeline_file=run.pipeline_file,
+        arguments=run.arguments,
+        run_name=run.run_name,
+        experiment_name=run.experiment_name,
+        enable_caching=run.enable_caching,
+        service_account=run.service_account,
+    )

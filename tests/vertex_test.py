@@ -1,0 +1,272 @@
+"""The compiled Vertex / Kubeflow pipeline, the submission requests and the image recipe, checked offline."""
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from google.auth.credentials import AnonymousCredentials
+from google.protobuf import json_format
+from kfp.pipeline_spec import pipeline_spec_pb2
+
+from components.hf_trainer import with_overrides
+from pipeline import configs, submit
+from pipeline.kubeflow_v2_runner import PIPELINE_YAML, compile_pipeline, compile_spec
+from pipeline.pipeline import create_components
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = ROOT / "configs" / "vertex.yaml"
+LOCAL_COMPONENTS = {
+    "HFDatasetExampleGen",
+    "StatisticsGen",
+    "SchemaGen",
+    "ExampleValidator",
+    "Transform",
+    "Trainer",
+    "Evaluator",
+    "Pusher",
+}
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return configs.load_config(PROFILE)
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return yaml.safe_load((ROOT / PIPELINE_YAML).read_text())
+
+
+def _executor(spec, task):
+    label = spec["components"][spec["root"]["dag"]["tasks"][task]["componentRef"]["name"]]["executorLabel"]
+    return spec["deploymentSpec"]["executors"][label]
+
+
+def _trainer_job(spec):
+    parameters = spec["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
+    custom_config = json.loads(parameters["custom_config"]["runtimeValue"]["constant"])
+    return custom_config
+
+
+def test_committed_spec_parses_as_a_kfp_pipeline_spec(committed):
+    parsed = json_format.ParseDict(committed, pipeline_spec_pb2.PipelineSpec(), ignore_unknown_fields=False)
+    assert parsed.pipeline_info.name == "hf-text-classifier"
+    assert parsed.schema_version == "2.1.0"
+
+
+def test_committed_spec_is_what_the_code_compiles_to(tmp_path, profile):
+    fresh = tmp_path / "pipeline.yaml"
+    compile_pipeline(profile, fresh)
+    assert fresh.read_text() == (ROOT / PIPELINE_YAML).read_text(), "run `bin/in-env hftfx compile` and commit"
+
+
+def test_every_local_component_is_in_the_spec_with_its_image(committed, profile):
+    tasks = set(committed["root"]["dag"]["tasks"])
+    local = {c.id for c in create_components(profile)} - {"latest_blessed_model_resolver"}
+    assert local == LOCAL_COMPONENTS
+    assert local <= tasks
+    assert any(t.startswith("latest_blessed_model_resolver") for t in tasks)
+    for task in LOCAL_COMPONENTS:
+        image = _executor(committed, task)["container"]["image"]
+        expected = profile.cloud.trainer_image_uri if task == "Trainer" else profile.cloud.image_uri
+        assert image == expected, task
+
+
+def test_component_code_is_named_by_module_path(committed):
+    text = json.dumps(committed)
+    for path in (
+        "components.transform.preprocessing_fn",
+        "components.trainer.run_fn",
+        "components.evaluation",
+        "components.hf_trainer.VertexExecutor",
+        "components.hf_example_gen.executor.Executor",
+        "components.example_validator.Executor",
+    ):
+        assert path in text, path
+    assert "module_file" not in json.dumps(committed["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"])
+
+
+def test_runtime_parameters_reach_their_components_with_defaults(committed, profile):
+    parameters = committed["root"]["inputDefinitions"]["parameters"]
+    assert {k: v["defaultValue"] for k, v in parameters.items()} == {
+        "span": 0,
+        "dataset_revision": "",
+        "epochs": profile.training.epochs,
+        "learning_rate": profile.training.learning_rate,
+    }
+    tasks = committed["root"]["dag"]["tasks"]
+    trainer_inputs = tasks["Trainer"]["inputs"]["parameters"]
+    assert trainer_inputs["epochs"] == {"componentInputParameter": "epochs"}
+    assert trainer_inputs["learning_rate"] == {"componentInputParameter": "learning_rate"}
+    example_gen_inputs = tasks["HFDatasetExampleGen"]["inputs"]["parameters"]
+    assert example_gen_inputs["span"] == {"componentInputParameter": "span"}
+    assert example_gen_inputs["revision"] == {"componentInputParameter": "dataset_revision"}
+
+
+def test_tpu_trainer_runs_in_a_vertex_custom_job(committed, profile):
+    job = _trainer_job(committed)
+    assert job["ai_platform_enable_vertex"] is True
+    assert job["ai_platform_vertex_region"] == "us-central1"
+    (pool,) = job["ai_platform_training_args"]["worker_pool_specs"]
+    assert pool["machine_spec"] == {"machine_type": "ct5lp-hightpu-4t", "tpu_topology": "2x2"}
+    assert pool["container_spec"]["image_uri"] == profile.cloud.trainer_image_uri
+    assert job["ai_platform_training_args"]["service_account"] == profile.cloud.service_account
+    assert job["training"]["precision"] == "auto"
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "count", "machine_spec"),
+    [
+        ("l4", 0, {"machine_type": "g2-standard-8", "accelerator_type": "NVIDIA_L4", "accelerator_count": 1}),
+        ("a100", 2, {"machine_type": "a2-highgpu-1g", "accelerator_type": "NVIDIA_TESLA_A100", "accelerator_count": 2}),
+        ("cpu", 0, {"machine_type": "n1-standard-8"}),
+        ("tpu-v3-8", 0, {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V3", "accelerator_count": 8}),
+    ],
+)
+def test_gpu_and_other_placements_give_their_worker_pool(profile, accelerator, count, machine_spec):
+    cloud = dataclasses.replace(profile.cloud, trainer_accelerator=accelerator, trainer_accelerator_count=count)
+    spec = compile_spec(dataclasses.replace(profile, cloud=cloud))
+    (pool,) = _trainer_job(spec)["ai_platform_training_args"]["worker_pool_specs"]
+    assert pool["machine_spec"] == machine_spec
+
+
+def test_endpoint_pusher_deploys_on_a_tf_serving_container(committed, profile):
+    assert _executor(committed, "Pusher")["container"]["args"][1].endswith("pusher.executor.Executor")
+    parameters = committed["root"]["dag"]["tasks"]["Pusher"]["inputs"]["parameters"]
+    custom_config = json.loads(parameters["custom_config"]["runtimeValue"]["constant"])
+    assert custom_config["ai_platform_vertex_container_image_uri"] == profile.cloud.serving_image_uri
+    assert custom_config["ai_platform_serving_args"] == {
+        "project_id": "my-gcp-project",
+        "endpoint_name": "hf-text-classifier",
+        "machine_type": "n1-standard-4",
+        "min_replica_count": 1,
+    }
+
+
+def test_filesystem_push_to_gcs_keeps_the_atomic_pusher(profile):
+    cloud = dataclasses.replace(profile.cloud, push_to="filesystem")
+    spec = compile_spec(dataclasses.replace(profile, cloud=cloud))
+    assert "components.pusher.Executor" in json.dumps(_executor(spec, "Pusher"))
+    assert "gs://my-hftfx-bucket/serving/text_classifier" in json.dumps(spec["root"]["dag"]["tasks"]["Pusher"])
+
+
+def test_dataflow_beam_args(committed):
+    args = _executor(committed, "Transform")["container"]["args"]
+    assert "--runner=DataflowRunner" in args and "--temp_location=gs://my-hftfx-bucket/pipeline-root/beam-tmp" in args
+
+
+def test_trainer_overrides_fold_into_custom_config():
+    properties = {
+        "custom_config": json.dumps({"training": {"epochs": 1, "batch_size": 8}}),
+        "epochs": 4,
+        "learning_rate": None,
+    }
+    folded = json.loads(with_overrides(properties)["custom_config"])
+    assert folded["training"] == {"epochs": 4, "batch_size": 8}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"cloud.project": ""}, "cloud.project"),
+        ({"cloud.pipeline_root": "/local/dir"}, "must be a gs://bucket/path"),
+        ({"cloud.image_uri": "pipeline"}, "tag or digest"),
+        ({"cloud.trainer_accelerator": "k80"}, "'k80' is unknown"),
+        ({"cloud.push_to": "endpoint", "cloud.endpoint_name": ""}, "endpoint_name is empty"),
+        ({"cloud.push_to": "filesystem", "serving_dir": "serving"}, "must be a gs:// path"),
+        ({"cloud.service_account": "me"}, "not a service account email"),
+        ({"dataset.label_names": []}, "label_names must be declared"),
+        ({"training.batch_size": 12}, "divisible by 8"),
+        ({"cloud.beam_runner": "SparkRunner"}, "DirectRunner or DataflowRunner"),
+    ],
+)
+def test_bad_cloud_profiles_are_rejected_before_compiling(overrides, message):
+    config = configs.load_config(PROFILE, overrides)
+    with pytest.raises(configs.ConfigError, match=re.escape(message)):
+        compile_spec(config)
+
+
+def test_pipeline_job_request_built_offline(profile):
+    values = submit.parameter_values(profile, {"epochs": 5, "span": 3})
+    job = submit.build_pipeline_job(profile, ROOT / PIPELINE_YAML, values, AnonymousCredentials())
+    cloud = dataclasses.replace(
+        profile.cloud,
+        network="projects/123/global/networks/ml",
+        encryption_key="projects/p/locations/us/keyRings/r/cryptoKeys/k",
+    )
+    request = submit.job_request(job, dataclasses.replace(profile, cloud=cloud))
+    body = request["pipeline_job"]
+    assert request["parent"] == "projects/my-gcp-project/locations/us-central1"
+    assert request["pipeline_job_id"].startswith("hf-text-classifier-")
+    assert body["displayName"] == "hf-text-classifier"
+    assert body["runtimeConfig"]["gcsOutputDirectory"] == "gs://my-hftfx-bucket/pipeline-root"
+    assert body["runtimeConfig"]["parameterValues"] == {
+        "span": 3,
+        "dataset_revision": "",
+        "epochs": 5,
+        "learning_rate": 5e-05,
+    }
+    assert body["labels"] == {"team": "ml-platform", "app": "hf-text-classifier"}
+    assert body["serviceAccount"] == "hftfx-runner@my-gcp-project.iam.gserviceaccount.com"
+    assert body["network"] == "projects/123/global/networks/ml"
+    assert body["pipelineSpec"]["pipelineInfo"]["name"] == "hf-text-classifier"
+    tasks = body["pipelineSpec"]["root"]["dag"]["tasks"]
+    assert all(t["cachingOptions"].get("enableCache") for t in tasks.values())
+
+
+def test_unknown_runtime_parameter_is_refused(profile):
+    with pytest.raises(configs.ConfigError, match="unknown pipeline parameter"):
+        submit.parameter_values(profile, {"epoch": 2})
+
+
+def test_missing_credentials_say_how_to_log_in(monkeypatch):
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    def no_credentials(**_):
+        raise DefaultCredentialsError("none")
+
+    monkeypatch.setattr(google.auth, "default", no_credentials)
+    with pytest.raises(submit.CredentialsError, match="gcloud auth application-default login"):
+        submit.default_credentials()
+
+
+def test_kfp_submission_sends_the_package_and_parameters(profile):
+    calls = {}
+
+    class FakeClient:
+        def __init__(self, host):
+            calls["host"] = host
+
+        def create_run_from_pipeline_package(self, **kwargs):
+            calls["run"] = kwargs
+            return "run-1"
+
+    run = submit.kfp_run(profile, "https://kfp.example.com", ROOT / PIPELINE_YAML, submit.parameter_values(profile))
+    assert submit.submit_to_kfp(run, client_factory=FakeClient) == "run-1"
+    assert calls["host"] == "https://kfp.example.com"
+    assert calls["run"] == {
+        "pipeline_file": str(ROOT / PIPELINE_YAML),
+        "arguments": {"span": 0, "dataset_revision": "", "epochs": 3, "learning_rate": 5e-05},
+        "run_name": "hf-text-classifier-span-0",
+        "experiment_name": "hf-text-classifier",
+        "enable_caching": True,
+        "service_account": "hftfx-runner@my-gcp-project.iam.gserviceaccount.com",
+    }
+    with pytest.raises(configs.ConfigError, match="http"):
+        submit.kfp_run(profile, "kfp.example.com", ROOT / PIPELINE_YAML, {})
+
+
+def test_image_recipe_installs_the_lock_and_every_module_the_spec_names(committed):
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "FROM ${TFX_IMAGE}" in dockerfile and "tfx:1.21.0" in dockerfile
+    assert "uv export --frozen" in dockerfile and "--require-hashes" in dockerfile
+    assert "TF_USE_LEGACY_KERAS=1" in dockerfile
+    copied = set(re.findall(r"^COPY (\w+)/ ", dockerfile, flags=re.MULTILINE))
+    referenced = set(re.findall(r"\b(components|models|pipeline)\.[a-z_.]+", json.dumps(committed)))
+    assert referenced and referenced <= copied
+    for package in copied:
+        assert (ROOT / package / "__init__.py").exists() or package == "configs"
