@@ -66,7 +66,7 @@ def test_every_component_executed_and_is_in_mlmd(first_run):
     types = {t.name for t in store.get_execution_types()}
     assert {
         "components.hf_example_gen.component.HFDatasetExampleGen",
-        "tfx.components.trainer.component.Trainer",
+        "components.hf_trainer.HFTrainer",
         "tfx.components.evaluator.component.Evaluator",
     } <= types
     assert summary.split_counts == {"train": 384, "eval": 64, "test": 160}
