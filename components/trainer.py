@@ -8,8 +8,11 @@ batch times the replicas, and batches have static shapes so the same step compil
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 import os
+import shutil
 import time
 from typing import Any
 
@@ -58,14 +61,19 @@ class ProgressLogger(tf_keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self.started = time.monotonic()
+        # BackupAndRestore has restored the optimizer by now: its step count says where training resumes.
+        self.step = self.initial_step = int(self.model.optimizer.iterations.numpy())
+        if self.step:
+            print(f"[Trainer] resumed from the checkpoint at step {self.step}/{self.total_steps}", flush=True)
 
     def on_train_batch_end(self, batch, logs=None):
         self.step += 1
         if self.step % self.every and self.step != self.total_steps:
             return
         elapsed = time.monotonic() - self.started
-        self.examples_per_second = self.step * self.global_batch / max(elapsed, 1e-9)
-        left = (self.total_steps - self.step) * elapsed / self.step
+        done_here = self.step - self.initial_step
+        self.examples_per_second = done_here * self.global_batch / max(elapsed, 1e-9)
+        left = (self.total_steps - self.step) * elapsed / max(done_here, 1)
         logs = logs or {}
         print(
             f"[Trainer] step {self.step}/{self.total_steps} ({self.step / self.total_steps:.0%}) "
@@ -79,10 +87,54 @@ class ProgressLogger(tf_keras.callbacks.Callback):
         print(f"[Trainer] epoch {epoch + 1} done: {shown}", flush=True)
 
 
+class CorruptInputError(RuntimeError):
+    """An input TFRecord file cannot be read to its end."""
+
+
+class DiskSpaceError(OSError):
+    """Not enough free disk for checkpoints and the export."""
+
+
 def count_records(file_patterns: list[str]) -> int:
-    files = [f for pattern in file_patterns for f in tf.io.gfile.glob(pattern)]
-    dataset = tf.data.TFRecordDataset(files, compression_type="GZIP")
-    return int(dataset.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1).numpy())
+    """Counts the examples, reading every file to its end: a truncated or corrupted file is named."""
+    files = sorted(f for pattern in file_patterns for f in tf.io.gfile.glob(pattern))
+    if not files:
+        raise CorruptInputError(f"no input files match {file_patterns}")
+    total = 0
+    for path in files:
+        dataset = tf.data.TFRecordDataset(path, compression_type="GZIP")
+        try:
+            total += int(dataset.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1).numpy())
+        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
+            raise CorruptInputError(
+                f"{path} is truncated or corrupted ({error.message.splitlines()[0]}); it was not skipped. "
+                "Re-run the component that wrote it (e.g. with --no-cache)."
+            ) from error
+    return total
+
+
+def resume_dir(fn_args, settings: TrainerSettings) -> str:
+    """Where training checkpoints live: the same folder for the same inputs and settings, across the new
+    Trainer executions a rerun creates, so a rerun after a crash continues instead of starting over."""
+    trainer_root = os.path.dirname(os.path.dirname(fn_args.model_run_dir.rstrip("/")))
+    identity = {"train": sorted(fn_args.train_files), "config": settings.to_custom_config()}
+    key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    return os.path.join(trainer_root, ".resume", key)
+
+
+def check_disk_space(model, directories: list[str], factor: float = 3.0) -> None:
+    """Checkpoints plus the SavedModel need about `factor` times the weights; fail before training if absent."""
+    needed = int(factor * sum(w.shape.num_elements() * w.dtype.size for w in model.weights))
+    for directory in directories:
+        if "://" in directory:
+            continue  # object stores report no free space
+        os.makedirs(directory, exist_ok=True)
+        free = shutil.disk_usage(directory).free
+        if free < needed:
+            raise DiskSpaceError(
+                f"only {free / 2**30:.2f} GiB free under {directory}; checkpoints and the export need about "
+                f"{needed / 2**30:.2f} GiB. Free disk space or move pipeline_root."
+            )
 
 
 def make_dataset(fn_args, files, tf_transform_output, batch_size, model_inputs, *, training, seed):
@@ -195,6 +247,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     with placement.strategy.scope():
         model, report = build_classifier(files, label_names)
         print(f"[Trainer] {report.describe()}", flush=True)
+        check_disk_space(model, [fn_args.model_run_dir, fn_args.serving_model_dir])
         optimizer, _ = create_optimizer(
             init_lr=training.learning_rate,
             num_train_steps=total_steps,
@@ -208,12 +261,13 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         )
     progress = ProgressLogger(total_steps, global_batch, training.log_every_steps)
     callbacks = [
+        # First, so the others see the restored state: a rerun after a crash continues from the last
+        # checkpoint (weights, optimizer, step), not from step 0.
+        tf_keras.callbacks.BackupAndRestore(resume_dir(fn_args, settings), save_freq=training.checkpoint_every_steps),
         progress,
         tf_keras.callbacks.TensorBoard(
             log_dir=os.path.join(fn_args.model_run_dir, "logs"), update_freq=training.log_every_steps
         ),
-        # Resuming after a crash continues from the last epoch's weights and optimizer state.
-        tf_keras.callbacks.BackupAndRestore(os.path.join(fn_args.model_run_dir, "backup")),
     ]
     model.fit(
         train_data,

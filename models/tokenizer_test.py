@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from transformers import AutoTokenizer
 
 from components.hf_example_gen.sources import packaged_rotten_tomatoes
@@ -80,3 +82,26 @@ def test_non_wordpiece_tokenizers_are_refused_by_name(tmp_path):
     PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>").save_pretrained(tmp_path)
     with pytest.raises(UnsupportedTokenizerError, match=r"BPE tokenizer.*supports WordPiece"):
         tokenizer_spec(tmp_path)
+
+
+# Random unicode: every category but lone surrogates (which cannot be UTF-8), control characters included.
+FUZZ_TEXT = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=300)
+FUZZ_LONG = st.text(alphabet=st.characters(exclude_categories=("Cs",)), min_size=2000, max_size=5000)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(FUZZ_TEXT | FUZZ_LONG, min_size=1, max_size=6))
+def test_fuzzed_text_keeps_fixed_shapes_and_ids_in_the_vocab(spec, hf_tokenizer, texts):
+    max_len = 32
+    out = InGraphTokenizer(spec, max_len)(tf.constant(texts))
+    ids, mask = out["input_ids"].numpy(), out["attention_mask"].numpy()
+    assert ids.shape == mask.shape == (len(texts), max_len)
+    assert ((ids >= 0) & (ids < spec.vocab_size)).all()
+    assert set(np.unique(mask)) <= {0, 1}
+    lengths = mask.sum(axis=1)
+    assert (lengths >= 2).all()  # [CLS] and [SEP] at least
+    for row, length in zip(ids, lengths, strict=True):
+        assert row[0] == spec.cls_id and row[length - 1] == spec.sep_id and (row[length:] == spec.pad_id).all()
+    # and still HF's ids, id for id
+    expected = np.array(hf_tokenizer(texts, padding="max_length", truncation=True, max_length=max_len)["input_ids"])
+    np.testing.assert_array_equal(ids, expected)

@@ -199,14 +199,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from components.hf_example_gen.sources import DatasetSourceError
+    from components.hf_example_gen.splitting import DatasetContentError
+    from models.pretrained import ModelFilesError
+    from models.tokenizer import UnsupportedTokenizerError
+
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
     except configs.ConfigError as error:
         print(f"hftfx: {error}", file=sys.stderr)
         return 2
+    except (ModelFilesError, UnsupportedTokenizerError, DatasetSourceError, DatasetContentError) as error:
+        print(f"hftfx: {error}", file=sys.stderr)
+        return 2
     except RuntimeError as error:
-        if type(error).__name__ != "CredentialsError":
+        if type(error).__name__ not in ("CredentialsError", "PipelineRootBusyError", "WeightsError"):
             raise
         print(f"hftfx: {error}", file=sys.stderr)
         return 2

@@ -72,6 +72,7 @@ class TrainingConfig:
     precision: str = "auto"
     seed: int = 42
     log_every_steps: int = 25
+    checkpoint_every_steps: int = 100  # how much work a crash can cost; reruns resume from the last one
     # Token widths a training batch may be cut to when all its examples fit (padding is masked, so only
     # speed changes); empty means every batch is max_seq_length wide.
     length_buckets: tuple[int, ...] = (32,)
@@ -266,6 +267,8 @@ def validate(config: PipelineConfig) -> None:
         problems.append("dataset.label_names must name at least two distinct labels (or be empty)")
     if config.model.max_seq_length < 8:
         problems.append("model.max_seq_length must be at least 8")
+    if tr.checkpoint_every_steps < 1 or tr.log_every_steps < 1:
+        problems.append("training.checkpoint_every_steps and training.log_every_steps must be at least 1")
     if tr.epochs < 1 or tr.batch_size < 1:
         problems.append("training.epochs and training.batch_size must be at least 1")
     if not 0 < tr.learning_rate < 1:

@@ -8,13 +8,12 @@ import resource
 import sys
 import time
 import warnings
-from pathlib import Path
 
 from absl import logging as absl_logging
 from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
-from pipeline import probe
+from pipeline import preflight, probe
 from pipeline.configs import PipelineConfig
 from pipeline.pipeline import create_pipeline
 from pipeline.run_summary import RunSummary, summarize
@@ -82,6 +81,7 @@ def peak_rss_bytes() -> int:
 
 def run_local(config: PipelineConfig, *, verbose: bool = False, stream=sys.stdout) -> RunSummary:
     started = time.monotonic()
+    preflight.check_paths(config)
     probed = probe.probe(config)
     config = probed.config
     print(
@@ -90,10 +90,9 @@ def run_local(config: PipelineConfig, *, verbose: bool = False, stream=sys.stdou
         file=stream,
         flush=True,
     )
-    Path(config.pipeline_root).mkdir(parents=True, exist_ok=True)
     connection = metadata.sqlite_metadata_connection_config(config.metadata_sqlite)
     tfx_pipeline = create_pipeline(config, connection)
-    with progress_reporting(stream, verbose):
+    with preflight.pipeline_root_lock(config.pipeline_root), progress_reporting(stream, verbose):
         LocalDagRunner().run(tfx_pipeline)
     summary = summarize(config.metadata_sqlite, config.pipeline_name)
     summary.wall_seconds = time.monotonic() - started

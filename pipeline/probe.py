@@ -33,17 +33,11 @@ def probe_model(config: PipelineConfig) -> None:
 
 
 def probe(config: PipelineConfig) -> ProbeResult:
+    """Runs the model checks and the ExampleGen's own data checks (no Beam, no TFRecords)."""
     probe_model(config)
-    source = sources.load_source(config.dataset)
-    splitting.check_columns(source, config.dataset)
-    names = splitting.label_names(source, config.dataset)
-    if len(names) < 2:
-        raise splitting.DatasetContentError(
-            f"the label column '{config.dataset.label_column}' has {len(names)} distinct value(s) {names}; "
-            "a classifier needs at least two"
-        )
-    dataset = dataclasses.replace(config.dataset, label_names=tuple(names))
+    prepared = splitting.prepare(sources.load_source(config.dataset), config.dataset)
+    dataset = dataclasses.replace(config.dataset, label_names=tuple(prepared.label_names))
     return ProbeResult(
         config=dataclasses.replace(config, dataset=dataset),
-        split_sizes={name: len(split) for name, split in source.items()},
+        split_sizes={name: len(rows.texts) for name, rows in prepared.rows.items()},
     )

@@ -12,6 +12,8 @@ import sys
 import textwrap
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipeline import configs
 from pipeline.local_runner import run_local
@@ -137,3 +139,48 @@ def test_a_threshold_no_model_meets_blocks_blessing_and_push(first_run, workdir,
     assert sorted(os.listdir(config.push_base_directory)) == before
     states = {c.name: c.state for c in summary.components}
     assert states["Trainer"] == "cached" and states["Evaluator"] == "done"
+
+
+@pytest.fixture(scope="module")
+def served_model(first_run):
+    from models.serving import load_serving_model
+
+    return load_serving_model(first_run[1].pushed_dir)[1]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    texts=st.lists(st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=3000), min_size=1, max_size=5)
+)
+def test_fuzzed_requests_to_the_serving_signature(served_model, texts):
+    import numpy as np
+    import tensorflow as tf
+
+    out = served_model.signatures["serving_default"](text=tf.constant(texts, dtype=tf.string))
+    probabilities = out["probabilities"].numpy()
+    assert probabilities.shape == (len(texts), 2)
+    assert np.isfinite(probabilities).all()
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
+    assert set(out["label"].numpy().tolist()) <= {b"rotten", b"fresh"}
+
+
+def test_empty_request_gives_an_empty_answer(served_model):
+    import tensorflow as tf
+
+    out = served_model.signatures["serving_default"](text=tf.constant([], dtype=tf.string))
+    assert out["probabilities"].shape == (0, 2)
+    assert out["label"].shape == (0,)
+
+
+def test_post_transform_statistics_report_truncation_and_unknown_tokens(first_run):
+    import glob
+
+    import tensorflow_data_validation as tfdv
+
+    config, _ = first_run
+    (path,) = glob.glob(f"{config.pipeline_root}/Transform/post_transform_stats/*/FeatureStats.pb")
+    features = {f.path.step[0]: f for f in tfdv.load_stats_binary(path).datasets[0].features}
+    truncated = features["truncated"].num_stats
+    assert 0 < truncated.mean < 1, "the corpus has reviews over 32 tokens, and most are shorter"
+    assert features["token_count"].num_stats.max > 30
+    assert "nl_statistics" in {s.name for s in features["input_ids"].custom_stats}

@@ -55,13 +55,10 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         span = exec_properties.get("span") or config.span
         examples = artifact_utils.get_single_instance(output_dict["examples"])
 
-        source = sources.load_source(config)
-        splitting.check_columns(source, config)
-        names = splitting.label_names(source, config)
-        splits, origin = splitting.assign_splits(source, config)
-        rows = {name: splitting.split_rows(splits[name], config, names, name) for name in TFX_SPLITS}
+        prepared = splitting.prepare(sources.load_source(config), config)
+        names, rows = prepared.label_names, prepared.rows
         for name in TFX_SPLITS:
-            logging.info("split %s: %d examples from %s", name, len(rows[name].texts), origin[name])
+            logging.info("split %s: %d examples from %s", name, len(rows[name].texts), prepared.origin[name])
 
         label_tuple = tuple(names)
         examples.split_names = artifact_utils.encode_split_names(list(TFX_SPLITS))
@@ -89,5 +86,6 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         examples.set_string_custom_property(
             SPLIT_COUNTS_PROPERTY, json.dumps({n: len(rows[n].texts) for n in TFX_SPLITS})
         )
-        source_fingerprints = [source[s]._fingerprint for s in sorted(source)]
-        examples.set_string_custom_property(FINGERPRINT_PROPERTY, fingerprint(source_fingerprints, config, names))
+        examples.set_string_custom_property(
+            FINGERPRINT_PROPERTY, fingerprint(prepared.source_fingerprints, config, names)
+        )

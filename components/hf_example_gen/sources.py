@@ -70,6 +70,15 @@ def load_source(config: DatasetConfig) -> datasets.DatasetDict:
         ) from error
     except (ConnectionError, OSError) as error:
         raise DatasetSourceError(f"dataset '{name}' could not be loaded: {error}") from error
+    except datasets.exceptions.DatasetGenerationError as error:
+        cause = error.__cause__ or error.__context__
+        if isinstance(cause, UnicodeDecodeError):
+            raise DatasetSourceError(
+                f"dataset '{name}' {list(config.data_files)} is not UTF-8 text "
+                f"(byte {cause.object[cause.start : cause.end]!r} at offset {cause.start}); "
+                "re-encode the files as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+            ) from error
+        raise DatasetSourceError(f"dataset '{name}' could not be read: {cause or error}") from error
     if not isinstance(loaded, datasets.DatasetDict):
         loaded = datasets.DatasetDict({"train": loaded})
     return loaded

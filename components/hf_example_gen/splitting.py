@@ -120,11 +120,58 @@ def assign_splits(
 
 
 def split_rows(split: datasets.Dataset, config: DatasetConfig, names: Sequence[str], split_name: str) -> SplitRows:
+    """Texts and label ids of one split. Arrow string columns hold valid UTF-8 only (invalid bytes fail at
+    load time, in `sources`); missing values arrive here as None and are refused.
+
+    Empty and whitespace-only texts are kept: they tokenize to [CLS] [SEP] and are classified like any text.
+    """
     texts = split[config.text_column]
-    bad = next((i for i, t in enumerate(texts) if not isinstance(t, str)), None)
-    if bad is not None:
-        raise DatasetContentError(
-            f"split '{split_name}' row {bad}: text is {type(texts[bad]).__name__} ({texts[bad]!r}), not a string; "
-            "drop or fill missing texts before training"
-        )
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise DatasetContentError(
+                f"split '{split_name}' row {index}: text is {type(text).__name__} ({text!r}), not a string; "
+                "drop or fill missing texts before training"
+            )
     return SplitRows(texts=list(texts), label_ids=label_ids(split, config.label_column, names, split_name))
+
+
+def check_label_coverage(rows: dict[str, SplitRows], names: Sequence[str]) -> None:
+    """Every split needs two classes or more, and train needs every class the model is asked to predict."""
+    for split_name, split in rows.items():
+        present = sorted(set(split.label_ids))
+        if len(present) < 2:
+            only = names[present[0]] if present else "none"
+            raise DatasetContentError(
+                f"split '{split_name}' holds a single class ('{only}'): it can neither train nor measure a "
+                "classifier (AUC is undefined). Shuffle the data before splitting or fix dataset.split_sources."
+            )
+    missing = sorted(set(range(len(names))) - set(rows["train"].label_ids))
+    if missing:
+        raise DatasetContentError(
+            f"the train split has no examples of {[names[i] for i in missing]}; add some or drop the class "
+            "from dataset.label_names"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class PreparedDataset:
+    label_names: list[str]
+    rows: dict[str, SplitRows]
+    origin: dict[str, str]
+    source_fingerprints: list[str]
+
+
+def prepare(source: datasets.DatasetDict, config: DatasetConfig) -> PreparedDataset:
+    """Every check and decision between the raw dataset and the examples, in one place for the ExampleGen
+    and for the probe that runs it before any expensive work."""
+    check_columns(source, config)
+    names = label_names(source, config)
+    if len(names) < 2:
+        raise DatasetContentError(
+            f"the label column '{config.label_column}' has {len(names)} distinct value(s) {names}; "
+            "a classifier needs at least two"
+        )
+    splits, origin = assign_splits(source, config)
+    rows = {name: split_rows(splits[name], config, names, name) for name in splits}
+    check_label_coverage(rows, names)
+    return PreparedDataset(names, rows, origin, [source[s]._fingerprint for s in sorted(source)])

@@ -1,0 +1,210 @@
+"""The bad-input catalogue: each case fails before any expensive work, naming the problem and the fix.
+
+Run through `probe` / `load_config` / the preflight checks, the same code `hftfx run` runs first.
+"""
+
+import json
+import shutil
+
+import datasets
+import pytest
+
+from components.hf_example_gen.sources import DatasetSourceError
+from components.hf_example_gen.splitting import DatasetContentError
+from models.pretrained import ModelFilesError
+from models.tokenizer import UnsupportedTokenizerError
+from pipeline import configs, preflight
+from pipeline.probe import probe
+
+
+def _csv(tmp_path, rows, name="data.csv"):
+    path = tmp_path / name
+    datasets.Dataset.from_dict({"text": [r[0] for r in rows], "label": [r[1] for r in rows]}).to_csv(path)
+    return path
+
+
+def _config(tmp_path, model_dir, **dataset):
+    return configs.load_config(
+        overrides={
+            "model.name": str(model_dir),
+            "pipeline_root": str(tmp_path / "root"),
+            "serving_dir": str(tmp_path / "serve"),
+            **{f"dataset.{k}": v for k, v in dataset.items()},
+        }
+    )
+
+
+def _balanced(n=40):
+    return [(f"good film {i}", "pos") if i % 2 else (f"bad film {i}", "neg") for i in range(n)]
+
+
+def test_unknown_hub_dataset(tmp_path, tiny_bert_dir):
+    with pytest.raises(DatasetSourceError, match="no-such-user/no-such-dataset"):
+        probe(_config(tmp_path, tiny_bert_dir, name="no-such-user/no-such-dataset"))
+
+
+def test_missing_local_files(tmp_path, tiny_bert_dir):
+    with pytest.raises(DatasetSourceError, match=r"data_files not found: \[.*missing.csv"):
+        probe(_config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(tmp_path / "missing.csv")]))
+
+
+@pytest.mark.parametrize(
+    ("column", "message"), [("text_column", "text column 'review'"), ("label_column", "label column 'review'")]
+)
+def test_missing_columns_list_the_real_ones(tmp_path, tiny_bert_dir, column, message):
+    path = _csv(tmp_path, _balanced())
+    config = _config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(path)], **{column: "review"})
+    with pytest.raises(DatasetContentError, match=rf"{message}.*\['text', 'label'\]"):
+        probe(config)
+
+
+def test_empty_split(tmp_path):
+    from components.hf_example_gen.splitting import prepare
+
+    train = datasets.load_dataset("csv", data_files=str(_csv(tmp_path, _balanced())), split="train")
+    source = datasets.DatasetDict({"train": train, "test": train.select([])})
+    with pytest.raises(DatasetContentError, match=r"split 'test' \(dataset split 'test'\) is empty"):
+        prepare(source, configs.DatasetConfig(name="csv"))
+
+
+def test_single_class_split(tmp_path, tiny_bert_dir):
+    rows = [(f"good film {i}", "pos") for i in range(30)] + [("bad film", "neg")]
+    config = _config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(_csv(tmp_path, rows))], seed=1)
+    with pytest.raises(DatasetContentError, match=r"holds a single class \('pos'\)"):
+        probe(config)
+
+
+def test_labels_outside_the_declared_set(tmp_path, tiny_bert_dir):
+    rows = [*_balanced(), ("meh film", "neutral")]
+    config = _config(
+        tmp_path, tiny_bert_dir, name="csv", data_files=[str(_csv(tmp_path, rows))], label_names=["neg", "pos"]
+    )
+    with pytest.raises(DatasetContentError, match=r"outside the label set \['neg', 'pos'\]: \['neutral'\]"):
+        probe(config)
+
+
+def test_non_string_text(tmp_path, tiny_bert_dir):
+    path = tmp_path / "numbers.json"
+    path.write_text("\n".join(json.dumps({"text": i, "label": "pos" if i % 2 else "neg"}) for i in range(20)))
+    config = _config(tmp_path, tiny_bert_dir, name="json", data_files=[str(path)])
+    with pytest.raises(DatasetContentError, match="not strings"):
+        probe(config)
+
+
+def test_missing_text_values(tmp_path, tiny_bert_dir):
+    path = tmp_path / "gaps.json"
+    path.write_text("\n".join(json.dumps({"text": None if i == 7 else f"t{i}", "label": i % 2}) for i in range(40)))
+    config = _config(tmp_path, tiny_bert_dir, name="json", data_files=[str(path)])
+    with pytest.raises(DatasetContentError, match=r"text is NoneType .* not a string; drop or fill"):
+        probe(config)
+
+
+def test_non_utf8_bytes(tmp_path, tiny_bert_dir):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(b"text,label\n" + "café crème,pos\n".encode("latin-1") + b"plain,neg\n" * 20)
+    config = _config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(path)])
+    with pytest.raises(DatasetSourceError, match=r"is not UTF-8 text \(byte b'\\xe9'.*re-encode"):
+        probe(config)
+
+
+def test_text_that_is_not_valid_unicode(tmp_path, tiny_bert_dir):
+    path = tmp_path / "surrogates.json"
+    lines = [json.dumps({"text": f"t{i}", "label": i % 2}) for i in range(40)]
+    lines[5] = '{"text": "broken \\ud800 surrogate", "label": 1}'
+    path.write_text("\n".join(lines))
+    config = _config(tmp_path, tiny_bert_dir, name="json", data_files=[str(path)])
+    with pytest.raises(DatasetSourceError, match=r"could not be read: .*surrogate pair in string is invalid. in row 5"):
+        probe(config)
+
+
+def test_empty_and_whitespace_texts_are_kept_and_defined(tmp_path, tiny_bert_dir):
+    # (A CSV reader turns an empty field into a missing value, refused above; JSON keeps "".)
+    rows = [*_balanced(200), ("", "pos"), ("   ", "neg"), ("\t\n", "pos")]
+    path = tmp_path / "blank.json"
+    path.write_text("\n".join(json.dumps({"text": t, "label": lab}) for t, lab in rows))
+    result = probe(_config(tmp_path, tiny_bert_dir, name="json", data_files=[str(path)]))
+    assert sum(result.split_sizes.values()) == len(rows)
+
+
+def test_max_seq_length_over_the_position_limit(tmp_path, tiny_bert_dir):
+    config = configs.load_config(overrides={"model.name": str(tiny_bert_dir), "model.max_seq_length": 512})
+    with pytest.raises(configs.ConfigError, match="over the model's position limit 128"):
+        probe(config)
+
+
+@pytest.mark.parametrize("removed", ["vocab.txt", "config.json", "tf_model.h5"])
+def test_model_directory_missing_a_file(tmp_path, tiny_bert_dir, removed):
+    copy = tmp_path / "model"
+    shutil.copytree(tiny_bert_dir, copy)
+    (copy / removed).unlink()
+    with pytest.raises(ModelFilesError, match=removed.replace(".", r"\.")):
+        probe(configs.load_config(overrides={"model.name": str(copy)}))
+
+
+def test_non_wordpiece_tokenizer(tmp_path, tiny_bert_dir):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    copy = tmp_path / "model"
+    shutil.copytree(tiny_bert_dir, copy)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        (copy / name).unlink(missing_ok=True)
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.Whitespace()
+    bpe.train_from_iterator(["some words for a byte pair model"] * 5, trainers.BpeTrainer(special_tokens=["<unk>"]))
+    PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>").save_pretrained(copy)
+    with pytest.raises(UnsupportedTokenizerError, match="supports WordPiece"):
+        probe(configs.load_config(overrides={"model.name": str(copy)}))
+
+
+@pytest.mark.parametrize("key", ["evaluation.min_accuracy", "evaluation.min_auc", "evaluation.max_auc_regression"])
+def test_thresholds_outside_unit_interval(key):
+    with pytest.raises(configs.ConfigError, match=rf"{key} = 1.5 is outside \[0, 1\]"):
+        configs.load_config(overrides={key: 1.5})
+
+
+def test_pipeline_root_that_cannot_be_written(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    config = configs.load_config(overrides={"pipeline_root": str(blocker / "root")})
+    with pytest.raises(configs.ConfigError, match=r"pipeline_root .* is not writable"):
+        preflight.check_paths(config)
+
+
+def test_serving_dir_that_is_a_file(tmp_path):
+    (tmp_path / "serving").mkdir()
+    (tmp_path / "serving" / "text_classifier").write_text("not a folder")
+    config = configs.load_config(
+        overrides={"pipeline_root": str(tmp_path / "root"), "serving_dir": str(tmp_path / "serving")}
+    )
+    with pytest.raises(configs.ConfigError, match=r"serving_dir .* is a file, not a folder"):
+        preflight.check_paths(config)
+
+
+def test_batch_size_is_per_replica_so_the_global_batch_always_divides():
+    from models.distribution import Placement
+
+    for replicas in (1, 2, 8):
+        placement = Placement(strategy=None, kind="tpu", replicas=replicas)
+        global_batch = configs.TrainingConfig().batch_size * placement.replicas
+        assert global_batch % placement.replicas == 0
+
+
+def test_cli_turns_bad_input_into_a_message_and_exit_code_2(tmp_path, capsys):
+    from pipeline.cli import main
+
+    code = main(
+        [
+            "run",
+            "--dataset",
+            "csv",
+            "--data-files",
+            str(tmp_path / "none.csv"),
+            "--pipeline-root",
+            str(tmp_path / "root"),
+            "--serving-dir",
+            str(tmp_path / "s"),
+        ]
+    )
+    assert code == 2
+    assert "data_files not found" in capsys.readouterr().err

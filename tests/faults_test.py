@@ -1,0 +1,148 @@
+"""Faults survived: corrupted inputs, full disks, a second run on the same root, a Trainer killed mid-run."""
+
+import glob
+import gzip
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import tensorflow as tf
+
+from components.trainer import CorruptInputError, DiskSpaceError, check_disk_space, count_records
+from pipeline import preflight
+
+
+def _write_records(path, n):
+    with tf.io.TFRecordWriter(str(path), options="GZIP") as writer:
+        for i in range(n):
+            writer.write(
+                tf.train.Example(
+                    features=tf.train.Features(
+                        feature={"x": tf.train.Feature(int64_list=tf.train.Int64List(value=[i]))}
+                    )
+                ).SerializeToString()
+            )
+
+
+def test_truncated_tfrecord_is_named_not_skipped(tmp_path):
+    _write_records(tmp_path / "part-0.gz", 50)
+    _write_records(tmp_path / "part-1.gz", 50)
+    assert count_records([str(tmp_path / "*.gz")]) == 100
+    data = (tmp_path / "part-1.gz").read_bytes()
+    (tmp_path / "part-1.gz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(CorruptInputError, match=r"part-1\.gz is truncated or corrupted.*not skipped"):
+        count_records([str(tmp_path / "*.gz")])
+
+
+def test_corrupted_record_payload_is_named(tmp_path):
+    raw = tmp_path / "raw"
+    _write_records(raw, 20)  # gzip framing around records; flip bytes inside the decompressed stream
+    payload = bytearray(gzip.decompress(raw.read_bytes()))
+    payload[40:60] = b"\xff" * 20
+    (tmp_path / "bad.gz").write_bytes(gzip.compress(bytes(payload)))
+    with pytest.raises(CorruptInputError, match=r"bad\.gz"):
+        count_records([str(tmp_path / "bad.gz")])
+
+
+def test_disk_space_is_checked_before_training(tmp_path):
+    model = tf.keras.Sequential([tf.keras.layers.Dense(4)])
+    model.build((None, 8))
+    check_disk_space(model, [str(tmp_path)])
+    with pytest.raises(DiskSpaceError, match=r"GiB free under .*need about .* Free disk space"):
+        check_disk_space(model, [str(tmp_path)], factor=1e15)
+
+
+def test_second_run_on_the_same_root_is_refused_and_a_dead_holder_does_not_block(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+        import time
+        from pipeline import preflight
+        with preflight.pipeline_root_lock({str(root)!r}):
+            print("locked", flush=True)
+            time.sleep(60)
+    """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "locked"
+    busy = pytest.raises(preflight.PipelineRootBusyError, match=rf"pid {holder.pid}.*own --pipeline-root")
+    with busy, preflight.pipeline_root_lock(str(root)):
+        pass
+    holder.kill()
+    holder.wait()
+    with preflight.pipeline_root_lock(str(root)):
+        pass
+
+
+@pytest.mark.e2e
+def test_killed_trainer_resumes_from_its_checkpoint_and_finished_components_come_from_cache(tmp_path, tiny_bert_dir):
+    root = tmp_path / "root"
+    args = [
+        sys.executable,
+        "-m",
+        "pipeline.cli",
+        "run",
+        "--model",
+        str(tiny_bert_dir),
+        "--pipeline-root",
+        str(root),
+        "--serving-dir",
+        str(tmp_path / "serving"),
+        "--train-limit",
+        "480",
+        "--eval-limit",
+        "64",
+        "--test-limit",
+        "96",
+        "--epochs",
+        "4",
+        "--batch-size",
+        "8",
+        "--max-seq-length",
+        "32",
+        "--min-accuracy",
+        "0",
+        "--min-auc",
+        "0",
+        "--set",
+        "training.checkpoint_every_steps=10",
+        "--set",
+        "training.log_every_steps=10",
+    ]
+    first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 600
+    checkpoint = []
+    while not checkpoint and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.2)
+        checkpoint = glob.glob(str(root / "Trainer" / ".resume" / "*" / "chief" / "checkpoint"))
+    assert checkpoint, "the Trainer wrote no checkpoint before the run ended"
+    time.sleep(1.0)  # past the first checkpoint, before the end of 240 steps
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    assert not (tmp_path / "serving").exists() or not os.listdir(tmp_path / "serving" / "text_classifier")
+
+    second = subprocess.run(args, capture_output=True, text=True, timeout=900, check=False)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    resumed = [line for line in second.stdout.splitlines() if "resumed from the checkpoint at step" in line]
+    assert resumed, second.stdout[-3000:]
+    step = int(resumed[0].split("at step ")[1].split("/")[0])
+    assert 10 <= step < 240
+    states = {
+        line.split()[0]: line.split()[1]
+        for line in second.stdout.splitlines()
+        if line.startswith("  ") and len(line.split()) == 3 and line.split()[1] in ("done", "cached")
+    }
+    assert states["HFDatasetExampleGen"] == states["Transform"] == "cached"
+    assert states["Trainer"] == "done"
+    assert "BLESSED" in second.stdout
+    assert not glob.glob(str(root / "Trainer" / ".resume" / "*" / "chief" / "checkpoint")), "checkpoint cleaned up"
