@@ -26,7 +26,7 @@ from tfx_bsl.public import tfxio
 
 from components.hf_example_gen.executor import LABEL_FEATURE, LABEL_NAME_FEATURE, TEXT_FEATURE
 from components.transform import label_names_from
-from models import distribution, signatures
+from models import distribution, serving_contract, signatures
 from models.pretrained import build_classifier, model_files, resolve_model_dir
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ModelConfig, TrainingConfig, build_config, to_dict
@@ -289,4 +289,5 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         label_features=(LABEL_FEATURE, LABEL_NAME_FEATURE),
     )
     signatures.export(module, fn_args.serving_model_dir)
+    serving_contract.write_warmup_requests(fn_args.serving_model_dir)
     print(f"[Trainer] exported SavedModel to {fn_args.serving_model_dir}", flush=True)

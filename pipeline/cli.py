@@ -151,6 +151,47 @@ def _set_overrides(assignments: list[str] | None) -> dict:
     return overrides
 
 
+DEFAULT_CHECK_REQUESTS = (
+    {"instances": ["a warm, funny and moving film", "a tedious, joyless mess"]},
+    {"signature_name": "serving_tf_example", "examples": [{"text": "a warm, funny and moving film"}]},
+)
+
+
+def cmd_serve_check(args: argparse.Namespace) -> int:
+    from models import serving_contract
+    from models.serving import load_serving_model, resolve_version_dir
+
+    version_dir = resolve_version_dir(args.model)
+    ops = serving_contract.graph_ops(str(version_dir))
+    text_ops = sorted(op for op in ops if not serving_contract.is_core_op(op))
+    unsupported = serving_contract.unsupported_ops(ops)
+    print(f"model:      {version_dir}")
+    print(f"ops:        {len(ops)} op types; tensorflow_text ops {text_ops}")
+    if unsupported:
+        print(f"FAIL: ops TF Serving does not provide: {unsupported}")
+        return 1
+    _, model = load_serving_model(version_dir)
+    print(f"signatures: {sorted(model.signatures)}")
+    warmup = Path(version_dir) / serving_contract.WARMUP_FILE
+    if warmup.exists():
+        print(f"warm-up:    replayed {serving_contract.replay_warmup_requests(model, str(version_dir))} requests")
+    else:
+        print(f"warm-up:    none ({serving_contract.WARMUP_FILE} missing)")
+    requests = (
+        [json.loads(Path(args.request).read_text()) if Path(args.request).is_file() else json.loads(args.request)]
+        if args.request
+        else list(DEFAULT_CHECK_REQUESTS)
+    )
+    for request in requests:
+        print(f"request:    {json.dumps(request)[:200]}")
+        try:
+            print(f"response:   {json.dumps(serving_contract.predict(model, request))[:600]}")
+        except serving_contract.BadRequestError as error:
+            print(f"400:        {error}")
+            return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hftfx", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -176,6 +217,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     predict.add_argument("texts", nargs="*", help="texts to classify (default: lines from stdin)")
     predict.set_defaults(handler=cmd_predict)
+    serve_check = commands.add_parser(
+        "serve-check", help="load a pushed model as TF Serving does, check its ops, replay warm-up, send requests"
+    )
+    serve_check.add_argument("model", help="a pushed model: serving/<name> (newest version) or a version dir")
+    serve_check.add_argument("--request", help='a REST body (JSON text or file), e.g. \'{"instances": ["great"]}\'')
+    serve_check.set_defaults(handler=cmd_serve_check)
+
     compile_ = commands.add_parser("compile", help="compile pipeline.yaml for Vertex AI / Kubeflow (offline)")
     compile_.add_argument("--config", default="configs/vertex.yaml", help="config with a cloud profile")
     compile_.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key")

@@ -184,3 +184,81 @@ def test_post_transform_statistics_report_truncation_and_unknown_tokens(first_ru
     assert 0 < truncated.mean < 1, "the corpus has reviews over 32 tokens, and most are shorter"
     assert features["token_count"].num_stats.max > 30
     assert "nl_statistics" in {s.name for s in features["input_ids"].custom_stats}
+
+
+def test_exported_ops_are_core_or_the_tf_text_ops_tf_serving_links(first_run):
+    from models import serving_contract
+
+    ops = serving_contract.graph_ops(first_run[1].pushed_dir)
+    assert serving_contract.unsupported_ops(ops) == []
+    text_ops = {op for op in ops if not serving_contract.is_core_op(op)}
+    assert text_ops == serving_contract.TEXT_OPS_IN_TF_SERVING
+    assert not [op for op in ops if op.startswith("FastBert")]
+
+
+def test_warmup_requests_ship_with_the_export_and_replay(first_run, served_model):
+    from models import serving_contract
+
+    pushed = first_run[1].pushed_dir
+    assert os.path.isfile(os.path.join(pushed, serving_contract.WARMUP_FILE))
+    assert serving_contract.replay_warmup_requests(served_model, pushed) == 3
+
+
+def test_rest_payloads_map_onto_the_signatures(served_model):
+    import base64
+
+    import tensorflow as tf
+
+    from models import serving_contract
+
+    by_text = serving_contract.predict(served_model, {"instances": ["a wonderful film", "dull"]})["predictions"]
+    assert [set(p) for p in by_text] == [{"probabilities", "label", "label_id", "confidence"}] * 2
+    by_example = serving_contract.predict(
+        served_model, {"signature_name": "serving_tf_example", "examples": [{"text": "a wonderful film"}]}
+    )["predictions"]
+    assert by_example[0]["probabilities"] == pytest.approx(by_text[0]["probabilities"], abs=1e-6)
+    serialized = tf.train.Example(
+        features=tf.train.Features(
+            feature={"text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"a wonderful film"]))}
+        )
+    ).SerializeToString()
+    by_b64 = serving_contract.predict(
+        served_model,
+        {"signature_name": "serving_tf_example", "instances": [{"b64": base64.b64encode(serialized).decode()}]},
+    )
+    assert by_b64["predictions"][0]["label"] == by_text[0]["label"]
+    columnar = serving_contract.predict(served_model, {"inputs": {"text": ["a wonderful film"]}})
+    assert columnar["predictions"][0]["label_id"] == by_text[0]["label_id"]
+    assert serving_contract.predict(served_model, {"instances": []}) == {"predictions": []}
+    long = serving_contract.predict(served_model, {"instances": ["word " * 5000]})["predictions"]
+    assert len(long) == 1 and len(long[0]["probabilities"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"instances": [1, 2]}, "not a string"),
+        ({"instances": "a single string"}, 'needs "instances"'),
+        ({"signature_name": "nope", "instances": ["x"]}, "no signature 'nope'"),
+        ({"examples": [{"text": 1.5}]}, "strings or integers"),
+        ([], "JSON object"),
+    ],
+)
+def test_bad_requests_get_a_clear_400(served_model, payload, message):
+    from models import serving_contract
+
+    with pytest.raises(serving_contract.BadRequestError, match=message):
+        serving_contract.predict(served_model, payload)
+
+
+def test_serve_check_cli_in_a_fresh_process(first_run):
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "serve-check", first_run[1].pushed_dir],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert "replayed 3 requests" in done.stdout
+    assert done.stdout.count('"predictions"') == 2

@@ -1,0 +1,143 @@
+"""The exported model as TF Serving sees it: REST payloads, warm-up requests, and the ops it must provide.
+
+TF Serving loads the SavedModel, registers its built-in ops (TensorFlow core plus the tensorflow_text ops
+its official builds link), replays `assets.extra/tf_serving_warmup_requests`, then answers REST calls
+`POST /v1/models/<name>:predict` with `{"instances": [...]}` (row format) or `{"inputs": ...}` (columnar).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers TF.Text ops, as TF Serving builds do)
+from tensorflow.core.protobuf import saved_model_pb2
+from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
+
+from models.signatures import EXAMPLES_INPUT, SERVING_DEFAULT, SERVING_TF_EXAMPLE, TEXT_INPUT
+
+WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
+# The tensorflow_text ops the in-graph WordPiece tokenizer uses; TF Serving's builds link these (and not the
+# FastBert* ops of FastBertTokenizer, which is why the plain BertTokenizer is used).
+TEXT_OPS_IN_TF_SERVING = frozenset({"NormalizeUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets"})
+WARMUP_TEXTS = ("a warm, funny and moving film", "")
+
+
+class BadRequestError(ValueError):
+    """A request TF Serving would reject with 400; the message says why."""
+
+
+def graph_ops(export_dir: str) -> set[str]:
+    """Every op type in the SavedModel's graphs and functions (what a server must be able to run)."""
+    with tf.io.gfile.GFile(os.path.join(export_dir, "saved_model.pb"), "rb") as handle:
+        saved_model = saved_model_pb2.SavedModel.FromString(handle.read())
+    ops, functions = set(), set()
+    for meta_graph in saved_model.meta_graphs:
+        ops |= {node.op for node in meta_graph.graph_def.node}
+        for function in meta_graph.graph_def.library.function:
+            functions.add(function.signature.name)
+            ops |= {node.op for node in function.node_def}
+    return ops - functions
+
+
+def is_core_op(op: str) -> bool:
+    """TensorFlow's own ops are listed in tf.raw_ops; ops loaded from libraries (tensorflow_text) are not."""
+    return hasattr(tf.raw_ops, op)
+
+
+def unsupported_ops(ops: Iterable[str]) -> list[str]:
+    """Ops neither in TensorFlow core nor among the tensorflow_text ops TF Serving provides."""
+    return sorted(op for op in ops if not is_core_op(op) and op not in TEXT_OPS_IN_TF_SERVING)
+
+
+def _example(features: dict[str, Any]) -> bytes:
+    feature = {}
+    for key, value in features.items():
+        values = value if isinstance(value, list) else [value]
+        if all(isinstance(v, str) for v in values):
+            feature[key] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[v.encode() for v in values]))
+        elif all(isinstance(v, int) for v in values):
+            feature[key] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+        else:
+            raise BadRequestError(f"example feature '{key}' must hold strings or integers, got {value!r}")
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def request_to_call(payload: dict[str, Any]) -> tuple[str, dict[str, tf.Tensor]]:
+    """Maps a TF Serving REST body onto (signature name, keyword tensors)."""
+    if not isinstance(payload, dict):
+        raise BadRequestError("the request body must be a JSON object")
+    signature = payload.get("signature_name", SERVING_DEFAULT)
+    if "examples" in payload:  # classify/regress-style: feature dicts, sent as serialized tf.Examples
+        examples = payload["examples"]
+        if not isinstance(examples, list) or not all(isinstance(e, dict) for e in examples):
+            raise BadRequestError('"examples" must be a list of {feature: value} objects')
+        signature = payload.get("signature_name", SERVING_TF_EXAMPLE)
+        return signature, {EXAMPLES_INPUT: tf.constant([_example(e) for e in examples], dtype=tf.string)}
+    rows = payload.get("instances", payload.get("inputs"))
+    if isinstance(rows, dict):  # columnar {"inputs": {"text": [...]}}
+        (rows,) = rows.values()
+    if not isinstance(rows, list):
+        raise BadRequestError('the request needs "instances" (a list), "inputs" or "examples"')
+    name = TEXT_INPUT if signature == SERVING_DEFAULT else EXAMPLES_INPUT
+    values = []
+    for row in rows:
+        if isinstance(row, dict) and set(row) == {"b64"}:
+            values.append(base64.b64decode(row["b64"]))
+        elif isinstance(row, dict) and name in row:
+            values.append(row[name])
+        elif isinstance(row, str):
+            values.append(row)
+        else:
+            raise BadRequestError(f"instance {row!r} is not a string (or {{\"b64\": ...}}) for input '{name}'")
+    return signature, {name: tf.constant(values, dtype=tf.string)}
+
+
+def predict(model, payload: dict[str, Any]) -> dict[str, Any]:
+    """What TF Serving's REST predict answers, row format: {"predictions": [{output: value}, ...]}."""
+    signature_name, inputs = request_to_call(payload)
+    if signature_name not in model.signatures:
+        raise BadRequestError(f"no signature '{signature_name}'; the model has {sorted(model.signatures)}")
+    outputs = model.signatures[signature_name](**inputs)
+    columns = {key: value.numpy().tolist() for key, value in outputs.items()}
+    rows = len(next(iter(columns.values()))) if columns else 0
+    decoded = {k: [v.decode("utf-8") if isinstance(v, bytes) else v for v in vs] for k, vs in columns.items()}
+    return {"predictions": [{k: decoded[k][i] for k in decoded} for i in range(rows)]}
+
+
+def warmup_logs(texts: Sequence[str] = WARMUP_TEXTS) -> list[prediction_log_pb2.PredictionLog]:
+    """Warm-up requests TF Serving replays at load: one text, a batch of 32, and one tf.Example."""
+    logs = []
+    batches = [
+        (SERVING_DEFAULT, TEXT_INPUT, [texts[0]]),
+        (SERVING_DEFAULT, TEXT_INPUT, [texts[i % len(texts)] for i in range(32)]),
+        (SERVING_TF_EXAMPLE, EXAMPLES_INPUT, [_example({TEXT_INPUT: texts[0]})]),
+    ]
+    for signature, name, values in batches:
+        request = predict_pb2.PredictRequest(model_spec=model_pb2.ModelSpec(signature_name=signature))
+        request.inputs[name].CopyFrom(tf.make_tensor_proto(values, dtype=tf.string))
+        logs.append(prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request)))
+    return logs
+
+
+def write_warmup_requests(export_dir: str) -> str:
+    path = os.path.join(export_dir, WARMUP_FILE)
+    tf.io.gfile.makedirs(os.path.dirname(path))
+    with tf.io.TFRecordWriter(path) as writer:
+        for log in warmup_logs():
+            writer.write(log.SerializeToString())
+    return path
+
+
+def replay_warmup_requests(model, export_dir: str) -> int:
+    """Runs the warm-up file against the model the way TF Serving does at load; returns the count."""
+    count = 0
+    for record in tf.data.TFRecordDataset(os.path.join(export_dir, WARMUP_FILE)):
+        request = prediction_log_pb2.PredictionLog.FromString(record.numpy()).predict_log.request
+        inputs = {name: tf.make_ndarray(proto) for name, proto in request.inputs.items()}
+        model.signatures[request.model_spec.signature_name](**{k: tf.constant(v) for k, v in inputs.items()})
+        count += 1
+    return count
