@@ -191,7 +191,8 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
     label_names = label_names_from(tf_transform_output)
 
-    placement = distribution.select_placement()
+    distribution.configure_cpu_replicas(training.cpu_replicas)  # a no-op where the runner already did it
+    placement = distribution.select_placement(cpu_replicas=training.cpu_replicas)
     precision = distribution.resolve_precision(training.precision, placement)
     tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if precision == "bf16" else "float32")
     global_batch = training.batch_size * placement.replicas

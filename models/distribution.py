@@ -44,13 +44,38 @@ def connect_tpu(address: str) -> tf.distribute.Strategy:
     return tf.distribute.TPUStrategy(resolver)
 
 
+class DeviceSetupError(RuntimeError):
+    """Logical devices were asked for after TensorFlow had already set its devices up."""
+
+
+def configure_cpu_replicas(replicas: int) -> None:
+    """Splits the first CPU into `replicas` logical devices. Must run before TensorFlow initializes its
+    devices, which is why the local runner calls it before any component starts."""
+    if replicas <= 1:
+        return
+    (cpu, *_) = tf.config.list_physical_devices("CPU")
+    current = tf.config.get_logical_device_configuration(cpu)
+    if current and len(current) == replicas:
+        return
+    try:
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * replicas)
+    except RuntimeError as error:
+        raise DeviceSetupError(
+            f"cannot split the CPU into {replicas} logical devices: TensorFlow has already initialized its "
+            "devices in this process. Set training.cpu_replicas before the run starts (hftfx run does)."
+        ) from error
+
+
 def select_placement(
     find_tpu: Callable[[], str | None] = tpu_address,
     make_tpu_strategy: Callable[[str], tf.distribute.Strategy] = connect_tpu,
     list_gpus: Callable[[], list] = lambda: tf.config.list_logical_devices("GPU"),
     make_mirrored_strategy: Callable[[list[str]], tf.distribute.Strategy] = tf.distribute.MirroredStrategy,
+    cpu_replicas: int = 1,
+    list_cpus: Callable[[], list] = lambda: tf.config.list_logical_devices("CPU"),
 ) -> Placement:
-    """TPUStrategy when a TPU is there, MirroredStrategy over several GPUs, else the default strategy."""
+    """TPUStrategy when a TPU is there, MirroredStrategy over several GPUs (or over `cpu_replicas` logical
+    CPUs when asked), else the default strategy."""
     address = find_tpu()
     if address is not None:
         strategy = make_tpu_strategy(address)
@@ -59,6 +84,15 @@ def select_placement(
     if len(gpus) > 1:
         strategy = make_mirrored_strategy([g.name for g in gpus])
         return Placement(strategy, "multi-gpu", strategy.num_replicas_in_sync)
+    if not gpus and cpu_replicas > 1:
+        cpus = list_cpus()
+        if len(cpus) < cpu_replicas:
+            raise DeviceSetupError(
+                f"training.cpu_replicas is {cpu_replicas} but TensorFlow sees {len(cpus)} logical CPU device(s); "
+                "configure_cpu_replicas must run before TensorFlow initializes its devices"
+            )
+        strategy = make_mirrored_strategy([c.name for c in cpus[:cpu_replicas]])
+        return Placement(strategy, "multi-cpu", strategy.num_replicas_in_sync)
     strategy = tf.distribute.get_strategy()
     return Placement(strategy, "gpu" if gpus else "cpu", 1)
 

@@ -54,3 +54,36 @@ def test_no_tpu_hint_means_no_tpu(monkeypatch):
     assert distribution.tpu_address() is None
     monkeypatch.setenv("TPU_NAME", "my-tpu")
     assert distribution.tpu_address() == "my-tpu"
+
+
+def test_cpu_replicas_give_mirrored_strategy_over_logical_cpus():
+    cpus = [types.SimpleNamespace(name=f"/device:CPU:{i}") for i in range(2)]
+    made = {}
+
+    class FakeMirrored:
+        num_replicas_in_sync = 2
+
+        def __init__(self, devices):
+            made["devices"] = devices
+
+    placement = distribution.select_placement(
+        find_tpu=lambda: None,
+        list_gpus=lambda: [],
+        make_mirrored_strategy=FakeMirrored,
+        cpu_replicas=2,
+        list_cpus=lambda: cpus,
+    )
+    assert (placement.kind, placement.replicas) == ("multi-cpu", 2)
+    assert made["devices"] == ["/device:CPU:0", "/device:CPU:1"]
+
+
+def test_cpu_replicas_without_the_logical_devices_is_a_clear_error():
+    import pytest
+
+    with pytest.raises(distribution.DeviceSetupError, match="sees 1 logical CPU"):
+        distribution.select_placement(
+            find_tpu=lambda: None,
+            list_gpus=lambda: [],
+            cpu_replicas=2,
+            list_cpus=lambda: [types.SimpleNamespace(name="/device:CPU:0")],
+        )

@@ -73,6 +73,9 @@ class TrainingConfig:
     seed: int = 42
     log_every_steps: int = 25
     checkpoint_every_steps: int = 100  # how much work a crash can cost; reruns resume from the last one
+    # >1 splits the CPU into that many logical devices and trains with MirroredStrategy over them: rehearses
+    # the multi-replica code path (global batch, all-reduce) on a CPU host. No speed-up is to be expected.
+    cpu_replicas: int = 1
     # Token widths a training batch may be cut to when all its examples fit (padding is masked, so only
     # speed changes); empty means every batch is max_seq_length wide.
     length_buckets: tuple[int, ...] = (32,)
@@ -269,6 +272,8 @@ def validate(config: PipelineConfig) -> None:
         problems.append("model.max_seq_length must be at least 8")
     if tr.checkpoint_every_steps < 1 or tr.log_every_steps < 1:
         problems.append("training.checkpoint_every_steps and training.log_every_steps must be at least 1")
+    if tr.cpu_replicas < 1:
+        problems.append("training.cpu_replicas must be at least 1")
     if tr.epochs < 1 or tr.batch_size < 1:
         problems.append("training.epochs and training.batch_size must be at least 1")
     if not 0 < tr.learning_rate < 1:

@@ -13,6 +13,7 @@ from absl import logging as absl_logging
 from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
+from models import distribution
 from pipeline import preflight, probe
 from pipeline.configs import PipelineConfig
 from pipeline.pipeline import create_pipeline
@@ -81,6 +82,8 @@ def peak_rss_bytes() -> int:
 
 def run_local(config: PipelineConfig, *, verbose: bool = False, stream=sys.stdout) -> RunSummary:
     started = time.monotonic()
+    # Before anything initializes TensorFlow's devices (no component has run yet).
+    distribution.configure_cpu_replicas(config.training.cpu_replicas)
     preflight.check_paths(config)
     probed = probe.probe(config)
     config = probed.config
