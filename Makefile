@@ -1,5 +1,5 @@
 # The README's two commands are `make run` and `make test`; both set up the environment first.
-.PHONY: setup run test lint doctor clean-env
+.PHONY: setup run test lint doctor bench clean-env
 
 setup:
 	bin/setup-env
@@ -13,6 +13,10 @@ test: setup
 
 lint: setup
 	bin/in-env ruff check .
+
+# Speed figures, each against a baseline measured in the same run; writes BENCHMARKS.md.
+bench: setup
+	bin/in-env python -m benchmarks.bench $(ARGS)
 
 doctor: setup
 	bin/in-env hftfx doctor

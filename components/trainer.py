@@ -184,6 +184,23 @@ def bucket_by_length(dataset: tf.data.Dataset, batch_size: int, widths: tuple[in
     )
 
 
+def compile_for_training(model, training: TrainingConfig, total_steps: int) -> None:
+    """AdamW with linear warm-up and decay (transformers' own schedule), cross-entropy on logits."""
+    from transformers import create_optimizer
+
+    optimizer, _ = create_optimizer(
+        init_lr=training.learning_rate,
+        num_train_steps=total_steps,
+        num_warmup_steps=math.ceil(training.warmup_ratio * total_steps),
+        weight_decay_rate=training.weight_decay,
+    )
+    model.compile(
+        optimizer=optimizer,
+        loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=[tf_keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+    )
+
+
 def run_fn(fn_args: tfx.components.FnArgs) -> None:
     settings = TrainerSettings.from_custom_config(fn_args.custom_config)
     training = settings.training
@@ -243,23 +260,11 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         else None
     )
 
-    from transformers import create_optimizer
-
     with placement.strategy.scope():
         model, report = build_classifier(files, label_names)
         print(f"[Trainer] {report.describe()}", flush=True)
         check_disk_space(model, [fn_args.model_run_dir, fn_args.serving_model_dir])
-        optimizer, _ = create_optimizer(
-            init_lr=training.learning_rate,
-            num_train_steps=total_steps,
-            num_warmup_steps=math.ceil(training.warmup_ratio * total_steps),
-            weight_decay_rate=training.weight_decay,
-        )
-        model.compile(
-            optimizer=optimizer,
-            loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=[tf_keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-        )
+        compile_for_training(model, training, total_steps)
     progress = ProgressLogger(total_steps, global_batch, training.log_every_steps)
     callbacks = [
         # First, so the others see the restored state: a rerun after a crash continues from the last

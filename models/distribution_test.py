@@ -5,6 +5,17 @@ import types
 from models import distribution
 
 
+def fake_mirrored(made: dict):
+    """A MirroredStrategy stand-in that records the devices it was given."""
+
+    class FakeMirrored:
+        def __init__(self, devices):
+            made["devices"] = devices
+            self.num_replicas_in_sync = len(devices)
+
+    return FakeMirrored
+
+
 class FakeTPUStrategy:
     num_replicas_in_sync = 8
 
@@ -20,15 +31,8 @@ def test_tpu_found_gives_tpu_strategy_and_bf16():
 def test_several_gpus_give_mirrored_strategy_over_all_of_them():
     gpus = [types.SimpleNamespace(name=f"/device:GPU:{i}") for i in range(4)]
     made = {}
-
-    class FakeMirrored:
-        num_replicas_in_sync = 4
-
-        def __init__(self, devices):
-            made["devices"] = devices
-
     placement = distribution.select_placement(
-        find_tpu=lambda: None, list_gpus=lambda: gpus, make_mirrored_strategy=FakeMirrored
+        find_tpu=lambda: None, list_gpus=lambda: gpus, make_mirrored_strategy=fake_mirrored(made)
     )
     assert (placement.kind, placement.replicas) == ("multi-gpu", 4)
     assert made["devices"] == [f"/device:GPU:{i}" for i in range(4)]
@@ -59,17 +63,10 @@ def test_no_tpu_hint_means_no_tpu(monkeypatch):
 def test_cpu_replicas_give_mirrored_strategy_over_logical_cpus():
     cpus = [types.SimpleNamespace(name=f"/device:CPU:{i}") for i in range(2)]
     made = {}
-
-    class FakeMirrored:
-        num_replicas_in_sync = 2
-
-        def __init__(self, devices):
-            made["devices"] = devices
-
     placement = distribution.select_placement(
         find_tpu=lambda: None,
         list_gpus=lambda: [],
-        make_mirrored_strategy=FakeMirrored,
+        make_mirrored_strategy=fake_mirrored(made),
         cpu_replicas=2,
         list_cpus=lambda: cpus,
     )

@@ -2,13 +2,13 @@
 data-dependent shapes), and the Trainer runs under MirroredStrategy with the global batch it promises."""
 
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tf_keras
 
 from models.pretrained import build_classifier, model_files
+from tests.tiny_model import tiny_run_command
 
 
 def test_real_model_training_step_compiles_with_xla(packaged_model_dir):
@@ -33,34 +33,7 @@ def test_real_model_training_step_compiles_with_xla(packaged_model_dir):
 @pytest.mark.e2e
 def test_trainer_under_mirrored_strategy_over_two_logical_cpus(tmp_path, tiny_bert_dir):
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pipeline.cli",
-            "run",
-            "--model",
-            str(tiny_bert_dir),
-            "--pipeline-root",
-            str(tmp_path / "root"),
-            "--serving-dir",
-            str(tmp_path / "serving"),
-            "--train-limit",
-            "256",
-            "--eval-limit",
-            "64",
-            "--test-limit",
-            "64",
-            "--batch-size",
-            "8",
-            "--max-seq-length",
-            "32",
-            "--min-accuracy",
-            "0",
-            "--min-auc",
-            "0",
-            "--set",
-            "training.cpu_replicas=2",
-        ],
+        tiny_run_command(tiny_bert_dir, tmp_path, "--set", "training.cpu_replicas=2"),
         capture_output=True,
         text=True,
         timeout=900,

@@ -48,7 +48,7 @@ def _overrides(args: argparse.Namespace) -> dict:
         value = getattr(args, flag.lstrip("-").replace("-", "_"))
         if value is not None:
             overrides[key] = [v.strip() for v in value.split(",") if v.strip()] if key in LIST_KEYS else value
-    overrides.update(_set_overrides(args.set))
+    overrides.update(_assignments(args.set, "--set"))
     if args.no_cache:
         overrides["enable_cache"] = False
     return overrides
@@ -96,7 +96,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def cmd_compile(args: argparse.Namespace) -> int:
     from pipeline.kubeflow_v2_runner import compile_pipeline
 
-    config = configs.load_config(args.config, _set_overrides(args.set))
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
     spec = compile_pipeline(config, args.output)
     tasks = spec["root"]["dag"]["tasks"]
     parameters = spec["root"].get("inputDefinitions", {}).get("parameters", {})
@@ -104,21 +104,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parameter_overrides(assignments: list[str] | None) -> dict:
-    values = {}
-    for assignment in assignments or []:
-        key, sep, value = assignment.partition("=")
-        if not sep:
-            raise configs.ConfigError(f"--param needs NAME=VALUE, got '{assignment}'")
-        values[key.strip()] = yaml.safe_load(value)
-    return values
-
-
 def cmd_submit(args: argparse.Namespace) -> int:
     from pipeline import submit
 
-    config = configs.load_config(args.config, _set_overrides(args.set))
-    values = submit.parameter_values(config, _parameter_overrides(args.param))
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    values = submit.parameter_values(config, _assignments(args.param, "--param", yaml.safe_load))
     if args.kfp_host:
         run = submit.kfp_run(config, args.kfp_host, args.template, values)
         if args.dry_run:
@@ -141,14 +131,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _set_overrides(assignments: list[str] | None) -> dict:
-    overrides = {}
+def _assignments(assignments: list[str] | None, flag: str, parse=str) -> dict:
+    """KEY=VALUE flags (--set, --param) as a dict; a malformed one names its flag."""
+    values = {}
     for assignment in assignments or []:
         key, sep, value = assignment.partition("=")
         if not sep:
-            raise configs.ConfigError(f"--set needs KEY=VALUE, got '{assignment}'")
-        overrides[key.strip()] = value
-    return overrides
+            raise configs.ConfigError(f"{flag} needs KEY=VALUE, got '{assignment}'")
+        values[key.strip()] = parse(value)
+    return values
 
 
 DEFAULT_CHECK_REQUESTS = (

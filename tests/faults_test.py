@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from components.trainer import CorruptInputError, DiskSpaceError, check_disk_space, count_records
 from pipeline import preflight
+from tests.tiny_model import tiny_run_command
 
 
 def _write_records(path, n):
@@ -66,6 +67,7 @@ def test_second_run_on_the_same_root_is_refused_and_a_dead_holder_does_not_block
             textwrap.dedent(f"""
         import time
         from pipeline import preflight
+from tests.tiny_model import tiny_run_command
         with preflight.pipeline_root_lock({str(root)!r}):
             print("locked", flush=True)
             time.sleep(60)
@@ -87,38 +89,10 @@ def test_second_run_on_the_same_root_is_refused_and_a_dead_holder_does_not_block
 @pytest.mark.e2e
 def test_killed_trainer_resumes_from_its_checkpoint_and_finished_components_come_from_cache(tmp_path, tiny_bert_dir):
     root = tmp_path / "root"
-    args = [
-        sys.executable,
-        "-m",
-        "pipeline.cli",
-        "run",
-        "--model",
-        str(tiny_bert_dir),
-        "--pipeline-root",
-        str(root),
-        "--serving-dir",
-        str(tmp_path / "serving"),
-        "--train-limit",
-        "480",
-        "--eval-limit",
-        "64",
-        "--test-limit",
-        "96",
-        "--epochs",
-        "4",
-        "--batch-size",
-        "8",
-        "--max-seq-length",
-        "32",
-        "--min-accuracy",
-        "0",
-        "--min-auc",
-        "0",
-        "--set",
-        "training.checkpoint_every_steps=10",
-        "--set",
-        "training.log_every_steps=10",
-    ]
+    args = tiny_run_command(
+        tiny_bert_dir, tmp_path, "--epochs", "4",
+        "--set", "training.checkpoint_every_steps=10", "--set", "training.log_every_steps=10", train=480,
+    )  # fmt: skip
     first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + 600
     checkpoint = []

@@ -33,3 +33,15 @@ def write_tiny_bert(directory: Path, seed: int = 0) -> Path:
     model(model.dummy_inputs)
     model.save_pretrained(directory)
     return directory
+
+
+def tiny_run_command(model_dir: Path, workdir: Path, *extra: str, train: int = 256) -> list[str]:
+    """`hftfx run` on a few hundred corpus rows with the tiny BERT and thresholds anything meets."""
+    import sys
+
+    return [
+        sys.executable, "-m", "pipeline.cli", "run", "--model", str(model_dir),
+        "--pipeline-root", str(workdir / "root"), "--serving-dir", str(workdir / "serving"),
+        "--train-limit", str(train), "--eval-limit", "64", "--test-limit", "96", "--batch-size", "8",
+        "--max-seq-length", "32", "--min-accuracy", "0", "--min-auc", "0", *extra,
+    ]  # fmt: skip

@@ -1,0 +1,233 @@
+"""`make bench`: speed figures measured side by side in one run, written as a table to BENCHMARKS.md.
+
+Each figure is a ratio against a baseline measured in the same process on the same data, so machine load
+moves both sides alike. Absolute numbers are for this machine only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from components.hf_example_gen.sources import packaged_rotten_tomatoes
+from components.trainer import ProgressLogger, bucket_by_length, compile_for_training
+from models import distribution
+from models.pretrained import build_classifier, model_files, packaged_model_dir
+from models.tokenizer import InGraphTokenizer, tokenizer_spec
+from pipeline.configs import TrainingConfig
+
+MAX_LEN, BATCH = 64, 32
+
+
+@dataclasses.dataclass
+class Row:
+    name: str
+    value: str
+    baseline: str
+    ratio: str
+
+
+def corpus(n: int | None = None) -> list[str]:
+    texts = packaged_rotten_tomatoes()["train"]["text"]
+    return list(texts[:n] if n else texts)
+
+
+def tokenized(texts, spec) -> dict[str, np.ndarray]:
+    features = InGraphTokenizer(spec, MAX_LEN)(tf.constant(texts))
+    return {k: features[k].numpy() for k in spec.model_input_names}
+
+
+def _examples_per_second(model, dataset, steps, callbacks=()) -> float:
+    model.fit(dataset.take(3), steps_per_epoch=3, epochs=1, verbose=0)  # trace and warm up
+    started = time.perf_counter()
+    model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=list(callbacks))
+    return steps * BATCH / (time.perf_counter() - started)
+
+
+def trainer_throughput(steps: int) -> list[Row]:
+    files = model_files(packaged_model_dir("all-MiniLM-L6-v2"))
+    spec = tokenizer_spec(files.directory)
+    texts = corpus(steps * BATCH * 2)
+    features = tokenized(texts, spec)
+    labels = np.arange(len(texts)) % 2
+    examples = tf.data.Dataset.from_tensor_slices((features, labels)).repeat()
+    training = TrainingConfig()
+
+    def fresh_model(policy="float32"):
+        tf_keras.mixed_precision.set_global_policy(policy)
+        tf_keras.utils.set_random_seed(0)
+        return build_classifier(files, ["rotten", "fresh"])[0]
+
+    plain = fresh_model()  # the seeds' way: fixed-width batches, Adam, model.fit
+    plain.compile(
+        optimizer=tf_keras.optimizers.Adam(5e-5), loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    baseline = _examples_per_second(plain, examples.batch(BATCH, drop_remainder=True), steps)
+
+    ours = fresh_model()  # the Trainer's way: length buckets, AdamW schedule, progress callback
+    compile_for_training(ours, training, steps)
+    pipeline_data = bucket_by_length(examples.batch(BATCH), BATCH, training.length_buckets, MAX_LEN)
+    fp32 = _examples_per_second(ours, pipeline_data, steps, [ProgressLogger(steps, BATCH, 10**9)])
+
+    bf16_model = fresh_model("mixed_bfloat16")
+    compile_for_training(bf16_model, training, steps)
+    bf16 = _examples_per_second(bf16_model, pipeline_data, max(steps // 3, 3))
+    tf_keras.mixed_precision.set_global_policy("float32")
+    native = "native" if distribution.cpu_supports_bf16() else "emulated: no AMX/AVX512-BF16 on this CPU"
+    return [
+        Row(
+            "Trainer loop vs plain Keras fit (examples/s)", f"{fp32:.1f}", f"{baseline:.1f}", f"{fp32 / baseline:.2f}x"
+        ),
+        Row(
+            f"bf16 vs fp32, Trainer loop (examples/s; bf16 {native})",
+            f"{bf16:.1f}",
+            f"{fp32:.1f}",
+            f"{bf16 / fp32:.2f}x",
+        ),
+    ]
+
+
+def tokenization_throughput() -> list[Row]:
+    from transformers import AutoTokenizer
+
+    directory = packaged_model_dir("all-MiniLM-L6-v2")
+    spec, hf = tokenizer_spec(directory), AutoTokenizer.from_pretrained(directory)
+    texts = corpus()
+    tokenizer = InGraphTokenizer(spec, MAX_LEN)
+    graph = tf.function(lambda t: tokenizer(t), input_signature=[tf.TensorSpec([None], tf.string)])
+    graph(tf.constant(texts[:8]))
+
+    def timed(fn) -> float:
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            for i in range(0, len(texts), 1024):
+                fn(texts[i : i + 1024])
+            best = min(best, time.perf_counter() - started)
+        return len(texts) / best
+
+    ours = timed(lambda batch: graph(tf.constant(batch)))
+    theirs = timed(lambda batch: hf(batch, padding="max_length", truncation=True, max_length=MAX_LEN))
+    return [
+        Row(
+            "in-graph tokenization vs HF fast tokenizer (texts/s)",
+            f"{ours:,.0f}",
+            f"{theirs:,.0f}",
+            f"{ours / theirs:.2f}x",
+        )
+    ]
+
+
+def _percentiles(fn, repeats: int) -> tuple[float, float]:
+    fn()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times), float(np.percentile(times, 99))
+
+
+def serving_latency(serving_dir: Path, repeats: int) -> list[Row]:
+    from transformers import AutoTokenizer
+
+    from models.serving import load_serving_model
+
+    try:
+        _, exported = load_serving_model(serving_dir)
+    except FileNotFoundError:
+        return [Row(f"serving latency: no pushed model under {serving_dir} (run `make run` first)", "-", "-", "-")]
+    directory = packaged_model_dir("all-MiniLM-L6-v2")
+    hf = AutoTokenizer.from_pretrained(directory)
+    model = build_classifier(model_files(directory), ["rotten", "fresh"])[0]
+    call = tf.function(lambda inputs: tf.nn.softmax(model(inputs, training=False).logits))
+    texts = corpus(32)
+    signature = exported.signatures["serving_default"]
+    rows = []
+    for batch in (1, 32):
+        sample = texts[:batch]
+        ours = _percentiles(lambda s=sample: signature(text=tf.constant(s)), repeats)
+        theirs = _percentiles(
+            lambda s=sample: call(
+                dict(hf(s, padding="max_length", truncation=True, max_length=MAX_LEN, return_tensors="tf"))
+            ),
+            repeats,
+        )
+        rows.append(
+            Row(
+                f"serving p50 / p99 ms, batch {batch}: exported model vs Python HF tokenizer + model",
+                f"{ours[0]:.1f} / {ours[1]:.1f}",
+                f"{theirs[0]:.1f} / {theirs[1]:.1f}",
+                f"{ours[0] / theirs[0]:.2f}x",
+            )
+        )
+    return rows
+
+
+def pipeline_figures(pipeline_root: str, pipeline_name: str) -> list[Row]:
+    from pipeline.run_summary import summarize
+
+    sqlite = Path(pipeline_root) / "metadata.sqlite"
+    summary = summarize(str(sqlite), pipeline_name) if sqlite.exists() else None
+    if summary is None:
+        return [Row(f"pipeline: no run recorded under {pipeline_root} (run `make run` first)", "-", "-", "-")]
+    total = sum(c.seconds for c in summary.components)
+    trainer = sum(c.seconds for c in summary.components if c.name == "Trainer")
+    rows = [Row(f"component {c.name} ({c.state}) seconds", f"{c.seconds:.1f}", "-", "-") for c in summary.components]
+    rows.append(
+        Row("share of component time outside the Trainer", f"{(total - trainer) / max(total, 1e-9):.0%}", "-", "-")
+    )
+    return rows
+
+
+def render(rows: list[Row], seconds: float) -> str:
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Written by `make bench` on {platform.node()} ({platform.processor() or platform.machine()}, "
+        f"{tf.config.threading.get_intra_op_parallelism_threads() or 'all'} threads, TF {tf.__version__}) "
+        f"in {seconds:.0f} s. Each ratio compares two things measured in the same run on the same data.",
+        "",
+        "| what | measured | baseline | ratio |",
+        "| --- | --- | --- | --- |",
+    ]
+    lines += [f"| {r.name} | {r.value} | {r.baseline} | {r.ratio} |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=30, help="training steps per measurement")
+    parser.add_argument("--repeats", type=int, default=50, help="requests per latency measurement")
+    parser.add_argument("--serving-dir", default="serving/text_classifier")
+    parser.add_argument("--pipeline-root", default="runs/hf-text-classifier")
+    parser.add_argument("--pipeline-name", default="hf-text-classifier")
+    parser.add_argument("--out", default="BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    rows = []
+    for section in (
+        lambda: tokenization_throughput(),
+        lambda: serving_latency(Path(args.serving_dir), args.repeats),
+        lambda: trainer_throughput(args.steps),
+        lambda: pipeline_figures(args.pipeline_root, args.pipeline_name),
+    ):
+        new = section()
+        for row in new:
+            print(f"{row.name}: {row.value} (baseline {row.baseline}, {row.ratio})", flush=True)
+        rows += new
+    Path(args.out).write_text(render(rows, time.perf_counter() - started), encoding="utf-8")
+    print(f"written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
