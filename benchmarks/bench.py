@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import platform
 import statistics
 import time
@@ -18,7 +19,7 @@ import tensorflow as tf
 import tf_keras
 
 from components.hf_example_gen.sources import packaged_rotten_tomatoes
-from components.trainer import ProgressLogger, bucket_by_length, compile_for_training
+from components.trainer import bucket_by_length, compile_for_training
 from models import distribution
 from models.pretrained import build_classifier, model_files, packaged_model_dir
 from models.tokenizer import InGraphTokenizer, tokenizer_spec
@@ -75,7 +76,7 @@ def trainer_throughput(steps: int) -> list[Row]:
     ours = fresh_model()  # the Trainer's way: length buckets, AdamW schedule, progress callback
     compile_for_training(ours, training, steps)
     pipeline_data = bucket_by_length(examples.batch(BATCH), BATCH, training.length_buckets, MAX_LEN)
-    fp32 = _examples_per_second(ours, pipeline_data, steps, [ProgressLogger(steps, BATCH, 10**9)])
+    fp32 = _examples_per_second(ours, pipeline_data, steps)
 
     bf16_model = fresh_model("mixed_bfloat16")
     compile_for_training(bf16_model, training, steps)
@@ -185,6 +186,13 @@ def pipeline_figures(pipeline_root: str, pipeline_name: str) -> list[Row]:
     rows.append(
         Row("share of component time outside the Trainer", f"{(total - trainer) / max(total, 1e-9):.0%}", "-", "-")
     )
+    summaries = sorted(Path(pipeline_root, "reports").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    if summaries:
+        recorded = json.loads(summaries[-1].read_text())
+        peak = recorded["peak_rss_bytes"] / 2**30
+        rows.append(
+            Row("whole run: wall seconds / peak memory GiB", f"{recorded['wall_seconds']:.0f} / {peak:.2f}", "-", "-")
+        )
     return rows
 
 

@@ -262,3 +262,15 @@ def test_serve_check_cli_in_a_fresh_process(first_run):
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert "replayed 3 requests" in done.stdout
     assert done.stdout.count('"predictions"') == 2
+
+
+def test_run_report_has_every_section_with_embedded_plots(first_run, tmp_path):
+    from pipeline.report import SECTIONS, build_report
+
+    config, _ = first_run
+    page = build_report(config.metadata_sqlite, config.pipeline_name, tmp_path / "report.html").read_text()
+    for section in SECTIONS:
+        assert f'<section id="{section}">' in page, section
+    assert page.count("data:image/png;base64,") >= 2  # training curves; ROC/PR/confusion/calibration
+    assert "BLESSED" in page and "label_name=fresh" in page and "Anomalies:</b> none" in page
+    assert "tokens per text mean" in page

@@ -1,0 +1,320 @@
+"""`hftfx report`: one self-contained HTML page about a run, built from its artifacts in ML Metadata.
+
+Sections: dataset and splits, data statistics and anomalies, training curves (TensorBoard logs), evaluation
+overall and per slice, ROC and precision-recall curves, confusion matrix, calibration, the blessing decision
+with its thresholds and the baseline, and what was pushed. Plots are PNGs embedded in the page.
+"""
+
+from __future__ import annotations
+
+import base64
+import glob
+import html
+import io
+import json
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from components.hf_example_gen.executor import LABEL_NAME_FEATURE
+from pipeline.run_summary import RunSummary, _outputs, latest_run_context, open_store, summarize
+
+SECTIONS = ("summary", "dataset", "statistics", "training", "evaluation", "curves", "blessing", "push")
+
+
+def _png(figure) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return f'<img alt="plot" src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _run_artifacts(store, pipeline_name: str) -> dict[str, object]:
+    """Output artifacts of the latest run, by output key (examples, statistics, anomalies, model_run, ...)."""
+    run = latest_run_context(store, pipeline_name)
+    found = {}
+    for execution in store.get_executions_by_context(run.id):
+        for key, artifact in _outputs(store, execution).items():
+            found.setdefault(key, artifact)
+    # Cached executions of this run point at earlier artifacts; fall back to the newest of each type.
+    for key, type_name in (
+        ("statistics", "ExampleStatistics"),
+        ("anomalies", "ExampleAnomalies"),
+        ("model_run", "ModelRun"),
+        ("post_transform_stats", "ExampleStatistics"),
+    ):
+        if key not in found:
+            candidates = [
+                a for a in store.get_artifacts_by_type(type_name) if key != "statistics" or "StatisticsGen" in a.uri
+            ]
+            if candidates:
+                found[key] = max(candidates, key=lambda a: a.create_time_since_epoch)
+    return found
+
+
+def _statistics_section(artifacts) -> str:
+    import tensorflow_data_validation as tfdv
+
+    parts = []
+    statistics = artifacts.get("statistics")
+    if statistics is not None:
+        rows = []
+        for path in sorted(glob.glob(os.path.join(statistics.uri, "Split-*", "FeatureStats.pb"))):
+            split = Path(path).parent.name.removeprefix("Split-")
+            dataset = tfdv.load_stats_binary(path).datasets[0]
+            features = {f.path.step[0]: f for f in dataset.features}
+            text = features.get("text")
+            labels = features.get("label_name")
+            counts = ""
+            if labels is not None:
+                top = labels.string_stats.top_values
+                counts = ", ".join(f"{v.value} {int(v.frequency)}" for v in top)
+            avg = f"{text.string_stats.avg_length:.0f}" if text is not None else "-"
+            rows.append([split, dataset.num_examples, avg, counts])
+        parts.append(_table(["split", "examples", "mean text length (chars)", "labels"], rows))
+    anomalies = artifacts.get("anomalies")
+    if anomalies is not None:
+        from tensorflow_metadata.proto.v0 import anomalies_pb2
+
+        from components.example_validator import describe_anomalies
+
+        by_split = {}
+        for path in glob.glob(os.path.join(anomalies.uri, "Split-*", "SchemaDiff.pb")):
+            by_split[Path(path).parent.name.removeprefix("Split-")] = anomalies_pb2.Anomalies.FromString(
+                Path(path).read_bytes()
+            )
+        problems = describe_anomalies(by_split)
+        parts.append("<p><b>Anomalies:</b> " + (html.escape("; ".join(problems)) if problems else "none") + "</p>")
+    post = sorted(
+        glob.glob(
+            os.path.join(
+                os.path.dirname(os.path.dirname(anomalies.uri)) if anomalies else "",
+                "..",
+                "Transform",
+                "post_transform_stats",
+                "*",
+                "FeatureStats.pb",
+            )
+        )
+    )
+    transform_stats = artifacts.get("post_transform_stats")
+    paths = glob.glob(os.path.join(transform_stats.uri, "FeatureStats.pb")) if transform_stats else post
+    if paths:
+        features = {f.path.step[0]: f for f in tfdv.load_stats_binary(paths[0]).datasets[0].features}
+        truncated = features.get("truncated")
+        tokens = features.get("token_count")
+        if truncated is not None and tokens is not None:
+            parts.append(
+                f"<p><b>After tokenization (train):</b> {truncated.num_stats.mean:.1%} of texts truncated; "
+                f"tokens per text mean {tokens.num_stats.mean:.1f}, max {tokens.num_stats.max:.0f}.</p>"
+            )
+    return "".join(parts) or "<p>No statistics recorded.</p>"
+
+
+def _training_section(artifacts) -> str:
+    import tensorflow as tf
+
+    model_run = artifacts.get("model_run")
+    if model_run is None:
+        return "<p>No training logs.</p>"
+    series: dict[str, list[tuple[int, float]]] = {}
+    for path in glob.glob(os.path.join(model_run.uri, "logs", "*", "events*")):
+        phase = Path(path).parent.name
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                number = tf.make_ndarray(value.tensor) if value.HasField("tensor") else value.simple_value
+                series.setdefault(f"{phase}/{value.tag}", []).append((event.step, float(number)))
+    figure, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+    for axis, metric in zip(axes, ("loss", "accuracy"), strict=True):
+        points = sorted(series.get(f"train/batch_{metric}", []))
+        if points:
+            axis.plot([p[0] for p in points], [p[1] for p in points], marker=".", label="train (running)")
+        validation = series.get(f"validation/evaluation_{metric}_vs_iterations", [])
+        if validation:
+            axis.scatter(
+                [p[0] for p in validation], [p[1] for p in validation], color="C3", label="eval split", zorder=3
+            )
+        axis.set_xlabel("step")
+        axis.set_title(metric)
+        axis.grid(alpha=0.3)
+        axis.legend()
+    return _png(figure)
+
+
+def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str, str]:
+    import numpy as np
+    import tensorflow_model_analysis as tfma
+
+    rows = [
+        [
+            "overall",
+            *[
+                f"{summary.metrics.get(k, float('nan')):.4f}"
+                for k in ("accuracy", "auc", "auc_pr", "precision", "recall")
+            ],
+            int(summary.metrics.get("example_count", 0)),
+        ]
+    ]
+    for name, values in summary.slices.items():
+        single_label = name.startswith(f"{LABEL_NAME_FEATURE}=")  # AUCs are undefined on one label
+        cells = [
+            ("n/a" if single_label and k in ("auc", "auc_pr") else f"{values.get(k, float('nan')):.4f}")
+            for k in ("accuracy", "auc", "auc_pr", "precision", "recall")
+        ]
+        rows.append([name, *cells, int(values.get("example_count", 0))])
+    metrics_html = _table(["slice", "accuracy", "AUC", "AUC-PR", "precision", "recall", "examples"], rows)
+
+    plots = dict((key, value) for key, value in tfma.load_eval_result(evaluation_uri).plots)
+    overall = plots.get((), {}).get("", {}).get("", {})
+    matrices = overall.get("confusionMatrixAtThresholds", {}).get("matrices", [])
+    if not matrices:
+        return metrics_html, "<p>No curves recorded (multiclass runs report the confusion matrix plot only).</p>"
+    fpr = [m.get("falsePositiveRate", 0.0) for m in matrices]
+    tpr = [m.get("recall", 0.0) for m in matrices]
+    precision = [m.get("precision", 1.0) if m.get("precision") != "NaN" else 1.0 for m in matrices]
+    figure, axes = plt.subplots(1, 4, figsize=(16, 3.6))
+    axes[0].plot(fpr, tpr)
+    axes[0].plot([0, 1], [0, 1], linestyle="--", color="grey")
+    axes[0].set(
+        title=f"ROC (AUC {summary.metrics.get('auc', float('nan')):.3f})",
+        xlabel="false positive rate",
+        ylabel="true positive rate",
+    )
+    axes[1].plot(tpr, precision)
+    axes[1].set(
+        title=f"precision-recall (AUC {summary.metrics.get('auc_pr', float('nan')):.3f})",
+        xlabel="recall",
+        ylabel="precision",
+    )
+    at_half = min(matrices, key=lambda m: abs(m.get("threshold", 0) - 0.5))
+    cells = np.array(
+        [
+            [at_half.get("trueNegatives", 0), at_half.get("falsePositives", 0)],
+            [at_half.get("falseNegatives", 0), at_half.get("truePositives", 0)],
+        ]
+    )
+    axes[2].imshow(cells, cmap="Blues")
+    names = summary.label_names or ["0", "1"]
+    for (i, j), value in np.ndenumerate(cells):
+        axes[2].text(j, i, f"{int(value)}", ha="center", va="center", fontsize=12)
+    axes[2].set(
+        title="confusion matrix at 0.5",
+        xticks=[0, 1],
+        yticks=[0, 1],
+        xticklabels=names,
+        yticklabels=names,
+        xlabel="predicted",
+        ylabel="true",
+    )
+    buckets = overall.get("calibrationHistogramBuckets", {}).get("buckets", [])
+    edges = np.linspace(0, 1, 11)
+    predicted, observed, counts = np.zeros(10), np.zeros(10), np.zeros(10)
+    for bucket in buckets:
+        n = bucket.get("numWeightedExamples", 0.0)
+        if not n:
+            continue
+        mean_prediction = bucket.get("totalWeightedRefinedPrediction", 0.0) / n
+        index = min(int(np.searchsorted(edges, mean_prediction, side="right")) - 1, 9)
+        predicted[index] += bucket.get("totalWeightedRefinedPrediction", 0.0)
+        observed[index] += bucket.get("totalWeightedLabel", 0.0)
+        counts[index] += n
+    filled = counts > 0
+    axes[3].plot([0, 1], [0, 1], linestyle="--", color="grey")
+    axes[3].plot(predicted[filled] / counts[filled], observed[filled] / counts[filled], marker="o")
+    axes[3].set(title="calibration", xlabel="mean predicted score", ylabel="fraction positive")
+    for axis in axes[[0, 1, 3]]:
+        axis.grid(alpha=0.3)
+    return metrics_html, _png(figure)
+
+
+def _blessing_section(evaluation_uri: str, summary: RunSummary) -> str:
+    config = json.loads(Path(evaluation_uri, "eval_config.json").read_text()).get("evalConfig", {})
+    rows = []
+    for spec in config.get("metricsSpecs", []):
+        for metric in spec.get("metrics", []):
+            for threshold in metric.get("perSliceThresholds", []):
+                value = threshold.get("threshold", {})
+                lower = value.get("valueThreshold", {}).get("lowerBound")
+                change = value.get("changeThreshold", {}).get("absolute")
+                rows.append(
+                    [
+                        metric["className"],
+                        lower if lower is not None else "-",
+                        f"change >= {change:.2g} vs baseline" if change is not None else "-",
+                    ]
+                )
+    baseline = (
+        "a blessed baseline took part"
+        if any(s.get("isBaseline") for s in config.get("modelSpecs", []))
+        else "no blessed baseline yet: only the absolute bounds applied"
+    )
+    verdict = {True: "BLESSED", False: "NOT BLESSED", None: "not evaluated"}[summary.blessed]
+    return (
+        f'<p class="verdict {str(summary.blessed).lower()}">{verdict}: {html.escape(summary.blessing_reason)}</p>'
+        + _table(["metric", "lower bound", "against the baseline"], rows)
+        + f"<p>{baseline}.</p>"
+    )
+
+
+STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}
+th{background:#f3f3f3}td:first-child{text-align:left}img{max-width:100%}.verdict{font-size:1.3em;font-weight:bold}
+.verdict.true{color:#17702e}.verdict.false{color:#b3261e}h2{border-bottom:1px solid #ddd;padding-bottom:4px}"""
+
+
+def build_report(sqlite_path: str, pipeline_name: str, output: str | Path) -> Path:
+    summary = summarize(sqlite_path, pipeline_name)
+    if summary is None:
+        raise FileNotFoundError(f"no run of '{pipeline_name}' is recorded in {sqlite_path}")
+    store = open_store(sqlite_path)
+    artifacts = _run_artifacts(store, pipeline_name)
+    evaluation = artifacts.get("evaluation")
+    metrics_html, curves_html = (
+        _evaluation_sections(evaluation.uri, summary)
+        if evaluation is not None
+        else ("<p>The Evaluator did not run.</p>", "")
+    )
+    component_rows = [[c.name, c.state, f"{c.seconds:.1f}"] for c in summary.components]
+    body = {
+        "summary": f"<p>Run <b>{html.escape(summary.run_id)}</b> of <b>{html.escape(pipeline_name)}</b>.</p>"
+        + _table(["component", "state", "seconds"], component_rows),
+        "dataset": _table(["split", "examples"], [[k, v] for k, v in summary.split_counts.items()])
+        + f"<p>Labels (id order): {html.escape(', '.join(summary.label_names))}</p>",
+        "statistics": _statistics_section(artifacts),
+        "training": _training_section(artifacts),
+        "evaluation": metrics_html,
+        "curves": curves_html,
+        "blessing": _blessing_section(evaluation.uri, summary) if evaluation is not None else "",
+        "push": f"<p>{html.escape(summary.pushed_dir)} (version {summary.pushed_version})</p>"
+        if summary.pushed_dir
+        else "<p>Nothing pushed.</p>",
+    }
+    titles = {
+        "summary": "Run",
+        "dataset": "Dataset and splits",
+        "statistics": "Data statistics and anomalies",
+        "training": "Training curves",
+        "evaluation": "Evaluation on the test split",
+        "curves": "ROC, precision-recall, confusion matrix, calibration",
+        "blessing": "Blessing decision",
+        "push": "Pushed model",
+    }
+    sections = "".join(f'<section id="{key}"><h2>{titles[key]}</h2>{body[key]}</section>' for key in SECTIONS)
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(pipeline_name)} run report</title>"
+        f"<style>{STYLE}</style></head><body><h1>{html.escape(pipeline_name)}: run report</h1>{sections}</body></html>"
+    )
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(page, encoding="utf-8")
+    return output
