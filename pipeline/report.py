@@ -40,25 +40,11 @@ def _table(header: list[str], rows: list[list]) -> str:
 
 
 def _run_artifacts(store, pipeline_name: str) -> dict[str, object]:
-    """Output artifacts of the latest run, by output key (examples, statistics, anomalies, model_run, ...)."""
+    """Output artifacts of the latest run, by output key; cached executions list the artifacts they reused."""
     run = latest_run_context(store, pipeline_name)
     found = {}
     for execution in store.get_executions_by_context(run.id):
-        for key, artifact in _outputs(store, execution).items():
-            found.setdefault(key, artifact)
-    # Cached executions of this run point at earlier artifacts; fall back to the newest of each type.
-    for key, type_name in (
-        ("statistics", "ExampleStatistics"),
-        ("anomalies", "ExampleAnomalies"),
-        ("model_run", "ModelRun"),
-        ("post_transform_stats", "ExampleStatistics"),
-    ):
-        if key not in found:
-            candidates = [
-                a for a in store.get_artifacts_by_type(type_name) if key != "statistics" or "StatisticsGen" in a.uri
-            ]
-            if candidates:
-                found[key] = max(candidates, key=lambda a: a.create_time_since_epoch)
+        found.update(_outputs(store, execution))
     return found
 
 
@@ -95,20 +81,8 @@ def _statistics_section(artifacts) -> str:
             )
         problems = describe_anomalies(by_split)
         parts.append("<p><b>Anomalies:</b> " + (html.escape("; ".join(problems)) if problems else "none") + "</p>")
-    post = sorted(
-        glob.glob(
-            os.path.join(
-                os.path.dirname(os.path.dirname(anomalies.uri)) if anomalies else "",
-                "..",
-                "Transform",
-                "post_transform_stats",
-                "*",
-                "FeatureStats.pb",
-            )
-        )
-    )
     transform_stats = artifacts.get("post_transform_stats")
-    paths = glob.glob(os.path.join(transform_stats.uri, "FeatureStats.pb")) if transform_stats else post
+    paths = glob.glob(os.path.join(transform_stats.uri, "FeatureStats.pb")) if transform_stats else []
     if paths:
         features = {f.path.step[0]: f for f in tfdv.load_stats_binary(paths[0]).datasets[0].features}
         truncated = features.get("truncated")

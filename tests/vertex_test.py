@@ -15,19 +15,11 @@ from components.hf_trainer import with_overrides
 from pipeline import configs, submit
 from pipeline.kubeflow_v2_runner import PIPELINE_YAML, compile_pipeline, compile_spec
 from pipeline.pipeline import create_components
+from tests.pipeline_e2e_test import COMPONENTS
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "configs" / "vertex.yaml"
-LOCAL_COMPONENTS = {
-    "HFDatasetExampleGen",
-    "StatisticsGen",
-    "SchemaGen",
-    "ExampleValidator",
-    "Transform",
-    "Trainer",
-    "Evaluator",
-    "Pusher",
-}
+LOCAL_COMPONENTS = COMPONENTS - {"latest_blessed_model_resolver"}
 
 
 @pytest.fixture(scope="module")
