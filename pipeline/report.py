@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from components.hf_example_gen.executor import LABEL_NAME_FEATURE
-from pipeline.run_summary import RunSummary, _outputs, latest_run_context, open_store, summarize
+from pipeline.run_summary import RunSummary, _outputs, latest_run_context, load_eval_result, open_store, summarize
 
 SECTIONS = ("summary", "dataset", "statistics", "training", "evaluation", "curves", "blessing", "push")
 
@@ -127,7 +127,6 @@ def _training_section(artifacts) -> str:
 
 def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str, str]:
     import numpy as np
-    import tensorflow_model_analysis as tfma
 
     rows = [
         [
@@ -148,7 +147,7 @@ def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str,
         rows.append([name, *cells, int(values.get("example_count", 0))])
     metrics_html = _table(["slice", "accuracy", "AUC", "AUC-PR", "precision", "recall", "examples"], rows)
 
-    plots = dict((key, value) for key, value in tfma.load_eval_result(evaluation_uri).plots)
+    plots = dict((key, value) for key, value in load_eval_result(evaluation_uri).plots)
     overall = plots.get((), {}).get("", {}).get("", {})
     matrices = overall.get("confusionMatrixAtThresholds", {}).get("matrices", [])
     if not matrices:
@@ -227,11 +226,13 @@ def _blessing_section(evaluation_uri: str, summary: RunSummary) -> str:
                         f"change >= {change:.2g} vs baseline" if change is not None else "-",
                     ]
                 )
-    baseline = (
-        "a blessed baseline took part"
-        if any(s.get("isBaseline") for s in config.get("modelSpecs", []))
-        else "no blessed baseline yet: only the absolute bounds applied"
-    )
+    if summary.baseline_metrics:
+        shown = ", ".join(
+            f"{k} {summary.baseline_metrics[k]:.4f}" for k in ("accuracy", "auc") if k in summary.baseline_metrics
+        )
+        baseline = f"the latest blessed model took part as the baseline ({shown} on this test split)"
+    else:
+        baseline = "no blessed baseline yet: only the absolute bounds applied"
     verdict = {True: "BLESSED", False: "NOT BLESSED", None: "not evaluated"}[summary.blessed]
     return (
         f'<p class="verdict {str(summary.blessed).lower()}">{verdict}: {html.escape(summary.blessing_reason)}</p>'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any
 
 import ml_metadata as mlmd
@@ -43,6 +44,7 @@ class RunSummary:
     wall_seconds: float = 0.0
     peak_rss_bytes: int = 0
     slices: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    baseline_metrics: dict[str, float] = dataclasses.field(default_factory=dict)  # the blessed model compared
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +57,7 @@ class RunSummary:
             "label_names": self.label_names,
             "metrics": self.metrics,
             "slices": self.slices,
+            "baseline_metrics": self.baseline_metrics,
             "blessed": self.blessed,
             "blessing_reason": self.blessing_reason,
             "pushed_dir": self.pushed_dir,
@@ -141,12 +144,30 @@ def _metric_value(value: dict) -> float | None:
     return None
 
 
-def _read_metrics(evaluation_uri: str, num_labels: int) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+def evaluated_models(evaluation_uri: str) -> list[str]:
+    """Model names in the evaluation: TFX names them candidate and baseline when a blessed baseline took part."""
+    config = json.loads(Path(evaluation_uri, "eval_config.json").read_text(encoding="utf-8")).get("evalConfig", {})
+    return [spec["name"] for spec in config.get("modelSpecs", []) if spec.get("name")]
+
+
+def load_eval_result(evaluation_uri: str, role: str = "candidate"):
+    """TFMA's result for the candidate (or the baseline); None for a baseline that did not take part."""
     import tensorflow_model_analysis as tfma
 
+    names = evaluated_models(evaluation_uri)
+    if role in names:
+        return tfma.load_eval_result(evaluation_uri, model_name=role)
+    return tfma.load_eval_result(evaluation_uri) if role == "candidate" else None
+
+
+def _read_metrics(
+    evaluation_uri: str, num_labels: int, role: str = "candidate"
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     names = metric_names(num_labels)
     rename = {tfma_name: ours for ours, tfma_name in names.items()}
-    result = tfma.load_eval_result(evaluation_uri)
+    result = load_eval_result(evaluation_uri, role)
+    if result is None:
+        return {}, {}
     overall, slices = {}, {}
     for slice_key, by_output in result.slicing_metrics:
         values = {}
@@ -213,6 +234,7 @@ def summarize(sqlite_path: str, pipeline_name: str) -> RunSummary | None:
         None,
         None,
     )
+    baseline_metrics = {}
     for execution in executions:
         name = _node_name(store, execution, pipeline_name)
         seconds = (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1000
@@ -224,6 +246,7 @@ def summarize(sqlite_path: str, pipeline_name: str) -> RunSummary | None:
         if "blessing" in outputs and "evaluation" in outputs:
             blessed = bool(_custom(outputs["blessing"], "blessed"))
             metrics, slices = _read_metrics(outputs["evaluation"].uri, max(len(label_names), 2))
+            baseline_metrics, _ = _read_metrics(outputs["evaluation"].uri, max(len(label_names), 2), "baseline")
             reason = _blessing_reason(outputs["evaluation"].uri, blessed)
         if "pushed_model" in outputs and _custom(outputs["pushed_model"], "pushed"):
             pushed_dir = _custom(outputs["pushed_model"], "pushed_destination")
@@ -240,4 +263,5 @@ def summarize(sqlite_path: str, pipeline_name: str) -> RunSummary | None:
         blessing_reason=reason,
         pushed_dir=pushed_dir,
         pushed_version=pushed_version,
+        baseline_metrics=baseline_metrics,
     )

@@ -12,7 +12,8 @@ import time
 import pytest
 import tensorflow as tf
 
-from components.trainer import CorruptInputError, DiskSpaceError, check_disk_space, count_records
+# TFX reloads components.trainer when it runs run_fn, so its classes are looked up at call time.
+from components import trainer
 from pipeline import preflight
 from tests.tiny_model import tiny_run_command
 
@@ -32,11 +33,11 @@ def _write_records(path, n):
 def test_truncated_tfrecord_is_named_not_skipped(tmp_path):
     _write_records(tmp_path / "part-0.gz", 50)
     _write_records(tmp_path / "part-1.gz", 50)
-    assert count_records([str(tmp_path / "*.gz")]) == 100
+    assert trainer.count_records([str(tmp_path / "*.gz")]) == 100
     data = (tmp_path / "part-1.gz").read_bytes()
     (tmp_path / "part-1.gz").write_bytes(data[: len(data) // 2])
-    with pytest.raises(CorruptInputError, match=r"part-1\.gz is truncated or corrupted.*not skipped"):
-        count_records([str(tmp_path / "*.gz")])
+    with pytest.raises(trainer.CorruptInputError, match=r"part-1\.gz is truncated or corrupted.*not skipped"):
+        trainer.count_records([str(tmp_path / "*.gz")])
 
 
 def test_corrupted_record_payload_is_named(tmp_path):
@@ -45,16 +46,16 @@ def test_corrupted_record_payload_is_named(tmp_path):
     payload = bytearray(gzip.decompress(raw.read_bytes()))
     payload[40:60] = b"\xff" * 20
     (tmp_path / "bad.gz").write_bytes(gzip.compress(bytes(payload)))
-    with pytest.raises(CorruptInputError, match=r"bad\.gz"):
-        count_records([str(tmp_path / "bad.gz")])
+    with pytest.raises(trainer.CorruptInputError, match=r"bad\.gz"):
+        trainer.count_records([str(tmp_path / "bad.gz")])
 
 
 def test_disk_space_is_checked_before_training(tmp_path):
     model = tf.keras.Sequential([tf.keras.layers.Dense(4)])
     model.build((None, 8))
-    check_disk_space(model, [str(tmp_path)])
-    with pytest.raises(DiskSpaceError, match=r"GiB free under .*need about .* Free disk space"):
-        check_disk_space(model, [str(tmp_path)], factor=1e15)
+    trainer.check_disk_space(model, [str(tmp_path)])
+    with pytest.raises(trainer.DiskSpaceError, match=r"GiB free under .*need about .* Free disk space"):
+        trainer.check_disk_space(model, [str(tmp_path)], factor=1e15)
 
 
 def test_second_run_on_the_same_root_is_refused_and_a_dead_holder_does_not_block(tmp_path):
@@ -67,7 +68,6 @@ def test_second_run_on_the_same_root_is_refused_and_a_dead_holder_does_not_block
             textwrap.dedent(f"""
         import time
         from pipeline import preflight
-from tests.tiny_model import tiny_run_command
         with preflight.pipeline_root_lock({str(root)!r}):
             print("locked", flush=True)
             time.sleep(60)

@@ -135,6 +135,9 @@ def test_a_threshold_no_model_meets_blocks_blessing_and_push(first_run, workdir,
     summary = run_local(strict)
     assert summary.blessed is False
     assert "auc" in summary.blessing_reason
+    # the first run's blessed model took part as the baseline; the candidate's own metrics are reported
+    assert 0 <= summary.metrics["auc"] <= 1 and summary.metrics["example_count"] == 160
+    assert set(summary.baseline_metrics) >= {"accuracy", "auc"}
     assert summary.pushed_dir is None
     assert sorted(os.listdir(config.push_base_directory)) == before
     states = {c.name: c.state for c in summary.components}
@@ -274,3 +277,4 @@ def test_run_report_has_every_section_with_embedded_plots(first_run, tmp_path):
     assert page.count("data:image/png;base64,") >= 2  # training curves; ROC/PR/confusion/calibration
     assert "BLESSED" in page and "label_name=fresh" in page and "Anomalies:</b> none" in page
     assert "tokens per text mean" in page
+    assert "took part as the baseline" in page  # the latest run is the strict one, with a baseline
