@@ -33,18 +33,22 @@ def describe_anomalies(by_split: dict[str, anomalies_pb2.Anomalies]) -> list[str
     return problems
 
 
+def load_anomalies(uri: str, splits: list[str]) -> dict[str, anomalies_pb2.Anomalies]:
+    """The anomalies an ExampleValidator wrote under `uri`, per split."""
+    return {
+        split: anomalies_pb2.Anomalies.FromString(
+            io_utils.read_bytes_file(os.path.join(uri, f"Split-{split}", validator_executor.DEFAULT_FILE_NAME))
+        )
+        for split in splits
+    }
+
+
 class Executor(validator_executor.Executor):
     def Do(self, input_dict, output_dict, exec_properties) -> None:
         super().Do(input_dict, output_dict, exec_properties)
         anomalies_artifact = artifact_utils.get_single_instance(output_dict[standard_component_specs.ANOMALIES_KEY])
-        by_split = {}
-        for split in artifact_utils.decode_split_names(anomalies_artifact.split_names):
-            path = os.path.join(
-                artifact_utils.get_split_uri([anomalies_artifact], split),
-                validator_executor.DEFAULT_FILE_NAME,
-            )
-            by_split[split] = anomalies_pb2.Anomalies.FromString(io_utils.read_bytes_file(path))
-        problems = describe_anomalies(by_split)
+        splits = artifact_utils.decode_split_names(anomalies_artifact.split_names)
+        problems = describe_anomalies(load_anomalies(anomalies_artifact.uri, splits))
         if problems:
             raise DataAnomaliesError(
                 "the examples do not fit the schema, so training was not started:\n  - "

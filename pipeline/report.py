@@ -20,7 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from components.hf_example_gen.executor import LABEL_NAME_FEATURE
+from components.hf_example_gen.executor import LABEL_NAME_FEATURE, TEXT_FEATURE
 from pipeline.run_summary import RunSummary, _outputs, latest_run_context, load_eval_result, open_store, summarize
 
 SECTIONS = ("summary", "dataset", "statistics", "training", "evaluation", "curves", "blessing", "push")
@@ -59,8 +59,8 @@ def _statistics_section(artifacts) -> str:
             split = Path(path).parent.name.removeprefix("Split-")
             dataset = tfdv.load_stats_binary(path).datasets[0]
             features = {f.path.step[0]: f for f in dataset.features}
-            text = features.get("text")
-            labels = features.get("label_name")
+            text = features.get(TEXT_FEATURE)
+            labels = features.get(LABEL_NAME_FEATURE)
             counts = ""
             if labels is not None:
                 top = labels.string_stats.top_values
@@ -70,16 +70,10 @@ def _statistics_section(artifacts) -> str:
         parts.append(_table(["split", "examples", "mean text length (chars)", "labels"], rows))
     anomalies = artifacts.get("anomalies")
     if anomalies is not None:
-        from tensorflow_metadata.proto.v0 import anomalies_pb2
+        from components.example_validator import describe_anomalies, load_anomalies
 
-        from components.example_validator import describe_anomalies
-
-        by_split = {}
-        for path in glob.glob(os.path.join(anomalies.uri, "Split-*", "SchemaDiff.pb")):
-            by_split[Path(path).parent.name.removeprefix("Split-")] = anomalies_pb2.Anomalies.FromString(
-                Path(path).read_bytes()
-            )
-        problems = describe_anomalies(by_split)
+        splits = json.loads(anomalies.properties["split_names"].string_value)
+        problems = describe_anomalies(load_anomalies(anomalies.uri, splits))
         parts.append("<p><b>Anomalies:</b> " + (html.escape("; ".join(problems)) if problems else "none") + "</p>")
     transform_stats = artifacts.get("post_transform_stats")
     paths = glob.glob(os.path.join(transform_stats.uri, "FeatureStats.pb")) if transform_stats else []
