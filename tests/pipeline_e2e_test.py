@@ -128,11 +128,17 @@ def test_pushed_model_answers_raw_strings_in_a_fresh_process(first_run):
     assert answer["same_as_text"] == pytest.approx(answer["probabilities"][0], abs=1e-6)
 
 
-def test_a_threshold_no_model_meets_blocks_blessing_and_push(first_run, workdir, tiny_bert_dir):
+@pytest.fixture(scope="module")
+def strict_run(first_run, workdir, tiny_bert_dir):
+    """A second run whose AUC bound no model meets; the first run's blessed model is its baseline."""
     config, _ = first_run
     before = sorted(os.listdir(config.push_base_directory))
-    strict = tiny_config(workdir, tiny_bert_dir, min_auc=0.999)
-    summary = run_local(strict)
+    return before, run_local(tiny_config(workdir, tiny_bert_dir, min_auc=0.999))
+
+
+def test_a_threshold_no_model_meets_blocks_blessing_and_push(first_run, strict_run):
+    config, _ = first_run
+    before, summary = strict_run
     assert summary.blessed is False
     assert "auc" in summary.blessing_reason
     # the first run's blessed model took part as the baseline; the candidate's own metrics are reported
@@ -267,7 +273,7 @@ def test_serve_check_cli_in_a_fresh_process(first_run):
     assert done.stdout.count('"predictions"') == 2
 
 
-def test_run_report_has_every_section_with_embedded_plots(first_run, tmp_path):
+def test_run_report_has_every_section_with_embedded_plots(first_run, strict_run, tmp_path):
     from pipeline.report import SECTIONS, build_report
 
     config, _ = first_run
