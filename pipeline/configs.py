@@ -29,12 +29,19 @@ class DatasetConfig:
 
     `name` is anything `datasets.load_dataset` takes (a hub id, a builder such as `csv` or `parquet` with
     `data_files`, a local folder) or a folder written by `save_to_disk`, or `packaged:rotten_tomatoes`.
+
+    Span-versioned data: a `{SPAN}` in `data_files` or `split_files` (e.g. `data/span-{SPAN}/*.csv`) makes
+    every folder (or file) matching it one span, numbered by its digits. `span` 0 reads the newest span,
+    N reads span N; `span_window` > 1 reads that span and the ones before it (a rolling window).
     """
 
     name: str = "packaged:rotten_tomatoes"
     config_name: str | None = None
     revision: str | None = None
-    data_files: tuple[str, ...] = ()
+    data_files: tuple[str, ...] = ()  # all go to the dataset's 'train' split
+    # Per dataset split (e.g. train: [data/span-{SPAN}/*.csv], test: [data/golden/*.csv]); a fixed test set
+    # beside spanned training data is what makes "no worse than the serving model" a fair comparison.
+    split_files: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     text_column: str = "text"
     label_column: str = "label"
     # The declared label set, in id order; empty means: ClassLabel names, else the sorted distinct values.
@@ -49,7 +56,11 @@ class DatasetConfig:
     # Per TFX split: at most this many examples (seeded sample); missing means all.
     limits: Mapping[str, int] = dataclasses.field(default_factory=dict)
     seed: int = 42
-    span: int = 0
+    span: int = 0  # with {SPAN} patterns: 0 = the newest span; otherwise a label recorded on the examples
+    span_window: int = 1  # how many spans (the chosen one and those before it) one run trains on
+    # A span counts only once this file exists in its folder (e.g. _SUCCESS): a span being uploaded file by
+    # file must not start a run on its first file. Empty: a span counts as soon as a data file matches.
+    ready_marker: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +101,20 @@ class EvaluationConfig:
     # How much AUC a new model may lose against the baseline and still be blessed.
     max_auc_regression: float = 0.0
     length_buckets: tuple[int, ...] = (16, 32)  # token-count bucket edges for the text-length slices
+
+
+@dataclasses.dataclass(frozen=True)
+class RetrainingConfig:
+    """When `hftfx trigger` retrains: on every new span, or only on a new span whose data drifted."""
+
+    policy: str = "new_data"  # new_data | drift
+    max_attempts: int = 3  # failed or interrupted runs of one span before triggers stop retrying it
+    poll_seconds: float = 300.0  # `hftfx trigger watch` interval
+    # Drift between the newest span and the data the blessed model was trained on (TFDV comparators):
+    # L-infinity distance of the label distribution, Jensen-Shannon divergence of text and token lengths.
+    max_label_linf: float = 0.1
+    max_text_length_jsd: float = 0.1
+    max_token_count_jsd: float = 0.1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,6 +160,7 @@ class PipelineConfig:
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
     evaluation: EvaluationConfig = dataclasses.field(default_factory=EvaluationConfig)
+    retraining: RetrainingConfig = dataclasses.field(default_factory=RetrainingConfig)
     cloud: CloudConfig = dataclasses.field(default_factory=CloudConfig)
 
     @property
@@ -268,6 +294,20 @@ def validate(config: PipelineConfig) -> None:
         problems.append("dataset.limits must be positive counts")
     if len(set(ds.label_names)) != len(ds.label_names) or (ds.label_names and len(ds.label_names) < 2):
         problems.append("dataset.label_names must name at least two distinct labels (or be empty)")
+    if ds.data_files and ds.split_files:
+        problems.append("set dataset.data_files (all to 'train') or dataset.split_files (per split), not both")
+    if ds.span < 0 or ds.span_window < 1:
+        problems.append("dataset.span must be >= 0 (0 = newest) and dataset.span_window >= 1")
+    rt = config.retraining
+    if rt.policy not in ("new_data", "drift"):
+        problems.append(f"retraining.policy must be new_data or drift, not '{rt.policy}'")
+    if rt.max_attempts < 1 or rt.poll_seconds <= 0:
+        problems.append("retraining.max_attempts must be >= 1 and retraining.poll_seconds > 0")
+    for name in ("max_label_linf", "max_text_length_jsd", "max_token_count_jsd"):
+        if not 0 < getattr(rt, name) <= 1:
+            problems.append(f"retraining.{name} = {getattr(rt, name)} is outside (0, 1]")
+    if "/" in ds.ready_marker:
+        problems.append("dataset.ready_marker is a file name inside the span folder, without '/'")
     if config.model.max_seq_length < 8:
         problems.append("model.max_seq_length must be at least 8")
     if tr.checkpoint_every_steps < 1 or tr.log_every_steps < 1:

@@ -80,22 +80,27 @@ def peak_rss_bytes() -> int:
     return max(own, children) * scale
 
 
-def run_local(config: PipelineConfig, *, verbose: bool = False, stream=sys.stdout) -> RunSummary:
+def run_local(
+    config: PipelineConfig, *, verbose: bool = False, stream=sys.stdout, lock_held: bool = False
+) -> RunSummary:
+    """Runs the pipeline once. `lock_held`: the caller (a trigger) already holds the pipeline root's lock."""
     started = time.monotonic()
     # Before anything initializes TensorFlow's devices (no component has run yet).
     distribution.configure_cpu_replicas(config.training.cpu_replicas)
     preflight.check_paths(config)
     probed = probe.probe(config)
     config = probed.config
+    spans = f", span {config.dataset.span} (reading spans {list(probed.window)})" if probed.window else ""
     print(
-        f"[pipeline] dataset '{config.dataset.name}': splits {probed.split_sizes}, "
+        f"[pipeline] dataset '{config.dataset.name}'{spans}: splits {probed.split_sizes}, "
         f"labels {list(config.dataset.label_names)}; model '{config.model.name}'",
         file=stream,
         flush=True,
     )
     connection = metadata.sqlite_metadata_connection_config(config.metadata_sqlite)
-    tfx_pipeline = create_pipeline(config, connection)
-    with preflight.pipeline_root_lock(config.pipeline_root), progress_reporting(stream, verbose):
+    tfx_pipeline = create_pipeline(config, connection, probed.input_fingerprint)
+    lock = contextlib.nullcontext() if lock_held else preflight.pipeline_root_lock(config.pipeline_root)
+    with lock, progress_reporting(stream, verbose):
         LocalDagRunner().run(tfx_pipeline)
     summary = summarize(config.metadata_sqlite, config.pipeline_name)
     summary.wall_seconds = time.monotonic() - started

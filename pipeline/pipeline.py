@@ -38,10 +38,17 @@ class RunParameters:
     learning_rate: Any = None
 
 
-def create_components(config: PipelineConfig, *, cloud: bool = False, run: RunParameters | None = None) -> list:
+def create_components(
+    config: PipelineConfig,
+    *,
+    cloud: bool = False,
+    run: RunParameters | None = None,
+    input_fingerprint: str = "",
+) -> list:
     """The components in DAG order; `config.dataset.label_names` must be known (it sizes the metrics).
 
     `cloud` places the Trainer in a Vertex AI CustomJob and pushes as the cloud profile says.
+    `input_fingerprint` (of the local files read) makes a changed file a new ExampleGen input.
     """
     run = run or RunParameters()
     if not config.dataset.label_names:
@@ -50,7 +57,9 @@ def create_components(config: PipelineConfig, *, cloud: bool = False, run: RunPa
             "them in the config, or build the pipeline through `hftfx run`, which probes the dataset for them."
         )
     # Reads the Hugging Face dataset into train/eval/test tf.Examples with int64 label ids.
-    example_gen = HFDatasetExampleGen(dataset=config.dataset, span=run.span, revision=run.dataset_revision)
+    example_gen = HFDatasetExampleGen(
+        dataset=config.dataset, span=run.span, revision=run.dataset_revision, input_fingerprint=input_fingerprint
+    )
     # Statistics of every split: what the data looks like, and the input to schema and validation.
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
     # The schema the rest of the pipeline relies on, inferred from the statistics.
@@ -136,12 +145,14 @@ def _filesystem_pusher(config: PipelineConfig, trainer, evaluator):
     ).with_id("Pusher")
 
 
-def create_pipeline(config: PipelineConfig, metadata_connection_config=None) -> tfx_pipeline.Pipeline:
+def create_pipeline(
+    config: PipelineConfig, metadata_connection_config=None, input_fingerprint: str = ""
+) -> tfx_pipeline.Pipeline:
     """The local pipeline: LocalDagRunner, ML Metadata in sqlite."""
     return tfx.dsl.Pipeline(
         pipeline_name=config.pipeline_name,
         pipeline_root=config.pipeline_root,
-        components=create_components(config),
+        components=create_components(config, input_fingerprint=input_fingerprint),
         enable_cache=config.enable_cache,
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=list(config.beam_args),

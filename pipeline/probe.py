@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from components.hf_example_gen import sources, splitting
+from components.hf_example_gen import sources, spans, splitting
 from models.pretrained import model_files, read_config, resolve_model_dir
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ConfigError, PipelineConfig
@@ -16,8 +16,10 @@ from pipeline.configs import ConfigError, PipelineConfig
 
 @dataclasses.dataclass(frozen=True)
 class ProbeResult:
-    config: PipelineConfig  # with dataset.label_names filled in
+    config: PipelineConfig  # with dataset.label_names filled in, and dataset.span resolved (0 = newest)
     split_sizes: dict[str, int]
+    window: tuple[int, ...] = ()  # the spans read, for span-versioned data
+    input_fingerprint: str = ""  # of the files read; '' for hub and packaged datasets
 
 
 def probe_model(config: PipelineConfig) -> None:
@@ -35,9 +37,15 @@ def probe_model(config: PipelineConfig) -> None:
 def probe(config: PipelineConfig) -> ProbeResult:
     """Runs the model checks and the ExampleGen's own data checks (no Beam, no TFRecords)."""
     probe_model(config)
-    prepared = splitting.prepare(sources.load_source(config.dataset), config.dataset)
-    dataset = dataclasses.replace(config.dataset, label_names=tuple(prepared.label_names))
+    concrete, window = config.dataset, ()
+    if spans.is_spanned(config.dataset):
+        selection = spans.select(config.dataset)
+        concrete, window = selection.config, selection.window
+    prepared = splitting.prepare(sources.load_source(concrete), concrete)
+    dataset = dataclasses.replace(config.dataset, label_names=tuple(prepared.label_names), span=concrete.span)
     return ProbeResult(
         config=dataclasses.replace(config, dataset=dataset),
         split_sizes={name: len(rows.texts) for name, rows in prepared.rows.items()},
+        window=window,
+        input_fingerprint=spans.files_fingerprint(concrete),
     )

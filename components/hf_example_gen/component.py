@@ -17,6 +17,9 @@ class HFDatasetExampleGenSpec(component_spec.ComponentSpec):
         # trigger or a user can name the data of one run without recompiling.
         "span": component_spec.ExecutionParameter(type=int, optional=True),
         "revision": component_spec.ExecutionParameter(type=str, optional=True),
+        # Sizes and times of the files a local run reads: part of the cache key, so data files replaced
+        # in place are read again rather than served from the cache.
+        "input_fingerprint": component_spec.ExecutionParameter(type=str, optional=True),
     }
     INPUTS = {}  # noqa: RUF012
     OUTPUTS = {"examples": component_spec.ChannelParameter(type=standard_artifacts.Examples)}  # noqa: RUF012
@@ -28,12 +31,13 @@ class HFDatasetExampleGen(base_beam_component.BaseBeamComponent):
     SPEC_CLASS = HFDatasetExampleGenSpec
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
 
-    def __init__(self, dataset: DatasetConfig, span=None, revision=None):
+    def __init__(self, dataset: DatasetConfig, span=None, revision=None, input_fingerprint: str | None = None):
         super().__init__(
             spec=HFDatasetExampleGenSpec(
                 dataset_config=dump_dataset_config(dataset),
                 span=span,
                 revision=revision,
+                input_fingerprint=input_fingerprint or None,
                 examples=types.Channel(type=standard_artifacts.Examples),
             )
         )

@@ -20,12 +20,14 @@ from tfx.dsl.components.base import base_beam_executor
 from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 
-from components.hf_example_gen import sources, splitting
+from components.hf_example_gen import sources, spans, splitting
 from pipeline.configs import TFX_SPLITS, DatasetConfig, load_dataset_config, to_dict
 
 LABEL_NAMES_PROPERTY = "label_names"
 FINGERPRINT_PROPERTY = "dataset_fingerprint"
 SPLIT_COUNTS_PROPERTY = "split_counts"
+SPANS_PROPERTY = "spans"  # the window of spans read, as JSON; the artifact's `span` is the newest of them
+INPUT_FINGERPRINT_PROPERTY = "input_fingerprint"
 TEXT_FEATURE, LABEL_FEATURE, LABEL_NAME_FEATURE = "text", "label", "label_name"
 
 
@@ -52,7 +54,14 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         config = load_dataset_config(exec_properties["dataset_config"])
         if exec_properties.get("revision"):
             config = dataclasses.replace(config, revision=exec_properties["revision"])
-        span = exec_properties.get("span") or config.span
+        if exec_properties.get("span"):
+            config = dataclasses.replace(config, span=int(exec_properties["span"]))
+        window = (config.span,)
+        if spans.is_spanned(config):
+            selection = spans.select(config)
+            config, window = selection.config, selection.window
+            logging.info("span %d: reading spans %s", selection.span, list(window))
+        span = config.span
         examples = artifact_utils.get_single_instance(output_dict["examples"])
 
         prepared = splitting.prepare(sources.load_source(config), config)
@@ -88,4 +97,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         )
         examples.set_string_custom_property(
             FINGERPRINT_PROPERTY, fingerprint(prepared.source_fingerprints, config, names)
+        )
+        examples.set_string_custom_property(SPANS_PROPERTY, json.dumps(list(window)))
+        examples.set_string_custom_property(
+            INPUT_FINGERPRINT_PROPERTY, exec_properties.get("input_fingerprint") or spans.files_fingerprint(config)
         )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import datasets
 
+from components.hf_example_gen.spans import SPAN_TOKEN
 from pipeline.configs import DatasetConfig
 
 PACKAGED_PREFIX = "packaged:"
@@ -53,15 +54,18 @@ def load_source(config: DatasetConfig) -> datasets.DatasetDict:
     if local.is_dir() and ((local / "dataset_dict.json").exists() or (local / "state.json").exists()):
         loaded = datasets.load_from_disk(str(local))
         return loaded if isinstance(loaded, datasets.DatasetDict) else datasets.DatasetDict({"train": loaded})
-    missing = [f for f in config.data_files if "://" not in f and not glob.glob(os.path.expanduser(f))]
+    data_files = {split: list(files) for split, files in config.split_files.items()} or list(config.data_files)
+    every_file = [f for files in config.split_files.values() for f in files] or list(config.data_files)
+    unresolved = [f for f in every_file if SPAN_TOKEN in f]
+    if unresolved:
+        raise DatasetSourceError(f"{unresolved} still hold {SPAN_TOKEN}: resolve the span first (spans.select)")
+    missing = [f for f in every_file if "://" not in f and not glob.glob(os.path.expanduser(f))]
     if missing:
-        raise DatasetSourceError(f"dataset.data_files not found: {missing}")
+        key = "dataset.split_files" if config.split_files else "dataset.data_files"
+        raise DatasetSourceError(f"{key} not found: {missing}")
     try:
         loaded = datasets.load_dataset(
-            name,
-            config.config_name,
-            revision=config.revision,
-            data_files=list(config.data_files) or None,
+            name, config.config_name, revision=config.revision, data_files=data_files or None
         )
     except FileNotFoundError as error:
         raise DatasetSourceError(
@@ -74,7 +78,7 @@ def load_source(config: DatasetConfig) -> datasets.DatasetDict:
         cause = error.__cause__ or error.__context__
         if isinstance(cause, UnicodeDecodeError):
             raise DatasetSourceError(
-                f"dataset '{name}' {list(config.data_files)} is not UTF-8 text "
+                f"dataset '{name}' {every_file} is not UTF-8 text "
                 f"(byte {cause.object[cause.start : cause.end]!r} at offset {cause.start}); "
                 "re-encode the files as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
             ) from error
