@@ -11,7 +11,12 @@ import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
 
 from components.evaluation import ACCURACY, AUC, metric_names
-from components.hf_example_gen.executor import LABEL_NAME_FEATURE, LABEL_NAMES_PROPERTY, SPLIT_COUNTS_PROPERTY
+from components.hf_example_gen.executor import (
+    LABEL_NAME_FEATURE,
+    LABEL_NAMES_PROPERTY,
+    SPANS_PROPERTY,
+    SPLIT_COUNTS_PROPERTY,
+)
 
 _STATE_NAMES = {
     metadata_store_pb2.Execution.COMPLETE: "done",
@@ -45,11 +50,27 @@ class RunSummary:
     peak_rss_bytes: int = 0
     slices: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
     baseline_metrics: dict[str, float] = dataclasses.field(default_factory=dict)  # the blessed model compared
+    span: int | None = None  # the span the run is named after (the newest it read)
+    spans: list[int] = dataclasses.field(default_factory=list)  # every span it read
+    started_ms: int = 0  # when the run's first execution was created (ms since the epoch)
+
+    @property
+    def outcome(self) -> str:
+        """complete (the Evaluator decided), failed, running, or interrupted (stopped without a failure)."""
+        states = {c.name: c.state for c in self.components}
+        if "failed" in states.values():
+            return "failed"
+        if states.get("Evaluator") in ("done", "cached"):
+            return "complete"
+        return "running" if "running" in states.values() else "interrupted"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "pipeline_name": self.pipeline_name,
             "run_id": self.run_id,
+            "span": self.span,
+            "spans": self.spans,
+            "outcome": self.outcome,
             "wall_seconds": round(self.wall_seconds, 2),
             "components": {c.name: round(c.seconds, 2) for c in self.components},
             "component_states": {c.name: c.state for c in self.components},
@@ -103,14 +124,23 @@ def open_store(sqlite_path: str, read_only: bool = True) -> mlmd.MetadataStore:
     return mlmd.MetadataStore(config)
 
 
-def latest_run_context(store: mlmd.MetadataStore, pipeline_name: str):
+def run_contexts(store: mlmd.MetadataStore, pipeline_name: str) -> list:
+    """Every run of the pipeline, oldest first."""
     pipeline = store.get_context_by_type_and_name("pipeline", pipeline_name)
     if pipeline is None:
-        return None
+        return []
     run_ids = {c.id for c in store.get_contexts_by_type("pipeline_run")}
-    executions = store.get_executions_by_context(pipeline.id)
-    runs = [c for e in executions for c in store.get_contexts_by_execution(e.id) if c.id in run_ids]
-    return max(runs, key=lambda c: c.create_time_since_epoch, default=None)
+    runs = {}
+    for execution in store.get_executions_by_context(pipeline.id):
+        for context in store.get_contexts_by_execution(execution.id):
+            if context.id in run_ids:
+                runs[context.id] = context
+    return sorted(runs.values(), key=lambda c: (c.create_time_since_epoch, c.id))
+
+
+def latest_run_context(store: mlmd.MetadataStore, pipeline_name: str):
+    runs = run_contexts(store, pipeline_name)
+    return runs[-1] if runs else None
 
 
 def _node_name(store, execution, pipeline_name: str) -> str:
@@ -222,8 +252,18 @@ def summarize(sqlite_path: str, pipeline_name: str) -> RunSummary | None:
     """The latest run of `pipeline_name` recorded in the MLMD sqlite file, or None if there is none."""
     store = open_store(sqlite_path)
     run = latest_run_context(store, pipeline_name)
-    if run is None:
-        return None
+    return None if run is None else summarize_run(store, run, pipeline_name)
+
+
+def summarize_all(sqlite_path: str, pipeline_name: str, with_metrics: bool = True) -> list[RunSummary]:
+    """Every run, oldest first; without metrics it reads ML Metadata only (no TFMA results)."""
+    if not Path(sqlite_path).exists():
+        return []
+    store = open_store(sqlite_path)
+    return [summarize_run(store, run, pipeline_name, with_metrics) for run in run_contexts(store, pipeline_name)]
+
+
+def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metrics: bool = True) -> RunSummary:
     executions = sorted(store.get_executions_by_context(run.id), key=lambda e: e.create_time_since_epoch)
     components, split_counts, label_names = [], {}, []
     metrics, slices, blessed, reason, pushed_dir, pushed_version = (
@@ -234,20 +274,25 @@ def summarize(sqlite_path: str, pipeline_name: str) -> RunSummary | None:
         None,
         None,
     )
-    baseline_metrics = {}
+    baseline_metrics, span, spans = {}, None, []
     for execution in executions:
         name = _node_name(store, execution, pipeline_name)
         seconds = (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1000
         components.append(ComponentRun(name, _STATE_NAMES.get(execution.last_known_state, "?"), seconds))
         outputs = _outputs(store, execution)
         if "examples" in outputs and _custom(outputs["examples"], SPLIT_COUNTS_PROPERTY):
-            split_counts = json.loads(_custom(outputs["examples"], SPLIT_COUNTS_PROPERTY))
-            label_names = json.loads(_custom(outputs["examples"], LABEL_NAMES_PROPERTY) or "[]")
+            examples = outputs["examples"]
+            split_counts = json.loads(_custom(examples, SPLIT_COUNTS_PROPERTY))
+            label_names = json.loads(_custom(examples, LABEL_NAMES_PROPERTY) or "[]")
+            span = examples.properties["span"].int_value if "span" in examples.properties else None
+            spans = json.loads(_custom(examples, SPANS_PROPERTY) or "[]") or ([span] if span is not None else [])
         if "blessing" in outputs and "evaluation" in outputs:
             blessed = bool(_custom(outputs["blessing"], "blessed"))
-            metrics, slices = _read_metrics(outputs["evaluation"].uri, max(len(label_names), 2))
-            baseline_metrics, _ = _read_metrics(outputs["evaluation"].uri, max(len(label_names), 2), "baseline")
-            reason = _blessing_reason(outputs["evaluation"].uri, blessed)
+            reason = "see the run report"
+            if with_metrics:
+                metrics, slices = _read_metrics(outputs["evaluation"].uri, max(len(label_names), 2))
+                baseline_metrics, _ = _read_metrics(outputs["evaluation"].uri, max(len(label_names), 2), "baseline")
+                reason = _blessing_reason(outputs["evaluation"].uri, blessed)
         if "pushed_model" in outputs and _custom(outputs["pushed_model"], "pushed"):
             pushed_dir = _custom(outputs["pushed_model"], "pushed_destination")
             pushed_version = _custom(outputs["pushed_model"], "pushed_version")
@@ -264,4 +309,7 @@ def summarize(sqlite_path: str, pipeline_name: str) -> RunSummary | None:
         pushed_dir=pushed_dir,
         pushed_version=pushed_version,
         baseline_metrics=baseline_metrics,
+        span=span,
+        spans=spans,
+        started_ms=executions[0].create_time_since_epoch if executions else run.create_time_since_epoch,
     )

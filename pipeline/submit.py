@@ -64,8 +64,21 @@ def default_credentials():
     return credentials
 
 
-def build_pipeline_job(config: PipelineConfig, template: str | Path, values: Mapping[str, Any], credentials):
-    """The aiplatform.PipelineJob for one run; creating it sends nothing."""
+def build_pipeline_job(
+    config: PipelineConfig,
+    template: str | Path,
+    values: Mapping[str, Any],
+    credentials,
+    *,
+    job_id: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    enable_caching: bool | None = None,
+):
+    """The aiplatform.PipelineJob for one run; creating it sends nothing.
+
+    `job_id` fixed by the caller makes a second submission of the same run fail with AlreadyExists:
+    how triggers and event handlers stay exactly-once without a lock of their own.
+    """
     from google.cloud import aiplatform
 
     validate_cloud(config)
@@ -74,10 +87,11 @@ def build_pipeline_job(config: PipelineConfig, template: str | Path, values: Map
     return aiplatform.PipelineJob(
         display_name=config.pipeline_name,
         template_path=str(template),
+        job_id=job_id,
         pipeline_root=cloud.pipeline_root,
         parameter_values=dict(values),
-        enable_caching=cloud.enable_caching,
-        labels=dict(cloud.labels) or None,
+        enable_caching=cloud.enable_caching if enable_caching is None else enable_caching,
+        labels={**cloud.labels, **(labels or {})} or None,
         encryption_spec_key_name=cloud.encryption_key or None,
         project=cloud.project,
         location=cloud.region,
@@ -85,22 +99,37 @@ def build_pipeline_job(config: PipelineConfig, template: str | Path, values: Map
     )
 
 
-def job_request(job, config: PipelineConfig) -> dict:
-    """The CreatePipelineJob request `job.submit()` sends, as JSON: what --dry-run prints."""
-    from google.protobuf import json_format
+def create_job_request(job, config: PipelineConfig):
+    """The CreatePipelineJobRequest `job.submit()` sends (service account and network filled in)."""
+    from google.cloud import aiplatform_v1
 
     # The unsent resource: aiplatform exposes `gca_resource` only after creation.
     unsent = job._gca_resource
-    resource = type(unsent).deserialize(type(unsent).serialize(unsent))
+    resource = aiplatform_v1.PipelineJob.deserialize(type(unsent).serialize(unsent))
     if config.cloud.service_account:
         resource.service_account = config.cloud.service_account
     if config.cloud.network:
         resource.network = config.cloud.network
-    return {
-        "parent": f"projects/{config.cloud.project}/locations/{config.cloud.region}",
-        "pipeline_job_id": job.job_id,
-        "pipeline_job": json_format.MessageToDict(type(resource).pb(resource)),
-    }
+    return aiplatform_v1.CreatePipelineJobRequest(
+        parent=location_path(config), pipeline_job=resource, pipeline_job_id=job.job_id
+    )
+
+
+def location_path(config: PipelineConfig) -> str:
+    return f"projects/{config.cloud.project}/locations/{config.cloud.region}"
+
+
+def request_json(request) -> dict:
+    """A proto-plus request as the JSON a person reads (and --dry-run prints), snake_case keys at the top."""
+    from google.protobuf import json_format
+
+    body = json_format.MessageToDict(type(request).pb(request))
+    return {"".join("_" + c.lower() if c.isupper() else c for c in key): value for key, value in body.items()}
+
+
+def job_request(job, config: PipelineConfig) -> dict:
+    """The CreatePipelineJob request `job.submit()` sends, as JSON: what --dry-run prints."""
+    return request_json(create_job_request(job, config))
 
 
 def submit_to_vertex(job, config: PipelineConfig) -> str:

@@ -1,0 +1,130 @@
+"""The retraining decision as a pure function of the spans that exist and the runs that happened.
+
+The same rules serve every entry point: `hftfx trigger` (runs from local ML Metadata), the Vertex
+trigger and the Cloud Storage event handler (runs from Vertex pipeline jobs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+
+from pipeline.configs import RetrainingConfig
+
+COMPLETE, FAILED, RUNNING, INTERRUPTED = "complete", "failed", "running", "interrupted"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+    """One pipeline run as the decision sees it."""
+
+    run_id: str
+    span: int | None
+    outcome: str  # complete (the Evaluator decided) | failed | running | interrupted
+    blessed: bool | None = None
+    pushed_version: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureDrift:
+    feature: str
+    measure: str  # "L-infinity" or "Jensen-Shannon"
+    distance: float
+    threshold: float
+
+    @property
+    def drifted(self) -> bool:
+        return self.distance > self.threshold
+
+    def describe(self) -> str:
+        relation = ">" if self.drifted else "<="
+        return f"{self.feature} {self.measure} {self.distance:.3f} {relation} {self.threshold:g}"
+
+
+@dataclasses.dataclass(frozen=True)
+class DriftReport:
+    """The newest span against the training data of the blessed model (run `baseline_run`)."""
+
+    span: int
+    baseline_run: str
+    baseline_spans: tuple[int, ...]
+    features: tuple[FeatureDrift, ...]
+
+    @property
+    def drifted(self) -> bool:
+        return any(f.drifted for f in self.features)
+
+    def describe(self) -> str:
+        return "; ".join(f.describe() for f in self.features)
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    action: str  # "train" or "skip"
+    span: int | None
+    reason: str
+    attempt: int = 1  # 1 + the failed or interrupted runs of this span so far
+    drift: DriftReport | None = None
+
+    @property
+    def train(self) -> bool:
+        return self.action == "train"
+
+
+def _trained_by(record: RunRecord) -> str:
+    verdict = {True: "blessed", False: "not blessed", None: "not evaluated"}[record.blessed]
+    pushed = f", pushed version {record.pushed_version}" if record.pushed_version else ""
+    return f"run {record.run_id} ({verdict}{pushed})"
+
+
+def decide(
+    available: Iterable[int],
+    runs: Sequence[RunRecord],
+    rules: RetrainingConfig,
+    drift_check: Callable[[int], DriftReport | None] | None = None,
+) -> Decision:
+    """Whether to train the newest span, and why; `drift_check(span)` is asked only when it could matter.
+
+    A span is consumed by a complete run (blessed or not: the same data would give the same verdict).
+    Failed or interrupted runs are retried up to `rules.max_attempts`. Older unconsumed spans are not trained
+    on their own: the newest span supersedes them (a rolling window still reads them).
+    """
+    spans = sorted(set(available))
+    if not spans:
+        return Decision("skip", None, "no span of data exists yet")
+    newest = spans[-1]
+    of_newest = [r for r in runs if r.span == newest]
+    complete = [r for r in of_newest if r.outcome == COMPLETE]
+    if complete:
+        return Decision("skip", newest, f"span {newest} was already trained by {_trained_by(complete[-1])}")
+    running = [r for r in of_newest if r.outcome == RUNNING]
+    if running:
+        return Decision("skip", newest, f"span {newest} is being trained by run {running[-1].run_id}")
+    failures = [r for r in of_newest if r.outcome in (FAILED, INTERRUPTED)]
+    attempt = len(failures) + 1
+    if len(failures) >= rules.max_attempts:
+        return Decision(
+            "skip",
+            newest,
+            f"span {newest} failed {len(failures)} times (runs {', '.join(r.run_id for r in failures)}), the "
+            f"retraining.max_attempts limit; fix the cause, then `hftfx run --set dataset.span={newest}`",
+            attempt,
+        )
+    consumed = {r.span for r in runs if r.outcome == COMPLETE}
+    superseded = [s for s in spans[:-1] if s not in consumed]
+    why = f"span {newest} is new: no complete run has consumed it"
+    if failures:
+        why += f" (attempt {attempt} of {rules.max_attempts}; {len(failures)} failed or interrupted)"
+    if superseded:
+        why += f"; unconsumed older spans {superseded} are superseded by it"
+    report = drift_check(newest) if drift_check else None
+    if rules.policy == "drift":
+        if report is None:
+            return Decision("train", newest, f"{why}; no blessed model yet to measure drift against", attempt)
+        if not report.drifted:
+            return Decision(
+                "skip", newest, f"span {newest} is new but has not drifted: {report.describe()}", attempt, report
+            )
+        drifted = "; ".join(f.describe() for f in report.features if f.drifted)
+        return Decision("train", newest, f"{why}; drift against the blessed model's data: {drifted}", attempt, report)
+    return Decision("train", newest, why, attempt, report)

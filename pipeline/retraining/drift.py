@@ -1,0 +1,127 @@
+"""Has the newest span drifted from the data the blessed model was trained on? TFDV's drift comparators decide.
+
+Both sides are profiled the same way (label name, characters per text, tokens per text with the model's own
+in-graph tokenizer), so the distances measure the data, not two different pipelines. The baseline is the
+train split the ExampleGen wrote for the run that produced the latest blessed model, found in ML Metadata.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+
+from components.hf_example_gen import sources, spans, splitting
+from components.hf_example_gen.executor import LABEL_NAME_FEATURE, SPANS_PROPERTY, TEXT_FEATURE
+from pipeline.configs import PipelineConfig, RetrainingConfig
+from pipeline.retraining.decision import DriftReport, FeatureDrift
+from pipeline.run_summary import _custom, _node_name, _outputs, open_store, run_contexts
+
+TEXT_LENGTH, TOKEN_COUNT = "text_length", "token_count"
+
+
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+    run_id: str
+    examples_uri: str
+    spans: tuple[int, ...]
+
+
+def blessed_baseline(sqlite_path: str, pipeline_name: str) -> Baseline | None:
+    """The examples of the newest run whose model was blessed (what LatestBlessedModelStrategy serves)."""
+    if not os.path.exists(sqlite_path):
+        return None
+    store = open_store(sqlite_path)
+    for run in reversed(run_contexts(store, pipeline_name)):
+        outputs_by_node = {
+            _node_name(store, e, pipeline_name): _outputs(store, e) for e in store.get_executions_by_context(run.id)
+        }
+        blessing = outputs_by_node.get("Evaluator", {}).get("blessing")
+        examples = outputs_by_node.get("HFDatasetExampleGen", {}).get("examples")
+        if blessing is not None and _custom(blessing, "blessed") and examples is not None:
+            return Baseline(run.name, examples.uri, tuple(json.loads(_custom(examples, SPANS_PROPERTY) or "[]")))
+    return None
+
+
+def read_examples(examples_uri: str, split: str = "train") -> tuple[list[str], list[str]]:
+    """Texts and label names of one split the ExampleGen wrote."""
+    import tensorflow as tf
+
+    files = sorted(glob.glob(os.path.join(examples_uri, f"Split-{split}", "*.gz")))
+    texts, labels = [], []
+    for record in tf.data.TFRecordDataset(files, compression_type="GZIP").as_numpy_iterator():
+        features = tf.train.Example.FromString(record).features.feature
+        texts.append(features[TEXT_FEATURE].bytes_list.value[0].decode("utf-8"))
+        labels.append(features[LABEL_NAME_FEATURE].bytes_list.value[0].decode("utf-8"))
+    return texts, labels
+
+
+def read_span(config: PipelineConfig, span: int) -> tuple[list[str], list[str]]:
+    """Texts and label names of the train split one span alone would give (the ExampleGen's own checks)."""
+    selection = spans.select(dataclasses.replace(config.dataset, span=span, span_window=1))
+    prepared = splitting.prepare(sources.load_source(selection.config), selection.config)
+    train = prepared.rows["train"]
+    return train.texts, [prepared.label_names[i] for i in train.label_ids]
+
+
+def token_counts(config: PipelineConfig, texts: list[str]) -> list[int]:
+    """Untruncated token counts by the model's in-graph tokenizer (the Transform's own)."""
+    import tensorflow as tf
+
+    from models.pretrained import resolve_model_dir
+    from models.tokenizer import InGraphTokenizer, tokenizer_spec
+
+    tokenizer = InGraphTokenizer(tokenizer_spec(resolve_model_dir(config.model.name, config.model.revision)), 8)
+    counts = []
+    for start in range(0, len(texts), 4096):
+        counts += tokenizer(tf.constant(texts[start : start + 4096]))["token_count"].numpy().tolist()
+    return counts
+
+
+def profile(texts: list[str], labels: list[str], counts: list[int]):
+    """The features drift is measured on, one row per example."""
+    import pandas as pd
+
+    return pd.DataFrame({LABEL_NAME_FEATURE: labels, TEXT_LENGTH: [len(t) for t in texts], TOKEN_COUNT: counts})
+
+
+def compare(baseline, current, rules: RetrainingConfig) -> tuple[FeatureDrift, ...]:
+    """TFDV drift comparators between two profiles: L-infinity on labels, Jensen-Shannon on lengths."""
+    import tensorflow_data_validation as tfdv
+
+    previous = tfdv.generate_statistics_from_dataframe(baseline)
+    statistics = tfdv.generate_statistics_from_dataframe(current)
+    schema = tfdv.infer_schema(previous)
+    thresholds = {
+        LABEL_NAME_FEATURE: ("infinity_norm", "L-infinity", rules.max_label_linf),
+        TEXT_LENGTH: ("jensen_shannon_divergence", "Jensen-Shannon", rules.max_text_length_jsd),
+        TOKEN_COUNT: ("jensen_shannon_divergence", "Jensen-Shannon", rules.max_token_count_jsd),
+    }
+    for feature, (comparator, _, threshold) in thresholds.items():
+        getattr(tfdv.get_feature(schema, feature).drift_comparator, comparator).threshold = threshold
+    anomalies = tfdv.validate_statistics(statistics, schema, previous_statistics=previous)
+    measured = {
+        info.path.step[0]: measurement.value
+        for info in anomalies.drift_skew_info
+        for measurement in info.drift_measurements
+    }
+    return tuple(
+        FeatureDrift(feature, measure, float(measured.get(feature, 0.0)), threshold)
+        for feature, (_, measure, threshold) in thresholds.items()
+    )
+
+
+def measure(config: PipelineConfig, span: int) -> DriftReport | None:
+    """Drift of `span` against the blessed model's training data; None when no model is blessed yet."""
+    baseline = blessed_baseline(config.metadata_sqlite, config.pipeline_name)
+    if baseline is None:
+        return None
+    base_texts, base_labels = read_examples(baseline.examples_uri)
+    texts, labels = read_span(config, span)
+    features = compare(
+        profile(base_texts, base_labels, token_counts(config, base_texts)),
+        profile(texts, labels, token_counts(config, texts)),
+        config.retraining,
+    )
+    return DriftReport(span, baseline.run_id, baseline.spans, features)
