@@ -161,6 +161,122 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _decision_lines(chosen) -> list[str]:
+    lines = [f"decision:  {chosen.action}" + (f" span {chosen.span}" if chosen.span is not None else "")]
+    lines.append(f"reason:    {chosen.reason}")
+    if chosen.drift is not None:
+        report = chosen.drift
+        lines.append(f"drift:     span {report.span} vs the training data of blessed run {report.baseline_run}")
+        for feature in report.features:
+            flag = "DRIFT" if feature.drifted else "ok"
+            lines.append(
+                f"           {feature.feature:<12} {feature.measure:<15} {feature.distance:8.4f}"
+                f"  threshold {feature.threshold:g}  {flag}"
+            )
+    return lines
+
+
+def _cloud_context(args: argparse.Namespace, config: configs.PipelineConfig):
+    from google.auth.credentials import AnonymousCredentials
+
+    from pipeline import submit
+    from pipeline.retraining.vertex import vertex_clients
+
+    credentials = AnonymousCredentials() if getattr(args, "dry_run", False) else submit.default_credentials()
+    return credentials, vertex_clients(config, credentials)
+
+
+def cmd_trigger(args: argparse.Namespace) -> int:
+    """Retrain when a span is new (or has drifted): check, run once, or watch."""
+    from pipeline.retraining import local_trigger
+
+    overrides = _overrides(args)
+    if args.cloud:
+        from pipeline import submit
+        from pipeline.retraining.vertex import cloud_trigger
+
+        config = configs.load_config(args.config or "configs/vertex-retraining.yaml", overrides)
+        if args.action == "watch":
+            raise configs.ConfigError("on Vertex, retrain on storage events or a schedule instead of watching")
+        credentials, clients = _cloud_context(args, config)
+        result = cloud_trigger(
+            config, args.template, clients, credentials, dry_run=args.dry_run or args.action == "check"
+        )
+        for line in _decision_lines(result.decision):
+            print(line)
+        if result.request is not None and args.action == "run":
+            if args.dry_run:
+                print(json.dumps(submit.request_json(result.request), indent=2))
+            elif result.submitted:
+                print(f"submitted: {result.request.parent}/pipelineJobs/{result.request.pipeline_job_id}")
+        return 0
+    config = configs.load_config(args.config, overrides)
+    if args.action == "check":
+        for line in _decision_lines(local_trigger.check(config, measure_drift=args.drift)):
+            print(line)
+        return 0
+    if args.action == "run":
+        result = local_trigger.trigger_run(config, verbose=args.verbose)
+        if result.summary is not None:
+            print()
+            print(result.summary.render())
+            print(f"\nreport: {_write_report(config, result.summary.run_id)}")
+        return 0
+    runs = local_trigger.watch(config, interval=args.interval, max_polls=args.max_polls, verbose=args.verbose)
+    print(f"[trigger] watch stopped after {args.max_polls} polls; {runs} run(s) started")
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    """Past runs from ML Metadata: span, outcome, metrics, blessing, pushed version."""
+    from pipeline.run_summary import render_runs, summarize_all
+
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    summaries = summarize_all(config.metadata_sqlite, config.pipeline_name)
+    if args.json:
+        print(json.dumps([s.to_json() for s in summaries], indent=2))
+        return 0
+    if not summaries:
+        print(f"no runs of '{config.pipeline_name}' in {config.metadata_sqlite}")
+        return 0
+    print(render_runs(summaries))
+    return 0
+
+
+def cmd_schedule(args: argparse.Namespace) -> int:
+    """Vertex PipelineJobSchedules of the compiled pipeline."""
+    from pipeline import submit
+    from pipeline.retraining import vertex
+
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    credentials, clients = _cloud_context(args, config)
+    if args.action == "create":
+        if not args.cron:
+            raise configs.ConfigError("schedule create needs --cron, e.g. --cron 'TZ=UTC 0 3 * * 1'")
+        request = vertex.create_schedule_request(
+            config, args.template, args.cron, credentials, max_concurrent_runs=args.max_concurrent_runs,
+            max_runs=args.max_runs,
+        )  # fmt: skip
+    elif args.action == "list":
+        request = vertex.list_schedules_request(config)
+    else:
+        if not args.schedule:
+            raise configs.ConfigError(f"schedule {args.action} needs the schedule id or resource name")
+        request = vertex.schedule_action_request(config, args.action, args.schedule)
+    if args.dry_run:
+        print(json.dumps(submit.request_json(request), indent=2))
+        return 0
+    response = vertex.send_schedule_request(clients, request)
+    if args.action == "list":
+        for schedule in response:
+            print(f"{schedule.name}  {schedule.state.name:<10} cron '{schedule.cron}'  next {schedule.next_run_time}")
+    elif args.action == "create":
+        print(f"created {response.name} (cron '{response.cron}')")
+    else:
+        print(f"{args.action}: {request.name}")
+    return 0
+
+
 def _assignments(assignments: list[str] | None, flag: str, parse=str) -> dict:
     """KEY=VALUE flags (--set, --param) as a dict; a malformed one names its flag."""
     values = {}
@@ -270,11 +386,47 @@ def build_parser() -> argparse.ArgumentParser:
     submit_.add_argument("--kfp-host", help="send to this Kubeflow Pipelines endpoint instead of Vertex AI")
     submit_.add_argument("--dry-run", action="store_true", help="print the exact request and send nothing")
     submit_.set_defaults(handler=cmd_submit)
+    trigger = commands.add_parser(
+        "trigger", help="retrain on new (or drifted) span data: check, run once, or watch; exactly once per span"
+    )
+    trigger.add_argument("action", choices=["check", "run", "watch"])
+    trigger.add_argument("--config", help="YAML config; its dataset needs a {SPAN} pattern")
+    for flag, (_, kind, text) in RUN_FLAGS.items():
+        trigger.add_argument(flag, type=kind, help=text)
+    trigger.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key")
+    trigger.add_argument("--no-cache", action="store_true", help=argparse.SUPPRESS)
+    trigger.add_argument("--drift", action="store_true", help="check: also measure drift under the new_data policy")
+    trigger.add_argument("--interval", type=float, help="watch: seconds between polls (retraining.poll_seconds)")
+    trigger.add_argument("--max-polls", type=int, help="watch: stop after this many polls")
+    trigger.add_argument("--cloud", action="store_true", help="decide from Vertex pipeline jobs and submit there")
+    trigger.add_argument("--template", default="pipeline.yaml", help="--cloud: the compiled spec")
+    trigger.add_argument("--dry-run", action="store_true", help="--cloud: print the request, send nothing")
+    trigger.add_argument("--verbose", action="store_true", help="show TFX's and Beam's own INFO logs")
+    trigger.set_defaults(handler=cmd_trigger)
+
+    runs = commands.add_parser("runs", help="list past runs from ML Metadata: spans, outcome, metrics, pushed version")
+    runs.add_argument("--config", help="the runs' config (for pipeline_root and pipeline_name)")
+    runs.add_argument("--set", action="append", metavar="KEY=VALUE", help="e.g. pipeline_root=runs/x")
+    runs.add_argument("--json", action="store_true", help="print every run summary as JSON")
+    runs.set_defaults(handler=cmd_runs)
+
+    schedule = commands.add_parser("schedule", help="Vertex AI schedules of the compiled pipeline")
+    schedule.add_argument("action", choices=["create", "list", "pause", "resume", "delete"])
+    schedule.add_argument("schedule", nargs="?", help="pause/resume/delete: schedule id or resource name")
+    schedule.add_argument("--config", default="configs/vertex-retraining.yaml", help="config with a cloud profile")
+    schedule.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key")
+    schedule.add_argument("--template", default="pipeline.yaml", help="create: the compiled spec")
+    schedule.add_argument("--cron", help="create: e.g. 'TZ=Europe/Paris 0 3 * * 1' (Mondays 03:00)")
+    schedule.add_argument("--max-concurrent-runs", type=int, default=1, help="create: runs at once (default 1)")
+    schedule.add_argument("--max-runs", type=int, help="create: stop after this many runs")
+    schedule.add_argument("--dry-run", action="store_true", help="print the exact request and send nothing")
+    schedule.set_defaults(handler=cmd_schedule)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     from components.hf_example_gen.sources import DatasetSourceError
+    from components.hf_example_gen.spans import SpanError
     from components.hf_example_gen.splitting import DatasetContentError
     from models.pretrained import ModelFilesError
     from models.tokenizer import UnsupportedTokenizerError
@@ -285,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     except configs.ConfigError as error:
         print(f"hftfx: {error}", file=sys.stderr)
         return 2
-    except (ModelFilesError, UnsupportedTokenizerError, DatasetSourceError, DatasetContentError) as error:
+    except (ModelFilesError, UnsupportedTokenizerError, DatasetSourceError, DatasetContentError, SpanError) as error:
         print(f"hftfx: {error}", file=sys.stderr)
         return 2
     except RuntimeError as error:

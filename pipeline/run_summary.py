@@ -313,3 +313,28 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
         spans=spans,
         started_ms=executions[0].create_time_since_epoch if executions else run.create_time_since_epoch,
     )
+
+
+RUN_COLUMNS = (("run", 28), ("started (UTC)", 17), ("spans", 9), ("outcome", 12), ("accuracy", 9), ("auc", 7))
+
+
+def render_runs(summaries: list[RunSummary]) -> str:
+    """One line per run, oldest first: what `hftfx runs` prints."""
+    import datetime
+
+    lines = [" ".join(f"{name:<{width}}" for name, width in RUN_COLUMNS) + " blessed  pushed"]
+    for s in summaries:
+        started = datetime.datetime.fromtimestamp(s.started_ms / 1000, datetime.UTC).strftime("%Y-%m-%d %H:%M")
+        cells = (
+            s.run_id[:28],
+            started,
+            ",".join(map(str, s.spans)) or "-",
+            s.outcome,
+            f"{s.metrics[ACCURACY]:.4f}" if ACCURACY in s.metrics else "-",
+            f"{s.metrics[AUC]:.4f}" if AUC in s.metrics else "-",
+        )
+        blessed = {True: "yes", False: "no", None: "-"}[s.blessed]
+        pushed = f"version {s.pushed_version}" if s.pushed_version else "-"
+        row = " ".join(f"{cell:<{width}}" for cell, (_, width) in zip(cells, RUN_COLUMNS, strict=True))
+        lines.append(f"{row} {blessed:<8} {pushed}")
+    return "\n".join(lines)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.cloud import validate_cloud
-from pipeline.configs import ConfigError, PipelineConfig
+from pipeline.configs import ConfigError, PipelineConfig, to_dict
 
 
 class CredentialsError(RuntimeError):
@@ -41,7 +41,22 @@ def check_template(template: str | Path, config: PipelineConfig) -> dict:
     name = spec.get("pipelineInfo", {}).get("name")
     if name != config.pipeline_name:
         raise ConfigError(f"{path} holds pipeline '{name}', not '{config.pipeline_name}'; recompile it")
+    compiled = _compiled_dataset(spec)
+    if compiled is not None and compiled != to_dict(config.dataset):
+        changed = sorted(k for k in compiled.keys() | to_dict(config.dataset).keys()
+                         if compiled.get(k) != to_dict(config.dataset).get(k))  # fmt: skip
+        raise ConfigError(
+            f"{path} was compiled from another dataset config (differs in {changed}); "
+            f"recompile it from this config with `hftfx compile --config ... --output {path}`"
+        )
     return spec
+
+
+def _compiled_dataset(spec: dict) -> dict | None:
+    """The dataset config the ExampleGen of a compiled spec carries."""
+    task = spec.get("root", {}).get("dag", {}).get("tasks", {}).get("HFDatasetExampleGen", {})
+    constant = task.get("inputs", {}).get("parameters", {}).get("dataset_config", {}).get("runtimeValue", {})
+    return json.loads(constant["constant"]) if "constant" in constant else None
 
 
 def _yaml(path: Path) -> dict:

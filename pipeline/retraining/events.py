@@ -1,0 +1,95 @@
+"""Cloud Storage object-finalize events -> a span -> one Vertex run, with the triggers' exactly-once rules.
+
+Deploy `on_object_finalized` as a Cloud Run function with an Eventarc trigger on
+`google.cloud.storage.object.v1.finalized` for the data bucket (see the README). Eventarc / Cloud Functions
+CloudEvents and Pub/Sub push envelopes of storage notifications are both understood. Storage delivers
+events at least once and one span is many files: the span's fixed job id makes the repeats no-ops, and a
+`dataset.ready_marker` (e.g. _SUCCESS) makes only the marker start the run, once every file is there.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from components.hf_example_gen import spans
+from pipeline.configs import PipelineConfig, load_config
+from pipeline.retraining import decision
+from pipeline.retraining.vertex import CloudTriggerResult, VertexClients, cloud_trigger
+
+FINALIZED_TYPES = ("google.cloud.storage.object.v1.finalized", "OBJECT_FINALIZE")
+
+
+class EventError(ValueError):
+    """The request is not a Cloud Storage notification this handler understands."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StorageObject:
+    bucket: str
+    name: str
+    event_type: str
+    generation: str = ""
+
+    @property
+    def uri(self) -> str:
+        return f"gs://{self.bucket}/{self.name}"
+
+
+def parse_storage_event(event: Any) -> StorageObject:
+    """A CloudEvent (object or structured JSON) or a Pub/Sub push envelope of a storage notification."""
+    if isinstance(event, Mapping) and "message" in event:  # Pub/Sub push: attributes carry the object
+        attributes = event["message"].get("attributes", {})
+        if "bucketId" not in attributes or "objectId" not in attributes:
+            raise EventError("Pub/Sub message without bucketId/objectId attributes: not a storage notification")
+        return StorageObject(
+            attributes["bucketId"],
+            attributes["objectId"],
+            attributes.get("eventType", ""),
+            attributes.get("objectGeneration", ""),
+        )
+    if isinstance(event, Mapping):
+        event_type, data = event.get("type", ""), event.get("data")
+    else:  # cloudevents.http.CloudEvent, as functions_framework passes it
+        event_type, data = event["type"], event.data
+    if isinstance(data, bytes | str):
+        data = json.loads(base64.b64decode(data) if isinstance(data, bytes) else data)
+    if not isinstance(data, Mapping) or "bucket" not in data or "name" not in data:
+        raise EventError(f"event {event_type!r} carries no bucket/name: not a Cloud Storage object event")
+    return StorageObject(data["bucket"], data["name"], event_type, str(data.get("generation", "")))
+
+
+def handle_storage_event(
+    event: Any, config: PipelineConfig, template: str, clients: VertexClients, credentials, *, dry_run=False
+) -> CloudTriggerResult:
+    """Maps the object to a span and lets the trigger rules decide; ignores what is not span data."""
+    stored = parse_storage_event(event)
+    if stored.event_type not in FINALIZED_TYPES:
+        return CloudTriggerResult(decision.Decision("skip", None, f"ignored {stored.event_type} event"))
+    span = spans.span_of_path(config.dataset, stored.uri)
+    if span is None:
+        patterns = [p for files in spans.patterns(config.dataset).values() for p in files]
+        marker = f" (only the ready marker '{config.dataset.ready_marker}' starts a run)"
+        reason = f"{stored.uri} is not span data of {patterns}{marker if config.dataset.ready_marker else ''}"
+        return CloudTriggerResult(decision.Decision("skip", None, reason))
+    return cloud_trigger(config, template, clients, credentials, span=span, trigger="storage-event", dry_run=dry_run)
+
+
+def on_object_finalized(cloud_event) -> str:
+    """Cloud Run functions entry point. HFTFX_CONFIG names the cloud profile, HFTFX_TEMPLATE the compiled
+    spec (both deployed with the function's source); the function's service account is used."""
+    from pipeline import submit
+    from pipeline.retraining.vertex import vertex_clients
+
+    config = load_config(os.environ.get("HFTFX_CONFIG", "configs/vertex-retraining.yaml"))
+    template = os.environ.get("HFTFX_TEMPLATE", "pipeline.yaml")
+    credentials = submit.default_credentials()
+    result = handle_storage_event(cloud_event, config, template, vertex_clients(config, credentials), credentials)
+    outcome = "submitted" if result.submitted else result.decision.action
+    message = f"{outcome}: {result.decision.reason}"
+    print(json.dumps({"severity": "INFO", "message": message}))  # structured log line for Cloud Logging
+    return message

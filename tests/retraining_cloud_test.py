@@ -1,0 +1,270 @@
+"""Vertex retraining offline: storage events, the cloud trigger and schedules, request by request.
+
+Only the Vertex endpoints are faked (they cannot exist here): `FakeVertex` records every request, answers
+list calls from the jobs it holds, and refuses a second job with the same id with AlreadyExists, as Vertex does.
+The requests themselves are the real aiplatform_v1 protos the SDK would send.
+"""
+
+import base64
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from cloudevents.http import CloudEvent
+from google.api_core.exceptions import AlreadyExists
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import aiplatform_v1
+
+from pipeline import cli, configs, submit
+from pipeline.kubeflow_v2_runner import compile_pipeline
+from pipeline.retraining import events, vertex
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = ROOT / "configs" / "vertex-retraining.yaml"
+PARENT = "projects/my-gcp-project/locations/us-central1"
+FINALIZED = "google.cloud.storage.object.v1.finalized"
+
+
+class FakeVertex:
+    """PipelineService and ScheduleService of one region, in memory."""
+
+    def __init__(self, jobs=()):
+        self.jobs = list(jobs)
+        self.requests = []
+
+    def list_pipeline_jobs(self, request):
+        self.requests.append(request)
+        key, _, value = request.filter.removeprefix("labels.").partition("=")
+        return [job for job in self.jobs if job.labels.get(key) == value.strip('"')]
+
+    def create_pipeline_job(self, request):
+        self.requests.append(request)
+        name = f"{request.parent}/pipelineJobs/{request.pipeline_job_id}"
+        if any(job.name == name for job in self.jobs):
+            raise AlreadyExists(f"PipelineJob {name} already exists")
+        job = aiplatform_v1.PipelineJob(
+            name=name, labels=request.pipeline_job.labels, state=aiplatform_v1.PipelineState.PIPELINE_STATE_PENDING
+        )
+        self.jobs.append(job)
+        return job
+
+    def __getattr__(self, method):  # schedule service methods: record the request, echo a response
+        if not method.endswith("_schedule") and method != "list_schedules":
+            raise AttributeError(method)
+
+        def call(request):
+            self.requests.append(request)
+            return getattr(request, "schedule", None) or []
+
+        return call
+
+
+def clients(fake):
+    return vertex.VertexClients(pipelines=fake, schedules=fake)
+
+
+def job(span, state, attempt=1):
+    return aiplatform_v1.PipelineJob(
+        name=f"{PARENT}/pipelineJobs/hf-text-classifier-span-{span}-try-{attempt}",
+        labels={vertex.PIPELINE_LABEL: "hf-text-classifier", vertex.SPAN_LABEL: str(span)},
+        state=getattr(aiplatform_v1.PipelineState, state),
+    )
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return configs.load_config(PROFILE)
+
+
+@pytest.fixture(scope="module")
+def template(profile, tmp_path_factory):
+    path = tmp_path_factory.mktemp("spec") / "pipeline-retraining.yaml"
+    compile_pipeline(profile, path)
+    return str(path)
+
+
+def storage_event(name, bucket="my-hftfx-bucket", kind=FINALIZED):
+    return CloudEvent(
+        {"type": kind, "source": f"//storage.googleapis.com/projects/_/buckets/{bucket}", "subject": f"objects/{name}"},
+        {"bucket": bucket, "name": name, "generation": "1700000000000001", "contentType": "text/csv"},
+    )
+
+
+def handle(event, profile, template, fake, **kwargs):
+    return events.handle_storage_event(event, profile, template, clients(fake), AnonymousCredentials(), **kwargs)
+
+
+def test_the_ready_marker_of_a_new_span_submits_exactly_this_request(profile, template):
+    fake = FakeVertex()
+    result = handle(storage_event("data/span-7/_SUCCESS"), profile, template, fake)
+    assert result.submitted and result.decision.span == 7
+    listed, created = fake.requests
+    assert listed.parent == PARENT
+    assert listed.filter == 'labels.hftfx-pipeline="hf-text-classifier"'
+    assert created.parent == PARENT
+    assert created.pipeline_job_id == "hf-text-classifier-span-7-try-1"
+    body = submit.request_json(created)["pipeline_job"]
+    assert body["displayName"] == "hf-text-classifier"
+    assert body["labels"] == {
+        "team": "ml-platform",
+        "app": "hf-text-classifier",
+        "hftfx-pipeline": "hf-text-classifier",
+        "hftfx-span": "7",
+        "hftfx-trigger": "storage-event",
+    }
+    assert body["runtimeConfig"]["parameterValues"]["span"] == 7
+    assert body["runtimeConfig"]["gcsOutputDirectory"] == "gs://my-hftfx-bucket/pipeline-root"
+    assert body["serviceAccount"] == "hftfx-runner@my-gcp-project.iam.gserviceaccount.com"
+    example_gen = body["pipelineSpec"]["root"]["dag"]["tasks"]["HFDatasetExampleGen"]
+    assert example_gen["inputs"]["parameters"]["span"] == {"componentInputParameter": "span"}
+    dataset = json.loads(example_gen["inputs"]["parameters"]["dataset_config"]["runtimeValue"]["constant"])
+    assert dataset["split_files"]["train"] == ["gs://my-hftfx-bucket/data/span-{SPAN}/*.csv"]
+
+
+def test_repeated_and_late_events_of_one_span_start_no_second_run(profile, template):
+    fake = FakeVertex()
+    handle(storage_event("data/span-7/_SUCCESS"), profile, template, fake)
+    again = handle(storage_event("data/span-7/_SUCCESS"), profile, template, fake)  # at-least-once delivery
+    assert not again.submitted
+    assert again.decision.reason == "span 7 is being trained by run hf-text-classifier-span-7-try-1"
+    fake.jobs[0].state = aiplatform_v1.PipelineState.PIPELINE_STATE_SUCCEEDED
+    late = handle(storage_event("data/span-7/_SUCCESS"), profile, template, fake)
+    assert "already trained by run hf-text-classifier-span-7-try-1" in late.decision.reason
+    assert sum(isinstance(r, aiplatform_v1.CreatePipelineJobRequest) for r in fake.requests) == 1
+
+
+def test_two_handlers_deciding_at_once_create_one_job(profile, template):
+    fake = FakeVertex()
+    first = handle(storage_event("data/span-8/_SUCCESS"), profile, template, fake)
+    # The second handler listed the jobs before the first created its job: it decides "train" too.
+    fake.list_pipeline_jobs = lambda request: []
+    second = handle(storage_event("data/span-8/_SUCCESS"), profile, template, fake)
+    assert first.submitted and not second.submitted
+    assert second.decision.reason == (
+        "run hf-text-classifier-span-8-try-1 was already submitted by a concurrent trigger"
+    )
+    assert len(fake.jobs) == 1
+
+
+def test_a_failed_run_is_retried_with_the_next_attempt_id_until_max_attempts(profile, template):
+    fake = FakeVertex([job(9, "PIPELINE_STATE_FAILED")])
+    retry = handle(storage_event("data/span-9/_SUCCESS"), profile, template, fake)
+    assert retry.request.pipeline_job_id == "hf-text-classifier-span-9-try-2"
+    exhausted = FakeVertex([job(9, "PIPELINE_STATE_FAILED", a) for a in (1, 2, 3)])
+    given_up = handle(storage_event("data/span-9/_SUCCESS"), profile, template, exhausted)
+    assert not given_up.submitted and "failed 3 times" in given_up.decision.reason
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "reason"),
+    [
+        ("data/span-7/part-0.csv", FINALIZED, "only the ready marker '_SUCCESS' starts a run"),
+        ("models/readme.txt", FINALIZED, "is not span data"),
+        ("data/span-7/_SUCCESS", "google.cloud.storage.object.v1.deleted", "ignored"),
+    ],
+)
+def test_objects_that_are_not_a_finished_span_are_ignored(profile, template, name, kind, reason):
+    fake = FakeVertex()
+    result = handle(storage_event(name, kind=kind), profile, template, fake)
+    assert result.decision.action == "skip" and reason in result.decision.reason
+    assert fake.requests == []
+
+
+def test_without_a_marker_any_data_file_of_a_span_counts(profile, template):
+    dataset = dataclasses.replace(profile.dataset, ready_marker="")
+    unmarked = dataclasses.replace(profile, dataset=dataset)
+    spec = Path(template).with_name("unmarked.yaml")
+    compile_pipeline(unmarked, spec)
+    result = handle(storage_event("data/span-4/part-0.csv"), unmarked, str(spec), FakeVertex())
+    assert result.submitted and result.request.pipeline_job_id == "hf-text-classifier-span-4-try-1"
+
+
+def test_pubsub_push_envelopes_and_structured_cloudevents_are_understood():
+    attributes = {"bucketId": "b", "objectId": "data/span-3/_SUCCESS", "eventType": "OBJECT_FINALIZE"}
+    payload = base64.b64encode(json.dumps({"name": "data/span-3/_SUCCESS"}).encode()).decode()
+    envelope = {"message": {"attributes": attributes, "data": payload}, "subscription": "s"}
+    assert events.parse_storage_event(envelope).uri == "gs://b/data/span-3/_SUCCESS"
+    structured = {"type": FINALIZED, "data": {"bucket": "b", "name": "x.csv"}}
+    assert events.parse_storage_event(structured).uri == "gs://b/x.csv"
+    with pytest.raises(events.EventError, match="not a storage notification"):
+        events.parse_storage_event({"message": {"attributes": {}}})
+
+
+def test_local_trigger_run_on_vertex_discovers_spans_and_dry_run_sends_nothing(profile, tmp_path):
+    for span in (1, 2):
+        (tmp_path / f"span-{span}").mkdir()
+        (tmp_path / f"span-{span}" / "part-0.csv").write_text("text,label\nfine,fresh\n")
+        (tmp_path / f"span-{span}" / "_SUCCESS").write_text("")
+    split_files = {**profile.dataset.split_files, "train": (f"{tmp_path}/span-{{SPAN}}/*.csv",)}
+    config = dataclasses.replace(profile, dataset=dataclasses.replace(profile.dataset, split_files=split_files))
+    spec = tmp_path / "spec.yaml"
+    compile_pipeline(config, spec)
+    fake = FakeVertex([job(1, "PIPELINE_STATE_SUCCEEDED")])
+    result = vertex.cloud_trigger(config, spec, clients(fake), AnonymousCredentials(), dry_run=True)
+    assert (result.decision.action, result.decision.span) == ("train", 2)
+    assert result.request.pipeline_job_id == "hf-text-classifier-span-2-try-1"
+    assert not result.submitted and len(fake.jobs) == 1
+
+
+def test_schedule_create_request_field_by_field(profile, template):
+    request = vertex.create_schedule_request(
+        profile, template, "TZ=Europe/Paris 0 3 * * 1", AnonymousCredentials(), max_runs=52
+    )
+    body = submit.request_json(request)
+    assert body["parent"] == PARENT
+    schedule = body["schedule"]
+    assert schedule["displayName"] == "hf-text-classifier-retrain"
+    assert schedule["cron"] == "TZ=Europe/Paris 0 3 * * 1"
+    assert schedule["maxConcurrentRunCount"] == "1"
+    assert schedule["maxRunCount"] == "52"
+    job_request = schedule["createPipelineJobRequest"]
+    assert job_request["parent"] == PARENT
+    pipeline_job = job_request["pipelineJob"]
+    assert pipeline_job["serviceAccount"] == "hftfx-runner@my-gcp-project.iam.gserviceaccount.com"
+    assert pipeline_job["labels"]["hftfx-trigger"] == "schedule"
+    assert pipeline_job["runtimeConfig"]["parameterValues"]["span"] == 0  # the newest span at each tick
+    assert pipeline_job["runtimeConfig"]["gcsOutputDirectory"] == "gs://my-hftfx-bucket/pipeline-root"
+    tasks = pipeline_job["pipelineSpec"]["root"]["dag"]["tasks"]
+    assert not any(task.get("cachingOptions", {}).get("enableCache") for task in tasks.values())
+
+
+def test_schedule_list_pause_resume_delete_requests(profile):
+    fake = FakeVertex()
+    listed = vertex.list_schedules_request(profile)
+    assert (listed.parent, listed.filter) == (PARENT, 'display_name="hf-text-classifier-retrain"')
+    for action, kind in (
+        ("pause", aiplatform_v1.PauseScheduleRequest),
+        ("resume", aiplatform_v1.ResumeScheduleRequest),
+        ("delete", aiplatform_v1.DeleteScheduleRequest),
+    ):
+        request = vertex.schedule_action_request(profile, action, "123")
+        assert isinstance(request, kind)
+        assert request.name == f"{PARENT}/schedules/123"
+        vertex.send_schedule_request(clients(fake), request)
+    assert [type(r).__name__ for r in fake.requests] == [
+        "PauseScheduleRequest",
+        "ResumeScheduleRequest",
+        "DeleteScheduleRequest",
+    ]
+    with pytest.raises(configs.ConfigError, match="neither a schedule id"):
+        vertex.schedule_name(profile, "nightly")
+
+
+@pytest.mark.parametrize("cron", ["every day", "0 3 * *", "0 3 * * 1 2020"])
+def test_bad_cron_expressions_are_refused_with_an_example(cron):
+    with pytest.raises(configs.ConfigError, match="five fields"):
+        vertex.check_cron(cron)
+
+
+def test_a_template_compiled_from_another_dataset_is_refused(profile):
+    with pytest.raises(configs.ConfigError, match=r"compiled from another dataset config \(differs in \["):
+        submit.check_template(ROOT / "pipeline.yaml", profile)
+
+
+def test_schedule_cli_dry_run_prints_the_request(template, capsys):
+    code = cli.main(["schedule", "create", "--cron", "0 3 * * 1", "--template", template, "--dry-run"])
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["schedule"]["cron"] == "0 3 * * 1"
+    assert cli.main(["schedule", "create", "--cron", "daily", "--template", template, "--dry-run"]) == 2
