@@ -153,6 +153,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
         credentials = AnonymousCredentials()
     else:
         credentials = submit.default_credentials()
+    from components.hf_example_gen import spans
+
+    if spans.is_spanned(config.dataset) and not values["span"] and config.cloud.enable_caching:
+        print(
+            "note: span 0 reads the newest span, but with caching on Vertex reuses an earlier ExampleGen result "
+            "for the same parameters; pass --param span=N, or let `hftfx trigger --cloud` choose it",
+            file=sys.stderr,
+        )
     job = submit.build_pipeline_job(config, args.template, values, credentials)
     if args.dry_run:
         print(json.dumps(submit.job_request(job, config), indent=2))
@@ -284,6 +292,12 @@ def _assignments(assignments: list[str] | None, flag: str, parse=str) -> dict:
         key, sep, value = assignment.partition("=")
         if not sep:
             raise configs.ConfigError(f"{flag} needs KEY=VALUE, got '{assignment}'")
+        if value.strip()[:1] in ("[", "{"):  # lists and mappings: YAML flow style (JSON works too)
+            try:
+                values[key.strip()] = yaml.safe_load(value)
+            except yaml.YAMLError as error:
+                raise configs.ConfigError(f"{flag} {key.strip()}: '{value}' is not a YAML list or mapping") from error
+            continue
         values[key.strip()] = parse(value)
     return values
 

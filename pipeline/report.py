@@ -258,7 +258,12 @@ def build_report(sqlite_path: str, pipeline_name: str, output: str | Path) -> Pa
         "summary": f"<p>Run <b>{html.escape(summary.run_id)}</b> of <b>{html.escape(pipeline_name)}</b>.</p>"
         + _table(["component", "state", "seconds"], component_rows),
         "dataset": _table(["split", "examples"], [[k, v] for k, v in summary.split_counts.items()])
-        + f"<p>Labels (id order): {html.escape(', '.join(summary.label_names))}</p>",
+        + f"<p>Labels (id order): {html.escape(', '.join(summary.label_names))}</p>"
+        + (
+            f"<p>Span {summary.span}; spans read: {', '.join(map(str, summary.spans))}</p>"
+            if summary.spans and summary.spans != [0]
+            else ""
+        ),
         "statistics": _statistics_section(artifacts),
         "training": _training_section(artifacts),
         "evaluation": metrics_html,

@@ -95,6 +95,8 @@ class RunSummary:
         lines.append("")
         counts = ", ".join(f"{k} {v:,}" for k, v in self.split_counts.items())
         lines.append(f"  examples      {counts}   labels {self.label_names}")
+        if self.spans and self.spans != [0]:
+            lines.append(f"  data          span {self.span} (spans read: {', '.join(map(str, self.spans))})")
         shown = ", ".join(f"{k} {v:.4f}" for k, v in self.metrics.items() if k != "example_count")
         lines.append(f"  test split    {shown}")
         for name, values in self.slices.items():
@@ -214,19 +216,28 @@ def _read_metrics(
 
 
 def _describe_failure(failure) -> str:
+    import tensorflow_model_analysis as tfma
+
     name = failure.metric_key.name
     if failure.metric_key.is_diff:
         name += " change vs. the blessed baseline"
     value = failure.metric_value.double_value.value
     threshold = failure.metric_threshold
     bounds = []
-    for kind in ("value_threshold", "change_threshold"):
-        if threshold.HasField(kind):
-            part = getattr(threshold, kind)
-            if part.HasField("lower_bound"):
-                bounds.append(f"needs >= {part.lower_bound.value:.4g}")
-            if part.HasField("upper_bound"):
-                bounds.append(f"needs <= {part.upper_bound.value:.4g}")
+    if threshold.HasField("value_threshold"):
+        bound = threshold.value_threshold
+        if bound.HasField("lower_bound"):
+            bounds.append(f"needs >= {bound.lower_bound.value:.4g}")
+        if bound.HasField("upper_bound"):
+            bounds.append(f"needs <= {bound.upper_bound.value:.4g}")
+    if threshold.HasField("change_threshold"):
+        change = threshold.change_threshold
+        higher = change.direction != tfma.MetricDirection.LOWER_IS_BETTER
+        for kind in ("absolute", "relative"):
+            if change.HasField(kind):
+                limit = getattr(change, kind).value
+                shown = 0.0 if abs(limit) < 1e-6 else limit  # TFMA's "no regression" bound is -1e-10
+                bounds.append(f"needs {kind} change {'>=' if higher else '<='} {shown:.4g}")
     return f"{name} {value:.4f} ({', '.join(bounds) or failure.message})"
 
 

@@ -92,3 +92,33 @@ def test_missing_local_files_are_named(tmp_path):
 
     with pytest.raises(DatasetSourceError, match="not found"):
         load_source(DatasetConfig(name="csv", data_files=(str(tmp_path / "nope.csv"),)))
+
+
+def test_newest_span_window_and_a_fixed_test_file_are_read_and_recorded(tmp_path):
+    for span in (1, 2, 3):
+        rows = [(f"span {span} good {i}", "pos") for i in range(10)] + [
+            (f"span {span} bad {i}", "neg") for i in range(10)
+        ]
+        folder = tmp_path / "data" / f"span-{span}"
+        folder.mkdir(parents=True)
+        datasets.Dataset.from_dict({"text": [r[0] for r in rows], "label": [r[1] for r in rows]}).to_csv(
+            folder / "part.csv"
+        )
+    golden = tmp_path / "golden.csv"
+    datasets.Dataset.from_dict({"text": ["fine", "poor"], "label": ["pos", "neg"]}).to_csv(golden)
+    config = DatasetConfig(
+        name="csv",
+        split_files={"train": (f"{tmp_path}/data/span-{{SPAN}}/*.csv",), "test": (str(golden),)},
+        split_sources={"train": "train", "eval": "validation", "test": "test"},
+        span_window=2,
+    )
+    artifact = run_example_gen(tmp_path, config)
+    assert artifact.properties["span"].int_value == 3
+    assert json.loads(_custom(artifact, "spans")) == [2, 3]
+    assert len(_custom(artifact, "input_fingerprint")) == 32
+    train = read_split(artifact, "train") + read_split(artifact, "eval")
+    texts = {e.features.feature["text"].bytes_list.value[0].decode() for e in train}
+    assert {t.split()[1] for t in texts} == {"2", "3"}, "span 1 is outside the window"
+    assert len(texts) == 40
+    test = [e.features.feature["text"].bytes_list.value[0] for e in read_split(artifact, "test")]
+    assert sorted(test) == [b"fine", b"poor"]

@@ -109,6 +109,11 @@ def cloud_trigger(
     """Decides from Vertex's runs and submits the span's run. `span` given (an event) skips discovery."""
     from google.api_core.exceptions import AlreadyExists
 
+    if config.retraining.policy != "new_data":
+        raise ConfigError(
+            f"retraining.policy '{config.retraining.policy}' is local only for now: drift is measured against "
+            "the blessed model's data in the local ML Metadata. Use policy new_data on Vertex."
+        )
     available = [span] if span is not None else spans.available_spans(config.dataset)
     chosen = decision.decide(available, run_records(config, clients), config.retraining)
     if not chosen.train:

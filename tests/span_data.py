@@ -1,0 +1,58 @@
+"""Span folders of review-like CSV data with a controlled distribution, for retraining tests.
+
+Each text carries two sentiment words of its label among neutral filler, so a tiny BERT learns the task in
+one short epoch (and a model trained on shuffled labels learns nothing). Label balance and text length are
+parameters: drift tests shift exactly one of them.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+from pathlib import Path
+
+POSITIVE = ("wonderful", "moving", "brilliant", "funny", "charming", "superb", "delightful", "beautiful")
+NEGATIVE = ("tedious", "dull", "awful", "boring", "clumsy", "bland", "terrible", "lifeless")
+FILLER = ("the", "film", "story", "cast", "plot", "script", "with", "and", "a", "scenes", "director", "its")
+LABELS = ("rotten", "fresh")
+
+
+def reviews(count: int, seed: int, fresh_share: float = 0.5, words: tuple[int, int] = (6, 14)):
+    """`count` (text, label) rows; exactly round(count * fresh_share) are fresh."""
+    rng = random.Random(seed)
+    fresh = round(count * fresh_share)
+    labels = ["fresh"] * fresh + ["rotten"] * (count - fresh)
+    rng.shuffle(labels)
+    rows = []
+    for label in labels:
+        vocabulary = POSITIVE if label == "fresh" else NEGATIVE
+        text = [rng.choice(FILLER) for _ in range(rng.randint(*words))]
+        for word in rng.sample(vocabulary, 2):
+            text.insert(rng.randrange(len(text) + 1), word)
+        rows.append((" ".join(text), label))
+    return rows
+
+
+def shuffled_labels(rows, seed: int):
+    """The same texts with labels assigned at random: nothing left to learn."""
+    labels = [label for _, label in rows]
+    random.Random(seed).shuffle(labels)
+    return [(text, label) for (text, _), label in zip(rows, labels, strict=True)]
+
+
+def write_csv(path: Path, rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label"])
+        writer.writerows(rows)
+    return path
+
+
+def write_span(data_dir: Path, span: int, rows, marker: str = "_SUCCESS") -> Path:
+    """Writes span-<span>/part-0.csv, then the ready marker (the order a real upload uses)."""
+    folder = data_dir / f"span-{span}"
+    write_csv(folder / "part-0.csv", rows)
+    if marker:
+        (folder / marker).write_text("")
+    return folder
