@@ -208,7 +208,13 @@ def cmd_trigger(args: argparse.Namespace) -> int:
             raise configs.ConfigError("on Vertex, retrain on storage events or a schedule instead of watching")
         credentials, clients = _cloud_context(args, config)
         result = cloud_trigger(
-            config, args.template, clients, credentials, dry_run=args.dry_run or args.action == "check"
+            config,
+            args.template,
+            clients,
+            credentials,
+            span=args.span,
+            dry_run=args.dry_run or args.action == "check",
+            ask_vertex=not args.dry_run,
         )
         for line in _decision_lines(result.decision):
             print(line)
@@ -220,11 +226,11 @@ def cmd_trigger(args: argparse.Namespace) -> int:
         return 0
     config = configs.load_config(args.config, overrides)
     if args.action == "check":
-        for line in _decision_lines(local_trigger.check(config, measure_drift=args.drift)):
+        for line in _decision_lines(local_trigger.check(config, measure_drift=args.drift, span=args.span)):
             print(line)
         return 0
     if args.action == "run":
-        result = local_trigger.trigger_run(config, verbose=args.verbose)
+        result = local_trigger.trigger_run(config, verbose=args.verbose, span=args.span)
         if result.summary is not None:
             print()
             print(result.summary.render())
@@ -409,6 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
         trigger.add_argument(flag, type=kind, help=text)
     trigger.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key")
     trigger.add_argument("--no-cache", action="store_true", help=argparse.SUPPRESS)
+    trigger.add_argument("--span", type=int, help="decide about this span only (default: the newest span)")
     trigger.add_argument("--drift", action="store_true", help="check: also measure drift under the new_data policy")
     trigger.add_argument("--interval", type=float, help="watch: seconds between polls (retraining.poll_seconds)")
     trigger.add_argument("--max-polls", type=int, help="watch: stop after this many polls")
@@ -439,6 +446,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from google.api_core.exceptions import GoogleAPIError
+
     from components.hf_example_gen.sources import DatasetSourceError
     from components.hf_example_gen.spans import SpanError
     from components.hf_example_gen.splitting import DatasetContentError
@@ -454,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ModelFilesError, UnsupportedTokenizerError, DatasetSourceError, DatasetContentError, SpanError) as error:
         print(f"hftfx: {error}", file=sys.stderr)
         return 2
+    except GoogleAPIError as error:
+        print(f"hftfx: the Google Cloud request failed, nothing was changed: {error}", file=sys.stderr)
+        return 1
     except RuntimeError as error:
         if type(error).__name__ not in ("CredentialsError", "PipelineRootBusyError", "WeightsError"):
             raise

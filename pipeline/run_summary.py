@@ -206,7 +206,9 @@ def _read_metrics(
         for sub_key, metrics in by_output.get("", {}).items():
             for name, value in metrics.items():
                 number = _metric_value(value)
-                if number is not None and (sub_key == "" or name.startswith("macro")):
+                # *_diff metrics (candidate minus baseline) are not the model's own; the baseline's are read apart.
+                own = not name.endswith("_diff")
+                if number is not None and own and (sub_key == "" or name.startswith("macro")):
                     values[rename.get(name, name)] = number
         if not slice_key:
             overall = values

@@ -268,3 +268,14 @@ def test_schedule_cli_dry_run_prints_the_request(template, capsys):
     printed = json.loads(capsys.readouterr().out)
     assert printed["schedule"]["cron"] == "0 3 * * 1"
     assert cli.main(["schedule", "create", "--cron", "daily", "--template", template, "--dry-run"]) == 2
+
+
+def test_trigger_cli_dry_run_shows_the_request_without_asking_vertex(template, capsys):
+    code = cli.main(["trigger", "run", "--cloud", "--template", template, "--span", "7", "--dry-run"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("decision:  train span 7\n")
+    assert "(dry run: past runs on Vertex not asked)" in out
+    request = json.loads(out[out.index("{") :])
+    assert request["pipeline_job_id"] == "hf-text-classifier-span-7-try-1"
+    assert request["pipeline_job"]["runtimeConfig"]["parameterValues"]["span"] == 7

@@ -1,10 +1,14 @@
-"""Retraining for real: spans arrive one by one and `hftfx trigger` runs the whole tiny-BERT pipeline for each.
+"""Retraining for real: spans arrive one by one and `hftfx trigger` runs the whole pipeline for each.
 
 One scenario (a module fixture) drives real LocalDagRunner runs on one pipeline root and ML Metadata sqlite:
 no span -> nothing; span 1 -> a run; the same trigger again -> nothing; span 2 -> a run; span 3 with two
 `hftfx trigger run` processes started together -> one run; a lock holder SIGKILLed -> the next trigger is
 not blocked; span 4 with shuffled labels -> a run whose model is worse on the fixed test set, so it is not
 blessed and the serving dir keeps the previous version. Drift is then measured against that history.
+
+The pretrained MiniLM is fine-tuned here, not the tiny random BERT of the other e2e tests: 17 steps give it
+test AUC 1.0 on these spans, while the tiny BERT's AUC wandered between 0.36 and 0.98 from span to span,
+which would make "a worse model is not blessed" a coin toss.
 """
 
 import dataclasses
@@ -28,11 +32,11 @@ pytestmark = pytest.mark.e2e
 SPAN_ROWS, TEST_ROWS = 320, 160
 
 
-def retraining_overrides(workdir, model_dir, data_dir) -> dict:
+def retraining_overrides(workdir, data_dir) -> dict:
     return {
         "pipeline_root": str(workdir / "pipeline"),
         "serving_dir": str(workdir / "serving"),
-        "model": {"name": str(model_dir), "max_seq_length": 32},
+        "model": {"max_seq_length": 32},  # the packaged pretrained MiniLM
         "dataset": {
             "name": "csv",
             "split_files": {"train": [f"{data_dir}/span-{{SPAN}}/*.csv"], "test": [str(workdir / "golden.csv")]},
@@ -40,7 +44,7 @@ def retraining_overrides(workdir, model_dir, data_dir) -> dict:
             "label_names": ["rotten", "fresh"],
             "ready_marker": "_SUCCESS",
         },
-        "training": {"batch_size": 16, "learning_rate": 1e-3},
+        "training": {"batch_size": 16, "learning_rate": 1e-4},
         "evaluation": {"min_accuracy": 0.0, "min_auc": 0.0, "max_auc_regression": 0.0},
     }
 
@@ -58,11 +62,11 @@ def serving_versions(config):
 
 
 @pytest.fixture(scope="module")
-def scenario(tmp_path_factory, tiny_bert_dir):
+def scenario(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("retraining")
     data_dir = workdir / "data"
     span_data.write_csv(workdir / "golden.csv", span_data.reviews(TEST_ROWS, seed=1000))
-    overrides = retraining_overrides(workdir, tiny_bert_dir, data_dir)
+    overrides = retraining_overrides(workdir, data_dir)
     config_file = workdir / "retraining.yaml"
     config_file.write_text(yaml.safe_dump(overrides))
     config = configs.load_config(config_file)
@@ -223,7 +227,7 @@ def test_trigger_check_cli_prints_the_distances(scenario, tmp_path):
     )
     out = subprocess.run(
         [sys.executable, "-m", "pipeline.cli", "trigger", "check", "--drift",
-         "--set", f"pipeline_root={config.pipeline_root}", "--set", f"model.name={config.model.name}",
+         "--set", f"pipeline_root={config.pipeline_root}",
          "--set", "dataset.name=csv", "--set", f"dataset.split_files={split_files}",
          "--set", "dataset.split_sources={train: train, eval: validation, test: test}",
          "--set", "dataset.label_names=[rotten, fresh]"],

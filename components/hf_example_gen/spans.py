@@ -74,7 +74,7 @@ def available_spans(config: DatasetConfig) -> dict[int, dict[str, list[str]]]:
             if SPAN_TOKEN not in pattern:
                 continue
             regex = _pattern_regex(pattern)
-            for path in sorted(fileio.glob(pattern.replace(SPAN_TOKEN, "*"))):
+            for path in _glob(pattern.replace(SPAN_TOKEN, "*")):
                 match = regex.match(path)
                 if not match:
                     continue
@@ -82,6 +82,19 @@ def available_spans(config: DatasetConfig) -> dict[int, dict[str, list[str]]]:
                     continue
                 found.setdefault(int(match.group(1)), {}).setdefault(pattern, []).append(path)
     return dict(sorted(found.items()))
+
+
+def _glob(pattern: str) -> list[str]:
+    import tensorflow as tf
+
+    try:
+        return sorted(fileio.glob(pattern))
+    except (OSError, tf.errors.OpError) as error:
+        message = getattr(error, "message", None) or str(error)
+        raise SpanError(
+            f"could not list {pattern}: {message.splitlines()[0]}. Check the path and your access to it, "
+            "or name the span to use (--span N) so nothing has to be listed."
+        ) from error
 
 
 @dataclasses.dataclass(frozen=True)

@@ -40,8 +40,13 @@ def run_records(config: PipelineConfig, lock_held: bool) -> list[decision.RunRec
     return records
 
 
-def check(config: PipelineConfig, *, lock_held: bool = False, measure_drift: bool = False) -> decision.Decision:
-    """The decision, without running anything. Drift is measured under the drift policy or when asked."""
+def check(
+    config: PipelineConfig, *, lock_held: bool = False, measure_drift: bool = False, span: int | None = None
+) -> decision.Decision:
+    """The decision, without running anything. Drift is measured under the drift policy or when asked.
+
+    `span` limits the decision to that span (it must exist), as a storage event does.
+    """
     require_spans(config)
     from pipeline.retraining import drift
 
@@ -52,6 +57,10 @@ def check(config: PipelineConfig, *, lock_held: bool = False, measure_drift: boo
             return drift.measure(config, span)
 
     available = spans.available_spans(config.dataset)
+    if span is not None:
+        if span not in available:
+            raise spans.SpanError(f"span {span} has no (ready) data; available spans: {sorted(available)}")
+        available = {span: available[span]}
     return decision.decide(available, run_records(config, lock_held), config.retraining, drift_check)
 
 
@@ -61,7 +70,9 @@ class TriggerResult:
     summary: RunSummary | None = None  # the run it started, if any
 
 
-def trigger_run(config: PipelineConfig, *, stream=sys.stdout, verbose: bool = False) -> TriggerResult:
+def trigger_run(
+    config: PipelineConfig, *, stream=sys.stdout, verbose: bool = False, span: int | None = None
+) -> TriggerResult:
     """Decides and, if the decision is to train, runs the pipeline for that span, all under the lock."""
     from pipeline.local_runner import run_local
 
@@ -69,7 +80,7 @@ def trigger_run(config: PipelineConfig, *, stream=sys.stdout, verbose: bool = Fa
     preflight.check_paths(config)
     try:
         with preflight.pipeline_root_lock(config.pipeline_root):
-            chosen = check(config, lock_held=True)
+            chosen = check(config, lock_held=True, span=span)
             print(f"[trigger] {chosen.action}: {chosen.reason}", file=stream, flush=True)
             if not chosen.train:
                 return TriggerResult(chosen)

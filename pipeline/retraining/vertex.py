@@ -105,8 +105,13 @@ def cloud_trigger(
     span: int | None = None,
     trigger: str = "cli",
     dry_run: bool = False,
+    ask_vertex: bool = True,
 ) -> CloudTriggerResult:
-    """Decides from Vertex's runs and submits the span's run. `span` given (an event) skips discovery."""
+    """Decides from Vertex's runs and submits the span's run. `span` given (an event) skips discovery.
+
+    `dry_run` builds the request and sends nothing; without `ask_vertex` past runs are not listed either
+    (offline: the span is taken as new), so the exact request can be seen without credentials.
+    """
     from google.api_core.exceptions import AlreadyExists
 
     if config.retraining.policy != "new_data":
@@ -115,7 +120,9 @@ def cloud_trigger(
             "the blessed model's data in the local ML Metadata. Use policy new_data on Vertex."
         )
     available = [span] if span is not None else spans.available_spans(config.dataset)
-    chosen = decision.decide(available, run_records(config, clients), config.retraining)
+    chosen = decision.decide(available, run_records(config, clients) if ask_vertex else [], config.retraining)
+    if not ask_vertex:
+        chosen = dataclasses.replace(chosen, reason=f"{chosen.reason} (dry run: past runs on Vertex not asked)")
     if not chosen.train:
         return CloudTriggerResult(chosen)
     request = span_job_request(config, template, chosen.span, chosen.attempt, credentials, trigger)
