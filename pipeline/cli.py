@@ -236,7 +236,11 @@ def cmd_trigger(args: argparse.Namespace) -> int:
             print(result.summary.render())
             print(f"\nreport: {_write_report(config, result.summary.run_id)}")
         return 0
-    runs = local_trigger.watch(config, interval=args.interval, max_polls=args.max_polls, verbose=args.verbose)
+    try:
+        runs = local_trigger.watch(config, interval=args.interval, max_polls=args.max_polls, verbose=args.verbose)
+    except KeyboardInterrupt:
+        print("\n[trigger] watch stopped; an interrupted run is retried by the next trigger")
+        return 130
     print(f"[trigger] watch stopped after {args.max_polls} polls; {runs} run(s) started")
     return 0
 

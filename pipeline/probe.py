@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from components.hf_example_gen import sources, spans, splitting
+from components.hf_example_gen import sources, spans
 from models.pretrained import model_files, read_config, resolve_model_dir
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ConfigError, PipelineConfig
@@ -37,15 +37,12 @@ def probe_model(config: PipelineConfig) -> None:
 def probe(config: PipelineConfig) -> ProbeResult:
     """Runs the model checks and the ExampleGen's own data checks (no Beam, no TFRecords)."""
     probe_model(config)
-    concrete, window = config.dataset, ()
-    if spans.is_spanned(config.dataset):
-        selection = spans.select(config.dataset)
-        concrete, window = selection.config, selection.window
-    prepared = splitting.prepare(sources.load_source(concrete), concrete)
-    dataset = dataclasses.replace(config.dataset, label_names=tuple(prepared.label_names), span=concrete.span)
+    read = sources.read_dataset(config.dataset)
+    labels = tuple(read.prepared.label_names)
+    dataset = dataclasses.replace(config.dataset, label_names=labels, span=read.config.span)
     return ProbeResult(
         config=dataclasses.replace(config, dataset=dataset),
-        split_sizes={name: len(rows.texts) for name, rows in prepared.rows.items()},
-        window=window,
-        input_fingerprint=spans.files_fingerprint(concrete),
+        split_sizes={name: len(rows.texts) for name, rows in read.prepared.rows.items()},
+        window=read.window,
+        input_fingerprint=spans.files_fingerprint(read.config),
     )

@@ -53,6 +53,7 @@ class RunSummary:
     span: int | None = None  # the span the run is named after (the newest it read)
     spans: list[int] = dataclasses.field(default_factory=list)  # every span it read
     started_ms: int = 0  # when the run's first execution was created (ms since the epoch)
+    examples_uri: str | None = None  # what the ExampleGen wrote (drift compares new data with it)
 
     @property
     def outcome(self) -> str:
@@ -287,7 +288,7 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
         None,
         None,
     )
-    baseline_metrics, span, spans = {}, None, []
+    baseline_metrics, span, spans, examples_uri = {}, None, [], None
     for execution in executions:
         name = _node_name(store, execution, pipeline_name)
         seconds = (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1000
@@ -295,6 +296,7 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
         outputs = _outputs(store, execution)
         if "examples" in outputs and _custom(outputs["examples"], SPLIT_COUNTS_PROPERTY):
             examples = outputs["examples"]
+            examples_uri = examples.uri
             split_counts = json.loads(_custom(examples, SPLIT_COUNTS_PROPERTY))
             label_names = json.loads(_custom(examples, LABEL_NAMES_PROPERTY) or "[]")
             span = examples.properties["span"].int_value if "span" in examples.properties else None
@@ -325,6 +327,7 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
         span=span,
         spans=spans,
         started_ms=executions[0].create_time_since_epoch if executions else run.create_time_since_epoch,
+        examples_uri=examples_uri,
     )
 
 

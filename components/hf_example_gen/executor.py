@@ -20,7 +20,7 @@ from tfx.dsl.components.base import base_beam_executor
 from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 
-from components.hf_example_gen import sources, spans, splitting
+from components.hf_example_gen import sources, spans
 from pipeline.configs import TFX_SPLITS, DatasetConfig, load_dataset_config, to_dict
 
 LABEL_NAMES_PROPERTY = "label_names"
@@ -56,15 +56,12 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             config = dataclasses.replace(config, revision=exec_properties["revision"])
         if exec_properties.get("span"):
             config = dataclasses.replace(config, span=int(exec_properties["span"]))
-        window = (config.span,)
-        if spans.is_spanned(config):
-            selection = spans.select(config)
-            config, window = selection.config, selection.window
-            logging.info("span %d: reading spans %s", selection.span, list(window))
+        read = sources.read_dataset(config)
+        config, prepared, window = read.config, read.prepared, read.window or (config.span,)
+        if read.window:
+            logging.info("span %d: reading spans %s", config.span, list(window))
         span = config.span
         examples = artifact_utils.get_single_instance(output_dict["examples"])
-
-        prepared = splitting.prepare(sources.load_source(config), config)
         names, rows = prepared.label_names, prepared.rows
         for name in TFX_SPLITS:
             logging.info("split %s: %d examples from %s", name, len(rows[name].texts), prepared.origin[name])

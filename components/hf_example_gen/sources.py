@@ -5,6 +5,7 @@ Every source comes back as a `datasets.DatasetDict`, so the rest of the ExampleG
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import importlib.metadata
 import os
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import datasets
 
+from components.hf_example_gen import spans, splitting
 from components.hf_example_gen.spans import SPAN_TOKEN
 from pipeline.configs import DatasetConfig
 
@@ -86,3 +88,21 @@ def load_source(config: DatasetConfig) -> datasets.DatasetDict:
     if not isinstance(loaded, datasets.DatasetDict):
         loaded = datasets.DatasetDict({"train": loaded})
     return loaded
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetRead:
+    """A dataset as one run reads it: spans resolved, every ExampleGen check passed."""
+
+    config: DatasetConfig  # concrete: `span` resolved, {SPAN} patterns replaced by the files of the window
+    window: tuple[int, ...]  # the spans read; empty for data without spans
+    prepared: splitting.PreparedDataset
+
+
+def read_dataset(config: DatasetConfig) -> DatasetRead:
+    """Resolves spans, loads and prepares: what the ExampleGen, the probe and the drift check all read."""
+    window: tuple[int, ...] = ()
+    if spans.is_spanned(config):
+        selection = spans.select(config)
+        config, window = selection.config, selection.window
+    return DatasetRead(config, window, splitting.prepare(load_source(config), config))

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import json
 import os
 
-from components.hf_example_gen import sources, spans, splitting
-from components.hf_example_gen.executor import LABEL_NAME_FEATURE, SPANS_PROPERTY, TEXT_FEATURE
+from components.hf_example_gen import sources
+from components.hf_example_gen.executor import LABEL_NAME_FEATURE, TEXT_FEATURE
 from pipeline.configs import PipelineConfig, RetrainingConfig
 from pipeline.retraining.decision import DriftReport, FeatureDrift
-from pipeline.run_summary import _custom, _node_name, _outputs, open_store, run_contexts
+from pipeline.run_summary import summarize_all
 
 TEXT_LENGTH, TOKEN_COUNT = "text_length", "token_count"
 
@@ -30,17 +29,9 @@ class Baseline:
 
 def blessed_baseline(sqlite_path: str, pipeline_name: str) -> Baseline | None:
     """The examples of the newest run whose model was blessed (what LatestBlessedModelStrategy serves)."""
-    if not os.path.exists(sqlite_path):
-        return None
-    store = open_store(sqlite_path)
-    for run in reversed(run_contexts(store, pipeline_name)):
-        outputs_by_node = {
-            _node_name(store, e, pipeline_name): _outputs(store, e) for e in store.get_executions_by_context(run.id)
-        }
-        blessing = outputs_by_node.get("Evaluator", {}).get("blessing")
-        examples = outputs_by_node.get("HFDatasetExampleGen", {}).get("examples")
-        if blessing is not None and _custom(blessing, "blessed") and examples is not None:
-            return Baseline(run.name, examples.uri, tuple(json.loads(_custom(examples, SPANS_PROPERTY) or "[]")))
+    for run in reversed(summarize_all(sqlite_path, pipeline_name, with_metrics=False)):
+        if run.blessed and run.examples_uri:
+            return Baseline(run.run_id, run.examples_uri, tuple(run.spans))
     return None
 
 
@@ -59,8 +50,7 @@ def read_examples(examples_uri: str, split: str = "train") -> tuple[list[str], l
 
 def read_span(config: PipelineConfig, span: int) -> tuple[list[str], list[str]]:
     """Texts and label names of the train split one span alone would give (the ExampleGen's own checks)."""
-    selection = spans.select(dataclasses.replace(config.dataset, span=span, span_window=1))
-    prepared = splitting.prepare(sources.load_source(selection.config), selection.config)
+    prepared = sources.read_dataset(dataclasses.replace(config.dataset, span=span, span_window=1)).prepared
     train = prepared.rows["train"]
     return train.texts, [prepared.label_names[i] for i in train.label_ids]
 
