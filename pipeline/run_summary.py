@@ -278,57 +278,46 @@ def summarize_all(sqlite_path: str, pipeline_name: str, with_metrics: bool = Tru
 
 
 def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metrics: bool = True) -> RunSummary:
+    """One run, filled in from each execution's outputs as ML Metadata recorded them."""
     executions = sorted(store.get_executions_by_context(run.id), key=lambda e: e.create_time_since_epoch)
-    components, split_counts, label_names = [], {}, []
-    metrics, slices, blessed, reason, pushed_dir, pushed_version = (
-        {},
-        {},
-        None,
-        "the Evaluator did not run",
-        None,
-        None,
+    summary = RunSummary(
+        pipeline_name=pipeline_name,
+        run_id=run.name,
+        components=[],
+        split_counts={},
+        label_names=[],
+        metrics={},
+        blessed=None,
+        blessing_reason="the Evaluator did not run",
+        pushed_dir=None,
+        pushed_version=None,
+        started_ms=executions[0].create_time_since_epoch if executions else run.create_time_since_epoch,
     )
-    baseline_metrics, span, spans, examples_uri = {}, None, [], None
     for execution in executions:
         name = _node_name(store, execution, pipeline_name)
         seconds = (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1000
-        components.append(ComponentRun(name, _STATE_NAMES.get(execution.last_known_state, "?"), seconds))
+        summary.components.append(ComponentRun(name, _STATE_NAMES.get(execution.last_known_state, "?"), seconds))
         outputs = _outputs(store, execution)
         if "examples" in outputs and _custom(outputs["examples"], SPLIT_COUNTS_PROPERTY):
             examples = outputs["examples"]
-            examples_uri = examples.uri
-            split_counts = json.loads(_custom(examples, SPLIT_COUNTS_PROPERTY))
-            label_names = json.loads(_custom(examples, LABEL_NAMES_PROPERTY) or "[]")
-            span = examples.properties["span"].int_value if "span" in examples.properties else None
-            spans = json.loads(_custom(examples, SPANS_PROPERTY) or "[]") or ([span] if span is not None else [])
+            summary.examples_uri = examples.uri
+            summary.split_counts = json.loads(_custom(examples, SPLIT_COUNTS_PROPERTY))
+            summary.label_names = json.loads(_custom(examples, LABEL_NAMES_PROPERTY) or "[]")
+            summary.span = examples.properties["span"].int_value if "span" in examples.properties else None
+            recorded = json.loads(_custom(examples, SPANS_PROPERTY) or "[]")
+            summary.spans = recorded or ([summary.span] if summary.span is not None else [])
         if "blessing" in outputs and "evaluation" in outputs:
-            blessed = bool(_custom(outputs["blessing"], "blessed"))
-            reason = "see the run report"
+            summary.blessed = bool(_custom(outputs["blessing"], "blessed"))
+            summary.blessing_reason = "see the run report"
             if with_metrics:
-                metrics, slices = _read_metrics(outputs["evaluation"].uri, max(len(label_names), 2))
-                baseline_metrics, _ = _read_metrics(outputs["evaluation"].uri, max(len(label_names), 2), "baseline")
-                reason = _blessing_reason(outputs["evaluation"].uri, blessed)
+                uri, num_labels = outputs["evaluation"].uri, max(len(summary.label_names), 2)
+                summary.metrics, summary.slices = _read_metrics(uri, num_labels)
+                summary.baseline_metrics, _ = _read_metrics(uri, num_labels, "baseline")
+                summary.blessing_reason = _blessing_reason(uri, summary.blessed)
         if "pushed_model" in outputs and _custom(outputs["pushed_model"], "pushed"):
-            pushed_dir = _custom(outputs["pushed_model"], "pushed_destination")
-            pushed_version = _custom(outputs["pushed_model"], "pushed_version")
-    return RunSummary(
-        pipeline_name=pipeline_name,
-        run_id=run.name,
-        components=components,
-        split_counts=split_counts,
-        label_names=label_names,
-        metrics=metrics,
-        slices=slices,
-        blessed=blessed,
-        blessing_reason=reason,
-        pushed_dir=pushed_dir,
-        pushed_version=pushed_version,
-        baseline_metrics=baseline_metrics,
-        span=span,
-        spans=spans,
-        started_ms=executions[0].create_time_since_epoch if executions else run.create_time_since_epoch,
-        examples_uri=examples_uri,
-    )
+            summary.pushed_dir = _custom(outputs["pushed_model"], "pushed_destination")
+            summary.pushed_version = _custom(outputs["pushed_model"], "pushed_version")
+    return summary
 
 
 RUN_COLUMNS = (("run", 28), ("started (UTC)", 17), ("spans", 9), ("outcome", 12), ("accuracy", 9), ("auc", 7))
