@@ -41,10 +41,9 @@ def check_template(template: str | Path, config: PipelineConfig) -> dict:
     name = spec.get("pipelineInfo", {}).get("name")
     if name != config.pipeline_name:
         raise ConfigError(f"{path} holds pipeline '{name}', not '{config.pipeline_name}'; recompile it")
-    compiled = _compiled_dataset(spec)
-    if compiled is not None and compiled != to_dict(config.dataset):
-        changed = sorted(k for k in compiled.keys() | to_dict(config.dataset).keys()
-                         if compiled.get(k) != to_dict(config.dataset).get(k))  # fmt: skip
+    compiled, expected = _compiled_dataset(spec), to_dict(config.dataset)
+    if compiled is not None and compiled != expected:
+        changed = sorted(k for k in compiled.keys() | expected.keys() if compiled.get(k) != expected.get(k))
         raise ConfigError(
             f"{path} was compiled from another dataset config (differs in {changed}); "
             f"recompile it from this config with `hftfx compile --config ... --output {path}`"

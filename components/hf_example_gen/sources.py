@@ -56,8 +56,11 @@ def load_source(config: DatasetConfig) -> datasets.DatasetDict:
     if local.is_dir() and ((local / "dataset_dict.json").exists() or (local / "state.json").exists()):
         loaded = datasets.load_from_disk(str(local))
         return loaded if isinstance(loaded, datasets.DatasetDict) else datasets.DatasetDict({"train": loaded})
-    data_files = {split: list(files) for split, files in config.split_files.items()} or list(config.data_files)
-    every_file = [f for files in config.split_files.values() for f in files] or list(config.data_files)
+    by_split = spans.patterns(config)
+    data_files = (
+        {split: list(files) for split, files in by_split.items()} if config.split_files else list(config.data_files)
+    )
+    every_file = [f for files in by_split.values() for f in files]
     unresolved = [f for f in every_file if SPAN_TOKEN in f]
     if unresolved:
         raise DatasetSourceError(f"{unresolved} still hold {SPAN_TOKEN}: resolve the span first (spans.select)")
