@@ -9,6 +9,10 @@
 #
 # Knobs: HFTFX_ENV_CACHE (cache folder), HFTFX_ENV_MODE (host|userland, default: detected),
 # HFTFX_DEBIAN_MIRROR (default http://deb.debian.org/debian).
+#
+# Certificates: every download trusts the machine's own store, so a network that inspects TLS with a CA the
+# machine trusts works with no variables set. uv ships its own roots unless told UV_NATIVE_TLS=1; pip and
+# Python's ssl read the system bundle (inside the userland, the host's bundle bound at the same path).
 
 HFTFX_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 HFTFX_ENV_CACHE=${HFTFX_ENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hf-tfx-pipeline}
@@ -17,7 +21,33 @@ HFTFX_USERLAND_SUITE=trixie
 HFTFX_USERLAND_PACKAGES=python3,python3-venv,python3-dev,g++,ca-certificates
 HFTFX_DEBIAN_MIRROR=${HFTFX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
+# How every uv call of the project runs: the system trust store, our cache, no interpreter downloads.
+HFTFX_UV_ENV=(UV_NATIVE_TLS=1 UV_CACHE_DIR="$HFTFX_ENV_CACHE/uv-cache" UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1)
+
 _say() { printf '[hftfx env] %s\n' "$*" >&2; }
+# The system CA bundle (Debian/Ubuntu, Fedora/RHEL, openSUSE, Alpine paths), or nothing on a host without one.
+_system_ca_bundle() {
+  local ca
+  for ca in "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt /etc/pki/tls/certs/ca-bundle.crt \
+    /etc/ssl/ca-bundle.pem /etc/ssl/cert.pem; do
+    [ -n "$ca" ] && [ -f "$ca" ] && { echo "$ca"; return 0; }
+  done
+  return 0
+}
+# Runs "$@" with its stderr shown and copied to the file $1; returns the command's status.
+_run_logged() {
+  local log=$1 rc
+  shift
+  { "$@" 2>&1 1>&3 3>&- | tee "$log" 1>&2 3>&-; rc=${PIPESTATUS[0]}; } 3>&1
+  return "$rc"
+}
+# One line a person can act on when a download failed on certificates or a proxy.
+_tls_hint() {
+  grep -qiE 'certificate|UnknownIssuer|SSL|tls|proxy' "$1" 2>/dev/null || return 0
+  _say "the download failed on TLS or a proxy: make sure the CA that signs your network's certificates is in the" \
+    "system store ($(_system_ca_bundle)) and, behind a proxy, that HTTPS_PROXY is set; uv already runs with" \
+    "UV_NATIVE_TLS=1 (the system store)"
+}
 _die() { printf '[hftfx env] error: %s\n' "$*" >&2; exit 1; }
 _hash() { sha256sum | cut -c1-16; }
 
@@ -52,9 +82,13 @@ _ensure_uv() {
   _say "installing uv $HFTFX_UV_VERSION into $HFTFX_ENV_CACHE/tools"
   local staging="$HFTFX_ENV_CACHE/tools/.uv-$HFTFX_UV_VERSION.$$"
   rm -rf "$staging"
-  python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
-    --target "$staging" "uv==$HFTFX_UV_VERSION" \
-    || _die "could not install uv with 'python3 -m pip'; install uv $HFTFX_UV_VERSION or python3-pip first"
+  local ca log="$HFTFX_ENV_CACHE/tools/pip-uv.log"
+  local -a cert=()
+  ca=$(_system_ca_bundle)
+  [ -n "$ca" ] && cert=(--cert "$ca")
+  _run_logged "$log" python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+    "${cert[@]}" --target "$staging" "uv==$HFTFX_UV_VERSION" \
+    || { _tls_hint "$log"; _die "could not install uv with 'python3 -m pip'; install uv $HFTFX_UV_VERSION or python3-pip first"; }
   mv -T "$staging" "$HFTFX_ENV_CACHE/tools/uv-$HFTFX_UV_VERSION"
 }
 
@@ -106,9 +140,8 @@ _exec_in() {
     --unsetenv PYTHONHOME --die-with-parent --chdir "$PWD"
   )
   local ca
-  for ca in "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt; do
-    [ -f "$ca" ] && { args+=(--ro-bind "$ca" /etc/ssl/certs/ca-certificates.crt); break; }
-  done
+  ca=$(_system_ca_bundle)
+  [ -n "$ca" ] && args+=(--ro-bind "$ca" /etc/ssl/certs/ca-certificates.crt)
   local i
   for ((i = 0; i < ${#vars[@]}; i += 2)); do args+=(--setenv "${vars[i]}" "${vars[i + 1]}"); done
   # Certificate variables may name host paths: point them at the bound bundle inside.
@@ -128,10 +161,11 @@ _ensure_venv() {
   [ -f "$HFTFX_VENV/.hftfx-complete" ] && return 0
   _say "installing the locked stack into $HFTFX_VENV"
   rm -rf "$HFTFX_VENV"
-  local -a sync=(env UV_PROJECT_ENVIRONMENT="$HFTFX_VENV" UV_CACHE_DIR="$HFTFX_ENV_CACHE/uv-cache"
-    UV_PYTHON="$python" UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1
+  local -a sync=(env "${HFTFX_UV_ENV[@]}" UV_PROJECT_ENVIRONMENT="$HFTFX_VENV" UV_PYTHON="$python"
     "$HFTFX_UV" sync --frozen --no-install-project --project "$HFTFX_ROOT")
-  ( HFTFX_ENV_DESCRIPTION=setup; _exec_in "${sync[@]}" ) || _die "uv sync failed (see above)"
+  local log="$HFTFX_ENV_CACHE/uv-sync.log"
+  HFTFX_ENV_DESCRIPTION=setup _run_logged "$log" _exec_in "${sync[@]}" \
+    || { _tls_hint "$log"; _die "uv sync failed (see above)"; }
   touch "$HFTFX_VENV/.hftfx-complete"
 }
 
