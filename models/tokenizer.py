@@ -93,8 +93,34 @@ def normalize(texts: tf.Tensor, spec: TokenizerSpec) -> tf.Tensor:
     return texts
 
 
+def longest_first_lengths(first: tf.Tensor, second: tf.Tensor, budget: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """Token counts each segment keeps under HF's `longest_first` truncation of a pair.
+
+    Hand-written because tensorflow_text's trimmers break ties differently: this is the closed form of
+    the `tokenizers` library (utils/truncation.rs): the shorter segment keeps all its tokens while it fits in
+    half the budget, the longer takes the rest; otherwise both get half, the longer (the second on a tie)
+    the odd token.
+    """
+    fits = first + second <= budget
+    swap = first > second
+    short, long = tf.minimum(first, second), tf.maximum(first, second)
+    half = tf.constant(budget // 2, first.dtype)
+    short_kept = tf.where(short <= budget - short, short, half)
+    long_kept = tf.where(short <= budget - short, budget - short, budget - half)
+    first_kept = tf.where(fits, first, tf.where(swap, long_kept, short_kept))
+    second_kept = tf.where(fits, second, tf.where(swap, short_kept, long_kept))
+    return first_kept, second_kept
+
+
+def _keep_first(pieces: tf.RaggedTensor, counts: tf.Tensor) -> tf.RaggedTensor:
+    """The first counts[i] tokens of each row."""
+    positions = tf.ragged.range(pieces.row_lengths())
+    return tf.ragged.boolean_mask(pieces, positions < tf.expand_dims(counts, -1))
+
+
 class InGraphTokenizer:
-    """texts [N] -> fixed-length input_ids / attention_mask (/ token_type_ids) and the untruncated length."""
+    """texts [N] (and text_pairs [N]) -> fixed-length input_ids / attention_mask (/ token_type_ids) and the
+    untruncated token count ([CLS] a [SEP] b [SEP] for pairs, as HF builds it)."""
 
     def __init__(self, spec: TokenizerSpec, max_seq_length: int, vocab_path: str | tf.Tensor | None = None):
         self.spec = spec
@@ -107,17 +133,25 @@ class InGraphTokenizer:
             normalization_form=None,
         )
 
-    def __call__(self, texts: tf.Tensor) -> dict[str, tf.Tensor]:
-        texts = tf.reshape(texts, [-1])
-        pieces = self._wordpiece.tokenize(normalize(texts, self.spec)).merge_dims(-2, -1)
-        token_count = pieces.row_lengths()
-        ids, segments = tf_text.combine_segments(
-            [pieces[:, : self.max_seq_length - 2]],
-            start_of_sequence_id=self.spec.cls_id,
-            end_of_segment_id=self.spec.sep_id,
+    def _pieces(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        return self._wordpiece.tokenize(normalize(tf.reshape(texts, [-1]), self.spec)).merge_dims(-2, -1)
+
+    def __call__(self, texts: tf.Tensor, text_pairs: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
+        pieces = self._pieces(texts)
+        if text_pairs is None:
+            token_count = pieces.row_lengths()
+            segments = [pieces[:, : self.max_seq_length - 2]]
+        else:
+            second = self._pieces(text_pairs)
+            first_count, second_count = pieces.row_lengths(), second.row_lengths()
+            token_count = first_count + second_count
+            kept_first, kept_second = longest_first_lengths(first_count, second_count, self.max_seq_length - 3)
+            segments = [_keep_first(pieces, kept_first), _keep_first(second, kept_second)]
+        ids, segment_ids = tf_text.combine_segments(
+            segments, start_of_sequence_id=self.spec.cls_id, end_of_segment_id=self.spec.sep_id
         )
         input_ids, attention_mask = tf_text.pad_model_inputs(ids, self.max_seq_length, pad_value=self.spec.pad_id)
-        token_type_ids, _ = tf_text.pad_model_inputs(segments, self.max_seq_length)
+        token_type_ids, _ = tf_text.pad_model_inputs(segment_ids, self.max_seq_length)
         features = {
             "input_ids": input_ids,
             "attention_mask": attention_mask,

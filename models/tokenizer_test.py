@@ -39,9 +39,9 @@ def spec(packaged_model_dir):
     return tokenizer_spec(packaged_model_dir)
 
 
-def _compare(texts, spec, hf_tokenizer, max_len):
-    ours = InGraphTokenizer(spec, max_len)(tf.constant(texts))
-    theirs = hf_tokenizer(texts, padding="max_length", truncation=True, max_length=max_len)
+def _compare(texts, spec, hf_tokenizer, max_len, pairs=None):
+    ours = InGraphTokenizer(spec, max_len)(tf.constant(texts), None if pairs is None else tf.constant(pairs))
+    theirs = hf_tokenizer(texts, pairs, padding="max_length", truncation="longest_first", max_length=max_len)
     for key in ("input_ids", "attention_mask", "token_type_ids"):
         expected = np.array(theirs[key])
         actual = ours[key].numpy()
@@ -55,6 +55,23 @@ def test_parity_with_hf_on_the_whole_corpus_and_edge_cases(spec, hf_tokenizer, m
     corpus = packaged_rotten_tomatoes()["train"]["text"]
     assert len(corpus) >= 500
     _compare(list(corpus) + EDGE_CASES, spec, hf_tokenizer, max_len)
+
+
+@pytest.mark.parametrize("max_len", [16, 33, 64])
+def test_pair_parity_with_hf_longest_first_truncation(spec, hf_tokenizer, max_len):
+    """Sentence pairs: [CLS] a [SEP] b [SEP], token_type_ids 0/1, HF's longest_first truncation, on corpus
+    pairs of every length mix (short+long, long+short, both long, equal lengths) and the edge cases."""
+    corpus = list(packaged_rotten_tomatoes()["train"]["text"][:1500])
+    firsts = corpus[::2] + EDGE_CASES + EDGE_CASES + ["same length here"] * 3
+    seconds = corpus[1::2][: len(corpus[::2])] + EDGE_CASES[::-1] + EDGE_CASES + ["same words there", "a", "b " * 40]
+    _compare(firsts, spec, hf_tokenizer, max_len, pairs=seconds)
+
+
+def test_pair_token_count_is_both_segments_before_truncation(spec, hf_tokenizer):
+    out = InGraphTokenizer(spec, 16)(tf.constant(["word " * 30]), tf.constant(["short one"]))
+    assert out["token_count"].numpy().tolist() == [30 + len(hf_tokenizer.tokenize("short one"))]
+    # budget 13: "short one" keeps its 2 tokens, the long text 11: [CLS] 11 [SEP] | 2 [SEP]
+    assert out["token_type_ids"].numpy()[0].tolist() == [0] * 13 + [1] * 3
 
 
 def test_token_count_reports_length_before_truncation(spec, hf_tokenizer):
@@ -105,3 +122,10 @@ def test_fuzzed_text_keeps_fixed_shapes_and_ids_in_the_vocab(spec, hf_tokenizer,
     # and still HF's ids, id for id
     expected = np.array(hf_tokenizer(texts, padding="max_length", truncation=True, max_length=max_len)["input_ids"])
     np.testing.assert_array_equal(ids, expected)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pairs=st.lists(st.tuples(FUZZ_TEXT, FUZZ_TEXT), min_size=1, max_size=6), max_len=st.integers(8, 40))
+def test_fuzzed_pairs_match_hf(spec, hf_tokenizer, pairs, max_len):
+    firsts, seconds = [a for a, _ in pairs], [b for _, b in pairs]
+    _compare(firsts, spec, hf_tokenizer, max_len, pairs=seconds)
