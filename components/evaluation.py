@@ -10,16 +10,19 @@ import tensorflow_model_analysis as tfma
 import tensorflow_text  # noqa: F401  (registers TF.Text ops before TFMA loads the model)
 from tensorflow_model_analysis.proto import config_pb2
 
-from components.hf_example_gen.executor import LABEL_FEATURE, LABEL_NAME_FEATURE
 from components.transform import LENGTH_BUCKET_FEATURE
 from models import signatures
+from models.features import LABEL_FEATURE, LABEL_NAME_FEATURE
 from pipeline.configs import EvaluationConfig
 
 EVAL_SPLIT = "test"
 ACCURACY, AUC = "accuracy", "auc"
-# TFMA's metric names for binary / multiclass; the run summary reports both as accuracy and auc.
-BINARY_NAMES = {ACCURACY: "binary_accuracy", AUC: "auc"}
-MULTICLASS_NAMES = {ACCURACY: "sparse_categorical_accuracy", AUC: "macro_auc"}
+# Our names of the headline metrics (the run summary, --summary-json, the report): the same meaning for
+# any K. Binary: the positive class's score. K classes: top-1 accuracy and the unweighted mean (macro) of
+# the one-vs-rest AUCs, precisions and recalls.
+HEADLINE = (ACCURACY, AUC, "auc_pr", "precision", "recall")
+BINARY_NAMES = {"binary_accuracy": ACCURACY}
+MULTICLASS_NAMES = {"sparse_categorical_accuracy": ACCURACY}
 
 
 def _overall(threshold: tfma.MetricThreshold) -> list[config_pb2.PerSliceMetricThreshold]:
@@ -45,11 +48,65 @@ def _no_regression(lower: float, max_regression: float) -> list[config_pb2.PerSl
 
 
 def metric_names(num_labels: int) -> dict[str, str]:
+    """TFMA's names of the top-level metrics -> ours (the others already carry our names)."""
     return BINARY_NAMES if num_labels == 2 else MULTICLASS_NAMES
 
 
+def _curve_metrics(evaluation: EvaluationConfig | None) -> list[tfma.MetricConfig]:
+    """AUC (thresholded when `evaluation` is given), AUC-PR, precision and recall at 0.5."""
+    auc = tfma.MetricConfig(class_name="AUC")
+    if evaluation is not None:
+        auc.per_slice_thresholds.extend(_no_regression(evaluation.min_auc, evaluation.max_auc_regression))
+    return [
+        auc,
+        tfma.MetricConfig(class_name="AUC", config='{"curve": "PR", "name": "auc_pr"}'),
+        tfma.MetricConfig(class_name="Precision"),
+        tfma.MetricConfig(class_name="Recall"),
+    ]
+
+
+def metrics_specs(num_labels: int, evaluation: EvaluationConfig) -> list[tfma.MetricsSpec]:
+    """Binary: metrics of the positive score. K classes: top-1 accuracy and the K x K confusion matrix;
+    per class (one-vs-rest) AUC, AUC-PR, precision, recall and ROC points; their macro averages, on which
+    the AUC thresholds and the baseline gate act."""
+    if num_labels < 2:
+        raise ValueError(f"a classifier needs at least two labels, got {num_labels}")
+    if num_labels == 2:
+        metrics = [
+            tfma.MetricConfig(class_name="ExampleCount"),
+            tfma.MetricConfig(class_name="BinaryAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)),
+            *_curve_metrics(evaluation),
+            tfma.MetricConfig(class_name="Calibration"),
+            tfma.MetricConfig(class_name="CalibrationPlot"),
+            tfma.MetricConfig(class_name="ConfusionMatrixPlot"),
+        ]
+        return [tfma.MetricsSpec(metrics=metrics)]
+    classes = list(range(num_labels))
+    return [
+        tfma.MetricsSpec(
+            metrics=[
+                tfma.MetricConfig(class_name="ExampleCount"),
+                tfma.MetricConfig(
+                    class_name="SparseCategoricalAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)
+                ),
+                tfma.MetricConfig(class_name="MultiClassConfusionMatrixPlot"),
+            ]
+        ),
+        # Per class, one-vs-rest: read, not thresholded (a rare class's AUC is noisy).
+        tfma.MetricsSpec(
+            metrics=[*_curve_metrics(None), tfma.MetricConfig(class_name="ConfusionMatrixPlot")],
+            binarize=config_pb2.BinarizationOptions(class_ids={"values": classes}),
+        ),
+        # The macro averages: TFMA needs class weights to know which classes a macro average is over.
+        tfma.MetricsSpec(
+            metrics=_curve_metrics(evaluation),
+            aggregate=config_pb2.AggregationOptions(macro_average=True, class_weights={c: 1.0 for c in classes}),
+        ),
+    ]
+
+
 def eval_config(num_labels: int, evaluation: EvaluationConfig) -> tfma.EvalConfig:
-    """Binary: the positive score; multiclass: probabilities with macro one-vs-rest AUC."""
+    """The Evaluator's config: the model's evaluator signature, slices by label and by token length."""
     binary = num_labels == 2
     model_spec = tfma.ModelSpec(
         signature_name=signatures.SERVING_EVALUATOR,
@@ -63,44 +120,16 @@ def eval_config(num_labels: int, evaluation: EvaluationConfig) -> tfma.EvalConfi
         tfma.SlicingSpec(feature_keys=[LABEL_NAME_FEATURE]),
         tfma.SlicingSpec(feature_keys=[LENGTH_BUCKET_FEATURE]),
     ]
-    if binary:
-        metrics = [
-            tfma.MetricConfig(class_name="ExampleCount"),
-            tfma.MetricConfig(class_name="BinaryAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)),
-            tfma.MetricConfig(
-                class_name="AUC",
-                per_slice_thresholds=_no_regression(evaluation.min_auc, evaluation.max_auc_regression),
-            ),
-            tfma.MetricConfig(class_name="AUC", config='{"curve": "PR", "name": "auc_pr"}'),
-            tfma.MetricConfig(class_name="Precision"),
-            tfma.MetricConfig(class_name="Recall"),
-            tfma.MetricConfig(class_name="Calibration"),
-            tfma.MetricConfig(class_name="CalibrationPlot"),
-            tfma.MetricConfig(class_name="ConfusionMatrixPlot"),
-        ]
-        specs = [tfma.MetricsSpec(metrics=metrics)]
-    else:
-        specs = [
-            tfma.MetricsSpec(
-                metrics=[
-                    tfma.MetricConfig(class_name="ExampleCount"),
-                    tfma.MetricConfig(
-                        class_name="SparseCategoricalAccuracy",
-                        per_slice_thresholds=_bound(evaluation.min_accuracy),
-                    ),
-                    tfma.MetricConfig(class_name="MultiClassConfusionMatrixPlot"),
-                ]
-            ),
-            tfma.MetricsSpec(
-                metrics=[
-                    tfma.MetricConfig(
-                        class_name="AUC",
-                        per_slice_thresholds=_no_regression(evaluation.min_auc, evaluation.max_auc_regression),
-                    ),
-                    tfma.MetricConfig(class_name="AUC", config='{"curve": "PR", "name": "auc_pr"}'),
-                ],
-                binarize=tfma.BinarizationOptions(class_ids={"values": list(range(num_labels))}),
-                aggregate=tfma.AggregationOptions(macro_average=True),
-            ),
-        ]
-    return tfma.EvalConfig(model_specs=[model_spec], slicing_specs=slicing, metrics_specs=specs)
+    return tfma.EvalConfig(
+        model_specs=[model_spec], slicing_specs=slicing, metrics_specs=metrics_specs(num_labels, evaluation)
+    )
+
+
+def check_eval_config(num_labels: int, evaluation: EvaluationConfig) -> None:
+    """Builds the Evaluator's metric computations and thresholds the way TFMA will, with no data and no
+    model: a config TFMA rejects fails here in seconds, not after training."""
+    from tensorflow_model_analysis.metrics import metric_specs
+
+    config = eval_config(num_labels, evaluation)
+    metric_specs.to_computations(list(config.metrics_specs), eval_config=config)
+    metric_specs.metric_thresholds_from_metrics_specs(list(config.metrics_specs))

@@ -24,9 +24,8 @@ from absl import logging
 from tfx import v1 as tfx
 from tfx_bsl.public import tfxio
 
-from components.hf_example_gen.executor import LABEL_FEATURE, LABEL_NAME_FEATURE, TEXT_FEATURE
-from components.transform import label_names_from
 from models import distribution, serving_contract, signatures
+from models.features import LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES
 from models.pretrained import build_classifier, model_files, resolve_model_dir
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ModelConfig, TrainingConfig, build_config, to_dict
@@ -34,19 +33,23 @@ from pipeline.configs import ModelConfig, TrainingConfig, build_config, to_dict
 
 @dataclasses.dataclass(frozen=True)
 class TrainerSettings:
-    """What run_fn receives through the Trainer's custom_config."""
+    """What run_fn receives through the Trainer's custom_config. The label names are the run's label set
+    (declared, or found by the probe), the same list the ExampleGen mapped ids with and the Evaluator sizes
+    its metrics by."""
 
     model: ModelConfig
     training: TrainingConfig
+    label_names: tuple[str, ...]
 
     def to_custom_config(self) -> dict[str, Any]:
-        return {"model": to_dict(self.model), "training": to_dict(self.training)}
+        return {"model": to_dict(self.model), "training": to_dict(self.training), "label_names": list(self.label_names)}
 
     @classmethod
     def from_custom_config(cls, custom_config: dict[str, Any]) -> TrainerSettings:
         return cls(
             model=build_config(ModelConfig, custom_config["model"], "model"),
             training=build_config(TrainingConfig, custom_config["training"], "training"),
+            label_names=tuple(custom_config["label_names"]),
         )
 
 
@@ -206,7 +209,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     training = settings.training
     tf_keras.utils.set_random_seed(training.seed)
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
-    label_names = label_names_from(tf_transform_output)
+    label_names = list(settings.label_names)
 
     distribution.configure_cpu_replicas(training.cpu_replicas)  # a no-op where the runner already did it
     placement = distribution.select_placement(cpu_replicas=training.cpu_replicas)
@@ -291,9 +294,9 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         tf_transform_output,
         label_names,
         model_input_names=model_inputs,
-        text_feature=TEXT_FEATURE,
-        label_features=(LABEL_FEATURE, LABEL_NAME_FEATURE),
+        text_features=[f for f in TEXT_FEATURES if f in tf_transform_output.raw_feature_spec()],
+        label_features=LABEL_FEATURES,
     )
     signatures.export(module, fn_args.serving_model_dir)
-    serving_contract.write_warmup_requests(fn_args.serving_model_dir)
+    serving_contract.write_warmup_requests(fn_args.serving_model_dir, module.text_inputs)
     print(f"[Trainer] exported SavedModel to {fn_args.serving_model_dir}", flush=True)

@@ -14,7 +14,7 @@ import tensorflow_text  # noqa: F401  (registers the TF.Text ops in every Beam w
 import tensorflow_transform as tft
 from tfx.components.transform import stats_options_util
 
-from components.hf_example_gen.executor import LABEL_FEATURE, LABEL_NAME_FEATURE, TEXT_FEATURE
+from models.features import LABEL_FEATURE, TEXT_FEATURE, TEXT_PAIR_FEATURE
 from models.pretrained import resolve_model_dir
 from models.tokenizer import InGraphTokenizer, tokenizer_spec
 
@@ -23,7 +23,6 @@ MODEL_INPUT_FEATURES = ("input_ids", "attention_mask", "token_type_ids")
 TOKEN_COUNT_FEATURE = "token_count"
 TRUNCATED_FEATURE = "truncated"
 LENGTH_BUCKET_FEATURE = "length_bucket"
-LABEL_VOCABULARY = "label_names"
 # WordPiece special tokens, as the post-transform statistics name them.
 PAD_TOKEN, UNKNOWN_TOKEN = "[PAD]", "[UNK]"
 SPECIAL_TOKENS = (PAD_TOKEN, "[CLS]", "[SEP]")
@@ -61,35 +60,18 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
     tft.annotate_asset(VOCAB_ASSET, os.path.basename(spec.vocab_path))
 
     texts = tf.reshape(inputs[TEXT_FEATURE], [-1])
-    features = InGraphTokenizer(spec, max_seq_length, vocab_path=vocab_path)(texts)
+    # Sentence-pair data carries text_pair (the ExampleGen writes it when dataset.text_pair_column is set).
+    pairs = tf.reshape(inputs[TEXT_PAIR_FEATURE], [-1]) if TEXT_PAIR_FEATURE in inputs else None
+    features = InGraphTokenizer(spec, max_seq_length, vocab_path=vocab_path)(texts, pairs)
     token_count = features.pop("token_count")
     outputs = dict(features)
     outputs[TOKEN_COUNT_FEATURE] = token_count
-    outputs[TRUNCATED_FEATURE] = tf.cast(token_count > max_seq_length - 2, tf.int64)
+    special_tokens = 2 if pairs is None else 3
+    outputs[TRUNCATED_FEATURE] = tf.cast(token_count > max_seq_length - special_tokens, tf.int64)
     outputs[LENGTH_BUCKET_FEATURE] = length_bucket(token_count, custom_config.get("length_buckets", (16, 32)))
     if LABEL_FEATURE in inputs:
-        label = tf.reshape(inputs[LABEL_FEATURE], [-1])
-        outputs[LABEL_FEATURE] = label
-        if LABEL_NAME_FEATURE in inputs:
-            # "<id> <name>" pairs seen in training: how the Trainer learns the label names of this data.
-            pairs = tf.strings.join([tf.strings.as_string(label), tf.reshape(inputs[LABEL_NAME_FEATURE], [-1])], " ")
-            tft.vocabulary(pairs, vocab_filename=LABEL_VOCABULARY, store_frequency=False)
+        outputs[LABEL_FEATURE] = tf.reshape(inputs[LABEL_FEATURE], [-1])
     return outputs
-
-
-def label_names_from(tf_transform_output: tft.TFTransformOutput) -> list[str]:
-    """The label names in id order, from the label vocabulary Transform computed on the train split."""
-    pairs = [entry.decode("utf-8") for entry in tf_transform_output.vocabulary_by_name(LABEL_VOCABULARY)]
-    by_id = {}
-    for pair in pairs:
-        label_id, _, name = pair.partition(" ")
-        by_id[int(label_id)] = name
-    if sorted(by_id) != list(range(len(by_id))) or len(by_id) < 2:
-        raise ValueError(
-            f"the train split holds labels {by_id}; it needs every label id from 0 to K-1 (K >= 2). "
-            "A class with no training examples cannot be learned: add examples or drop the class."
-        )
-    return [by_id[i] for i in range(len(by_id))]
 
 
 def stats_options_updater_fn(stats_type, stats_options):

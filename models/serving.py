@@ -9,7 +9,7 @@ from pathlib import Path
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the transform graph's ops must be registered before loading)
 
-from models.signatures import SERVING_DEFAULT, TEXT_INPUT
+from models.signatures import SERVING_DEFAULT, TEXT_INPUT, TEXT_PAIR_INPUT
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,6 +19,7 @@ class Prediction:
     label_id: int
     confidence: float
     probabilities: tuple[float, ...]
+    text_pair: str | None = None
 
 
 def resolve_version_dir(path: str | Path) -> Path:
@@ -39,15 +40,21 @@ def load_serving_model(path: str | Path):
     return version_dir, tf.saved_model.load(str(version_dir))
 
 
-def predict_texts(model, texts: Sequence[str]) -> list[Prediction]:
+def predict_texts(model, texts: Sequence[str], text_pairs: Sequence[str] | None = None) -> list[Prediction]:
+    """The serving_default answer per text (or per pair, for a sentence-pair model)."""
     if not texts:
         return []
-    outputs = model.signatures[SERVING_DEFAULT](**{TEXT_INPUT: tf.constant(list(texts))})
+    inputs = {TEXT_INPUT: tf.constant(list(texts))}
+    if text_pairs is not None:
+        inputs[TEXT_PAIR_INPUT] = tf.constant(list(text_pairs))
+    outputs = model.signatures[SERVING_DEFAULT](**inputs)
     labels = [v.decode("utf-8") for v in outputs["label"].numpy()]
+    pairs = list(text_pairs) if text_pairs is not None else [None] * len(texts)
     return [
-        Prediction(text, label, int(label_id), float(confidence), tuple(float(p) for p in probabilities))
-        for text, label, label_id, confidence, probabilities in zip(
+        Prediction(text, label, int(label_id), float(confidence), tuple(float(p) for p in probabilities), pair)
+        for text, pair, label, label_id, confidence, probabilities in zip(
             texts,
+            pairs,
             labels,
             outputs["label_id"].numpy(),
             outputs["confidence"].numpy(),

@@ -17,7 +17,7 @@ import tensorflow_text  # noqa: F401  (registers TF.Text ops, as TF Serving buil
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
-from models.signatures import EXAMPLES_INPUT, SERVING_DEFAULT, SERVING_TF_EXAMPLE, TEXT_INPUT
+from models.signatures import EXAMPLES_INPUT, SERVING_DEFAULT, SERVING_TF_EXAMPLE, TEXT_INPUT, TEXT_PAIR_INPUT
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 # The tensorflow_text ops the in-graph WordPiece tokenizer uses; TF Serving's builds link these (and not the
@@ -66,8 +66,14 @@ def _example(features: dict[str, Any]) -> bytes:
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def request_to_call(payload: dict[str, Any]) -> tuple[str, dict[str, tf.Tensor]]:
-    """Maps a TF Serving REST body onto (signature name, keyword tensors)."""
+def request_to_call(
+    payload: dict[str, Any], text_inputs: Sequence[str] = (TEXT_INPUT,)
+) -> tuple[str, dict[str, tf.Tensor]]:
+    """Maps a TF Serving REST body onto (signature name, keyword tensors).
+
+    `text_inputs` are serving_default's inputs: (text,) or, for sentence pairs, (text, text_pair), which
+    TF Serving's row format sends as objects {"text": ..., "text_pair": ...} and its columnar format as lists.
+    """
     if not isinstance(payload, dict):
         raise BadRequestError("the request body must be a JSON object")
     signature = payload.get("signature_name", SERVING_DEFAULT)
@@ -78,11 +84,16 @@ def request_to_call(payload: dict[str, Any]) -> tuple[str, dict[str, tf.Tensor]]
         signature = payload.get("signature_name", SERVING_TF_EXAMPLE)
         return signature, {EXAMPLES_INPUT: tf.constant([_example(e) for e in examples], dtype=tf.string)}
     rows = payload.get("instances", payload.get("inputs"))
-    if isinstance(rows, dict):  # columnar {"inputs": {"text": [...]}}
-        (rows,) = rows.values()
+    names = tuple(text_inputs) if signature == SERVING_DEFAULT else (EXAMPLES_INPUT,)
+    if isinstance(rows, dict):  # columnar {"inputs": {"text": [...], "text_pair": [...]}}
+        if set(rows) != set(names) or not all(isinstance(v, list) for v in rows.values()):
+            raise BadRequestError(f'columnar "inputs" must map {list(names)} to lists, got keys {sorted(rows)}')
+        rows = [dict(zip(names, values, strict=True)) for values in zip(*(rows[n] for n in names), strict=True)]
     if not isinstance(rows, list):
         raise BadRequestError('the request needs "instances" (a list), "inputs" or "examples"')
-    name = TEXT_INPUT if signature == SERVING_DEFAULT else EXAMPLES_INPUT
+    if len(names) > 1:
+        return signature, _named_rows(rows, names)
+    (name,) = names
     values = []
     for row in rows:
         if isinstance(row, dict) and set(row) == {"b64"}:
@@ -96,9 +107,26 @@ def request_to_call(payload: dict[str, Any]) -> tuple[str, dict[str, tf.Tensor]]
     return signature, {name: tf.constant(values, dtype=tf.string)}
 
 
+def _named_rows(rows: list, names: Sequence[str]) -> dict[str, tf.Tensor]:
+    """Row-format instances of a signature with several inputs: every row an object holding each of them."""
+    columns: dict[str, list[str]] = {name: [] for name in names}
+    for row in rows:
+        if not isinstance(row, dict) or set(row) != set(names) or not all(isinstance(row[n], str) for n in names):
+            raise BadRequestError(f"instance {row!r} must be an object with the strings {list(names)}")
+        for name in names:
+            columns[name].append(row[name])
+    return {name: tf.constant(values, dtype=tf.string) for name, values in columns.items()}
+
+
+def text_inputs(model) -> tuple[str, ...]:
+    """serving_default's inputs, in segment order: (text,) or (text, text_pair)."""
+    _, inputs = model.signatures[SERVING_DEFAULT].structured_input_signature
+    return tuple(n for n in (TEXT_INPUT, TEXT_PAIR_INPUT) if n in inputs)
+
+
 def predict(model, payload: dict[str, Any]) -> dict[str, Any]:
     """What TF Serving's REST predict answers, row format: {"predictions": [{output: value}, ...]}."""
-    signature_name, inputs = request_to_call(payload)
+    signature_name, inputs = request_to_call(payload, text_inputs(model))
     if signature_name not in model.signatures:
         raise BadRequestError(f"no signature '{signature_name}'; the model has {sorted(model.signatures)}")
     outputs = model.signatures[signature_name](**inputs)
@@ -108,26 +136,30 @@ def predict(model, payload: dict[str, Any]) -> dict[str, Any]:
     return {"predictions": [{k: decoded[k][i] for k in decoded} for i in range(rows)]}
 
 
-def warmup_logs(texts: Sequence[str] = WARMUP_TEXTS) -> list[prediction_log_pb2.PredictionLog]:
-    """Warm-up requests TF Serving replays at load: one text, a batch of 32, and one tf.Example."""
+def warmup_logs(
+    text_inputs: Sequence[str] = (TEXT_INPUT,), texts: Sequence[str] = WARMUP_TEXTS
+) -> list[prediction_log_pb2.PredictionLog]:
+    """Warm-up requests TF Serving replays at load: one text, a batch of 32, and one tf.Example (each text
+    input gets the same texts, so pair models warm up too)."""
     logs = []
     batches = [
-        (SERVING_DEFAULT, TEXT_INPUT, [texts[0]]),
-        (SERVING_DEFAULT, TEXT_INPUT, [texts[i % len(texts)] for i in range(32)]),
-        (SERVING_TF_EXAMPLE, EXAMPLES_INPUT, [_example({TEXT_INPUT: texts[0]})]),
+        (SERVING_DEFAULT, {name: [texts[0]] for name in text_inputs}),
+        (SERVING_DEFAULT, {name: [texts[i % len(texts)] for i in range(32)] for name in text_inputs}),
+        (SERVING_TF_EXAMPLE, {EXAMPLES_INPUT: [_example({name: texts[0] for name in text_inputs})]}),
     ]
-    for signature, name, values in batches:
+    for signature, inputs in batches:
         request = predict_pb2.PredictRequest(model_spec=model_pb2.ModelSpec(signature_name=signature))
-        request.inputs[name].CopyFrom(tf.make_tensor_proto(values, dtype=tf.string))
+        for name, values in inputs.items():
+            request.inputs[name].CopyFrom(tf.make_tensor_proto(values, dtype=tf.string))
         logs.append(prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request)))
     return logs
 
 
-def write_warmup_requests(export_dir: str) -> str:
+def write_warmup_requests(export_dir: str, text_inputs: Sequence[str] = (TEXT_INPUT,)) -> str:
     path = os.path.join(export_dir, WARMUP_FILE)
     tf.io.gfile.makedirs(os.path.dirname(path))
     with tf.io.TFRecordWriter(path) as writer:
-        for log in warmup_logs():
+        for log in warmup_logs(text_inputs):
             writer.write(log.SerializeToString())
     return path
 

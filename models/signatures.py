@@ -1,6 +1,7 @@
 """The exported model's serving signatures; this module owns every one of them.
 
-- `serving_default`: raw texts [N] -> probabilities [N, K], label_id, label, confidence (people, REST).
+- `serving_default`: raw texts [N] (and `text_pair` [N] for sentence-pair models) -> probabilities [N, K],
+  label_id, label, confidence (people, REST).
 - `serving_tf_example`: serialized tf.Examples -> the same (TF Serving's classify/predict with examples).
 - `serving_evaluator`: tf.Examples -> `positive_score` (binary) or `probabilities` (multiclass), for TFMA.
 - `transform_features`: tf.Examples -> the Transform outputs TFMA slices on (length bucket, truncation).
@@ -15,11 +16,13 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (TF.Text ops of the transform graph)
 import tensorflow_transform as tft
 
+from models.features import TEXT_FEATURE, TEXT_PAIR_FEATURE
+
 SERVING_DEFAULT = "serving_default"
 SERVING_TF_EXAMPLE = "serving_tf_example"
 SERVING_EVALUATOR = "serving_evaluator"
 TRANSFORM_FEATURES = "transform_features"
-TEXT_INPUT = "text"
+TEXT_INPUT, TEXT_PAIR_INPUT = TEXT_FEATURE, TEXT_PAIR_FEATURE  # serving_default's inputs are the raw features
 EXAMPLES_INPUT = "examples"
 POSITIVE_SCORE = "positive_score"
 PROBABILITIES = "probabilities"
@@ -35,7 +38,7 @@ class ServingModule(tf.Module):
         tf_transform_output: tft.TFTransformOutput,
         label_names: Sequence[str],
         model_input_names: Sequence[str],
-        text_feature: str,
+        text_features: Sequence[str],
         label_features: Sequence[str],
     ):
         super().__init__()
@@ -43,10 +46,16 @@ class ServingModule(tf.Module):
         self.tft_layer = tf_transform_output.transform_features_layer()
         self.label_names = tf.constant(list(label_names))
         self._model_input_names = tuple(model_input_names)
-        self._text_feature = text_feature
+        self.text_inputs = tuple(text_features)  # (text,) or (text, text_pair)
         raw_spec = tf_transform_output.raw_feature_spec()
         self._example_spec = {k: v for k, v in raw_spec.items() if k not in label_features}
         self._binary = len(label_names) == 2
+        text_spec = tf.TensorSpec([None], tf.string, name=TEXT_INPUT)
+        if TEXT_PAIR_INPUT in self.text_inputs:
+            pair_spec = tf.TensorSpec([None], tf.string, name=TEXT_PAIR_INPUT)
+            self.serve_text = tf.function(self._serve_pair, input_signature=[text_spec, pair_spec])
+        else:
+            self.serve_text = tf.function(self._serve_text, input_signature=[text_spec])
 
     def _classify(self, raw_features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         transformed = self.tft_layer(raw_features)
@@ -64,11 +73,15 @@ class ServingModule(tf.Module):
     def _parse(self, examples: tf.Tensor) -> dict[str, tf.Tensor]:
         return tf.io.parse_example(examples, self._example_spec)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=TEXT_INPUT)])
-    def serve_text(self, text):
-        # Shaped like the parsed feature: the schema gives the raw text a fixed shape of [1].
-        text_shape = self._example_spec[self._text_feature].shape
-        return self._classify({self._text_feature: tf.reshape(text, [-1, *text_shape])})
+    def _as_features(self, **texts) -> dict[str, tf.Tensor]:
+        # Shaped like the parsed features: the schema gives each raw text a fixed shape of [1].
+        return {name: tf.reshape(value, [-1, *self._example_spec[name].shape]) for name, value in texts.items()}
+
+    def _serve_text(self, text):
+        return self._classify(self._as_features(**{TEXT_INPUT: text}))
+
+    def _serve_pair(self, text, text_pair):
+        return self._classify(self._as_features(**{TEXT_INPUT: text, TEXT_PAIR_INPUT: text_pair}))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=EXAMPLES_INPUT)])
     def serve_tf_example(self, examples):

@@ -103,7 +103,7 @@ def longest_first_lengths(first: tf.Tensor, second: tf.Tensor, budget: int) -> t
     """
     fits = first + second <= budget
     swap = first > second
-    short, long = tf.minimum(first, second), tf.maximum(first, second)
+    short = tf.minimum(first, second)
     half = tf.constant(budget // 2, first.dtype)
     short_kept = tf.where(short <= budget - short, short, half)
     long_kept = tf.where(short <= budget - short, budget - short, budget - half)

@@ -17,12 +17,19 @@ RUN_FLAGS = {
     "--dataset": (
         "dataset.name",
         str,
-        "HF dataset: hub id, builder (csv/parquet/json), folder, or packaged:...",
+        "HF dataset: hub id, builder (csv/parquet/json), a data file or glob (reviews.csv, data/*.jsonl: "
+        "builder inferred), a save_to_disk folder, or packaged:...",
     ),
     "--dataset-config": ("dataset.config_name", str, "the dataset's configuration name"),
     "--dataset-revision": ("dataset.revision", str, "hub revision (branch, tag or commit)"),
     "--data-files": ("dataset.data_files", str, "comma-separated local files for csv/parquet/json builders"),
     "--text-column": ("dataset.text_column", str, "column holding the text"),
+    "--text-pair-column": (
+        "dataset.text_pair_column",
+        str,
+        "column holding the second text of sentence-pair tasks (paraphrase, entailment)",
+    ),
+    "--missing-text": ("dataset.missing_text", str, "rows with a missing text or label: error (default) or drop"),
     "--label-column": ("dataset.label_column", str, "column holding the label"),
     "--label-names": ("dataset.label_names", str, "comma-separated label set in id order"),
     "--train-limit": ("dataset.limits.train", int, "at most this many train examples"),
@@ -111,15 +118,34 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
+    from models import serving_contract
     from models.serving import load_serving_model, predict_texts
 
     texts = args.texts or [line.rstrip("\n") for line in sys.stdin if line.strip()]
     model_dir, model = load_serving_model(args.model)
+    pairs = None
+    if len(serving_contract.text_inputs(model)) == 2:  # a sentence-pair model: TEXT<TAB>TEXT_PAIR
+        split = [text.split(args.pair_separator, 1) for text in texts]
+        if any(len(parts) != 2 for parts in split):
+            raise configs.ConfigError(
+                f"{model_dir} classifies sentence pairs: give each as 'TEXT{args.pair_separator!r}TEXT_PAIR' "
+                "(or set --pair-separator)"
+            )
+        texts, pairs = [a for a, _ in split], [b for _, b in split]
     print(f"model: {model_dir}")
-    for prediction in predict_texts(model, texts):
-        shown = prediction.text if len(prediction.text) <= 70 else prediction.text[:67] + "..."
-        print(f"  {prediction.label:<12} {prediction.confidence:6.1%}  {shown}")
+    predictions = predict_texts(model, texts, pairs)
+    width = max((len(p.label) for p in predictions), default=0) + 1
+    for prediction in predictions:
+        shown = _shorten(prediction.text, 70 if pairs is None else 34)
+        if prediction.text_pair is not None:
+            shown += "  |  " + _shorten(prediction.text_pair, 34)
+        probabilities = "  ".join(f"{p:.2f}" for p in prediction.probabilities)
+        print(f"  {prediction.label:<{width}} {prediction.confidence:6.1%}  [{probabilities}]  {shown}")
     return 0
 
 
@@ -312,10 +338,17 @@ def _assignments(assignments: list[str] | None, flag: str, parse=str) -> dict:
     return values
 
 
-DEFAULT_CHECK_REQUESTS = (
-    {"instances": ["a warm, funny and moving film", "a tedious, joyless mess"]},
-    {"signature_name": "serving_tf_example", "examples": [{"text": "a warm, funny and moving film"}]},
-)
+CHECK_TEXTS = ("a warm, funny and moving film", "a tedious, joyless mess")
+
+
+def default_check_requests(text_inputs) -> list[dict]:
+    """A raw-text request and a tf.Example request, shaped for the model's text inputs (one, or a pair)."""
+    if len(text_inputs) == 1:
+        instances = list(CHECK_TEXTS)
+    else:
+        instances = [dict(zip(text_inputs, (text, CHECK_TEXTS[0]), strict=True)) for text in CHECK_TEXTS]
+    example = {name: CHECK_TEXTS[0] for name in text_inputs}
+    return [{"instances": instances}, {"signature_name": "serving_tf_example", "examples": [example]}]
 
 
 def cmd_serve_check(args: argparse.Namespace) -> int:
@@ -341,7 +374,7 @@ def cmd_serve_check(args: argparse.Namespace) -> int:
     requests = (
         [json.loads(Path(args.request).read_text()) if Path(args.request).is_file() else json.loads(args.request)]
         if args.request
-        else list(DEFAULT_CHECK_REQUESTS)
+        else default_check_requests(serving_contract.text_inputs(model))
     )
     for request in requests:
         print(f"request:    {json.dumps(request)[:200]}")
@@ -377,6 +410,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--model", required=True, help="a pushed model: serving/<name> (newest version) or a version dir"
     )
     predict.add_argument("texts", nargs="*", help="texts to classify (default: lines from stdin)")
+    predict.add_argument(
+        "--pair-separator", default="\t", help="for sentence-pair models: splits TEXT and TEXT_PAIR (default: tab)"
+    )
     predict.set_defaults(handler=cmd_predict)
     report = commands.add_parser("report", help="write the HTML report of the latest run (from ML Metadata)")
     report.add_argument("--config", help="the run's config (for pipeline_root and pipeline_name)")

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 TFX_SPLITS = ("train", "eval", "test")
+MISSING_TEXT_POLICIES = ("error", "drop")
 
 
 class ConfigError(ValueError):
@@ -28,7 +29,8 @@ class DatasetConfig:
     """Where the examples come from and how they become train/eval/test.
 
     `name` is anything `datasets.load_dataset` takes (a hub id, a builder such as `csv` or `parquet` with
-    `data_files`, a local folder) or a folder written by `save_to_disk`, or `packaged:rotten_tomatoes`.
+    `data_files`, a local folder) or a folder written by `save_to_disk`, or `packaged:rotten_tomatoes`, or a
+    data file or glob (`reviews.csv`, `data/*.jsonl`): its builder is inferred from the extension.
 
     Span-versioned data: a `{SPAN}` in `data_files` or `split_files` (e.g. `data/span-{SPAN}/*.csv`) makes
     every folder (or file) matching it one span, numbered by its digits. `span` 0 reads the newest span,
@@ -42,8 +44,15 @@ class DatasetConfig:
     # Per dataset split (e.g. train: [data/span-{SPAN}/*.csv], test: [data/golden/*.csv]); a fixed test set
     # beside spanned training data is what makes "no worse than the serving model" a fair comparison.
     split_files: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # Extra keyword arguments of the builder, e.g. {delimiter: ";"} for csv or {field: data} for json.
+    builder_options: Mapping[str, str] = dataclasses.field(default_factory=dict)
     text_column: str = "text"
+    # The second text of sentence-pair tasks (paraphrase, entailment); empty for single-text classification.
+    text_pair_column: str = ""
     label_column: str = "label"
+    # Rows whose text (or pair text) or label is missing: `error` stops with the rows named, `drop` leaves
+    # them out and reports how many per split.
+    missing_text: str = "error"
     # The declared label set, in id order; empty means: ClassLabel names, else the sorted distinct values.
     label_names: tuple[str, ...] = ()
     # TFX split -> dataset split; TFX splits whose dataset split is missing are carved from `train`.
@@ -252,6 +261,38 @@ def dotted_to_nested(assignments: Mapping[str, Any]) -> dict[str, Any]:
     return nested
 
 
+# Data-file extensions whose `datasets` builder is known: `--dataset reviews.csv` just works.
+FILE_BUILDERS: Mapping[str, tuple[str, Mapping[str, str]]] = {
+    ".csv": ("csv", {}),
+    ".tsv": ("csv", {"delimiter": "\t"}),
+    ".json": ("json", {}),
+    ".jsonl": ("json", {}),
+    ".parquet": ("parquet", {}),
+    ".arrow": ("arrow", {}),
+    ".txt": ("text", {}),
+}
+COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
+
+
+def file_builder(name: str) -> tuple[str, Mapping[str, str]] | None:
+    """The builder for a data-file path or glob (`x.csv`, `x.jsonl.gz`), None for anything else."""
+    stem = name.lower()
+    for compression in COMPRESSIONS:
+        stem = stem.removesuffix(compression)
+    return FILE_BUILDERS.get(Path(stem).suffix)
+
+
+def resolve_file_dataset(config: DatasetConfig) -> DatasetConfig:
+    """`name: reviews.csv` -> `name: csv, data_files: [reviews.csv]` (with the builder's options)."""
+    builder = file_builder(config.name)
+    if builder is None or config.data_files or config.split_files:
+        return config
+    name, options = builder
+    return dataclasses.replace(
+        config, name=name, data_files=(config.name,), builder_options={**options, **config.builder_options}
+    )
+
+
 def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> PipelineConfig:
     """Defaults, then the YAML file, then overrides (nested or dotted keys); validated."""
     values = to_dict(PipelineConfig())
@@ -264,6 +305,7 @@ def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | N
     if overrides:
         values = _merge(values, dotted_to_nested(overrides))
     config = build_config(PipelineConfig, values)
+    config = dataclasses.replace(config, dataset=resolve_file_dataset(config.dataset))
     validate(config)
     return config
 
@@ -283,8 +325,13 @@ def validate(config: PipelineConfig) -> None:
     ds, tr, ev = config.dataset, config.training, config.evaluation
     if not ds.text_column or not ds.label_column:
         problems.append("dataset.text_column and dataset.label_column must be set")
-    if ds.text_column == ds.label_column:
-        problems.append(f"dataset.text_column and dataset.label_column are both '{ds.text_column}'")
+    roles = {"text_column": ds.text_column, "label_column": ds.label_column}
+    if ds.text_pair_column:
+        roles["text_pair_column"] = ds.text_pair_column
+    if len(set(roles.values())) != len(roles):
+        problems.append(f"dataset columns must differ: {', '.join(f'{k}={v!r}' for k, v in roles.items())}")
+    if ds.missing_text not in MISSING_TEXT_POLICIES:
+        problems.append(f"dataset.missing_text must be one of {list(MISSING_TEXT_POLICIES)}, not '{ds.missing_text}'")
     bad_splits = sorted(set(ds.split_sources) - set(TFX_SPLITS)) + sorted(set(ds.limits) - set(TFX_SPLITS))
     if bad_splits:
         problems.append(f"dataset split keys {bad_splits} are not TFX splits; use {list(TFX_SPLITS)}")

@@ -38,7 +38,7 @@ def test_unknown_keys_and_wrong_types_are_named():
         ({"dataset.limits": {"validation": 10}}, "not TFX splits"),
         ({"training.length_buckets": [48, 32]}, "length_buckets"),
         ({"dataset.label_names": ["a", "a"]}, "label_names"),
-        ({"dataset.text_column": "label"}, "both 'label'"),
+        ({"dataset.text_column": "label"}, "columns must differ: text_column='label', label_column='label'"),
     ],
 )
 def test_invalid_values_fail_before_anything_runs(overrides, message):
@@ -49,3 +49,37 @@ def test_invalid_values_fail_before_anything_runs(overrides, message):
 def test_dataset_config_round_trips_through_json():
     dataset = configs.DatasetConfig(name="csv", data_files=("a.csv",), label_names=("x", "y"), limits={"test": 5})
     assert configs.load_dataset_config(configs.dump_dataset_config(dataset)) == dataset
+
+
+@pytest.mark.parametrize(
+    ("name", "builder", "options"),
+    [
+        ("reviews.csv", "csv", {}),
+        ("data/*.TSV", "csv", {"delimiter": "\t"}),
+        ("x/part-*.jsonl.gz", "json", {}),
+        ("a.parquet", "parquet", {}),
+    ],
+)
+def test_a_data_file_path_infers_its_builder(name, builder, options):
+    config = configs.load_config(overrides={"dataset.name": name})
+    assert (config.dataset.name, config.dataset.data_files) == (builder, (name,))
+    assert config.dataset.builder_options == options
+
+
+def test_hub_ids_and_builders_are_left_alone():
+    assert configs.load_config(overrides={"dataset.name": "glue"}).dataset.name == "glue"
+    kept = configs.load_config(overrides={"dataset.name": "csv", "dataset.data_files": ["a.csv"]}).dataset
+    assert (kept.name, kept.data_files) == ("csv", ("a.csv",))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"dataset.missing_text": "skip"}, r"missing_text must be one of \['error', 'drop'\]"),
+        ({"dataset.text_pair_column": "label"}, r"columns must differ.*text_pair_column='label'"),
+        ({"dataset.label_names": ["only"]}, "at least two distinct labels"),
+    ],
+)
+def test_bad_dataset_values_are_named(overrides, message):
+    with pytest.raises(configs.ConfigError, match=message):
+        configs.load_config(overrides=overrides)

@@ -83,7 +83,8 @@ def create_components(
     )
     transform.add_upstream_node(example_validator)
     # Fine-tunes the transformers model and exports the SavedModel with its serving signatures.
-    trainer_class, trainer_config = HFTrainer, TrainerSettings(config.model, config.training).to_custom_config()
+    settings = TrainerSettings(config.model, config.training, config.dataset.label_names)
+    trainer_class, trainer_config = HFTrainer, settings.to_custom_config()
     if cloud:
         trainer_class, trainer_config = VertexHFTrainer, {**trainer_config, **vertex_training_config(config.cloud)}
     trainer = trainer_class(

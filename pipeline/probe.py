@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from components import evaluation
 from components.hf_example_gen import sources, spans
 from models.pretrained import model_files, read_config, resolve_model_dir
 from models.tokenizer import tokenizer_spec
@@ -35,10 +36,12 @@ def probe_model(config: PipelineConfig) -> None:
 
 
 def probe(config: PipelineConfig) -> ProbeResult:
-    """Runs the model checks and the ExampleGen's own data checks (no Beam, no TFRecords)."""
+    """Runs the model checks, the ExampleGen's own data checks (no Beam, no TFRecords) and builds the
+    Evaluator's metrics for the label count found, so no configuration error surfaces after training."""
     probe_model(config)
     read = sources.read_dataset(config.dataset)
     labels = tuple(read.prepared.label_names)
+    evaluation.check_eval_config(len(labels), config.evaluation)
     dataset = dataclasses.replace(config.dataset, label_names=labels, span=read.config.span)
     return ProbeResult(
         config=dataclasses.replace(config, dataset=dataset),

@@ -20,7 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from components.hf_example_gen.executor import LABEL_NAME_FEATURE, TEXT_FEATURE
+from models.features import LABEL_NAME_FEATURE, TEXT_FEATURE
 from pipeline.run_summary import RunSummary, _outputs, latest_run_context, load_eval_result, open_store, summarize
 
 SECTIONS = ("summary", "dataset", "statistics", "training", "evaluation", "curves", "blessing", "push")
@@ -140,12 +140,27 @@ def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str,
         ]
         rows.append([name, *cells, int(values.get("example_count", 0))])
     metrics_html = _table(["slice", "accuracy", "AUC", "AUC-PR", "precision", "recall", "examples"], rows)
+    if summary.per_class:
+        metrics_html += (
+            "<p>Per class, one-vs-rest (the headline AUC, AUC-PR, precision and recall are their "
+            "unweighted means):</p>"
+            + _table(
+                ["class", "AUC", "AUC-PR", "precision", "recall"],
+                [
+                    [name, *(f"{values.get(k, float('nan')):.4f}" for k in ("auc", "auc_pr", "precision", "recall"))]
+                    for name, values in summary.per_class.items()
+                ],
+            )
+        )
 
     plots = dict((key, value) for key, value in load_eval_result(evaluation_uri).plots)
-    overall = plots.get((), {}).get("", {}).get("", {})
+    by_sub_key = plots.get((), {}).get("", {})
+    overall = by_sub_key.get("", {})
+    if "multiClassConfusionMatrixAtThresholds" in overall:
+        return metrics_html, _multiclass_figure(overall, by_sub_key, summary)
     matrices = overall.get("confusionMatrixAtThresholds", {}).get("matrices", [])
     if not matrices:
-        return metrics_html, "<p>No curves recorded (multiclass runs report the confusion matrix plot only).</p>"
+        return metrics_html, "<p>No curves recorded.</p>"
     fpr = [m.get("falsePositiveRate", 0.0) for m in matrices]
     tpr = [m.get("recall", 0.0) for m in matrices]
     precision = [m.get("precision", 1.0) if m.get("precision") != "NaN" else 1.0 for m in matrices]
@@ -204,6 +219,49 @@ def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str,
     return metrics_html, _png(figure)
 
 
+def _multiclass_figure(overall: dict, by_sub_key: dict, summary: RunSummary) -> str:
+    """K classes: the K x K confusion matrix (top-1 predictions) and each class's one-vs-rest ROC."""
+    import numpy as np
+
+    names = summary.label_names
+    k = len(names)
+    cells = np.zeros((k, k))
+    (matrix, *_) = overall["multiClassConfusionMatrixAtThresholds"].get("matrices", [{}])
+    for entry in matrix.get("entries", []):
+        cells[int(entry.get("actualClassId", 0)), int(entry.get("predictedClassId", 0))] += entry.get(
+            "numWeightedExamples", 0.0
+        )
+    figure, axes = plt.subplots(1, 2, figsize=(6 + 1.2 * k, 4 + 0.4 * k))
+    axes[0].imshow(cells, cmap="Blues")
+    for (i, j), value in np.ndenumerate(cells):
+        axes[0].text(j, i, f"{int(value)}", ha="center", va="center", fontsize=11)
+    axes[0].set(
+        title=f"confusion matrix ({k} classes)",
+        xticks=range(k),
+        yticks=range(k),
+        xlabel="predicted",
+        ylabel="true",
+    )
+    axes[0].set_xticklabels(names, rotation=30, ha="right")
+    axes[0].set_yticklabels(names)
+    for class_id, name in enumerate(names):
+        curve = by_sub_key.get(f"classId:{class_id}", {}).get("confusionMatrixAtThresholds", {}).get("matrices", [])
+        if curve:
+            auc = summary.per_class.get(name, {}).get("auc", float("nan"))
+            axes[1].plot(
+                [m.get("falsePositiveRate", 0.0) for m in curve],
+                [m.get("recall", 0.0) for m in curve],
+                label=f"{name} (AUC {auc:.3f})",
+            )
+    axes[1].plot([0, 1], [0, 1], linestyle="--", color="grey")
+    axes[1].set(title="one-vs-rest ROC per class", xlabel="false positive rate", ylabel="true positive rate")
+    axes[1].legend(fontsize=8)
+    axes[1].grid(alpha=0.3)
+    figure.tight_layout()
+    caption = f"<p>The confusion matrix ({k} classes) of top-1 predictions, and the one-vs-rest ROC of each class.</p>"
+    return caption + _png(figure)
+
+
 def _blessing_section(evaluation_uri: str, summary: RunSummary) -> str:
     config = json.loads(Path(evaluation_uri, "eval_config.json").read_text()).get("evalConfig", {})
     rows = []
@@ -257,7 +315,10 @@ def build_report(sqlite_path: str, pipeline_name: str, output: str | Path) -> Pa
     body = {
         "summary": f"<p>Run <b>{html.escape(summary.run_id)}</b> of <b>{html.escape(pipeline_name)}</b>.</p>"
         + _table(["component", "state", "seconds"], component_rows),
-        "dataset": _table(["split", "examples"], [[k, v] for k, v in summary.split_counts.items()])
+        "dataset": _table(
+            ["split", "examples", "dropped (missing text or label)"],
+            [[k, v, summary.dropped_counts.get(k, 0)] for k, v in summary.split_counts.items()],
+        )
         + f"<p>Labels (id order): {html.escape(', '.join(summary.label_names))}</p>"
         + (
             f"<p>Span {summary.span}; spans read: {', '.join(map(str, summary.spans))}</p>"

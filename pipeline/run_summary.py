@@ -12,11 +12,12 @@ from ml_metadata.proto import metadata_store_pb2
 
 from components.evaluation import ACCURACY, AUC, metric_names
 from components.hf_example_gen.executor import (
-    LABEL_NAME_FEATURE,
+    DROPPED_COUNTS_PROPERTY,
     LABEL_NAMES_PROPERTY,
     SPANS_PROPERTY,
     SPLIT_COUNTS_PROPERTY,
 )
+from models.features import LABEL_NAME_FEATURE
 
 _STATE_NAMES = {
     metadata_store_pb2.Execution.COMPLETE: "done",
@@ -54,6 +55,8 @@ class RunSummary:
     spans: list[int] = dataclasses.field(default_factory=list)  # every span it read
     started_ms: int = 0  # when the run's first execution was created (ms since the epoch)
     examples_uri: str | None = None  # what the ExampleGen wrote (drift compares new data with it)
+    dropped_counts: dict[str, int] = dataclasses.field(default_factory=dict)  # rows left out for missing values
+    per_class: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # K > 2: one-vs-rest
 
     @property
     def outcome(self) -> str:
@@ -76,9 +79,11 @@ class RunSummary:
             "components": {c.name: round(c.seconds, 2) for c in self.components},
             "component_states": {c.name: c.state for c in self.components},
             "split_counts": self.split_counts,
+            "dropped_counts": self.dropped_counts,
             "label_names": self.label_names,
             "metrics": self.metrics,
             "slices": self.slices,
+            "per_class": self.per_class,
             "baseline_metrics": self.baseline_metrics,
             "blessed": self.blessed,
             "blessing_reason": self.blessing_reason,
@@ -96,6 +101,9 @@ class RunSummary:
         lines.append("")
         counts = ", ".join(f"{k} {v:,}" for k, v in self.split_counts.items())
         lines.append(f"  examples      {counts}   labels {self.label_names}")
+        if any(self.dropped_counts.values()):
+            dropped = ", ".join(f"{k} {v:,}" for k, v in self.dropped_counts.items())
+            lines.append(f"  dropped       {dropped} (rows with a missing text or label; dataset.missing_text: drop)")
         if self.spans and self.spans != [0]:
             lines.append(f"  data          span {self.span} (spans read: {', '.join(map(str, self.spans))})")
         shown = ", ".join(f"{k} {v:.4f}" for k, v in self.metrics.items() if k != "example_count")
@@ -107,6 +115,9 @@ class RunSummary:
                 f"    {name:<24} n={int(values.get('example_count', 0)):<6} accuracy "
                 f"{values.get(ACCURACY, float('nan')):.3f}{auc}"
             )
+        for label, values in self.per_class.items():
+            shown = "  ".join(f"{k} {values[k]:.3f}" for k in ("auc", "precision", "recall") if k in values)
+            lines.append(f"    class {label:<18} {shown}")
         verdict = {True: "BLESSED", False: "NOT blessed", None: "not evaluated"}[self.blessed]
         lines.append(f"  blessing      {verdict}: {self.blessing_reason}")
         pushed = f"{self.pushed_dir} (version {self.pushed_version})" if self.pushed_dir else "nothing pushed"
@@ -193,29 +204,40 @@ def load_eval_result(evaluation_uri: str, role: str = "candidate"):
     return tfma.load_eval_result(evaluation_uri) if role == "candidate" else None
 
 
+def _metric_name(name: str) -> str:
+    """TFMA's view names a macro-averaged metric '<AggregationType proto text>_<name>'; we call it <name>."""
+    return name.rsplit("\n_", 1)[-1] if name.startswith("macro_average") else name
+
+
 def _read_metrics(
-    evaluation_uri: str, num_labels: int, role: str = "candidate"
-) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    names = metric_names(num_labels)
-    rename = {tfma_name: ours for ours, tfma_name in names.items()}
+    evaluation_uri: str, label_names: list[str], role: str = "candidate"
+) -> tuple[dict[str, float], dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """(overall, per slice, per class) metrics under our names: for K classes the headline AUC, AUC-PR,
+    precision and recall are the macro averages and the per-class ones are one-vs-rest."""
+    rename = metric_names(max(len(label_names), 2))
     result = load_eval_result(evaluation_uri, role)
     if result is None:
-        return {}, {}
-    overall, slices = {}, {}
+        return {}, {}, {}
+    overall, slices, per_class = {}, {}, {}
     for slice_key, by_output in result.slicing_metrics:
         values = {}
         for sub_key, metrics in by_output.get("", {}).items():
             for name, value in metrics.items():
                 number = _metric_value(value)
                 # *_diff metrics (candidate minus baseline) are not the model's own; the baseline's are read apart.
-                own = not name.endswith("_diff")
-                if number is not None and own and (sub_key == "" or name.startswith("macro")):
-                    values[rename.get(name, name)] = number
+                if number is None or name.endswith("_diff"):
+                    continue
+                if sub_key == "":
+                    values[rename.get(_metric_name(name), _metric_name(name))] = number
+                elif not slice_key and sub_key.startswith("classId:"):
+                    class_id = int(sub_key.removeprefix("classId:"))
+                    label = label_names[class_id] if class_id < len(label_names) else str(class_id)
+                    per_class.setdefault(label, {})[name] = number
         if not slice_key:
             overall = values
         else:
             slices[", ".join(f"{k}={v}" for k, v in slice_key)] = values
-    return overall, dict(sorted(slices.items()))
+    return overall, dict(sorted(slices.items())), per_class
 
 
 def _describe_failure(failure) -> str:
@@ -303,6 +325,7 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
             summary.examples_uri = examples.uri
             summary.split_counts = json.loads(_custom(examples, SPLIT_COUNTS_PROPERTY))
             summary.label_names = json.loads(_custom(examples, LABEL_NAMES_PROPERTY) or "[]")
+            summary.dropped_counts = json.loads(_custom(examples, DROPPED_COUNTS_PROPERTY) or "{}")
             summary.span = examples.properties["span"].int_value if "span" in examples.properties else None
             recorded = json.loads(_custom(examples, SPANS_PROPERTY) or "[]")
             summary.spans = recorded or ([summary.span] if summary.span is not None else [])
@@ -310,9 +333,9 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
             summary.blessed = bool(_custom(outputs["blessing"], "blessed"))
             summary.blessing_reason = "see the run report"
             if with_metrics:
-                uri, num_labels = outputs["evaluation"].uri, max(len(summary.label_names), 2)
-                summary.metrics, summary.slices = _read_metrics(uri, num_labels)
-                summary.baseline_metrics, _ = _read_metrics(uri, num_labels, "baseline")
+                uri = outputs["evaluation"].uri
+                summary.metrics, summary.slices, summary.per_class = _read_metrics(uri, summary.label_names)
+                summary.baseline_metrics, _, _ = _read_metrics(uri, summary.label_names, "baseline")
                 summary.blessing_reason = _blessing_reason(uri, summary.blessed)
         if "pushed_model" in outputs and _custom(outputs["pushed_model"], "pushed"):
             summary.pushed_dir = _custom(outputs["pushed_model"], "pushed_destination")

@@ -95,7 +95,7 @@ def test_missing_text_values(tmp_path, tiny_bert_dir):
     path = tmp_path / "gaps.json"
     path.write_text("\n".join(json.dumps({"text": None if i == 7 else f"t{i}", "label": i % 2}) for i in range(40)))
     config = _config(tmp_path, tiny_bert_dir, name="json", data_files=[str(path)])
-    with pytest.raises(DatasetContentError, match=r"text is NoneType .* not a string; drop or fill"):
+    with pytest.raises(DatasetContentError, match=r"missing values: text in 1 row\(s\).*--missing-text drop"):
         probe(config)
 
 

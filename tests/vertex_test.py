@@ -262,3 +262,27 @@ def test_image_recipe_installs_the_lock_and_every_module_the_spec_names(committe
     assert referenced and referenced <= copied
     for package in copied:
         assert (ROOT / package / "__init__.py").exists() or package == "configs"
+
+
+def test_a_k_class_sentence_pair_config_compiles_with_its_runtime_parameters():
+    """Users' own data on Vertex: 3 labels and a text pair reach the ExampleGen, the Trainer and TFMA."""
+    config = configs.load_config(
+        PROFILE,
+        {"dataset.label_names": ["contradiction", "neutral", "entailment"], "dataset.text_pair_column": "hypothesis",
+         "dataset.text_column": "premise", "dataset.name": "gs://bucket/snli/*.jsonl"},
+    )  # fmt: skip
+    spec = compile_spec(config)
+    parsed = json_format.ParseDict(spec, pipeline_spec_pb2.PipelineSpec(), ignore_unknown_fields=False)
+    assert set(parsed.root.input_definitions.parameters) == {"dataset_revision", "epochs", "learning_rate", "span"}
+    tasks = spec["root"]["dag"]["tasks"]
+    dataset = json.loads(
+        tasks["HFDatasetExampleGen"]["inputs"]["parameters"]["dataset_config"]["runtimeValue"]["constant"]
+    )
+    assert (dataset["name"], dataset["data_files"]) == ("json", ["gs://bucket/snli/*.jsonl"])
+    assert dataset["text_pair_column"] == "hypothesis"
+    assert _trainer_job(spec)["label_names"] == ["contradiction", "neutral", "entailment"]
+    assert tasks["Trainer"]["inputs"]["parameters"]["epochs"] == {"componentInputParameter": "epochs"}
+    evaluator = json.loads(tasks["Evaluator"]["inputs"]["parameters"]["eval_config"]["runtimeValue"]["constant"])
+    macro = [s for s in evaluator["metrics_specs"] if "aggregate" in s]
+    assert macro and set(macro[0]["aggregate"]["class_weights"]) == {"0", "1", "2"}
+    assert evaluator["model_specs"][0]["prediction_key"] == "probabilities"

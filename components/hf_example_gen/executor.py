@@ -1,8 +1,8 @@
 """Writes the dataset as gzipped tf.Example TFRecords under Split-<name>/, one Beam pipeline for all splits.
 
-Each example has `text` (bytes), `label` (int64 id, 0 included: TFX's parquet path drops falsy values)
-and `label_name` (bytes, so statistics and slices show names). The label set, the dataset fingerprint,
-per-split counts and the span go on the output artifact.
+Each example has the features of `models.features`: `text`, `text_pair` for sentence pairs, `label` (int64
+id, 0 included: TFX's parquet path drops falsy values) and `label_name`. The label set, the dataset
+fingerprint, per-split counts, rows dropped for missing values and the span go on the output artifact.
 """
 
 from __future__ import annotations
@@ -21,24 +21,29 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 
 from components.hf_example_gen import sources, spans
+from models.features import LABEL_FEATURE, LABEL_NAME_FEATURE, TEXT_FEATURE, TEXT_PAIR_FEATURE
 from pipeline.configs import TFX_SPLITS, DatasetConfig, load_dataset_config, to_dict
 
 LABEL_NAMES_PROPERTY = "label_names"
 FINGERPRINT_PROPERTY = "dataset_fingerprint"
 SPLIT_COUNTS_PROPERTY = "split_counts"
+DROPPED_COUNTS_PROPERTY = "dropped_counts"  # rows left out per split for a missing text or label
 SPANS_PROPERTY = "spans"  # the window of spans read, as JSON; the artifact's `span` is the newest of them
 INPUT_FINGERPRINT_PROPERTY = "input_fingerprint"
-TEXT_FEATURE, LABEL_FEATURE, LABEL_NAME_FEATURE = "text", "label", "label_name"
 
 
-def to_example(text: str, label_id: int, label_names: tuple[str, ...]) -> bytes:
+def _bytes(value: str) -> tf.train.Feature:
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode("utf-8")]))
+
+
+def to_example(text: str, text_pair: str | None, label_id: int, label_names: tuple[str, ...]) -> bytes:
     feature = {
-        TEXT_FEATURE: tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode("utf-8")])),
+        TEXT_FEATURE: _bytes(text),
         LABEL_FEATURE: tf.train.Feature(int64_list=tf.train.Int64List(value=[label_id])),
-        LABEL_NAME_FEATURE: tf.train.Feature(
-            bytes_list=tf.train.BytesList(value=[label_names[label_id].encode("utf-8")])
-        ),
+        LABEL_NAME_FEATURE: _bytes(label_names[label_id]),
     }
+    if text_pair is not None:
+        feature[TEXT_PAIR_FEATURE] = _bytes(text_pair)
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
@@ -65,6 +70,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         names, rows = prepared.label_names, prepared.rows
         for name in TFX_SPLITS:
             logging.info("split %s: %d examples from %s", name, len(rows[name].texts), prepared.origin[name])
+            if rows[name].dropped:
+                logging.warning("split %s: %d rows dropped for a missing text or label", name, rows[name].dropped)
 
         label_tuple = tuple(names)
         examples.split_names = artifact_utils.encode_split_names(list(TFX_SPLITS))
@@ -73,8 +80,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                 split = rows[name]
                 _ = (
                     pipeline
-                    | f"Create[{name}]"
-                    >> beam.Create(list(zip(split.texts, split.label_ids, strict=True)), reshuffle=False)
+                    | f"Create[{name}]" >> beam.Create(list(split.rows()), reshuffle=False)
                     | f"ToExample[{name}]" >> beam.Map(lambda row, names=label_tuple: to_example(*row, names))
                     | f"Write[{name}]"
                     >> beam.io.WriteToTFRecord(
@@ -92,6 +98,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         examples.set_string_custom_property(
             SPLIT_COUNTS_PROPERTY, json.dumps({n: len(rows[n].texts) for n in TFX_SPLITS})
         )
+        examples.set_string_custom_property(DROPPED_COUNTS_PROPERTY, json.dumps(prepared.dropped))
         examples.set_string_custom_property(
             FINGERPRINT_PROPERTY, fingerprint(prepared.source_fingerprints, config, names)
         )

@@ -70,7 +70,11 @@ def load_source(config: DatasetConfig) -> datasets.DatasetDict:
         raise DatasetSourceError(f"{key} not found: {missing}")
     try:
         loaded = datasets.load_dataset(
-            name, config.config_name, revision=config.revision, data_files=data_files or None
+            name,
+            config.config_name,
+            revision=config.revision,
+            data_files=data_files or None,
+            **dict(config.builder_options),
         )
     except FileNotFoundError as error:
         raise DatasetSourceError(

@@ -16,27 +16,43 @@ class DatasetContentError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class SplitRows:
-    """One TFX split: texts and int label ids, in a deterministic order."""
+    """One TFX split: texts (and pair texts) and int label ids, in a deterministic order."""
 
     texts: list[str]
     label_ids: list[int]
+    text_pairs: list[str] | None = None  # sentence-pair datasets only
+    dropped: int = 0  # rows left out for a missing text or label (dataset.missing_text: drop)
+
+    def rows(self):
+        """(text, text_pair or None, label id) per example."""
+        pairs = self.text_pairs if self.text_pairs is not None else [None] * len(self.texts)
+        return zip(self.texts, pairs, self.label_ids, strict=True)
 
 
 def check_columns(source: datasets.DatasetDict, config: DatasetConfig) -> None:
     for split_name, split in source.items():
         columns = list(split.column_names)
-        for role, column in (("text", config.text_column), ("label", config.label_column)):
+        for role, column in _column_roles(config):
             if column not in columns:
                 raise DatasetContentError(
                     f"{role} column '{column}' is not in split '{split_name}'; its columns are {columns}. "
-                    f"Set dataset.{role}_column to one of them."
+                    f"Set dataset.{role}_column (--{role.replace('_', '-')}-column) to one of them."
                 )
-        text_feature = split.features[config.text_column]
-        if not (isinstance(text_feature, datasets.Value) and text_feature.dtype in ("string", "large_string")):
-            raise DatasetContentError(
-                f"text column '{config.text_column}' holds {text_feature}, not strings; "
-                "point dataset.text_column at a string column"
-            )
+        for role, column in _column_roles(config)[:-1]:
+            feature = split.features[column]
+            if not (isinstance(feature, datasets.Value) and feature.dtype in ("string", "large_string")):
+                raise DatasetContentError(
+                    f"{role} column '{column}' holds {feature}, not strings; "
+                    f"point dataset.{role}_column at a string column"
+                )
+
+
+def _column_roles(config: DatasetConfig) -> list[tuple[str, str]]:
+    """(role, column) for the text columns, then the label column last."""
+    roles = [("text", config.text_column)]
+    if config.text_pair_column:
+        roles.append(("text_pair", config.text_pair_column))
+    return [*roles, ("label", config.label_column)]
 
 
 def label_names(source: datasets.DatasetDict, config: DatasetConfig) -> list[str]:
@@ -48,8 +64,10 @@ def label_names(source: datasets.DatasetDict, config: DatasetConfig) -> list[str
         return list(features[0].names)
     values = set()
     for split in source.values():
-        values.update(str(v) for v in split.unique(config.label_column))
-    return sorted(values)
+        values.update(v for v in split.unique(config.label_column) if v is not None)
+    if all(isinstance(v, int | bool) for v in values):
+        return [str(v) for v in sorted(values)]  # integer labels keep their numeric order: 2 before 10
+    return sorted(str(v) for v in values)
 
 
 def _label_strings(split: datasets.Dataset, column: str) -> list[str]:
@@ -119,20 +137,42 @@ def assign_splits(
     return splits, origin
 
 
+def _missing_rows(split: datasets.Dataset, config: DatasetConfig) -> dict[str, list[int]]:
+    """Row indices with a missing value, per role: None texts, None labels, ClassLabel's -1."""
+    missing = {}
+    for role, column in _column_roles(config):
+        values = split[column]
+        is_class = isinstance(split.features[column], datasets.ClassLabel)
+        rows = [i for i, v in enumerate(values) if v is None or (is_class and v < 0)]
+        if rows:
+            missing[role] = rows
+    return missing
+
+
 def split_rows(split: datasets.Dataset, config: DatasetConfig, names: Sequence[str], split_name: str) -> SplitRows:
     """Texts and label ids of one split. Arrow string columns hold valid UTF-8 only (invalid bytes fail at
-    load time, in `sources`); missing values arrive here as None and are refused.
+    load time, in `sources`); missing values arrive here as None: an error naming the rows, or dropped.
 
     Empty and whitespace-only texts are kept: they tokenize to [CLS] [SEP] and are classified like any text.
     """
-    texts = split[config.text_column]
-    for index, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise DatasetContentError(
-                f"split '{split_name}' row {index}: text is {type(text).__name__} ({text!r}), not a string; "
-                "drop or fill missing texts before training"
-            )
-    return SplitRows(texts=list(texts), label_ids=label_ids(split, config.label_column, names, split_name))
+    missing = _missing_rows(split, config)
+    dropped = sorted({i for rows in missing.values() for i in rows})
+    if dropped and config.missing_text != "drop":
+        shown = "; ".join(f"{role} in {len(rows)} row(s), first row {rows[0]}" for role, rows in missing.items())
+        raise DatasetContentError(
+            f"split '{split_name}' has missing values: {shown}. Fill them, or leave those rows out with "
+            "dataset.missing_text: drop (--missing-text drop); the run reports how many were dropped."
+        )
+    if dropped:
+        keep = sorted(set(range(len(split))) - set(dropped))
+        split = split.select(keep)
+    pairs = list(split[config.text_pair_column]) if config.text_pair_column else None
+    return SplitRows(
+        texts=list(split[config.text_column]),
+        label_ids=label_ids(split, config.label_column, names, split_name),
+        text_pairs=pairs,
+        dropped=len(dropped),
+    )
 
 
 def check_label_coverage(rows: dict[str, SplitRows], names: Sequence[str]) -> None:
@@ -159,6 +199,11 @@ class PreparedDataset:
     rows: dict[str, SplitRows]
     origin: dict[str, str]
     source_fingerprints: list[str]
+
+    @property
+    def dropped(self) -> dict[str, int]:
+        """Rows left out per split for a missing text or label."""
+        return {name: split.dropped for name, split in self.rows.items()}
 
 
 def prepare(source: datasets.DatasetDict, config: DatasetConfig) -> PreparedDataset:

@@ -89,3 +89,46 @@ def test_non_string_text_is_refused():
     ds = datasets.Dataset.from_dict({"text": [1, 2], "label": [0, 1]})
     with pytest.raises(splitting.DatasetContentError, match="not strings"):
         splitting.check_columns(datasets.DatasetDict({"train": ds}), DatasetConfig(name="x"))
+
+
+def _with_missing():
+    return datasets.Dataset.from_dict(
+        {"text": ["a", None, "c", "d", None, "f"], "pair": ["x", "y", None, "w", "v", "u"],
+         "label": ["pos", "neg", "pos", None, "neg", "pos"]}
+    )  # fmt: skip
+
+
+def test_missing_values_are_an_error_naming_the_rows_and_the_option():
+    config = DatasetConfig(name="x", text_pair_column="pair")
+    with pytest.raises(splitting.DatasetContentError) as error:
+        splitting.split_rows(_with_missing(), config, ["neg", "pos"], "train")
+    message = str(error.value)
+    assert "text in 2 row(s), first row 1" in message and "text_pair in 1 row(s), first row 2" in message
+    assert "label in 1 row(s), first row 3" in message and "--missing-text drop" in message
+
+
+def test_missing_values_dropped_under_drop_and_counted():
+    config = DatasetConfig(name="x", text_pair_column="pair", missing_text="drop")
+    rows = splitting.split_rows(_with_missing(), config, ["neg", "pos"], "train")
+    assert (rows.texts, rows.text_pairs, rows.label_ids, rows.dropped) == (["a", "f"], ["x", "u"], [1, 1], 4)
+    assert list(rows.rows()) == [("a", "x", 1), ("f", "u", 1)]
+
+
+def test_classlabel_minus_one_counts_as_missing():
+    ds = _dataset(4, [0, 1, -1, 1]).cast_column("label", datasets.ClassLabel(names=["neg", "pos"]))
+    rows = splitting.split_rows(ds, DatasetConfig(name="x", missing_text="drop"), ["neg", "pos"], "train")
+    assert rows.dropped == 1 and rows.label_ids == [0, 1, 1]
+
+
+def test_integer_and_bool_labels_keep_their_numeric_order():
+    ints = datasets.DatasetDict({"train": _dataset(12, [10, 2, 0, 1])})
+    assert splitting.label_names(ints, DatasetConfig(name="x")) == ["0", "1", "2", "10"]
+    bools = datasets.DatasetDict({"train": _dataset(4, [True, False])})
+    assert splitting.label_names(bools, DatasetConfig(name="x")) == ["False", "True"]
+    assert splitting.label_ids(bools["train"], "label", ["False", "True"], "train") == [1, 0, 1, 0]
+
+
+def test_a_missing_pair_column_is_named_with_the_flag():
+    source = datasets.DatasetDict({"train": _dataset(4, ["a", "b"])})
+    with pytest.raises(splitting.DatasetContentError, match=r"text_pair column 'hypothesis'.*--text-pair-column"):
+        splitting.check_columns(source, DatasetConfig(name="x", text_pair_column="hypothesis"))

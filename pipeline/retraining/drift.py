@@ -12,7 +12,7 @@ import glob
 import os
 
 from components.hf_example_gen import sources
-from components.hf_example_gen.executor import LABEL_NAME_FEATURE, TEXT_FEATURE
+from models.features import LABEL_NAME_FEATURE, TEXT_FEATURE
 from pipeline.configs import PipelineConfig, RetrainingConfig
 from pipeline.retraining.decision import DriftReport, FeatureDrift
 from pipeline.run_summary import summarize_all

