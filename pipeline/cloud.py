@@ -126,12 +126,18 @@ def worker_pool_specs(cloud: CloudConfig) -> list[dict]:
 
 
 def vertex_training_config(cloud: CloudConfig) -> dict:
-    """The keys TFX's Vertex Trainer reads from custom_config."""
-    job = {"project": cloud.project, "worker_pool_specs": worker_pool_specs(cloud), "labels": dict(cloud.labels)}
+    """The keys TFX's Vertex Trainer reads from custom_config.
+
+    TFX's runner pops `project`, then `VertexJobClient.create_training_job` takes `job_spec` as the
+    CustomJobSpec and `labels` / `encryption_spec` as the CustomJob's own fields; without a `job_spec` key it
+    would treat the whole dict as the spec, which the API rejects (labels are no CustomJobSpec field).
+    """
+    job_spec = {"worker_pool_specs": worker_pool_specs(cloud)}
     if cloud.service_account:
-        job["service_account"] = cloud.service_account
+        job_spec["service_account"] = cloud.service_account
     if cloud.network:
-        job["network"] = cloud.network
+        job_spec["network"] = cloud.network
+    job = {"project": cloud.project, "job_spec": job_spec, "labels": dict(cloud.labels)}
     if cloud.encryption_key:
         job["encryption_spec"] = {"kms_key_name": cloud.encryption_key}
     return {

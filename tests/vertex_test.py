@@ -98,15 +98,51 @@ def test_runtime_parameters_reach_their_components_with_defaults(committed, prof
     assert example_gen_inputs["revision"] == {"componentInputParameter": "dataset_revision"}
 
 
+def _custom_job_request(spec):
+    """The CreateCustomJobRequest TFX's Vertex Trainer would send for the compiled spec: its training args go
+    through TFX's own runner steps (pop `project`) and `VertexJobClient.create_training_job`, and the result
+    must convert into the API's CustomJob proto (unknown or misplaced fields raise)."""
+    import copy
+
+    from google.cloud import aiplatform_v1
+    from tfx.extensions.google_cloud_ai_platform import training_clients
+
+    custom_config = _trainer_job(spec)
+    job_args = copy.deepcopy(custom_config["ai_platform_training_args"])
+    project = job_args.pop("project")
+    region = custom_config["ai_platform_vertex_region"]
+    # __init__ would build a GAPIC client (credentials); create_training_job needs only the region.
+    client = training_clients.VertexJobClient.__new__(training_clients.VertexJobClient)
+    client._region = region
+    job = client.create_training_job({}, {}, {}, "components.hf_trainer.Executor", job_args, None, None)
+    return aiplatform_v1.CreateCustomJobRequest(
+        parent=f"projects/{project}/locations/{region}", custom_job=aiplatform_v1.CustomJob(job)
+    )
+
+
 def test_tpu_trainer_runs_in_a_vertex_custom_job(committed, profile):
-    job = _trainer_job(committed)
-    assert job["ai_platform_enable_vertex"] is True
-    assert job["ai_platform_vertex_region"] == "us-central1"
-    (pool,) = job["ai_platform_training_args"]["worker_pool_specs"]
-    assert pool["machine_spec"] == {"machine_type": "ct5lp-hightpu-4t", "tpu_topology": "2x2"}
-    assert pool["container_spec"]["image_uri"] == profile.cloud.trainer_image_uri
-    assert job["ai_platform_training_args"]["service_account"] == profile.cloud.service_account
-    assert job["training"]["precision"] == "auto"
+    assert _trainer_job(committed)["ai_platform_enable_vertex"] is True
+    request = _custom_job_request(committed)
+    assert request.parent == "projects/my-gcp-project/locations/us-central1"
+    job = request.custom_job
+    (pool,) = job.job_spec.worker_pool_specs
+    assert (pool.machine_spec.machine_type, pool.machine_spec.tpu_topology) == ("ct5lp-hightpu-4t", "2x2")
+    assert pool.container_spec.image_uri == profile.cloud.trainer_image_uri
+    command = list(pool.container_spec.command)
+    assert command[command.index("--executor_class_path") + 1] == "components.hf_trainer.Executor"
+    assert job.job_spec.service_account == profile.cloud.service_account
+    assert {k: job.labels[k] for k in profile.cloud.labels} == dict(profile.cloud.labels)
+    assert _trainer_job(committed)["training"]["precision"] == "auto"
+
+
+def test_cmek_and_network_land_where_the_custom_job_api_has_them(profile):
+    cloud = dataclasses.replace(
+        profile.cloud, encryption_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k",
+        network="projects/123/global/networks/vpc",
+    )  # fmt: skip
+    job = _custom_job_request(compile_spec(dataclasses.replace(profile, cloud=cloud))).custom_job
+    assert job.encryption_spec.kms_key_name == cloud.encryption_key
+    assert job.job_spec.network == cloud.network
 
 
 @pytest.mark.parametrize(
@@ -121,8 +157,11 @@ def test_tpu_trainer_runs_in_a_vertex_custom_job(committed, profile):
 def test_gpu_and_other_placements_give_their_worker_pool(profile, accelerator, count, machine_spec):
     cloud = dataclasses.replace(profile.cloud, trainer_accelerator=accelerator, trainer_accelerator_count=count)
     spec = compile_spec(dataclasses.replace(profile, cloud=cloud))
-    (pool,) = _trainer_job(spec)["ai_platform_training_args"]["worker_pool_specs"]
-    assert pool["machine_spec"] == machine_spec
+    (pool,) = _custom_job_request(spec).custom_job.job_spec.worker_pool_specs
+    as_dict = type(pool.machine_spec).to_dict(
+        pool.machine_spec, including_default_value_fields=False, use_integers_for_enums=False
+    )
+    assert as_dict == machine_spec
 
 
 def test_endpoint_pusher_deploys_on_a_tf_serving_container(committed, profile):
