@@ -1,5 +1,5 @@
 # The README's two commands are `make run` and `make test`; both set up the environment first.
-.PHONY: setup run test lint doctor bench clean-env
+.PHONY: setup run test test-all lint doctor bench clean-env
 
 setup:
 	bin/setup-env
@@ -10,6 +10,11 @@ run: setup
 test: setup
 	bin/in-env ruff check .
 	bin/in-env pytest $(ARGS)
+
+# Also the checks marked slow: exhaustive sweeps and real-model scenarios (see pyproject's markers).
+test-all: setup
+	bin/in-env ruff check .
+	bin/in-env pytest --slow $(ARGS)
 
 lint: setup
 	bin/in-env ruff check .

@@ -12,6 +12,20 @@ import pytest
 import pipeline  # noqa: F401  (configures TF_USE_LEGACY_KERAS before anything imports TensorFlow)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", help="also run the tests marked slow (make test-all)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked slow are skipped, and say so, unless --slow: `make test` stays within CI's time."""
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason="marked slow: run with `make test-all` (pytest --slow)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory):
     from tests.tiny_model import write_tiny_bert

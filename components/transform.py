@@ -63,11 +63,10 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
     # Sentence-pair data carries text_pair (the ExampleGen writes it when dataset.text_pair_column is set).
     pairs = tf.reshape(inputs[TEXT_PAIR_FEATURE], [-1]) if TEXT_PAIR_FEATURE in inputs else None
     features = InGraphTokenizer(spec, max_seq_length, vocab_path=vocab_path)(texts, pairs)
-    token_count = features.pop("token_count")
+    token_count, truncated = features.pop("token_count"), features.pop("truncated")
     outputs = dict(features)
     outputs[TOKEN_COUNT_FEATURE] = token_count
-    special_tokens = 2 if pairs is None else 3
-    outputs[TRUNCATED_FEATURE] = tf.cast(token_count > max_seq_length - special_tokens, tf.int64)
+    outputs[TRUNCATED_FEATURE] = tf.cast(truncated, tf.int64)
     outputs[LENGTH_BUCKET_FEATURE] = length_bucket(token_count, custom_config.get("length_buckets", (16, 32)))
     if LABEL_FEATURE in inputs:
         outputs[LABEL_FEATURE] = tf.reshape(inputs[LABEL_FEATURE], [-1])

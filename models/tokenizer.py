@@ -1,20 +1,27 @@
 """In-graph WordPiece tokenization that reproduces Hugging Face's BertTokenizerFast id for id.
 
 Built once from a model directory's vocab and tokenizer settings, used by Transform's preprocessing_fn and
-therefore inside the exported serving graph. Uses the plain `tensorflow_text.BertTokenizer` (its ops ship
-in TF Serving; FastBertTokenizer's do not). Its own `lower_case=True` applies NFKC case folding, which HF
-does not ('…' -> '...'), so lower-casing and accent stripping are done here the way HF does them.
+therefore inside the exported serving graph. Uses the steps of the plain `tensorflow_text.BertTokenizer`
+(its ops ship in TF Serving; FastBertTokenizer's do not): its BasicTokenizer for word splitting and its
+WordpieceTokenizer. Its own `lower_case=True` applies NFKC case folding, which HF does not ('…' -> '...'),
+so lower-casing and accent stripping are done here the way HF does them; characters the two libraries'
+Unicode tables classify differently are rewritten first (models/unicode_compat.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
 
+from models import unicode_compat
 from models.pretrained import ModelFilesError
+
+log = logging.getLogger(__name__)
 
 
 class UnsupportedTokenizerError(ValueError):
@@ -35,6 +42,8 @@ class TokenizerSpec:
     unk_token: str
     unk_id: int
     model_input_names: tuple[str, ...]
+    max_input_chars_per_word: int = 100
+    placeholder: str = unicode_compat.PLACEHOLDER_CANDIDATES[0]
 
     @property
     def takes_token_type_ids(self) -> bool:
@@ -61,6 +70,16 @@ def tokenizer_spec(model_dir: str | Path) -> TokenizerSpec:
     vocab = model_dir / "vocab.txt"
     if not vocab.is_file():
         raise ModelFilesError(f"{model_dir} has no vocab.txt, which the in-graph WordPiece tokenizer reads")
+    vocab_entries = vocab.read_text(encoding="utf-8").splitlines()
+    differing = unicode_compat.vocab_characters_in_disagreement(vocab_entries)
+    if differing:
+        log.warning(
+            "%d characters of %s's vocab are classified differently by tokenizers' and TensorFlow's Unicode "
+            "tables; words holding them become [UNK] in-graph: %s",
+            len(differing),
+            model_dir,
+            " ".join(f"U+{ord(c):04X}" for c in sorted(differing)[:10]),
+        )
     lower_case = bool(getattr(hf, "do_lower_case", False))
     strip_accents = getattr(hf, "strip_accents", None)
     return TokenizerSpec(
@@ -74,23 +93,36 @@ def tokenizer_spec(model_dir: str | Path) -> TokenizerSpec:
         unk_token=hf.unk_token,
         unk_id=hf.unk_token_id,
         model_input_names=tuple(hf.model_input_names),
+        max_input_chars_per_word=backend.model.max_input_chars_per_word,
+        placeholder=unicode_compat.placeholder_for(vocab_entries),
     )
 
 
-def normalize(texts: tf.Tensor, spec: TokenizerSpec) -> tf.Tensor:
+def clean_and_fold(texts: tf.Tensor, lower_case: bool, strip_accents: bool) -> tf.Tensor:
     """HF BertNormalizer: clean text, lower-case and strip accents (without NFKC folding)."""
     # clean_text: tab/newline/CR are spaces; every other control, format or private-use character and
     # U+FFFD are dropped (a NUL would otherwise end the text early inside tensorflow_text).
     texts = tf.strings.regex_replace(texts, r"[\t\n\r]", " ")
     texts = tf.strings.regex_replace(texts, r"[\p{C}\x{FFFD}]", "")
     texts = tf.strings.regex_replace(texts, r"\p{Z}", " ")  # NBSP, em space, line separator ...
-    if spec.lower_case:
+    if lower_case:
         # HF lower-cases char by char; ICU's string lowering turns a word-final capital sigma into 'ς'.
         texts = tf.strings.lower(tf.strings.regex_replace(texts, "Σ", "σ"), encoding="utf-8")  # noqa: RUF001
-    if spec.strip_accents:
+    if strip_accents:
         texts = tf_text.normalize_utf8(texts, "NFD")
         texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
     return texts
+
+
+def normalize(texts: tf.Tensor, spec: TokenizerSpec) -> tf.Tensor:
+    """HF's normalization, characters whose Unicode category the two libraries disagree on first made HF's."""
+    texts = unicode_compat.rewrite_for_hf(texts, spec.placeholder, spec.strip_accents)
+    return clean_and_fold(texts, spec.lower_case, spec.strip_accents)
+
+
+def split_words(texts: tf.Tensor) -> tf.RaggedTensor:
+    """HF's BertPreTokenizer: whitespace, punctuation and CJK ideographs end words ([N] -> [N, words])."""
+    return BasicTokenizer(lower_case=False, normalization_form=None).tokenize(texts)
 
 
 def longest_first_lengths(first: tf.Tensor, second: tf.Tensor, budget: int) -> tuple[tf.Tensor, tf.Tensor]:
@@ -120,32 +152,38 @@ def _keep_first(pieces: tf.RaggedTensor, counts: tf.Tensor) -> tf.RaggedTensor:
 
 class InGraphTokenizer:
     """texts [N] (and text_pairs [N]) -> fixed-length input_ids / attention_mask (/ token_type_ids) and the
-    untruncated token count ([CLS] a [SEP] b [SEP] for pairs, as HF builds it)."""
+    untruncated token count ([CLS] a [SEP] b [SEP] for pairs, as HF builds it) and whether tokens were cut."""
 
     def __init__(self, spec: TokenizerSpec, max_seq_length: int, vocab_path: str | tf.Tensor | None = None):
         self.spec = spec
         self.max_seq_length = max_seq_length
-        self._wordpiece = tf_text.BertTokenizer(
+        # HF limits words in characters, tensorflow_text in bytes: the byte bound admits every word HF
+        # admits and _pieces applies HF's character bound.
+        self._wordpiece = tf_text.WordpieceTokenizer(
             vocab_path if vocab_path is not None else spec.vocab_path,
             token_out_type=tf.int64,
             unknown_token=spec.unk_token,
-            lower_case=False,
-            normalization_form=None,
+            max_bytes_per_word=4 * spec.max_input_chars_per_word,
         )
 
     def _pieces(self, texts: tf.Tensor) -> tf.RaggedTensor:
-        return self._wordpiece.tokenize(normalize(tf.reshape(texts, [-1]), self.spec)).merge_dims(-2, -1)
+        words = split_words(normalize(tf.reshape(texts, [-1]), self.spec))
+        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > self.spec.max_input_chars_per_word
+        words = words.with_flat_values(tf.where(too_long, self.spec.unk_token, words.flat_values))
+        return self._wordpiece.tokenize(words).merge_dims(-2, -1)
 
     def __call__(self, texts: tf.Tensor, text_pairs: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
         pieces = self._pieces(texts)
         if text_pairs is None:
             token_count = pieces.row_lengths()
-            segments = [pieces[:, : self.max_seq_length - 2]]
+            budget = self.max_seq_length - 2  # [CLS] a [SEP]
+            segments = [pieces[:, :budget]]
         else:
             second = self._pieces(text_pairs)
             first_count, second_count = pieces.row_lengths(), second.row_lengths()
             token_count = first_count + second_count
-            kept_first, kept_second = longest_first_lengths(first_count, second_count, self.max_seq_length - 3)
+            budget = self.max_seq_length - 3  # [CLS] a [SEP] b [SEP]
+            kept_first, kept_second = longest_first_lengths(first_count, second_count, budget)
             segments = [_keep_first(pieces, kept_first), _keep_first(second, kept_second)]
         ids, segment_ids = tf_text.combine_segments(
             segments, start_of_sequence_id=self.spec.cls_id, end_of_segment_id=self.spec.sep_id
@@ -156,6 +194,7 @@ class InGraphTokenizer:
             "input_ids": input_ids,
             "attention_mask": attention_mask,
             "token_count": token_count,
+            "truncated": token_count > budget,
         }
         if self.spec.takes_token_type_ids:
             features["token_type_ids"] = token_type_ids

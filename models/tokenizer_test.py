@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from transformers import AutoTokenizer
 
@@ -26,6 +26,10 @@ EDGE_CASES = [
     "supercalifragilisticexpialidocious antidisestablishmentarianism",
     "word " * 400,
     "x" * 3000,
+    "превосходно" * 6,  # 66 characters, 132 bytes: HF's word limit counts characters, not bytes
+    "ж" * 100,
+    "ж" * 101,
+    "ж" * 99 + "!",
 ]
 
 
@@ -72,6 +76,9 @@ def test_pair_token_count_is_both_segments_before_truncation(spec, hf_tokenizer)
     assert out["token_count"].numpy().tolist() == [30 + len(hf_tokenizer.tokenize("short one"))]
     # budget 13: "short one" keeps its 2 tokens, the long text 11: [CLS] 11 [SEP] | 2 [SEP]
     assert out["token_type_ids"].numpy()[0].tolist() == [0] * 13 + [1] * 3
+    assert out["truncated"].numpy().tolist() == [True]
+    fits = InGraphTokenizer(spec, 16)(tf.constant(["word " * 11]), tf.constant(["short one"]))
+    assert fits["truncated"].numpy().tolist() == [False]  # 11 + 2 tokens fill the budget of 13 exactly
 
 
 def test_token_count_reports_length_before_truncation(spec, hf_tokenizer):
@@ -79,6 +86,8 @@ def test_token_count_reports_length_before_truncation(spec, hf_tokenizer):
     counts = InGraphTokenizer(spec, 16)(tf.constant(texts))["token_count"].numpy()
     assert counts.tolist() == [len(hf_tokenizer.tokenize(t)) for t in texts]
     assert counts[0] == 100
+    truncated = InGraphTokenizer(spec, 16)(tf.constant([*texts, "word " * 14]))["truncated"].numpy()
+    assert truncated.tolist() == [True, False, False]  # 14 tokens + [CLS] + [SEP] fit 16
 
 
 def test_spec_reads_the_hf_tokenizer_settings(spec):
@@ -126,6 +135,7 @@ def test_fuzzed_text_keeps_fixed_shapes_and_ids_in_the_vocab(spec, hf_tokenizer,
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pairs=st.lists(st.tuples(FUZZ_TEXT, FUZZ_TEXT), min_size=1, max_size=6), max_len=st.integers(8, 40))
+@example(pairs=[("", "\U0001cf00")], max_len=8)  # a mark to TF's Unicode tables, a letter to HF's
 def test_fuzzed_pairs_match_hf(spec, hf_tokenizer, pairs, max_len):
     firsts, seconds = [a for a, _ in pairs], [b for _, b in pairs]
     _compare(firsts, spec, hf_tokenizer, max_len, pairs=seconds)
