@@ -26,7 +26,9 @@ class Accelerator:
     tpu_topology: str = ""
 
 
-# Names users pick from; TPU VM machine types (ct5lp, ct5p, ct6e) carry their chips, so no accelerator_type.
+# Names users pick from. TPU VM machine types (ct5lp) carry their chips, so no accelerator_type. Vertex AI
+# custom training offers TPU v2, v3 and v5e VMs, v5e for TensorFlow 2.15+
+# (cloud.google.com/vertex-ai/docs/training/training-with-tpu-vm).
 ACCELERATORS = {
     "cpu": Accelerator("cpu", "n1-standard-8"),
     "t4": Accelerator("gpu", "n1-standard-8", "NVIDIA_TESLA_T4", 1),
@@ -38,26 +40,79 @@ ACCELERATORS = {
     "tpu-v5e-1": Accelerator("tpu", "ct5lp-hightpu-1t", tpu_topology="1x1"),
     "tpu-v5e-4": Accelerator("tpu", "ct5lp-hightpu-4t", tpu_topology="2x2"),
     "tpu-v5e-8": Accelerator("tpu", "ct5lp-hightpu-8t", tpu_topology="2x4"),
-    "tpu-v5p-8": Accelerator("tpu", "ct5p-hightpu-4t", tpu_topology="2x2x1"),
-    "tpu-v6e-1": Accelerator("tpu", "ct6e-standard-1t", tpu_topology="1x1"),
-    "tpu-v6e-4": Accelerator("tpu", "ct6e-standard-4t", tpu_topology="2x2"),
-    "tpu-v6e-8": Accelerator("tpu", "ct6e-standard-8t", tpu_topology="2x4"),
     "tpu-v3-8": Accelerator("tpu", "cloud-tpu", "TPU_V3", 8),
+    "tpu-v2-8": Accelerator("tpu", "cloud-tpu", "TPU_V2", 8),
 }
+
+# Asked for by users, refused with the reason instead of emitting a job that cannot run.
+REFUSED_ACCELERATORS = {
+    **{
+        f"tpu-v6e-{chips}": "Vertex AI trains on TPU v6e with JAX and PyTorch only, not TensorFlow "
+        "(cloud.google.com/vertex-ai/docs/training/training-with-tpu-vm)"
+        for chips in (1, 4, 8)
+    },
+    "tpu-v5p-8": "TPU v5p is not among the TPU VMs Vertex AI custom training offers (v2, v3, v5e)",
+}
+
+# GPUs per machine: A2, A3 and G2 machine types come with a fixed number; N1 machines take T4s or V100s in
+# the counts Compute Engine allows, on a machine big enough for them.
+GPU_MACHINES = {
+    "t4": {1: "n1-standard-8", 2: "n1-standard-16", 4: "n1-standard-32"},
+    "v100": {1: "n1-standard-8", 2: "n1-standard-16", 4: "n1-standard-32", 8: "n1-standard-64"},
+    "l4": {1: "g2-standard-8", 2: "g2-standard-24", 4: "g2-standard-48", 8: "g2-standard-96"},
+    "a100": {1: "a2-highgpu-1g", 2: "a2-highgpu-2g", 4: "a2-highgpu-4g", 8: "a2-highgpu-8g", 16: "a2-megagpu-16g"},
+    "a100-80gb": {1: "a2-ultragpu-1g", 2: "a2-ultragpu-2g", 4: "a2-ultragpu-4g", 8: "a2-ultragpu-8g"},
+    "h100": {8: "a3-highgpu-8g"},
+}
+_G2_GPUS = {4: 1, 8: 1, 12: 1, 16: 1, 32: 1, 24: 2, 48: 4, 96: 8}
+
+
+def fixed_gpu_count(machine_type: str) -> int | None:
+    """The GPUs an A2, A3 or G2 machine type comes with; None for machine types that take a chosen count."""
+    if match := re.fullmatch(r"a[23]-(?:high|ultra|mega|edge)gpu-(\d+)g", machine_type):
+        return int(match.group(1))
+    if match := re.fullmatch(r"g2-standard-(\d+)", machine_type):
+        return _G2_GPUS.get(int(match.group(1)))
+    return None
+
+
 _GCS = re.compile(r"^gs://[a-z0-9][-_.a-z0-9]{1,220}(/.*)?$")
 _PROJECT = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
 
 
 def accelerator(cloud: CloudConfig) -> Accelerator:
-    if cloud.trainer_accelerator not in ACCELERATORS:
+    """The Trainer's machine: the named placement, sized by trainer_accelerator_count and trainer_machine_type,
+    refused with the reason when Vertex AI could not run it."""
+    name = cloud.trainer_accelerator
+    if name in REFUSED_ACCELERATORS:
         raise ConfigError(
-            f"cloud.trainer_accelerator '{cloud.trainer_accelerator}' is unknown; pick one of {sorted(ACCELERATORS)}"
+            f"cloud.trainer_accelerator '{name}': {REFUSED_ACCELERATORS[name]}. Pick one of {sorted(ACCELERATORS)}"
         )
-    chosen = ACCELERATORS[cloud.trainer_accelerator]
-    if cloud.trainer_accelerator_count and chosen.kind == "gpu":
-        chosen = dataclasses.replace(chosen, accelerator_count=cloud.trainer_accelerator_count)
+    if name not in ACCELERATORS:
+        raise ConfigError(f"cloud.trainer_accelerator '{name}' is unknown; pick one of {sorted(ACCELERATORS)}")
+    chosen = ACCELERATORS[name]
+    count = cloud.trainer_accelerator_count
+    if count and chosen.kind != "gpu":
+        raise ConfigError(f"cloud.trainer_accelerator_count is for GPUs; '{name}' is sized by its name. Set it to 0.")
+    if chosen.kind == "gpu" and count and not cloud.trainer_machine_type:
+        machines = GPU_MACHINES[name]
+        if count not in machines:
+            raise ConfigError(
+                f"cloud.trainer_accelerator_count {count}: Vertex AI machines take {name} GPUs in counts "
+                f"{sorted(machines)}"
+            )
+        chosen = dataclasses.replace(chosen, machine_type=machines[count], accelerator_count=count)
     if cloud.trainer_machine_type:
         chosen = dataclasses.replace(chosen, machine_type=cloud.trainer_machine_type)
+        if count:
+            chosen = dataclasses.replace(chosen, accelerator_count=count)
+        fixed = fixed_gpu_count(chosen.machine_type) if chosen.kind == "gpu" else None
+        if fixed is not None and fixed != chosen.accelerator_count:
+            raise ConfigError(
+                f"cloud.trainer_machine_type {chosen.machine_type} comes with {fixed} GPU(s), not "
+                f"{chosen.accelerator_count}: set cloud.trainer_accelerator_count to {fixed}, or leave "
+                "trainer_machine_type empty and the count picks the machine"
+            )
     return chosen
 
 

@@ -149,9 +149,14 @@ def test_cmek_and_network_land_where_the_custom_job_api_has_them(profile):
     ("accelerator", "count", "machine_spec"),
     [
         ("l4", 0, {"machine_type": "g2-standard-8", "accelerator_type": "NVIDIA_L4", "accelerator_count": 1}),
-        ("a100", 2, {"machine_type": "a2-highgpu-1g", "accelerator_type": "NVIDIA_TESLA_A100", "accelerator_count": 2}),
+        ("a100", 2, {"machine_type": "a2-highgpu-2g", "accelerator_type": "NVIDIA_TESLA_A100", "accelerator_count": 2}),
+        ("l4", 4, {"machine_type": "g2-standard-48", "accelerator_type": "NVIDIA_L4", "accelerator_count": 4}),
+        ("t4", 2, {"machine_type": "n1-standard-16", "accelerator_type": "NVIDIA_TESLA_T4", "accelerator_count": 2}),
+        ("h100", 0, {"machine_type": "a3-highgpu-8g", "accelerator_type": "NVIDIA_H100_80GB", "accelerator_count": 8}),
         ("cpu", 0, {"machine_type": "n1-standard-8"}),
         ("tpu-v3-8", 0, {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V3", "accelerator_count": 8}),
+        ("tpu-v2-8", 0, {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V2", "accelerator_count": 8}),
+        ("tpu-v5e-8", 0, {"machine_type": "ct5lp-hightpu-8t", "tpu_topology": "2x4"}),
     ],
 )
 def test_gpu_and_other_placements_give_their_worker_pool(profile, accelerator, count, machine_spec):
@@ -206,6 +211,14 @@ def test_trainer_overrides_fold_into_custom_config():
         ({"cloud.pipeline_root": "/local/dir"}, "must be a gs://bucket/path"),
         ({"cloud.image_uri": "pipeline"}, "tag or digest"),
         ({"cloud.trainer_accelerator": "k80"}, "'k80' is unknown"),
+        ({"cloud.trainer_accelerator": "tpu-v6e-4"}, "TPU v6e with JAX and PyTorch only, not TensorFlow"),
+        ({"cloud.trainer_accelerator": "tpu-v5p-8"}, "not among the TPU VMs Vertex AI custom training offers"),
+        ({"cloud.trainer_accelerator": "a100", "cloud.trainer_accelerator_count": 3}, "in counts [1, 2, 4, 8, 16]"),
+        ({"cloud.trainer_accelerator": "tpu-v5e-4", "cloud.trainer_accelerator_count": 2}, "is for GPUs"),
+        (
+            {"cloud.trainer_accelerator": "a100", "cloud.trainer_machine_type": "a2-highgpu-4g"},
+            "a2-highgpu-4g comes with 4 GPU(s), not 1",
+        ),
         ({"cloud.push_to": "endpoint", "cloud.endpoint_name": ""}, "endpoint_name is empty"),
         ({"cloud.push_to": "filesystem", "serving_dir": "serving"}, "must be a gs:// path"),
         ({"cloud.service_account": "me"}, "not a service account email"),
