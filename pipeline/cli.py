@@ -150,20 +150,29 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from pipeline.kubeflow_v2_runner import compile_pipeline
+    from pipeline.kubeflow_v2_runner import compile_pipeline, default_template
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
-    spec = compile_pipeline(config, args.output)
+    output = args.output or default_template(args.config)
+    spec = compile_pipeline(config, output)
     tasks = spec["root"]["dag"]["tasks"]
     parameters = spec["root"].get("inputDefinitions", {}).get("parameters", {})
-    print(f"compiled {len(tasks)} components to {args.output}; runtime parameters: {sorted(parameters)}")
+    print(f"compiled {len(tasks)} components to {output}; runtime parameters: {sorted(parameters)}")
     return 0
+
+
+def _template(args: argparse.Namespace, config_path: str) -> str:
+    """--template, else the committed spec compiled from the config."""
+    from pipeline.kubeflow_v2_runner import default_template
+
+    return args.template or default_template(config_path)
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from pipeline import submit
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    args.template = _template(args, args.config)
     values = submit.parameter_values(config, _assignments(args.param, "--param", yaml.safe_load))
     if args.kfp_host:
         run = submit.kfp_run(config, args.kfp_host, args.template, values)
@@ -229,7 +238,9 @@ def cmd_trigger(args: argparse.Namespace) -> int:
         from pipeline import submit
         from pipeline.retraining.vertex import cloud_trigger
 
-        config = configs.load_config(args.config or "configs/vertex-retraining.yaml", overrides)
+        config_path = args.config or "configs/vertex-retraining.yaml"
+        config = configs.load_config(config_path, overrides)
+        args.template = _template(args, config_path)
         if args.action == "watch":
             raise configs.ConfigError("on Vertex, retrain on storage events or a schedule instead of watching")
         credentials, clients = _cloud_context(args, config)
@@ -295,6 +306,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
     credentials, clients = _cloud_context(args, config)
     if args.action == "create":
+        args.template = _template(args, args.config)
         if not args.cron:
             raise configs.ConfigError("schedule create needs --cron, e.g. --cron 'TZ=UTC 0 3 * * 1'")
         request = vertex.create_schedule_request(
@@ -386,6 +398,9 @@ def cmd_serve_check(args: argparse.Namespace) -> int:
     return 0
 
 
+TEMPLATE_HELP = "the compiled spec (default: the one committed for --config: pipeline.yaml, pipeline-retraining.yaml)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hftfx", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -430,13 +445,18 @@ def build_parser() -> argparse.ArgumentParser:
     compile_ = commands.add_parser("compile", help="compile pipeline.yaml for Vertex AI / Kubeflow (offline)")
     compile_.add_argument("--config", default="configs/vertex.yaml", help="config with a cloud profile")
     compile_.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key")
-    compile_.add_argument("--output", default="pipeline.yaml", help="where to write the spec")
+    compile_.add_argument(
+        "--output", help="where to write the spec (default: the committed spec of the config, e.g. pipeline.yaml)"
+    )
     compile_.set_defaults(handler=cmd_compile)
 
     submit_ = commands.add_parser("submit", help="submit pipeline.yaml to Vertex AI Pipelines or Kubeflow")
     submit_.add_argument("--config", default="configs/vertex.yaml", help="config with a cloud profile")
     submit_.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key")
-    submit_.add_argument("--template", default="pipeline.yaml", help="the compiled spec")
+    submit_.add_argument(
+        "--template",
+        help=TEMPLATE_HELP,
+    )
     submit_.add_argument(
         "--param",
         action="append",
@@ -460,7 +480,11 @@ def build_parser() -> argparse.ArgumentParser:
     trigger.add_argument("--interval", type=float, help="watch: seconds between polls (retraining.poll_seconds)")
     trigger.add_argument("--max-polls", type=int, help="watch: stop after this many polls")
     trigger.add_argument("--cloud", action="store_true", help="decide from Vertex pipeline jobs and submit there")
-    trigger.add_argument("--template", default="pipeline.yaml", help="--cloud: the compiled spec")
+    trigger.add_argument(
+        "--template",
+        help="--cloud: "
+        + "the compiled spec (default: the one committed for --config: pipeline.yaml, pipeline-retraining.yaml)",
+    )
     trigger.add_argument("--dry-run", action="store_true", help="--cloud: print the request, send nothing")
     trigger.add_argument("--verbose", action="store_true", help="show TFX's and Beam's own INFO logs")
     trigger.set_defaults(handler=cmd_trigger)
@@ -476,7 +500,11 @@ def build_parser() -> argparse.ArgumentParser:
     schedule.add_argument("schedule", nargs="?", help="pause/resume/delete: schedule id or resource name")
     schedule.add_argument("--config", default="configs/vertex-retraining.yaml", help="config with a cloud profile")
     schedule.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key")
-    schedule.add_argument("--template", default="pipeline.yaml", help="create: the compiled spec")
+    schedule.add_argument(
+        "--template",
+        help="create: "
+        + "the compiled spec (default: the one committed for --config: pipeline.yaml, pipeline-retraining.yaml)",
+    )
     schedule.add_argument("--cron", help="create: e.g. 'TZ=Europe/Paris 0 3 * * 1' (Mondays 03:00)")
     schedule.add_argument("--max-concurrent-runs", type=int, default=1, help="create: runs at once (default 1)")
     schedule.add_argument("--max-runs", type=int, help="create: stop after this many runs")

@@ -14,10 +14,28 @@ from tfx import v1 as tfx
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from pipeline.cloud import trainer_image
-from pipeline.configs import PipelineConfig
+from pipeline.configs import ConfigError, PipelineConfig
 from pipeline.pipeline import RunParameters, create_cloud_pipeline
 
 PIPELINE_YAML = "pipeline.yaml"
+RETRAINING_PIPELINE_YAML = "pipeline-retraining.yaml"
+# The committed specs and the profile each is compiled from: a command's default spec follows its config, so
+# `hftfx schedule` and the storage-event handler never send a spec compiled from another dataset.
+COMPILED_PROFILES = {
+    "configs/vertex.yaml": PIPELINE_YAML,
+    "configs/vertex-retraining.yaml": RETRAINING_PIPELINE_YAML,
+}
+
+
+def default_template(config_path: str) -> str:
+    """The committed spec compiled from config_path; other configs name theirs."""
+    template = COMPILED_PROFILES.get(str(Path(config_path)))
+    if template is None:
+        raise ConfigError(
+            f"no compiled spec is committed for {config_path}: compile one with "
+            f"`hftfx compile --config {config_path} --output FILE` and pass --template FILE"
+        )
+    return template
 
 
 def run_parameters(config: PipelineConfig) -> RunParameters:

@@ -17,7 +17,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import aiplatform_v1
 
 from pipeline import cli, configs, submit
-from pipeline.kubeflow_v2_runner import compile_pipeline
+from pipeline.kubeflow_v2_runner import compile_pipeline, default_template
 from pipeline.retraining import events, vertex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,6 +191,44 @@ def test_pubsub_push_envelopes_and_structured_cloudevents_are_understood():
         events.parse_storage_event({"message": {"attributes": {}}})
 
 
+def test_eventarc_pubsub_trigger_cloudevents_unwrap_to_the_storage_notification(profile, template):
+    """An Eventarc trigger on the bucket's Pub/Sub notification topic delivers messagePublished CloudEvents whose
+    data is the push envelope; the storage object is in the message's attributes."""
+    attributes = {
+        "bucketId": "my-hftfx-bucket",
+        "objectId": "data/span-9/_SUCCESS",
+        "eventType": "OBJECT_FINALIZE",
+        "objectGeneration": "1700000000000009",
+        "payloadFormat": "JSON_API_V1",
+    }
+    resource = {"bucket": "my-hftfx-bucket", "name": "data/span-9/_SUCCESS", "generation": "1700000000000009"}
+    event = CloudEvent(
+        {
+            "type": events.PUBSUB_MESSAGE_TYPE,
+            "source": "//pubsub.googleapis.com/projects/my-gcp-project/topics/hftfx-data",
+        },
+        {
+            "message": {
+                "attributes": attributes,
+                "data": base64.b64encode(json.dumps(resource).encode()).decode(),
+                "messageId": "1",
+            },
+            "subscription": "projects/my-gcp-project/subscriptions/eventarc-us-central1-hftfx-sub",
+        },
+    )
+    stored = events.parse_storage_event(event)
+    assert (stored.uri, stored.event_type, stored.generation) == (
+        "gs://my-hftfx-bucket/data/span-9/_SUCCESS",
+        "OBJECT_FINALIZE",
+        "1700000000000009",
+    )
+    fake = FakeVertex()
+    result = handle(event, profile, template, fake)
+    assert result.submitted and result.request.pipeline_job_id == "hf-text-classifier-span-9-try-1"
+    with pytest.raises(events.EventError, match="without a Pub/Sub message"):
+        events.parse_storage_event(CloudEvent({"type": events.PUBSUB_MESSAGE_TYPE, "source": "//x"}, {"x": 1}))
+
+
 def test_local_trigger_run_on_vertex_discovers_spans_and_dry_run_sends_nothing(profile, tmp_path):
     for span in (1, 2):
         (tmp_path / f"span-{span}").mkdir()
@@ -279,3 +317,18 @@ def test_trigger_cli_dry_run_shows_the_request_without_asking_vertex(template, c
     request = json.loads(out[out.index("{") :])
     assert request["pipeline_job_id"] == "hf-text-classifier-span-7-try-1"
     assert request["pipeline_job"]["runtimeConfig"]["parameterValues"]["span"] == 7
+
+
+def test_schedule_with_its_defaults_sends_the_spec_compiled_from_its_profile(capsys, monkeypatch):
+    """`hftfx schedule create` with no --config/--template: the retraining profile and its own committed spec
+    (pipeline.yaml is compiled from another dataset config and would be refused)."""
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["schedule", "create", "--cron", "TZ=UTC 0 3 * * 1", "--dry-run"]) == 0
+    printed = capsys.readouterr().out
+    body, _ = json.JSONDecoder().raw_decode(printed[printed.index("{") :])
+    spec = body["schedule"]["createPipelineJobRequest"]["pipelineJob"]["pipelineSpec"]
+    assert submit._compiled_dataset(spec) == configs.to_dict(configs.load_config(PROFILE).dataset)
+    with pytest.raises(configs.ConfigError, match="compiled from another dataset config"):
+        submit.check_template(ROOT / "pipeline.yaml", configs.load_config(PROFILE))
+    with pytest.raises(configs.ConfigError, match=r"no compiled spec is committed for my\.yaml"):
+        default_template("my.yaml")

@@ -13,7 +13,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from components.hf_trainer import with_overrides
 from pipeline import configs, submit
-from pipeline.kubeflow_v2_runner import PIPELINE_YAML, compile_pipeline, compile_spec
+from pipeline.kubeflow_v2_runner import COMPILED_PROFILES, PIPELINE_YAML, compile_pipeline, compile_spec
 from pipeline.pipeline import create_components
 from tests.pipeline_e2e_test import COMPONENTS
 
@@ -49,10 +49,11 @@ def test_committed_spec_parses_as_a_kfp_pipeline_spec(committed):
     assert parsed.schema_version == "2.1.0"
 
 
-def test_committed_spec_is_what_the_code_compiles_to(tmp_path, profile):
-    fresh = tmp_path / "pipeline.yaml"
-    compile_pipeline(profile, fresh)
-    assert fresh.read_text() == (ROOT / PIPELINE_YAML).read_text(), "run `bin/in-env hftfx compile` and commit"
+@pytest.mark.parametrize(("config_path", "template"), sorted(COMPILED_PROFILES.items()))
+def test_committed_specs_are_what_the_code_compiles_from_their_profiles(tmp_path, config_path, template):
+    fresh = tmp_path / template
+    compile_pipeline(configs.load_config(ROOT / config_path), fresh)
+    assert fresh.read_text() == (ROOT / template).read_text(), f"run `bin/in-env hftfx compile --config {config_path}`"
 
 
 def test_every_local_component_is_in_the_spec_with_its_image(committed, profile):

@@ -2,7 +2,8 @@
 
 Deploy `on_object_finalized` as a Cloud Run function with an Eventarc trigger on
 `google.cloud.storage.object.v1.finalized` for the data bucket (see the README). Eventarc / Cloud Functions
-CloudEvents and Pub/Sub push envelopes of storage notifications are both understood. Storage delivers
+CloudEvents, Pub/Sub push envelopes of storage notifications, and the `messagePublished` CloudEvents an
+Eventarc Pub/Sub trigger wraps those envelopes in, are all understood. Storage delivers
 events at least once and one span is many files: the span's fixed job id makes the repeats no-ops, and a
 `dataset.ready_marker` (e.g. _SUCCESS) makes only the marker start the run, once every file is there.
 """
@@ -22,6 +23,7 @@ from pipeline.retraining import decision
 from pipeline.retraining.vertex import CloudTriggerResult, VertexClients, cloud_trigger
 
 FINALIZED_TYPES = ("google.cloud.storage.object.v1.finalized", "OBJECT_FINALIZE")
+PUBSUB_MESSAGE_TYPE = "google.cloud.pubsub.topic.v1.messagePublished"  # Eventarc's wrapper of a Pub/Sub push
 
 
 class EventError(ValueError):
@@ -41,7 +43,8 @@ class StorageObject:
 
 
 def parse_storage_event(event: Any) -> StorageObject:
-    """A CloudEvent (object or structured JSON) or a Pub/Sub push envelope of a storage notification."""
+    """A CloudEvent (object or structured JSON) of a storage object, a Pub/Sub push envelope of a storage
+    notification, or Eventarc's messagePublished CloudEvent around such an envelope."""
     if isinstance(event, Mapping) and "message" in event:  # Pub/Sub push: attributes carry the object
         attributes = event["message"].get("attributes", {})
         if "bucketId" not in attributes or "objectId" not in attributes:
@@ -58,6 +61,10 @@ def parse_storage_event(event: Any) -> StorageObject:
         event_type, data = event["type"], event.data
     if isinstance(data, bytes | str):
         data = json.loads(base64.b64decode(data) if isinstance(data, bytes) else data)
+    if event_type == PUBSUB_MESSAGE_TYPE:
+        if not isinstance(data, Mapping) or "message" not in data:
+            raise EventError(f"{PUBSUB_MESSAGE_TYPE} event without a Pub/Sub message: not a storage notification")
+        return parse_storage_event(data)
     if not isinstance(data, Mapping) or "bucket" not in data or "name" not in data:
         raise EventError(f"event {event_type!r} carries no bucket/name: not a Cloud Storage object event")
     return StorageObject(data["bucket"], data["name"], event_type, str(data.get("generation", "")))
@@ -81,12 +88,15 @@ def handle_storage_event(
 
 def on_object_finalized(cloud_event) -> str:
     """Cloud Run functions entry point. HFTFX_CONFIG names the cloud profile, HFTFX_TEMPLATE the compiled
-    spec (both deployed with the function's source); the function's service account is used."""
+    spec (default: the one committed for the profile; both deployed with the function's source); the
+    function's service account is used."""
     from pipeline import submit
+    from pipeline.kubeflow_v2_runner import default_template
     from pipeline.retraining.vertex import vertex_clients
 
-    config = load_config(os.environ.get("HFTFX_CONFIG", "configs/vertex-retraining.yaml"))
-    template = os.environ.get("HFTFX_TEMPLATE", "pipeline.yaml")
+    config_path = os.environ.get("HFTFX_CONFIG", "configs/vertex-retraining.yaml")
+    config = load_config(config_path)
+    template = os.environ.get("HFTFX_TEMPLATE") or default_template(config_path)
     credentials = submit.default_credentials()
     result = handle_storage_event(cloud_event, config, template, vertex_clients(config, credentials), credentials)
     outcome = "submitted" if result.submitted else result.decision.action
