@@ -129,6 +129,17 @@ def validate_cloud(config: PipelineConfig) -> None:
         problems.append(f"cloud.image_uri '{cloud.image_uri}' must name a pushed image with a tag or digest")
     if cloud.beam_runner not in ("DirectRunner", "DataflowRunner"):
         problems.append(f"cloud.beam_runner must be DirectRunner or DataflowRunner, not '{cloud.beam_runner}'")
+    if cloud.beam_runner == "DataflowRunner" and cloud.network and not cloud.dataflow_subnetwork:
+        problems.append(
+            "cloud.network is set but Dataflow workers would start on the project's default network: set "
+            "cloud.dataflow_subnetwork to a subnetwork of it (regions/<region>/subnetworks/<name>)"
+        )
+    if cloud.dataflow_subnetwork and not re.search(
+        r"(^|/)regions/[a-z0-9-]+/subnetworks/[^/]+$", cloud.dataflow_subnetwork
+    ):
+        problems.append(
+            f"cloud.dataflow_subnetwork '{cloud.dataflow_subnetwork}' is not regions/<region>/subnetworks/<name>"
+        )
     if cloud.push_to not in ("filesystem", "endpoint"):
         problems.append(f"cloud.push_to must be filesystem or endpoint, not '{cloud.push_to}'")
     if cloud.push_to == "endpoint" and not cloud.endpoint_name:
@@ -237,4 +248,5 @@ def beam_args(config: PipelineConfig) -> list[str]:
         f"--sdk_container_image={cloud.image_uri}",
         *([f"--service_account_email={cloud.service_account}"] if cloud.service_account else []),
         *([f"--dataflow_kms_key={cloud.encryption_key}"] if cloud.encryption_key else []),
+        *([f"--subnetwork={cloud.dataflow_subnetwork}"] if cloud.dataflow_subnetwork else []),
     ]

@@ -144,6 +144,8 @@ class CloudConfig:
     beam_runner: str = "DirectRunner"
     dataflow_machine_type: str = "n1-standard-4"
     dataflow_max_workers: int = 10
+    # Dataflow workers' subnetwork (regions/<region>/subnetworks/<name> or its full URL); needed with `network`.
+    dataflow_subnetwork: str = ""
     # The Trainer's placement, by name: cpu, a GPU (t4, l4, v100, a100, a100-80gb, h100) or a TPU VM
     # Vertex AI trains TensorFlow on (tpu-v5e-1, tpu-v5e-4, tpu-v5e-8, tpu-v3-8, tpu-v2-8); see pipeline/cloud.py.
     trainer_accelerator: str = "cpu"

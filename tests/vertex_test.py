@@ -139,7 +139,7 @@ def test_tpu_trainer_runs_in_a_vertex_custom_job(committed, profile):
 def test_cmek_and_network_land_where_the_custom_job_api_has_them(profile):
     cloud = dataclasses.replace(
         profile.cloud, encryption_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k",
-        network="projects/123/global/networks/vpc",
+        network="projects/123/global/networks/vpc", dataflow_subnetwork="regions/us-central1/subnetworks/hftfx",
     )  # fmt: skip
     job = _custom_job_request(compile_spec(dataclasses.replace(profile, cloud=cloud))).custom_job
     assert job.encryption_spec.kms_key_name == cloud.encryption_key
@@ -195,6 +195,29 @@ def test_dataflow_beam_args(committed):
     assert "--runner=DataflowRunner" in args and "--temp_location=gs://my-hftfx-bucket/pipeline-root/beam-tmp" in args
 
 
+def test_dataflow_workers_join_the_network_through_beams_own_options(profile):
+    """Parsed by Beam's PipelineOptions, as the Dataflow runner reads them."""
+    from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, WorkerOptions
+
+    cloud = dataclasses.replace(
+        profile.cloud,
+        network="projects/123/global/networks/vpc",
+        dataflow_subnetwork="regions/us-central1/subnetworks/hftfx",
+        encryption_key="projects/p/locations/l/keyRings/r/cryptoKeys/k",
+    )
+    config = dataclasses.replace(profile, cloud=cloud)
+    spec = compile_spec(config)
+    options = PipelineOptions(_executor(spec, "Transform")["container"]["args"])
+    assert options.view_as(WorkerOptions).subnetwork == "regions/us-central1/subnetworks/hftfx"
+    google = options.view_as(GoogleCloudOptions)
+    assert (google.project, google.region, google.dataflow_kms_key) == (
+        "my-gcp-project",
+        "us-central1",
+        cloud.encryption_key,
+    )
+    assert google.service_account_email == profile.cloud.service_account
+
+
 def test_trainer_overrides_fold_into_custom_config():
     properties = {
         "custom_config": json.dumps({"training": {"epochs": 1, "batch_size": 8}}),
@@ -226,6 +249,8 @@ def test_trainer_overrides_fold_into_custom_config():
         ({"dataset.label_names": []}, "label_names must be declared"),
         ({"training.batch_size": 12}, "divisible by 8"),
         ({"cloud.beam_runner": "SparkRunner"}, "DirectRunner or DataflowRunner"),
+        ({"cloud.network": "projects/1/global/networks/vpc"}, "set cloud.dataflow_subnetwork"),
+        ({"cloud.dataflow_subnetwork": "hftfx"}, "is not regions/<region>/subnetworks/<name>"),
     ],
 )
 def test_bad_cloud_profiles_are_rejected_before_compiling(overrides, message):
