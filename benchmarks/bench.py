@@ -20,10 +20,13 @@ import tf_keras
 
 from components.hf_example_gen.sources import packaged_rotten_tomatoes
 from components.trainer import bucket_by_length, compile_for_training
+from components.training_meter import TrainingMeter, record_batch_shapes
 from models import distribution
+from models.flops import EncoderShape
 from models.pretrained import build_classifier, model_files, packaged_model_dir
 from models.tokenizer import InGraphTokenizer, tokenizer_spec
 from pipeline.configs import TrainingConfig
+from pipeline.machine_peak import matmul_peak
 
 MAX_LEN, BATCH = 64, 32
 
@@ -46,11 +49,20 @@ def tokenized(texts, spec) -> dict[str, np.ndarray]:
     return {k: features[k].numpy() for k in spec.model_input_names}
 
 
-def _examples_per_second(model, dataset, steps, callbacks=()) -> float:
+def _examples_per_second(model, dataset, steps, records: list | None = None) -> float:
+    """Examples/s over `steps` after a warm-up; the timed batches' shapes go to `records` if given."""
     model.fit(dataset.take(3), steps_per_epoch=3, epochs=1, verbose=0)  # trace and warm up
+    timed = dataset if records is None else record_batch_shapes(dataset, records)
     started = time.perf_counter()
-    model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=list(callbacks))
+    model.fit(timed, steps_per_epoch=steps, epochs=1, verbose=0)
     return steps * BATCH / (time.perf_counter() - started)
+
+
+def _utilization_row(name: str, model, records, steps: int, examples_per_second: float, peak) -> Row:
+    """Model FLOP/s of the timed steps (their real padded shapes) against the peak measured in this run."""
+    meter = TrainingMeter(EncoderShape.from_config(model.config), peak, records)
+    gflops = meter.model_gflops(steps, steps * BATCH / examples_per_second)
+    return Row(name, f"{gflops:.1f} GFLOP/s", f"{peak.gflops:.0f} GFLOP/s peak", f"{gflops / peak.gflops:.0%}")
 
 
 def trainer_throughput(steps: int) -> list[Row]:
@@ -73,17 +85,36 @@ def trainer_throughput(steps: int) -> list[Row]:
     )
     baseline = _examples_per_second(plain, examples.batch(BATCH, drop_remainder=True), steps)
 
-    ours = fresh_model()  # the Trainer's way: length buckets, AdamW schedule, progress callback
+    ours = fresh_model()  # the Trainer's way: length buckets, AdamW schedule
     compile_for_training(ours, training, steps)
     pipeline_data = bucket_by_length(examples.batch(BATCH), BATCH, training.length_buckets, MAX_LEN)
-    fp32 = _examples_per_second(ours, pipeline_data, steps)
+    fp32_records, bf16_records = [], []
+    fp32 = _examples_per_second(ours, pipeline_data, steps, fp32_records)
 
     bf16_model = fresh_model("mixed_bfloat16")
     compile_for_training(bf16_model, training, steps)
-    bf16 = _examples_per_second(bf16_model, pipeline_data, max(steps // 3, 3))
+    bf16_steps = max(steps // 3, 3)
+    bf16 = _examples_per_second(bf16_model, pipeline_data, bf16_steps, bf16_records)
     tf_keras.mixed_precision.set_global_policy("float32")
     native = "native" if distribution.cpu_supports_bf16() else "emulated: no AMX/AVX512-BF16 on this CPU"
+    fp32_peak, bf16_peak = matmul_peak("float32"), matmul_peak("bfloat16")
     return [
+        _utilization_row(
+            "Trainer loop, fp32: model FLOP/s vs this machine's fp32 matmul peak",
+            ours,
+            fp32_records,
+            steps,
+            fp32,
+            fp32_peak,
+        ),
+        _utilization_row(
+            f"Trainer loop, bf16: model FLOP/s vs this machine's bf16 matmul peak ({native})",
+            bf16_model,
+            bf16_records,
+            bf16_steps,
+            bf16,
+            bf16_peak,
+        ),
         Row(
             "Trainer loop vs plain Keras fit (examples/s)", f"{fp32:.1f}", f"{baseline:.1f}", f"{fp32 / baseline:.2f}x"
         ),
@@ -186,13 +217,29 @@ def pipeline_figures(pipeline_root: str, pipeline_name: str) -> list[Row]:
     rows.append(
         Row("share of component time outside the Trainer", f"{(total - trainer) / max(total, 1e-9):.0%}", "-", "-")
     )
+    throughput = summary.throughput
+    if throughput.get("utilization") is not None:
+        rows.append(
+            Row(
+                "whole run, Trainer: model FLOP/s vs the matmul peak it measured",
+                f"{throughput['model_gflops_per_second']:.1f} GFLOP/s",
+                f"{throughput['matmul_peak_gflops']:.0f} GFLOP/s peak",
+                f"{throughput['utilization']:.0%}",
+            )
+        )
     summaries = sorted(Path(pipeline_root, "reports").glob("*.json"), key=lambda p: p.stat().st_mtime)
     if summaries:
         recorded = json.loads(summaries[-1].read_text())
-        peak = recorded["peak_rss_bytes"] / 2**30
+        memory = recorded["peak_rss_bytes"] / 2**30
         rows.append(
-            Row("whole run: wall seconds / peak memory GiB", f"{recorded['wall_seconds']:.0f} / {peak:.2f}", "-", "-")
+            Row("whole run: wall seconds / peak memory GiB", f"{recorded['wall_seconds']:.0f} / {memory:.2f}", "-", "-")
         )
+        if throughput.get("matmul_peak_gflops"):
+            # Seconds x what the machine can do: comparable across machines, lower is better.
+            cost = recorded["wall_seconds"] * throughput["matmul_peak_gflops"] / 1e3
+            rows.append(
+                Row("whole run: wall seconds x machine peak (TFLOP of peak capacity)", f"{cost:,.0f}", "-", "-")
+            )
     return rows
 
 

@@ -24,11 +24,14 @@ from absl import logging
 from tfx import v1 as tfx
 from tfx_bsl.public import tfxio
 
+from components.training_meter import TrainingMeter, record_batch_shapes
 from models import distribution, serving_contract, signatures
-from models.features import LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES
+from models.features import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES
+from models.flops import EncoderShape
 from models.pretrained import build_classifier, model_files, resolve_model_dir
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ModelConfig, TrainingConfig, build_config, to_dict
+from pipeline.machine_peak import matmul_peak
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,13 +57,16 @@ class TrainerSettings:
 
 
 class ProgressLogger(tf_keras.callbacks.Callback):
-    """One readable line every few steps: progress, loss, accuracy, examples/s and time left."""
+    """One readable line every few steps: progress, loss, accuracy, examples/s, model FLOP/s against the
+    machine's matmul peak, and time left. Validation time is not training time: it is left out of the rates."""
 
-    def __init__(self, total_steps: int, global_batch: int, every: int):
+    def __init__(self, total_steps: int, global_batch: int, every: int, meter: TrainingMeter | None = None):
         super().__init__()
         self.total_steps, self.global_batch, self.every = total_steps, global_batch, max(1, every)
+        self.meter = meter
         self.step = 0
         self.examples_per_second = 0.0
+        self.validation_seconds = 0.0
 
     def on_train_begin(self, logs=None):
         self.started = time.monotonic()
@@ -69,19 +75,32 @@ class ProgressLogger(tf_keras.callbacks.Callback):
         if self.step:
             print(f"[Trainer] resumed from the checkpoint at step {self.step}/{self.total_steps}", flush=True)
 
+    def on_test_begin(self, logs=None):
+        self.validation_started = time.monotonic()
+
+    def on_test_end(self, logs=None):
+        self.validation_seconds += time.monotonic() - self.validation_started
+
+    @property
+    def training_seconds(self) -> float:
+        return time.monotonic() - self.started - self.validation_seconds
+
     def on_train_batch_end(self, batch, logs=None):
         self.step += 1
+        done_here = self.step - self.initial_step
+        if self.meter is not None:
+            self.meter.steps, self.meter.seconds = done_here, self.training_seconds
         if self.step % self.every and self.step != self.total_steps:
             return
-        elapsed = time.monotonic() - self.started
-        done_here = self.step - self.initial_step
+        elapsed = self.training_seconds
         self.examples_per_second = done_here * self.global_batch / max(elapsed, 1e-9)
         left = (self.total_steps - self.step) * elapsed / max(done_here, 1)
         logs = logs or {}
+        utilization = f"| {self.meter.describe(done_here, elapsed)} " if self.meter is not None else ""
         print(
             f"[Trainer] step {self.step}/{self.total_steps} ({self.step / self.total_steps:.0%}) "
             f"loss {logs.get('loss', float('nan')):.4f} accuracy {logs.get('accuracy', float('nan')):.3f} "
-            f"| {self.examples_per_second:.1f} examples/s | {elapsed:.0f}s elapsed, ~{left:.0f}s left",
+            f"| {self.examples_per_second:.1f} examples/s {utilization}| {elapsed:.0f}s training, ~{left:.0f}s left",
             flush=True,
         )
 
@@ -166,10 +185,10 @@ def bucket_by_length(dataset: tf.data.Dataset, batch_size: int, widths: tuple[in
     all_widths = tf.constant([*widths, max_seq_length], tf.int32)
 
     def length(features, label):
-        return tf.reduce_sum(tf.cast(features["attention_mask"], tf.int32))
+        return tf.reduce_sum(tf.cast(features[ATTENTION_MASK], tf.int32))
 
     def trim(features, label):
-        longest = tf.reduce_max(tf.reduce_sum(tf.cast(features["attention_mask"], tf.int32), axis=1))
+        longest = tf.reduce_max(tf.reduce_sum(tf.cast(features[ATTENTION_MASK], tf.int32), axis=1))
         width = tf.gather(all_widths, tf.searchsorted(all_widths, [longest], side="left")[0])
         return {k: v[:, :width] for k, v in features.items()}, label
 
@@ -268,7 +287,13 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         print(f"[Trainer] {report.describe()}", flush=True)
         check_disk_space(model, [fn_args.model_run_dir, fn_args.serving_model_dir])
         compile_for_training(model, training, total_steps)
-    progress = ProgressLogger(total_steps, global_batch, training.log_every_steps)
+    # The peak of the device that runs the matmuls, in the precision training uses; a TPU's is not measured.
+    peak = None if placement.kind == "tpu" else matmul_peak("bfloat16" if precision == "bf16" else "float32")
+    if peak is not None:
+        print(f"[Trainer] {peak.describe()} (measured now)", flush=True)
+    meter = TrainingMeter(EncoderShape.from_config(model.config), peak)
+    train_data = record_batch_shapes(train_data, meter.records)
+    progress = ProgressLogger(total_steps, global_batch, training.log_every_steps, meter)
     callbacks = [
         # First, so the others see the restored state: a rerun after a crash continues from the last
         # checkpoint (weights, optimizer, step), not from step 0.
@@ -288,6 +313,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         verbose=0,
     )
     logging.info("training throughput: %.1f examples/s", progress.examples_per_second)
+    meter.write(fn_args.model_run_dir)
 
     module = signatures.ServingModule(
         model,

@@ -14,12 +14,12 @@ import tensorflow_text  # noqa: F401  (registers the TF.Text ops in every Beam w
 import tensorflow_transform as tft
 from tfx.components.transform import stats_options_util
 
-from models.features import LABEL_FEATURE, TEXT_FEATURE, TEXT_PAIR_FEATURE
+from models.features import ATTENTION_MASK, LABEL_FEATURE, TEXT_FEATURE, TEXT_PAIR_FEATURE
 from models.pretrained import resolve_model_dir
 from models.tokenizer import InGraphTokenizer, tokenizer_spec
 
 VOCAB_ASSET = "vocab"
-MODEL_INPUT_FEATURES = ("input_ids", "attention_mask", "token_type_ids")
+MODEL_INPUT_FEATURES = ("input_ids", ATTENTION_MASK, "token_type_ids")
 TOKEN_COUNT_FEATURE = "token_count"
 TRUNCATED_FEATURE = "truncated"
 LENGTH_BUCKET_FEATURE = "length_bucket"

@@ -16,7 +16,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (TF.Text ops of the transform graph)
 import tensorflow_transform as tft
 
-from models.features import TEXT_FEATURE, TEXT_PAIR_FEATURE
+from models.features import ATTENTION_MASK, TEXT_FEATURE, TEXT_PAIR_FEATURE
 
 SERVING_DEFAULT = "serving_default"
 SERVING_TF_EXAMPLE = "serving_tf_example"
@@ -59,7 +59,11 @@ class ServingModule(tf.Module):
 
     def _classify(self, raw_features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         transformed = self.tft_layer(raw_features)
-        inputs = {name: transformed[name] for name in self._model_input_names}
+        # Padding is masked, so the model runs only as wide as the longest text of the request: a short
+        # request (and TFMA's batches) stops paying for max_seq_length. Same probabilities.
+        longest = tf.reduce_max(tf.reduce_sum(tf.cast(transformed[ATTENTION_MASK], tf.int32), axis=1))
+        width = tf.maximum(longest, 1)  # an empty request has no longest text
+        inputs = {name: transformed[name][:, :width] for name in self._model_input_names}
         logits = self.model(inputs, training=False).logits
         probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
         label_id = tf.argmax(probabilities, axis=-1)

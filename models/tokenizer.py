@@ -19,6 +19,7 @@ import tensorflow_text as tf_text
 from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
 
 from models import unicode_compat
+from models.features import ATTENTION_MASK
 from models.pretrained import ModelFilesError
 
 log = logging.getLogger(__name__)
@@ -192,7 +193,7 @@ class InGraphTokenizer:
         token_type_ids, _ = tf_text.pad_model_inputs(segment_ids, self.max_seq_length)
         features = {
             "input_ids": input_ids,
-            "attention_mask": attention_mask,
+            ATTENTION_MASK: attention_mask,
             "token_count": token_count,
             "truncated": token_count > budget,
         }

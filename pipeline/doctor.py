@@ -95,6 +95,29 @@ def _hardware() -> str:
     return f"{os.cpu_count()} CPU cores, {len(gpus)} GPU(s), TPU: {tpu or 'none'}, CPU bf16: {'yes' if bf16 else 'no'}"
 
 
+def _machine_speed() -> tuple[Callable[[], str], Callable[[], str], Callable[[], str]]:
+    """fp32 and bf16 matmul peaks, then the default run's expected time from the fp32 one."""
+    from pipeline.machine_peak import matmul_peak
+
+    measured = {}
+
+    def peak(dtype: str) -> Callable[[], str]:
+        def probe() -> str:
+            measured[dtype] = matmul_peak(dtype)
+            return f"{measured[dtype].gflops:,.0f} GFLOP/s on {measured[dtype].device}"
+
+        return probe
+
+    def expected() -> str:
+        from pipeline.estimate import estimate_default_run
+
+        if "float32" not in measured:
+            raise RuntimeError("the fp32 peak could not be measured")
+        return estimate_default_run(measured["float32"].gflops).describe()
+
+    return peak("float32"), peak("bfloat16"), expected
+
+
 def environment_lines() -> list[str]:
     libc = " ".join(platform.libc_ver()) or "n/a"
     return [
@@ -110,6 +133,10 @@ def run_checks() -> list[Check]:
     checks.append(_run("Keras 2 for transformers", _keras_is_legacy))
     checks.append(_run("transformers TF classes", _transformers_tf))
     checks.append(_run("hardware", _hardware))
+    fp32, bf16, expected = _machine_speed()
+    checks.append(_run("fp32 matmul peak", fp32))
+    checks.append(_run("bf16 matmul peak", bf16))
     checks.append(_run("packaged MiniLM-L6 model", _packaged_model))
     checks.append(_run("packaged Rotten Tomatoes corpus", _packaged_corpus))
+    checks.append(_run("expected time of the default run", expected))
     return checks

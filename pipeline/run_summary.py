@@ -17,6 +17,7 @@ from components.hf_example_gen.executor import (
     SPANS_PROPERTY,
     SPLIT_COUNTS_PROPERTY,
 )
+from components.training_meter import THROUGHPUT_FILE
 from models.features import LABEL_NAME_FEATURE
 
 _STATE_NAMES = {
@@ -57,6 +58,7 @@ class RunSummary:
     examples_uri: str | None = None  # what the ExampleGen wrote (drift compares new data with it)
     dropped_counts: dict[str, int] = dataclasses.field(default_factory=dict)  # rows left out for missing values
     per_class: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # K > 2: one-vs-rest
+    throughput: dict[str, Any] = dataclasses.field(default_factory=dict)  # the Trainer's, see training_meter
 
     @property
     def outcome(self) -> str:
@@ -90,6 +92,7 @@ class RunSummary:
             "pushed_dir": self.pushed_dir,
             "pushed_version": self.pushed_version,
             "peak_rss_bytes": self.peak_rss_bytes,
+            "throughput": self.throughput,
         }
 
     def render(self) -> str:
@@ -122,9 +125,24 @@ class RunSummary:
         lines.append(f"  blessing      {verdict}: {self.blessing_reason}")
         pushed = f"{self.pushed_dir} (version {self.pushed_version})" if self.pushed_dir else "nothing pushed"
         lines.append(f"  pushed        {pushed}")
+        if self.throughput:
+            lines.append(f"  training      {describe_throughput(self.throughput)}")
         if self.peak_rss_bytes:
             lines.append(f"  peak memory   {self.peak_rss_bytes / 2**30:.2f} GiB")
         return "\n".join(lines)
+
+
+def describe_throughput(throughput: dict[str, Any]) -> str:
+    """The Trainer's rate as examples/s and as a share of this machine's matmul peak."""
+    text = (
+        f"{throughput['examples_per_second']:.1f} examples/s, model {throughput['model_gflops_per_second']:.1f} GFLOP/s"
+    )
+    if throughput.get("utilization") is not None:
+        text += (
+            f" = {throughput['utilization']:.0%} of this machine's {throughput['matmul_peak_dtype']} matmul peak "
+            f"({throughput['matmul_peak_gflops']:.0f} GFLOP/s)"
+        )
+    return text + f"; padding {throughput['padding_share']:.0%} of tokens"
 
 
 def open_store(sqlite_path: str, read_only: bool = True) -> mlmd.MetadataStore:
@@ -173,6 +191,11 @@ def _outputs(store, execution) -> dict[str, Any]:
     ]
     artifacts = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
     return {e.path.steps[0].key: artifacts[e.artifact_id] for e in events if e.path.steps}
+
+
+def _read_throughput(model_run_uri: str) -> dict[str, Any]:
+    path = Path(model_run_uri) / THROUGHPUT_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def _custom(artifact, name: str):
@@ -337,6 +360,8 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
                 summary.metrics, summary.slices, summary.per_class = _read_metrics(uri, summary.label_names)
                 summary.baseline_metrics, _, _ = _read_metrics(uri, summary.label_names, "baseline")
                 summary.blessing_reason = _blessing_reason(uri, summary.blessed)
+        if "model_run" in outputs:
+            summary.throughput = _read_throughput(outputs["model_run"].uri)
         if "pushed_model" in outputs and _custom(outputs["pushed_model"], "pushed"):
             summary.pushed_dir = _custom(outputs["pushed_model"], "pushed_destination")
             summary.pushed_version = _custom(outputs["pushed_model"], "pushed_version")

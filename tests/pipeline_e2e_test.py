@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from models.flops import EncoderShape
 from pipeline import configs
 from pipeline.local_runner import run_local
 from pipeline.run_summary import open_store
@@ -73,6 +74,19 @@ def test_every_component_executed_and_is_in_mlmd(first_run):
     } <= types
     assert summary.split_counts == {"train": 384, "eval": 64, "test": 160}
     assert summary.label_names == ["rotten", "fresh"]
+
+
+def test_trainer_reports_model_flops_against_the_measured_matmul_peak(first_run):
+    _, summary = first_run
+    throughput = summary.throughput
+    assert throughput["steps"] == 384 // 16
+    assert throughput["matmul_peak_dtype"] == "float32" and throughput["matmul_peak_gflops"] > 1
+    # length buckets (32 = max_seq_length here: every batch is 32 wide) and the tiny encoder's FLOPs
+    shape = EncoderShape(**throughput["encoder"])
+    assert throughput["training_flops"] == pytest.approx(shape.training_flops(384, 384 * 32, 384 * 32 * 32))
+    assert 0 < throughput["utilization"] < 1.5
+    assert 0 < throughput["padding_share"] < 1
+    assert "of this machine's float32 matmul peak" in summary.render()
 
 
 def test_evaluator_measured_accuracy_and_auc_on_the_test_split(first_run):

@@ -1,10 +1,11 @@
 """Retraining for real: spans arrive one by one and `hftfx trigger` runs the whole pipeline for each.
 
 One scenario (a module fixture) drives real LocalDagRunner runs on one pipeline root and ML Metadata sqlite:
-no span -> nothing; span 1 -> a run; the same trigger again -> nothing; span 2 -> a run; span 3 with two
-`hftfx trigger run` processes started together -> one run; a lock holder SIGKILLed -> the next trigger is
-not blocked; span 4 with shuffled labels -> a run whose model is worse on the fixed test set, so it is not
-blessed and the serving dir keeps the previous version. Drift is then measured against that history.
+no span -> nothing; span 1 -> a run (span 2, still without its ready marker, does not count); the same
+trigger again -> nothing; span 2's marker lands and two `hftfx trigger run` processes start together -> one
+run; a live lock holder is respected and, SIGKILLed, blocks nothing; span 3 with shuffled labels -> a run
+whose model is worse on the fixed test set, so it is not blessed and the serving dir keeps the previous
+version. Three runs in all. Drift is then measured against that history.
 
 The pretrained MiniLM is fine-tuned here, not the tiny random BERT of the other e2e tests: 17 steps give it
 test AUC 1.0 on these spans, while the tiny BERT's AUC wandered between 0.36 and 0.98 from span to span,
@@ -78,13 +79,10 @@ def scenario(tmp_path_factory):
     seen["span_1_again"] = local_trigger.trigger_run(config)
 
     (data_dir / "span-2" / "_SUCCESS").write_text("")
-    seen["span_2"] = local_trigger.trigger_run(config)
-
-    span_data.write_span(data_dir, 3, span_data.reviews(SPAN_ROWS, seed=3))
     racers = trigger_processes(config_file, 2)
-    seen["span_3_outputs"] = [p.communicate(timeout=900)[0] for p in racers]
-    seen["span_3_codes"] = [p.returncode for p in racers]
-    seen["versions_before_span_4"] = serving_versions(config)
+    seen["span_2_outputs"] = [p.communicate(timeout=900)[0] for p in racers]
+    seen["span_2_codes"] = [p.returncode for p in racers]
+    seen["versions_before_span_3"] = serving_versions(config)
 
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
@@ -102,9 +100,9 @@ def scenario(tmp_path_factory):
     holder.wait()
 
     worse = span_data.shuffled_labels(span_data.reviews(SPAN_ROWS, seed=4), seed=4)
-    span_data.write_span(data_dir, 4, worse)
-    seen["span_4"] = local_trigger.trigger_run(config)
-    seen["versions_after_span_4"] = serving_versions(config)
+    span_data.write_span(data_dir, 3, worse)
+    seen["span_3"] = local_trigger.trigger_run(config)
+    seen["versions_after_span_3"] = serving_versions(config)
     seen["runs"] = summarize_all(config.metadata_sqlite, config.pipeline_name)
     return config, seen
 
@@ -127,38 +125,38 @@ def test_the_same_trigger_again_starts_nothing(scenario):
 
 def test_two_triggers_fired_together_start_one_run(scenario):
     _, seen = scenario
-    assert seen["span_3_codes"] == [0, 0], seen["span_3_outputs"]
-    started = [out for out in seen["span_3_outputs"] if "[trigger] train: span 3 is new" in out]
-    assert len(started) == 1, seen["span_3_outputs"]
-    (other,) = [out for out in seen["span_3_outputs"] if out not in started]
-    assert "another run holds the pipeline root" in other or "span 3 was already trained" in other, other
+    assert seen["span_2_codes"] == [0, 0], seen["span_2_outputs"]
+    started = [out for out in seen["span_2_outputs"] if "[trigger] train: span 2 is new" in out]
+    assert len(started) == 1, seen["span_2_outputs"]
+    (other,) = [out for out in seen["span_2_outputs"] if out not in started]
+    assert "another run holds the pipeline root" in other or "span 2 was already trained" in other, other
 
 
 def test_a_live_lock_holder_is_respected_and_a_killed_one_blocks_nothing(scenario):
     _, seen = scenario
     assert seen["while_locked"].summary is None
     assert "another run holds the pipeline root" in seen["while_locked"].decision.reason
-    assert seen["span_4"].summary is not None  # the holder was SIGKILLed: its lock died with it
+    assert seen["span_3"].summary is not None  # the holder was SIGKILLed: its lock died with it
 
 
 def test_exactly_one_run_per_span_recorded_in_ml_metadata(scenario):
     _, seen = scenario
     runs = seen["runs"]
-    assert [r.spans for r in runs] == [[1], [2], [3], [4]]
-    assert [r.outcome for r in runs] == ["complete"] * 4
+    assert [r.spans for r in runs] == [[1], [2], [3]]
+    assert [r.outcome for r in runs] == ["complete"] * 3
     assert all(r.span == r.spans[-1] for r in runs)
 
 
 def test_a_worse_retrain_is_not_blessed_and_serving_keeps_the_previous_version(scenario):
     _, seen = scenario
-    worse = seen["span_4"].summary
+    worse = seen["span_3"].summary
     assert worse.blessed is False
     assert "auc change vs. the blessed baseline -" in worse.blessing_reason
     assert "(needs absolute change >= 0)" in worse.blessing_reason
     assert worse.metrics["auc"] < worse.baseline_metrics["auc"]
     assert worse.pushed_version is None
-    assert seen["versions_after_span_4"] == seen["versions_before_span_4"]
-    assert seen["versions_before_span_4"], "the good spans pushed at least one version"
+    assert seen["versions_after_span_3"] == seen["versions_before_span_3"]
+    assert seen["versions_before_span_3"], "the good spans pushed at least one version"
 
 
 def test_runs_lists_spans_metrics_blessing_and_pushed_versions(scenario):
@@ -170,9 +168,9 @@ def test_runs_lists_spans_metrics_blessing_and_pushed_versions(scenario):
     lines = listed.strip().splitlines()
     assert lines[0].split()[:3] == ["run", "started", "(UTC)"]
     rows = lines[1:]
-    assert len(rows) == 4
-    assert [row.split()[3] for row in rows] == ["1", "2", "3", "4"]
-    assert "no" in rows[3].split() and rows[3].rstrip().endswith("-")  # span 4: not blessed, nothing pushed
+    assert len(rows) == 3
+    assert [row.split()[3] for row in rows] == ["1", "2", "3"]
+    assert "no" in rows[2].split() and rows[2].rstrip().endswith("-")  # span 3: not blessed, nothing pushed
     assert "version" in rows[0]
 
 

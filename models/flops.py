@@ -1,0 +1,76 @@
+"""Model FLOPs of a BERT-family classifier, from its config and the padded batch shapes it actually ran.
+
+Counts the matrix multiplications, which are all but a sliver of the work: per layer and token the Q, K, V
+and output projections (4 h^2 multiply-adds) and the feed-forward (2 h i), per layer and token pair the
+attention scores and their weighting of V (2 h), per example the pooler and the head (h^2 + h K). A
+multiply-add is 2 FLOPs; a training step is forward + backward = 3x the forward pass (the usual accounting,
+as in the PaLM / Megatron MFU papers). Embedding lookups, softmax, layer norm and the optimizer are left out,
+so utilization against the matmul peak is, if anything, understated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderShape:
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    num_labels: int
+
+    @classmethod
+    def from_config(cls, config: Any) -> EncoderShape:
+        """From a transformers config; BERT/MiniLM/ELECTRA/MobileBERT names, and DistilBERT's own."""
+
+        def first(*names: str) -> int:
+            for name in names:
+                if getattr(config, name, None) is not None:
+                    return int(getattr(config, name))
+            raise ValueError(f"{type(config).__name__} has none of {names}: cannot count its FLOPs")
+
+        return cls(
+            layers=first("num_hidden_layers", "n_layers"),
+            hidden=first("hidden_size", "dim"),
+            intermediate=first("intermediate_size", "hidden_dim"),
+            heads=first("num_attention_heads", "n_heads"),
+            num_labels=first("num_labels"),
+        )
+
+    def forward_flops(self, examples: float, padded_tokens: float, padded_token_pairs: float) -> float:
+        """FLOPs of a forward pass over batches holding these totals: examples, Σ batch x width (tokens,
+        padding included: it is computed) and Σ batch x width^2 (attention's token pairs)."""
+        h, i = self.hidden, self.intermediate
+        per_token = self.layers * 2 * (4 * h * h + 2 * h * i)
+        per_token_pair = self.layers * 2 * 2 * h
+        per_example = 2 * (h * h + h * self.num_labels)
+        return per_token * padded_tokens + per_token_pair * padded_token_pairs + per_example * examples
+
+    def training_flops(self, examples: float, padded_tokens: float, padded_token_pairs: float) -> float:
+        return 3 * self.forward_flops(examples, padded_tokens, padded_token_pairs)
+
+
+@dataclasses.dataclass
+class BatchShapes:
+    """Running totals of the batches a training loop consumed, in order."""
+
+    examples: int = 0
+    padded_tokens: int = 0
+    padded_token_pairs: int = 0
+    real_tokens: int = 0
+
+    def add(self, batch: int, width: int, real_tokens: int) -> None:
+        self.examples += batch
+        self.padded_tokens += batch * width
+        self.padded_token_pairs += batch * width * width
+        self.real_tokens += real_tokens
+
+    def training_flops(self, shape: EncoderShape) -> float:
+        return shape.training_flops(self.examples, self.padded_tokens, self.padded_token_pairs)
+
+    @property
+    def padding_share(self) -> float:
+        return 1 - self.real_tokens / self.padded_tokens if self.padded_tokens else 0.0

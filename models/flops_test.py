@@ -1,0 +1,70 @@
+"""The FLOP model agrees with TensorFlow's own count of the model's matmuls, and sums the batches it is given."""
+
+import pytest
+import tensorflow as tf
+from tensorflow.python.profiler import model_analyzer, option_builder
+
+from components.training_meter import TrainingMeter, record_batch_shapes
+from models.flops import BatchShapes, EncoderShape
+from models.pretrained import build_classifier, model_files
+from pipeline.machine_peak import MatmulPeak, matmul_peak
+
+
+def _tf_matmul_flops(model, batch: int, width: int) -> float:
+    """TF's profiler: floating-point operations of every MatMul/BatchMatMul in one forward pass."""
+    spec = {name: tf.TensorSpec([batch, width], tf.int32) for name in ("input_ids", "attention_mask", "token_type_ids")}
+    graph = tf.function(lambda inputs: model(inputs, training=False).logits).get_concrete_function(spec).graph
+    options = option_builder.ProfileOptionBuilder(option_builder.ProfileOptionBuilder.float_operation())
+    options = options.with_empty_output().with_node_names(show_name_regexes=[".*"]).build()
+    profile = model_analyzer.profile(graph, options=options)
+    matmuls = [node for node in _walk(profile) if "MatMul" in node.name.rsplit("/", 1)[-1] or "einsum" in node.name]
+    return float(sum(node.float_ops for node in matmuls))
+
+
+def _walk(node):
+    for child in node.children:
+        yield child
+        yield from _walk(child)
+
+
+@pytest.mark.parametrize(("batch", "width"), [(2, 16), (4, 40)])
+def test_forward_flops_match_tensorflows_count_of_the_matmuls(tiny_bert_dir, batch, width):
+    model, _ = build_classifier(model_files(tiny_bert_dir), ["a", "b", "c"])
+    shape = EncoderShape.from_config(model.config)
+    assert (shape.layers, shape.hidden, shape.intermediate, shape.num_labels) == (2, 64, 128, 3)
+    counted = _tf_matmul_flops(model, batch, width)
+    ours = shape.forward_flops(batch, batch * width, batch * width * width)
+    assert ours == pytest.approx(counted, rel=0.02)
+
+
+def test_batch_shapes_sum_padding_and_training_is_three_forward_passes():
+    shapes = BatchShapes()
+    shapes.add(batch=4, width=16, real_tokens=40)
+    shapes.add(batch=4, width=32, real_tokens=100)
+    assert (shapes.examples, shapes.padded_tokens, shapes.padded_token_pairs) == (8, 192, 4 * 256 + 4 * 1024)
+    assert shapes.padding_share == pytest.approx(1 - 140 / 192)
+    shape = EncoderShape(layers=6, hidden=384, intermediate=1536, heads=12, num_labels=2)
+    assert shapes.training_flops(shape) == 3 * shape.forward_flops(8, 192, 4 * 256 + 4 * 1024)
+
+
+def test_recorded_shapes_are_the_batches_the_loop_took_in_order():
+    widths = [8, 16, 8, 32]
+    batches = [({"attention_mask": tf.ones([3, w], tf.int32)}, tf.zeros([3], tf.int64)) for w in widths]
+    dataset = tf.data.Dataset.from_generator(
+        lambda: iter(batches),
+        output_signature=({"attention_mask": tf.TensorSpec([3, None], tf.int32)}, tf.TensorSpec([3], tf.int64)),
+    ).prefetch(2)
+    records = []
+    taken = list(record_batch_shapes(dataset, records).take(3))
+    assert len(taken) == 3
+    assert records[:3] == [(3, 8, 24), (3, 16, 48), (3, 8, 24)]
+    meter = TrainingMeter(EncoderShape(2, 64, 128, 2, 2), MatmulPeak("float32", 100.0, "/CPU:0"), records)
+    flops = meter.totals(3).training_flops(meter.shape)
+    assert meter.model_gflops(3, 2.0) == pytest.approx(flops / 2.0 / 1e9)
+    assert "% of peak" in meter.describe(3, 2.0)
+
+
+def test_matmul_peak_is_measured_in_gflops():
+    peak = matmul_peak("float32", seconds=0.5)
+    assert peak.dtype == "float32" and peak.device == "/CPU:0"
+    assert 1 < peak.gflops < 100_000  # a CPU core does several GFLOP/s at least

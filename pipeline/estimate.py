@@ -1,0 +1,78 @@
+"""How long the default run should take on this machine, from the matmul peak measured on it.
+
+The training loop's share is its model FLOPs (models/flops.py over the train split, padded as the Trainer's
+length buckets pad it) at the utilization the default run reaches; the rest of the run (ExampleGen,
+statistics, Transform, validation and export, Evaluator: Beam and TF on the CPU) is scaled by the ratio of
+peaks. Both constants
+were measured by a default run and move with the code: `make bench` prints the figures they come from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+# From the default run README quotes (fp32, 2 cores, measured matmul peak REFERENCE_PEAK_GFLOPS): the training
+# loop's model FLOP/s over that peak, and every other second of the pipeline (the Trainer's validation and
+# export included).
+TRAINER_UTILIZATION = 0.49
+REFERENCE_PEAK_GFLOPS = 161.0
+REFERENCE_SECONDS_OUTSIDE_TRAINING = 109.0
+
+
+@dataclasses.dataclass(frozen=True)
+class RunEstimate:
+    training_flops: float
+    trainer_seconds: float
+    other_seconds: float
+
+    @property
+    def total_seconds(self) -> float:
+        return self.trainer_seconds + self.other_seconds
+
+    def describe(self) -> str:
+        return (
+            f"default run ~{self.total_seconds / 60:.0f} min of pipeline (training ~{self.trainer_seconds:.0f} s "
+            f"for {self.training_flops / 1e12:.0f} TFLOP at {TRAINER_UTILIZATION:.0%} of peak, the rest "
+            f"~{self.other_seconds:.0f} s)"
+        )
+
+
+def padded_widths(token_counts, max_seq_length: int, length_buckets) -> list[int]:
+    """The width each example is padded to: the smallest of the Trainer's bucket widths that holds it."""
+    widths = sorted({*(w for w in length_buckets if w < max_seq_length), max_seq_length})
+    tokens = [min(count + 2, max_seq_length) for count in token_counts]  # [CLS] text [SEP]
+    return [next(w for w in widths if w >= length) for length in tokens]
+
+
+def default_training_flops(config) -> float:
+    """Model FLOPs the Trainer spends on the config's train split (read as the ExampleGen reads it),
+    tokenized in-graph and padded as the Trainer pads it, for every epoch. Single texts."""
+    import tensorflow as tf
+    from transformers import AutoConfig
+
+    from components.hf_example_gen.sources import read_dataset
+    from models.flops import BatchShapes, EncoderShape
+    from models.pretrained import resolve_model_dir
+    from models.tokenizer import InGraphTokenizer, tokenizer_spec
+
+    model_dir = resolve_model_dir(config.model.name, config.model.revision)
+    texts = read_dataset(config.dataset).prepared.rows["train"].texts
+    counts = InGraphTokenizer(tokenizer_spec(model_dir), 8)(tf.constant(texts))["token_count"].numpy()
+    shapes = BatchShapes()
+    for width in padded_widths(counts, config.model.max_seq_length, config.training.length_buckets):
+        shapes.add(batch=1, width=width, real_tokens=0)
+    shape = EncoderShape.from_config(AutoConfig.from_pretrained(model_dir, num_labels=2))
+    steps = len(texts) // config.training.batch_size
+    used = steps * config.training.batch_size / len(texts)  # the last partial batch is dropped
+    return shapes.training_flops(shape) * used * config.training.epochs
+
+
+def estimate_default_run(peak_gflops: float, config=None) -> RunEstimate:
+    from pipeline.configs import load_config
+
+    flops = default_training_flops(config or load_config())
+    return RunEstimate(
+        training_flops=flops,
+        trainer_seconds=flops / (TRAINER_UTILIZATION * peak_gflops * 1e9),
+        other_seconds=REFERENCE_SECONDS_OUTSIDE_TRAINING * REFERENCE_PEAK_GFLOPS / peak_gflops,
+    )

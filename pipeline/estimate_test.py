@@ -1,0 +1,27 @@
+"""The default run's expected time comes from the machine's measured peak and the corpus as the Trainer pads it."""
+
+import pytest
+
+from pipeline import doctor, estimate
+
+
+def test_examples_pad_to_the_smallest_bucket_width_that_holds_them():
+    # token counts + [CLS] and [SEP]: 7 -> 32, 32 -> 32, 33 -> 64, 102 -> cut to 64
+    assert estimate.padded_widths([5, 30, 31, 100], 64, (32,)) == [32, 32, 64, 64]
+    assert estimate.padded_widths([5, 100], 64, ()) == [64, 64]
+    assert estimate.padded_widths([5], 64, (16, 128)) == [16]  # a bucket wider than the model is unused
+
+
+def test_doctor_measures_both_peaks_and_estimates_the_default_run():
+    fp32, bf16, expected = doctor._machine_speed()
+    with pytest.raises(RuntimeError, match="fp32 peak"):
+        expected()
+    assert "GFLOP/s on /CPU:0" in fp32() and "GFLOP/s" in bf16()
+    line = expected()
+    assert line.startswith("default run ~") and "TFLOP at" in line
+
+
+def test_estimate_scales_with_the_peak():
+    slow, fast = estimate.estimate_default_run(60.0), estimate.estimate_default_run(150.0)
+    assert slow.training_flops == fast.training_flops > 1e12  # MiniLM-L6 over ~10k reviews: tens of TFLOP
+    assert slow.total_seconds == pytest.approx(fast.total_seconds * 150 / 60)
