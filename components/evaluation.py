@@ -53,22 +53,50 @@ def metric_names(num_labels: int) -> dict[str, str]:
 
 
 def _curve_metrics(evaluation: EvaluationConfig | None) -> list[tfma.MetricConfig]:
-    """AUC (thresholded when `evaluation` is given), AUC-PR, precision and recall at 0.5."""
+    """AUC (thresholded when `evaluation` is given) and AUC-PR: threshold-free."""
     auc = tfma.MetricConfig(class_name="AUC")
     if evaluation is not None:
         auc.per_slice_thresholds.extend(_no_regression(evaluation.min_auc, evaluation.max_auc_regression))
-    return [
-        auc,
-        tfma.MetricConfig(class_name="AUC", config='{"curve": "PR", "name": "auc_pr"}'),
-        tfma.MetricConfig(class_name="Precision"),
-        tfma.MetricConfig(class_name="Recall"),
-    ]
+    return [auc, tfma.MetricConfig(class_name="AUC", config='{"curve": "PR", "name": "auc_pr"}')]
+
+
+def _at_half() -> list[tfma.MetricConfig]:
+    """Binary precision and recall of the positive score at 0.5."""
+    return [tfma.MetricConfig(class_name="Precision"), tfma.MetricConfig(class_name="Recall")]
+
+
+def confusion_cells(matrix, k: int) -> list[list[float]]:
+    """TFMA's multi-class confusion matrix (sparse `entries`) as K x K counts, [actual][predicted]."""
+    cells = [[0.0] * k for _ in range(k)]
+    for entry in matrix.get("entries", []):
+        cells[int(entry.get("actualClassId", 0))][int(entry.get("predictedClassId", 0))] += entry.get(
+            "numWeightedExamples", 0.0
+        )
+    return cells
+
+
+def top1_precision_recall(matrix, label_names: list[str]) -> dict[str, dict[str, float]]:
+    """K classes: each class's precision and recall of top-1 predictions, from TFMA's multi-class confusion
+    matrix (its `entries` of actualClassId, predictedClassId, numWeightedExamples). One-vs-rest precision at
+    0.5 would call a class never predicted whenever no softmax output passes 0.5; top-1 is what the model
+    answers. A class never predicted has precision 0 (as scikit-learn reports it)."""
+    k = len(label_names)
+    cells = confusion_cells(matrix, k)
+    result = {}
+    for i, name in enumerate(label_names):
+        predicted = sum(cells[row][i] for row in range(k))
+        actual = sum(cells[i])
+        result[name] = {
+            "precision": cells[i][i] / predicted if predicted else 0.0,
+            "recall": cells[i][i] / actual if actual else 0.0,
+        }
+    return result
 
 
 def metrics_specs(num_labels: int, evaluation: EvaluationConfig) -> list[tfma.MetricsSpec]:
-    """Binary: metrics of the positive score. K classes: top-1 accuracy and the K x K confusion matrix;
-    per class (one-vs-rest) AUC, AUC-PR, precision, recall and ROC points; their macro averages, on which
-    the AUC thresholds and the baseline gate act."""
+    """Binary: metrics of the positive score. K classes: top-1 accuracy and the K x K confusion matrix (from
+    which the summary takes each class's top-1 precision and recall); per class (one-vs-rest) AUC, AUC-PR and
+    ROC points; their macro averages, on which the AUC thresholds and the baseline gate act."""
     if num_labels < 2:
         raise ValueError(f"a classifier needs at least two labels, got {num_labels}")
     if num_labels == 2:
@@ -76,6 +104,7 @@ def metrics_specs(num_labels: int, evaluation: EvaluationConfig) -> list[tfma.Me
             tfma.MetricConfig(class_name="ExampleCount"),
             tfma.MetricConfig(class_name="BinaryAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)),
             *_curve_metrics(evaluation),
+            *_at_half(),
             tfma.MetricConfig(class_name="Calibration"),
             tfma.MetricConfig(class_name="CalibrationPlot"),
             tfma.MetricConfig(class_name="ConfusionMatrixPlot"),

@@ -37,3 +37,19 @@ def test_the_check_catches_a_macro_average_tfma_would_reject_after_training():
 def test_one_label_is_refused():
     with pytest.raises(ValueError, match="at least two labels"):
         evaluation.eval_config(1, EvaluationConfig())
+
+
+def test_per_class_precision_and_recall_are_of_top1_predictions():
+    """3 classes; actual x predicted counts: a model that answers class 0 for most of class 1 and never class 2.
+    One-vs-rest at 0.5 would call class 1 never predicted if its softmax stays under 0.5; top-1 does not."""
+    counts = {(0, 0): 8, (0, 1): 2, (1, 0): 6, (1, 1): 4, (2, 0): 3, (2, 1): 7}
+    matrix = {
+        "entries": [
+            {"actualClassId": a, "predictedClassId": p, "numWeightedExamples": float(n)} for (a, p), n in counts.items()
+        ]
+    }
+    top1 = evaluation.top1_precision_recall(matrix, ["a", "b", "c"])
+    assert top1["a"] == {"precision": 8 / 17, "recall": 8 / 10}
+    assert top1["b"] == {"precision": 4 / 13, "recall": 4 / 10}
+    assert top1["c"] == {"precision": 0.0, "recall": 0.0}  # never predicted: 0, as scikit-learn reports it
+    assert evaluation.confusion_cells(matrix, 3) == [[8, 2, 0], [6, 4, 0], [3, 7, 0]]

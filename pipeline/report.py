@@ -20,6 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from components.evaluation import confusion_cells
 from models.features import LABEL_NAME_FEATURE, TEXT_FEATURE
 from pipeline.run_summary import RunSummary, _outputs, latest_run_context, load_eval_result, open_store, summarize
 
@@ -225,12 +226,8 @@ def _multiclass_figure(overall: dict, by_sub_key: dict, summary: RunSummary) -> 
 
     names = summary.label_names
     k = len(names)
-    cells = np.zeros((k, k))
     (matrix, *_) = overall["multiClassConfusionMatrixAtThresholds"].get("matrices", [{}])
-    for entry in matrix.get("entries", []):
-        cells[int(entry.get("actualClassId", 0)), int(entry.get("predictedClassId", 0))] += entry.get(
-            "numWeightedExamples", 0.0
-        )
+    cells = np.array(confusion_cells(matrix, k))
     figure, axes = plt.subplots(1, 2, figsize=(6 + 1.2 * k, 4 + 0.4 * k))
     axes[0].imshow(cells, cmap="Blues")
     for (i, j), value in np.ndenumerate(cells):

@@ -10,7 +10,7 @@ from typing import Any
 import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
 
-from components.evaluation import ACCURACY, AUC, metric_names
+from components.evaluation import ACCURACY, AUC, metric_names, top1_precision_recall
 from components.hf_example_gen.executor import (
     DROPPED_COUNTS_PROPERTY,
     LABEL_NAMES_PROPERTY,
@@ -235,8 +235,8 @@ def _metric_name(name: str) -> str:
 def _read_metrics(
     evaluation_uri: str, label_names: list[str], role: str = "candidate"
 ) -> tuple[dict[str, float], dict[str, dict[str, float]], dict[str, dict[str, float]]]:
-    """(overall, per slice, per class) metrics under our names: for K classes the headline AUC, AUC-PR,
-    precision and recall are the macro averages and the per-class ones are one-vs-rest."""
+    """(overall, per slice, per class) metrics under our names: for K classes the headline AUC and AUC-PR are
+    macro averages of one-vs-rest ones, precision and recall macro averages of each class's top-1 ones."""
     rename = metric_names(max(len(label_names), 2))
     result = load_eval_result(evaluation_uri, role)
     if result is None:
@@ -260,7 +260,21 @@ def _read_metrics(
             overall = values
         else:
             slices[", ".join(f"{k}={v}" for k, v in slice_key)] = values
+    if len(label_names) > 2:
+        top1 = top1_precision_recall(multiclass_confusion_matrix(result), label_names)
+        for label, values in top1.items():
+            per_class.setdefault(label, {}).update(values)
+        for name in ("precision", "recall"):
+            overall[name] = sum(values[name] for values in top1.values()) / len(top1)
     return overall, dict(sorted(slices.items())), per_class
+
+
+def multiclass_confusion_matrix(result) -> dict:
+    """TFMA's K x K confusion matrix of top-1 predictions over the whole test split ({} if not computed)."""
+    plots = dict(result.plots)
+    overall = plots.get((), {}).get("", {}).get("", {})
+    matrices = overall.get("multiClassConfusionMatrixAtThresholds", {}).get("matrices", [{}])
+    return matrices[0] if matrices else {}
 
 
 def _describe_failure(failure) -> str:
