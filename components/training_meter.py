@@ -32,7 +32,7 @@ def record_batch_shapes(dataset: tf.data.Dataset, records: list[tuple[int, int, 
         with tf.control_dependencies([noted]):
             return features, tf.identity(label)
 
-    # After the last map, before prefetch: one record per batch handed to the loop. Deterministic order.
+    # The outermost, sequential map: one record per batch the loop takes, in the order it takes them.
     return dataset.map(record)
 
 
