@@ -71,8 +71,8 @@ def tokenizer_spec(model_dir: str | Path) -> TokenizerSpec:
     vocab = model_dir / "vocab.txt"
     if not vocab.is_file():
         raise ModelFilesError(f"{model_dir} has no vocab.txt, which the in-graph WordPiece tokenizer reads")
-    vocab_entries = vocab.read_text(encoding="utf-8").splitlines()
-    differing = unicode_compat.vocab_characters_in_disagreement(vocab_entries)
+    vocab_characters = set("".join(vocab.read_text(encoding="utf-8").splitlines()))  # read once, used twice
+    differing = unicode_compat.vocab_characters_in_disagreement(vocab_characters)
     if differing:
         log.warning(
             "%d characters of %s's vocab are classified differently by tokenizers' and TensorFlow's Unicode "
@@ -95,7 +95,7 @@ def tokenizer_spec(model_dir: str | Path) -> TokenizerSpec:
         unk_id=hf.unk_token_id,
         model_input_names=tuple(hf.model_input_names),
         max_input_chars_per_word=backend.model.max_input_chars_per_word,
-        placeholder=unicode_compat.placeholder_for(vocab_entries),
+        placeholder=unicode_compat.placeholder_for(vocab_characters),
     )
 
 

@@ -482,8 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
     trigger.add_argument("--cloud", action="store_true", help="decide from Vertex pipeline jobs and submit there")
     trigger.add_argument(
         "--template",
-        help="--cloud: "
-        + "the compiled spec (default: the one committed for --config: pipeline.yaml, pipeline-retraining.yaml)",
+        help="--cloud: " + TEMPLATE_HELP,
     )
     trigger.add_argument("--dry-run", action="store_true", help="--cloud: print the request, send nothing")
     trigger.add_argument("--verbose", action="store_true", help="show TFX's and Beam's own INFO logs")
@@ -502,8 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
     schedule.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key")
     schedule.add_argument(
         "--template",
-        help="create: "
-        + "the compiled spec (default: the one committed for --config: pipeline.yaml, pipeline-retraining.yaml)",
+        help="create: " + TEMPLATE_HELP,
     )
     schedule.add_argument("--cron", help="create: e.g. 'TZ=Europe/Paris 0 3 * * 1' (Mondays 03:00)")
     schedule.add_argument("--max-concurrent-runs", type=int, default=1, help="create: runs at once (default 1)")

@@ -22,7 +22,15 @@ import matplotlib.pyplot as plt
 
 from components.evaluation import confusion_cells
 from models.features import LABEL_NAME_FEATURE, TEXT_FEATURE
-from pipeline.run_summary import RunSummary, _outputs, latest_run_context, load_eval_result, open_store, summarize
+from pipeline.run_summary import (
+    RunSummary,
+    _outputs,
+    latest_run_context,
+    load_eval_result,
+    multiclass_confusion_matrix,
+    open_store,
+    summarize,
+)
 
 SECTIONS = ("summary", "dataset", "statistics", "training", "evaluation", "curves", "blessing", "push")
 
@@ -143,8 +151,8 @@ def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str,
     metrics_html = _table(["slice", "accuracy", "AUC", "AUC-PR", "precision", "recall", "examples"], rows)
     if summary.per_class:
         metrics_html += (
-            "<p>Per class, one-vs-rest (the headline AUC, AUC-PR, precision and recall are their "
-            "unweighted means):</p>"
+            "<p>Per class: AUC and AUC-PR one-vs-rest, precision and recall of top-1 predictions (the "
+            "headline ones are their unweighted means):</p>"
             + _table(
                 ["class", "AUC", "AUC-PR", "precision", "recall"],
                 [
@@ -154,11 +162,11 @@ def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str,
             )
         )
 
-    plots = dict((key, value) for key, value in load_eval_result(evaluation_uri).plots)
-    by_sub_key = plots.get((), {}).get("", {})
+    result = load_eval_result(evaluation_uri)
+    by_sub_key = dict(result.plots).get((), {}).get("", {})
     overall = by_sub_key.get("", {})
-    if "multiClassConfusionMatrixAtThresholds" in overall:
-        return metrics_html, _multiclass_figure(overall, by_sub_key, summary)
+    if len(summary.label_names) > 2:
+        return metrics_html, _multiclass_figure(multiclass_confusion_matrix(result), by_sub_key, summary)
     matrices = overall.get("confusionMatrixAtThresholds", {}).get("matrices", [])
     if not matrices:
         return metrics_html, "<p>No curves recorded.</p>"
@@ -220,13 +228,12 @@ def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str,
     return metrics_html, _png(figure)
 
 
-def _multiclass_figure(overall: dict, by_sub_key: dict, summary: RunSummary) -> str:
+def _multiclass_figure(matrix: dict, by_sub_key: dict, summary: RunSummary) -> str:
     """K classes: the K x K confusion matrix (top-1 predictions) and each class's one-vs-rest ROC."""
     import numpy as np
 
     names = summary.label_names
     k = len(names)
-    (matrix, *_) = overall["multiClassConfusionMatrixAtThresholds"].get("matrices", [{}])
     cells = np.array(confusion_cells(matrix, k))
     figure, axes = plt.subplots(1, 2, figsize=(6 + 1.2 * k, 4 + 0.4 * k))
     axes[0].imshow(cells, cmap="Blues")

@@ -57,7 +57,7 @@ class RunSummary:
     started_ms: int = 0  # when the run's first execution was created (ms since the epoch)
     examples_uri: str | None = None  # what the ExampleGen wrote (drift compares new data with it)
     dropped_counts: dict[str, int] = dataclasses.field(default_factory=dict)  # rows left out for missing values
-    per_class: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # K > 2: one-vs-rest
+    per_class: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # K > 2 (see _read_metrics)
     throughput: dict[str, Any] = dataclasses.field(default_factory=dict)  # the Trainer's, see training_meter
 
     @property

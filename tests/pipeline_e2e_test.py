@@ -19,6 +19,7 @@ from models.flops import EncoderShape
 from pipeline import configs
 from pipeline.local_runner import run_local
 from pipeline.run_summary import open_store
+from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
 
@@ -41,17 +42,9 @@ def workdir(tmp_path_factory):
 
 
 def tiny_config(workdir, model_dir, **evaluation):
+    limits = {"train": 384, "eval": 64, "test": 160}
     return configs.load_config(
-        overrides={
-            "pipeline_root": str(workdir / "pipeline"),
-            "serving_dir": str(workdir / "serving"),
-            "model.name": str(model_dir),
-            "model.max_seq_length": 32,
-            "dataset.limits": {"train": 384, "eval": 64, "test": 160},
-            "training.batch_size": 16,
-            "training.learning_rate": 1e-3,
-            "evaluation": {"min_accuracy": 0.0, "min_auc": 0.0, **evaluation},
-        }
+        overrides={**tiny_overrides(workdir, model_dir, 32, **evaluation), "dataset.limits": limits}
     )
 
 

@@ -35,6 +35,19 @@ def write_tiny_bert(directory: Path, seed: int = 0) -> Path:
     return directory
 
 
+def tiny_overrides(workdir: Path, model_dir: Path, max_seq_length: int, **evaluation) -> dict:
+    """Config overrides for a LocalDagRunner run of the tiny BERT under workdir, with thresholds anything meets."""
+    return {
+        "pipeline_root": str(workdir / "pipeline"),
+        "serving_dir": str(workdir / "serving"),
+        "model.name": str(model_dir),
+        "model.max_seq_length": max_seq_length,
+        "training.batch_size": 16,
+        "training.learning_rate": 1e-3,
+        "evaluation": {"min_accuracy": 0.0, "min_auc": 0.0, **evaluation},
+    }
+
+
 def tiny_run_command(model_dir: Path, workdir: Path, *extra: str, train: int = 256) -> list[str]:
     """`hftfx run` on a few hundred corpus rows with the tiny BERT and thresholds anything meets."""
     import sys

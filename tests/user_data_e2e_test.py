@@ -16,23 +16,13 @@ import pytest
 from pipeline import configs
 from pipeline.local_runner import run_local
 from tests import user_datasets
+from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
 
 
 def run_config(workdir: Path, model_dir: Path, **dataset) -> configs.PipelineConfig:
-    return configs.load_config(
-        overrides={
-            "pipeline_root": str(workdir / "pipeline"),
-            "serving_dir": str(workdir / "serving"),
-            "model.name": str(model_dir),
-            "model.max_seq_length": 48,
-            "training.batch_size": 16,
-            "training.learning_rate": 1e-3,
-            "evaluation": {"min_accuracy": 0.0, "min_auc": 0.0},
-            "dataset": dataset,
-        }
-    )
+    return configs.load_config(overrides={**tiny_overrides(workdir, model_dir, 48), "dataset": dataset})
 
 
 def ask(pushed_dir: str, request: dict) -> dict:
