@@ -27,6 +27,34 @@ EXAMPLES_INPUT = "examples"
 POSITIVE_SCORE = "positive_score"
 PROBABILITIES = "probabilities"
 SLICE_FEATURES = ("length_bucket", "token_count", "truncated")
+# Examples per model call when a request is run shortest first: big enough to keep the matmuls efficient,
+# small enough that a chunk of sorted lengths carries little padding.
+INFERENCE_CHUNK = 32
+
+
+def logits_by_length(
+    call_model, inputs: dict[str, tf.Tensor], attention_mask: tf.Tensor, num_labels: int, chunk: int = INFERENCE_CHUNK
+) -> tf.Tensor:
+    """The model's logits [N, K] for a request, computed shortest texts first, `chunk` examples per call,
+    each call only as wide as its longest text; rows come back in the request's order.
+
+    Padding is masked, so the result is the model's on the full width; only the work shrinks. A large
+    batch (TFMA's, a bulk request) of mostly short reviews otherwise runs every row at its longest one's
+    width: on the default test split that is more than half of the Evaluator's model FLOPs.
+    """
+    lengths = tf.reduce_sum(tf.cast(attention_mask, tf.int32), axis=1)
+    order = tf.argsort(lengths, stable=True)
+    chunks = (tf.size(order) + chunk - 1) // chunk
+    parts = tf.TensorArray(tf.float32, size=chunks, element_shape=tf.TensorShape([None, num_labels]), infer_shape=False)
+
+    def run_chunk(i, parts):
+        rows = order[i * chunk : (i + 1) * chunk]
+        width = tf.maximum(tf.reduce_max(tf.gather(lengths, rows)), 1)
+        part = {name: tf.gather(value, rows)[:, :width] for name, value in inputs.items()}
+        return i + 1, parts.write(i, tf.cast(call_model(part), tf.float32))
+
+    _, parts = tf.while_loop(lambda i, _: i < chunks, run_chunk, (tf.constant(0), parts))
+    return tf.gather(parts.concat(), tf.math.invert_permutation(order))
 
 
 class ServingModule(tf.Module):
@@ -59,13 +87,13 @@ class ServingModule(tf.Module):
 
     def _classify(self, raw_features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         transformed = self.tft_layer(raw_features)
-        # Padding is masked, so the model runs only as wide as the longest text of the request: a short
-        # request (and TFMA's batches) stops paying for max_seq_length. Same probabilities.
-        longest = tf.reduce_max(tf.reduce_sum(tf.cast(transformed[ATTENTION_MASK], tf.int32), axis=1))
-        width = tf.maximum(longest, 1)  # an empty request has no longest text
-        inputs = {name: transformed[name][:, :width] for name in self._model_input_names}
-        logits = self.model(inputs, training=False).logits
-        probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
+        logits = logits_by_length(
+            lambda inputs: self.model(inputs, training=False).logits,
+            {name: transformed[name] for name in self._model_input_names},
+            transformed[ATTENTION_MASK],
+            num_labels=int(self.label_names.shape[0]),
+        )
+        probabilities = tf.nn.softmax(logits, axis=-1)
         label_id = tf.argmax(probabilities, axis=-1)
         return {
             PROBABILITIES: probabilities,
