@@ -12,6 +12,7 @@ import re
 from tfx.extensions.google_cloud_ai_platform import constants as vertex_constants
 from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_trainer_executor
 
+from components.endpoint_pusher import KEEP_PREVIOUS_KEY
 from pipeline.configs import CloudConfig, ConfigError, PipelineConfig
 
 
@@ -116,6 +117,11 @@ def accelerator(cloud: CloudConfig) -> Accelerator:
     return chosen
 
 
+def api_endpoint(cloud: CloudConfig) -> str:
+    """The Vertex AI API host the submission, trigger and schedule clients talk to."""
+    return cloud.api_endpoint or f"{cloud.region}-aiplatform.googleapis.com"
+
+
 def validate_cloud(config: PipelineConfig) -> None:
     """Everything a Vertex submission needs, checked before anything is compiled or sent."""
     cloud, problems = config.cloud, []
@@ -144,6 +150,8 @@ def validate_cloud(config: PipelineConfig) -> None:
         problems.append(f"cloud.push_to must be filesystem or endpoint, not '{cloud.push_to}'")
     if cloud.push_to == "endpoint" and not cloud.endpoint_name:
         problems.append("cloud.push_to is endpoint but cloud.endpoint_name is empty")
+    if cloud.endpoint_keep_previous < 0:
+        problems.append(f"cloud.endpoint_keep_previous must be 0 or more, not {cloud.endpoint_keep_previous}")
     if cloud.push_to == "filesystem" and not _GCS.match(config.serving_dir):
         problems.append(f"serving_dir '{config.serving_dir}' must be a gs:// path when the pipeline runs in the cloud")
     if cloud.service_account and not cloud.service_account.endswith(".iam.gserviceaccount.com"):
@@ -216,7 +224,8 @@ def vertex_training_config(cloud: CloudConfig) -> dict:
 def vertex_serving_config(cloud: CloudConfig) -> dict:
     """The keys TFX's Vertex Pusher reads: a TF Serving prebuilt container behind an endpoint.
 
-    Everything in serving args but the endpoint and project goes to `aiplatform.Model.deploy` as is.
+    Everything in serving args but the endpoint and project goes to `aiplatform.Model.deploy` as is;
+    KEEP_PREVIOUS_KEY is read by components/endpoint_pusher.py after the push.
     """
     serving_args = {
         "project_id": cloud.project,
@@ -226,7 +235,10 @@ def vertex_serving_config(cloud: CloudConfig) -> dict:
     }
     if cloud.encryption_key:
         serving_args["encryption_spec_key_name"] = cloud.encryption_key
+    if cloud.serving_service_account:
+        serving_args["service_account"] = cloud.serving_service_account
     return {
+        KEEP_PREVIOUS_KEY: cloud.endpoint_keep_previous,
         vertex_constants.ENABLE_VERTEX_KEY: True,
         vertex_constants.VERTEX_REGION_KEY: cloud.region,
         vertex_constants.VERTEX_CONTAINER_IMAGE_URI_KEY: cloud.serving_image_uri,

@@ -132,6 +132,9 @@ class CloudConfig:
 
     project: str = ""
     region: str = "us-central1"
+    # The Vertex AI API host[:port]; empty means the region's endpoint (<region>-aiplatform.googleapis.com).
+    # Set it for a Private Service Connect endpoint.
+    api_endpoint: str = ""
     pipeline_root: str = ""  # gs://bucket/path: artifacts of every run
     image_uri: str = ""  # the image every component runs in (see Dockerfile)
     trainer_image_uri: str = ""  # default image_uri; a TPU Trainer needs an image with libtpu
@@ -155,6 +158,10 @@ class CloudConfig:
     push_to: str = "filesystem"
     endpoint_name: str = ""
     endpoint_machine_type: str = "n1-standard-4"
+    # Models deployed before the pushed one that stay on the endpoint (at 0% traffic) for a quick rollback;
+    # the older ones are undeployed after each push, so replicas do not pile up.
+    endpoint_keep_previous: int = 0
+    serving_service_account: str = ""  # the identity the endpoint's replicas run as (default: Vertex's agent)
     serving_image_uri: str = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-17:latest"
 
 

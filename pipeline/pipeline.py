@@ -9,6 +9,7 @@ from tfx import v1 as tfx
 from tfx.orchestration import pipeline as tfx_pipeline
 
 from components import evaluation
+from components.endpoint_pusher import EndpointPusher
 from components.example_validator import StrictExampleValidator
 from components.hf_example_gen.component import HFDatasetExampleGen
 from components.hf_trainer import HFTrainer, VertexHFTrainer
@@ -116,7 +117,7 @@ def create_components(
     # Copies a blessed model into the TF Serving layout (or deploys it to a Vertex endpoint); an unblessed
     # model is never pushed.
     if cloud and config.cloud.push_to == "endpoint":
-        pusher = tfx.extensions.google_cloud_ai_platform.Pusher(
+        pusher = EndpointPusher(
             model=trainer.outputs["model"],
             model_blessing=evaluator.outputs["blessing"],
             custom_config=vertex_serving_config(config.cloud),

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pipeline.cloud import validate_cloud
+from pipeline.cloud import api_endpoint, validate_cloud
 from pipeline.configs import ConfigError, PipelineConfig, to_dict
 
 
@@ -98,6 +98,11 @@ def build_pipeline_job(
     validate_cloud(config)
     check_template(template, config)
     cloud = config.cloud
+    # aiplatform takes the API host from its global settings only, so set it for every job (region default);
+    # transport named, as `init` without a project otherwise switches every client to REST.
+    aiplatform.init(
+        project=cloud.project, location=cloud.region, api_endpoint=api_endpoint(cloud), api_transport="grpc"
+    )
     return aiplatform.PipelineJob(
         display_name=config.pipeline_name,
         template_path=str(template),

@@ -1,8 +1,9 @@
 """Vertex retraining offline: storage events, the cloud trigger and schedules, request by request.
 
-Only the Vertex endpoints are faked (they cannot exist here): `FakeVertex` records every request, answers
-list calls from the jobs it holds, and refuses a second job with the same id with AlreadyExists, as Vertex does.
-The requests themselves are the real aiplatform_v1 protos the SDK would send.
+Only the Vertex service is faked (it cannot exist here): `tests/fake_vertex.py` serves the aiplatform v1 gRPC
+services on 127.0.0.1, records every request, answers list calls from the jobs it holds, and refuses a second
+job with the same id with ALREADY_EXISTS, as Vertex does.
+The requests are sent by the real GAPIC clients over gRPC and parsed there as aiplatform_v1 protos.
 """
 
 import base64
@@ -12,13 +13,14 @@ from pathlib import Path
 
 import pytest
 from cloudevents.http import CloudEvent
-from google.api_core.exceptions import AlreadyExists
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import aiplatform_v1
 
 from pipeline import cli, configs, submit
 from pipeline.kubeflow_v2_runner import compile_pipeline, default_template
 from pipeline.retraining import events, vertex
+from tests import fake_vertex
+from tests.fake_vertex import FakeVertex
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "configs" / "vertex-retraining.yaml"
@@ -26,42 +28,22 @@ PARENT = "projects/my-gcp-project/locations/us-central1"
 FINALIZED = "google.cloud.storage.object.v1.finalized"
 
 
-class FakeVertex:
-    """PipelineService and ScheduleService of one region, in memory."""
-
-    def __init__(self, jobs=()):
-        self.jobs = list(jobs)
-        self.requests = []
-
-    def list_pipeline_jobs(self, request):
-        self.requests.append(request)
-        key, _, value = request.filter.removeprefix("labels.").partition("=")
-        return [job for job in self.jobs if job.labels.get(key) == value.strip('"')]
-
-    def create_pipeline_job(self, request):
-        self.requests.append(request)
-        name = f"{request.parent}/pipelineJobs/{request.pipeline_job_id}"
-        if any(job.name == name for job in self.jobs):
-            raise AlreadyExists(f"PipelineJob {name} already exists")
-        job = aiplatform_v1.PipelineJob(
-            name=name, labels=request.pipeline_job.labels, state=aiplatform_v1.PipelineState.PIPELINE_STATE_PENDING
-        )
-        self.jobs.append(job)
-        return job
-
-    def __getattr__(self, method):  # schedule service methods: record the request, echo a response
-        if not method.endswith("_schedule") and method != "list_schedules":
-            raise AttributeError(method)
-
-        def call(request):
-            self.requests.append(request)
-            return getattr(request, "schedule", None) or []
-
-        return call
+@pytest.fixture
+def fake(monkeypatch):
+    """The fake Vertex API on 127.0.0.1; tests put past jobs in `fake.jobs`."""
+    api = FakeVertex()
+    with fake_vertex.serve(api) as address, fake_vertex.plaintext_channels(monkeypatch, address):
+        api.address = address
+        yield api
 
 
-def clients(fake):
-    return vertex.VertexClients(pipelines=fake, schedules=fake)
+def at(fake, config):
+    """`config` talking to the fake Vertex API."""
+    return dataclasses.replace(config, cloud=dataclasses.replace(config.cloud, api_endpoint=fake.address))
+
+
+def clients(fake, config):
+    return vertex.vertex_clients(at(fake, config), AnonymousCredentials())
 
 
 def job(span, state, attempt=1):
@@ -92,14 +74,15 @@ def storage_event(name, bucket="my-hftfx-bucket", kind=FINALIZED):
 
 
 def handle(event, profile, template, fake, **kwargs):
-    return events.handle_storage_event(event, profile, template, clients(fake), AnonymousCredentials(), **kwargs)
+    """The storage-event handler with real GAPIC clients sending to the fake."""
+    config = at(fake, profile)
+    return events.handle_storage_event(event, config, template, clients(fake, config), AnonymousCredentials(), **kwargs)
 
 
-def test_the_ready_marker_of_a_new_span_submits_exactly_this_request(profile, template):
-    fake = FakeVertex()
+def test_the_ready_marker_of_a_new_span_submits_exactly_this_request(profile, template, fake):
     result = handle(storage_event("data/span-7/_SUCCESS"), profile, template, fake)
     assert result.submitted and result.decision.span == 7
-    listed, created = fake.requests
+    listed, created = fake.requests()
     assert listed.parent == PARENT
     assert listed.filter == 'labels.hftfx-pipeline="hf-text-classifier"'
     assert created.parent == PARENT
@@ -122,8 +105,7 @@ def test_the_ready_marker_of_a_new_span_submits_exactly_this_request(profile, te
     assert dataset["split_files"]["train"] == ["gs://my-hftfx-bucket/data/span-{SPAN}/*.csv"]
 
 
-def test_repeated_and_late_events_of_one_span_start_no_second_run(profile, template):
-    fake = FakeVertex()
+def test_repeated_and_late_events_of_one_span_start_no_second_run(profile, template, fake):
     handle(storage_event("data/span-7/_SUCCESS"), profile, template, fake)
     again = handle(storage_event("data/span-7/_SUCCESS"), profile, template, fake)  # at-least-once delivery
     assert not again.submitted
@@ -131,14 +113,13 @@ def test_repeated_and_late_events_of_one_span_start_no_second_run(profile, templ
     fake.jobs[0].state = aiplatform_v1.PipelineState.PIPELINE_STATE_SUCCEEDED
     late = handle(storage_event("data/span-7/_SUCCESS"), profile, template, fake)
     assert "already trained by run hf-text-classifier-span-7-try-1" in late.decision.reason
-    assert sum(isinstance(r, aiplatform_v1.CreatePipelineJobRequest) for r in fake.requests) == 1
+    assert len(fake.requests("PipelineService/CreatePipelineJob")) == 1
 
 
-def test_two_handlers_deciding_at_once_create_one_job(profile, template):
-    fake = FakeVertex()
+def test_two_handlers_deciding_at_once_create_one_job(profile, template, fake):
     first = handle(storage_event("data/span-8/_SUCCESS"), profile, template, fake)
     # The second handler listed the jobs before the first created its job: it decides "train" too.
-    fake.list_pipeline_jobs = lambda request: []
+    fake.list_pipeline_jobs = lambda request, context: aiplatform_v1.ListPipelineJobsResponse()
     second = handle(storage_event("data/span-8/_SUCCESS"), profile, template, fake)
     assert first.submitted and not second.submitted
     assert second.decision.reason == (
@@ -147,12 +128,13 @@ def test_two_handlers_deciding_at_once_create_one_job(profile, template):
     assert len(fake.jobs) == 1
 
 
-def test_a_failed_run_is_retried_with_the_next_attempt_id_until_max_attempts(profile, template):
-    fake = FakeVertex([job(9, "PIPELINE_STATE_FAILED")])
+def test_a_failed_run_is_retried_with_the_next_attempt_id_until_max_attempts(profile, template, fake):
+    fake.jobs = [job(9, "PIPELINE_STATE_FAILED")]
     retry = handle(storage_event("data/span-9/_SUCCESS"), profile, template, fake)
     assert retry.request.pipeline_job_id == "hf-text-classifier-span-9-try-2"
-    exhausted = FakeVertex([job(9, "PIPELINE_STATE_FAILED", a) for a in (1, 2, 3)])
-    given_up = handle(storage_event("data/span-9/_SUCCESS"), profile, template, exhausted)
+    assert fake.requests("PipelineService/CreatePipelineJob")[-1].pipeline_job_id == retry.request.pipeline_job_id
+    fake.jobs = [job(9, "PIPELINE_STATE_FAILED", a) for a in (1, 2, 3)]
+    given_up = handle(storage_event("data/span-9/_SUCCESS"), profile, template, fake)
     assert not given_up.submitted and "failed 3 times" in given_up.decision.reason
 
 
@@ -164,19 +146,18 @@ def test_a_failed_run_is_retried_with_the_next_attempt_id_until_max_attempts(pro
         ("data/span-7/_SUCCESS", "google.cloud.storage.object.v1.deleted", "ignored"),
     ],
 )
-def test_objects_that_are_not_a_finished_span_are_ignored(profile, template, name, kind, reason):
-    fake = FakeVertex()
+def test_objects_that_are_not_a_finished_span_are_ignored(profile, template, fake, name, kind, reason):
     result = handle(storage_event(name, kind=kind), profile, template, fake)
     assert result.decision.action == "skip" and reason in result.decision.reason
-    assert fake.requests == []
+    assert fake.requests() == []
 
 
-def test_without_a_marker_any_data_file_of_a_span_counts(profile, template):
+def test_without_a_marker_any_data_file_of_a_span_counts(profile, template, fake):
     dataset = dataclasses.replace(profile.dataset, ready_marker="")
     unmarked = dataclasses.replace(profile, dataset=dataset)
     spec = Path(template).with_name("unmarked.yaml")
     compile_pipeline(unmarked, spec)
-    result = handle(storage_event("data/span-4/part-0.csv"), unmarked, str(spec), FakeVertex())
+    result = handle(storage_event("data/span-4/part-0.csv"), unmarked, str(spec), fake)
     assert result.submitted and result.request.pipeline_job_id == "hf-text-classifier-span-4-try-1"
 
 
@@ -191,7 +172,7 @@ def test_pubsub_push_envelopes_and_structured_cloudevents_are_understood():
         events.parse_storage_event({"message": {"attributes": {}}})
 
 
-def test_eventarc_pubsub_trigger_cloudevents_unwrap_to_the_storage_notification(profile, template):
+def test_eventarc_pubsub_trigger_cloudevents_unwrap_to_the_storage_notification(profile, template, fake):
     """An Eventarc trigger on the bucket's Pub/Sub notification topic delivers messagePublished CloudEvents whose
     data is the push envelope; the storage object is in the message's attributes."""
     attributes = {
@@ -222,14 +203,13 @@ def test_eventarc_pubsub_trigger_cloudevents_unwrap_to_the_storage_notification(
         "OBJECT_FINALIZE",
         "1700000000000009",
     )
-    fake = FakeVertex()
     result = handle(event, profile, template, fake)
     assert result.submitted and result.request.pipeline_job_id == "hf-text-classifier-span-9-try-1"
     with pytest.raises(events.EventError, match="without a Pub/Sub message"):
         events.parse_storage_event(CloudEvent({"type": events.PUBSUB_MESSAGE_TYPE, "source": "//x"}, {"x": 1}))
 
 
-def test_local_trigger_run_on_vertex_discovers_spans_and_dry_run_sends_nothing(profile, tmp_path):
+def test_local_trigger_run_on_vertex_discovers_spans_and_dry_run_sends_nothing(profile, tmp_path, fake):
     for span in (1, 2):
         (tmp_path / f"span-{span}").mkdir()
         (tmp_path / f"span-{span}" / "part-0.csv").write_text("text,label\nfine,fresh\n")
@@ -238,18 +218,22 @@ def test_local_trigger_run_on_vertex_discovers_spans_and_dry_run_sends_nothing(p
     config = dataclasses.replace(profile, dataset=dataclasses.replace(profile.dataset, split_files=split_files))
     spec = tmp_path / "spec.yaml"
     compile_pipeline(config, spec)
-    fake = FakeVertex([job(1, "PIPELINE_STATE_SUCCEEDED")])
-    result = vertex.cloud_trigger(config, spec, clients(fake), AnonymousCredentials(), dry_run=True)
+    fake.jobs = [job(1, "PIPELINE_STATE_SUCCEEDED")]
+    result = vertex.cloud_trigger(at(fake, config), spec, clients(fake, config), AnonymousCredentials(), dry_run=True)
     assert (result.decision.action, result.decision.span) == ("train", 2)
     assert result.request.pipeline_job_id == "hf-text-classifier-span-2-try-1"
     assert not result.submitted and len(fake.jobs) == 1
+    assert fake.requests("PipelineService/CreatePipelineJob") == []
 
 
-def test_schedule_create_request_field_by_field(profile, template):
+def test_schedule_create_request_field_by_field(profile, template, fake):
     request = vertex.create_schedule_request(
         profile, template, "TZ=Europe/Paris 0 3 * * 1", AnonymousCredentials(), max_runs=52
     )
-    body = submit.request_json(request)
+    created = vertex.send_schedule_request(clients(fake, profile), request)
+    (received,) = fake.requests("ScheduleService/CreateSchedule")
+    assert received == request and created.name == f"{PARENT}/schedules/1"
+    body = submit.request_json(received)
     assert body["parent"] == PARENT
     schedule = body["schedule"]
     assert schedule["displayName"] == "hf-text-classifier-retrain"
@@ -267,8 +251,7 @@ def test_schedule_create_request_field_by_field(profile, template):
     assert not any(task.get("cachingOptions", {}).get("enableCache") for task in tasks.values())
 
 
-def test_schedule_list_pause_resume_delete_requests(profile):
-    fake = FakeVertex()
+def test_schedule_list_pause_resume_delete_requests(profile, fake):
     listed = vertex.list_schedules_request(profile)
     assert (listed.parent, listed.filter) == (PARENT, 'display_name="hf-text-classifier-retrain"')
     for action, kind in (
@@ -279,8 +262,8 @@ def test_schedule_list_pause_resume_delete_requests(profile):
         request = vertex.schedule_action_request(profile, action, "123")
         assert isinstance(request, kind)
         assert request.name == f"{PARENT}/schedules/123"
-        vertex.send_schedule_request(clients(fake), request)
-    assert [type(r).__name__ for r in fake.requests] == [
+        vertex.send_schedule_request(clients(fake, profile), request)
+    assert [type(r).__name__ for r in fake.requests()] == [
         "PauseScheduleRequest",
         "ResumeScheduleRequest",
         "DeleteScheduleRequest",

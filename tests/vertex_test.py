@@ -15,6 +15,7 @@ from components.hf_trainer import with_overrides
 from pipeline import configs, submit
 from pipeline.kubeflow_v2_runner import COMPILED_PROFILES, PIPELINE_YAML, compile_pipeline, compile_spec
 from pipeline.pipeline import create_components
+from tests import fake_vertex
 from tests.pipeline_e2e_test import COMPONENTS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,6 +78,7 @@ def test_component_code_is_named_by_module_path(committed):
         "components.hf_trainer.VertexExecutor",
         "components.hf_example_gen.executor.Executor",
         "components.example_validator.Executor",
+        "components.endpoint_pusher.Executor",
     ):
         assert path in text, path
     assert "module_file" not in json.dumps(committed["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"])
@@ -171,7 +173,7 @@ def test_gpu_and_other_placements_give_their_worker_pool(profile, accelerator, c
 
 
 def test_endpoint_pusher_deploys_on_a_tf_serving_container(committed, profile):
-    assert _executor(committed, "Pusher")["container"]["args"][1].endswith("pusher.executor.Executor")
+    assert _executor(committed, "Pusher")["container"]["args"][1] == "components.endpoint_pusher.Executor"
     parameters = committed["root"]["dag"]["tasks"]["Pusher"]["inputs"]["parameters"]
     custom_config = json.loads(parameters["custom_config"]["runtimeValue"]["constant"])
     assert custom_config["ai_platform_vertex_container_image_uri"] == profile.cloud.serving_image_uri
@@ -259,32 +261,157 @@ def test_bad_cloud_profiles_are_rejected_before_compiling(overrides, message):
         compile_spec(config)
 
 
-def test_pipeline_job_request_built_offline(profile):
-    values = submit.parameter_values(profile, {"epochs": 5, "span": 3})
-    job = submit.build_pipeline_job(profile, ROOT / PIPELINE_YAML, values, AnonymousCredentials())
+@pytest.fixture
+def vertex_api(monkeypatch):
+    """The fake Vertex API on 127.0.0.1 (and Cloud Storage's bucket lookups); aiplatform's global settings,
+    which `aiplatform.init` changes, are put back afterwards."""
+    from google.cloud.aiplatform import initializer
+
+    settings = dict(vars(initializer.global_config))
+    fake = fake_vertex.FakeVertex()
+    with (
+        fake_vertex.serve(fake) as address,
+        fake_vertex.plaintext_channels(monkeypatch, address),
+        fake_vertex.serve_storage(monkeypatch, {"my-hftfx-bucket"}) as fake.storage_paths,
+    ):
+        yield fake, address
+    vars(initializer.global_config).clear()
+    vars(initializer.global_config).update(settings)
+
+
+def test_submitted_pipeline_job_arrives_as_the_dry_run_shows_it(profile, vertex_api):
+    """`aiplatform.PipelineJob.submit` sends the CreatePipelineJobRequest; the fake parses it off the wire."""
+    fake, address = vertex_api
     cloud = dataclasses.replace(
         profile.cloud,
+        api_endpoint=address,
         network="projects/123/global/networks/ml",
+        dataflow_subnetwork="regions/us-central1/subnetworks/ml",
         encryption_key="projects/p/locations/us/keyRings/r/cryptoKeys/k",
     )
-    request = submit.job_request(job, dataclasses.replace(profile, cloud=cloud))
-    body = request["pipeline_job"]
-    assert request["parent"] == "projects/my-gcp-project/locations/us-central1"
-    assert request["pipeline_job_id"].startswith("hf-text-classifier-")
-    assert body["displayName"] == "hf-text-classifier"
-    assert body["runtimeConfig"]["gcsOutputDirectory"] == "gs://my-hftfx-bucket/pipeline-root"
-    assert body["runtimeConfig"]["parameterValues"] == {
+    config = dataclasses.replace(profile, cloud=cloud)
+    values = submit.parameter_values(config, {"epochs": 5, "span": 3})
+    job = submit.build_pipeline_job(config, ROOT / PIPELINE_YAML, values, AnonymousCredentials())
+    dry_run = submit.job_request(job, config)
+    name = submit.submit_to_vertex(job, config)
+
+    (request,) = fake.requests("PipelineService/CreatePipelineJob")
+    assert submit.request_json(request) == dry_run
+    assert {path.split("?")[0] for path in fake.storage_paths} == {
+        "/storage/v1/b/my-hftfx-bucket"
+    }  # exists, not created
+    assert name == f"{request.parent}/pipelineJobs/{request.pipeline_job_id}"
+    assert request.parent == "projects/my-gcp-project/locations/us-central1"
+    assert request.pipeline_job_id.startswith("hf-text-classifier-")
+    sent = request.pipeline_job
+    assert sent.display_name == "hf-text-classifier"
+    assert sent.runtime_config.gcs_output_directory == "gs://my-hftfx-bucket/pipeline-root"
+    assert dict(sent.runtime_config.parameter_values) == {
         "span": 3,
         "dataset_revision": "",
         "epochs": 5,
         "learning_rate": 5e-05,
     }
-    assert body["labels"] == {"team": "ml-platform", "app": "hf-text-classifier"}
-    assert body["serviceAccount"] == "hftfx-runner@my-gcp-project.iam.gserviceaccount.com"
-    assert body["network"] == "projects/123/global/networks/ml"
-    assert body["pipelineSpec"]["pipelineInfo"]["name"] == "hf-text-classifier"
-    tasks = body["pipelineSpec"]["root"]["dag"]["tasks"]
-    assert all(t["cachingOptions"].get("enableCache") for t in tasks.values())
+    assert dict(sent.labels) == {"team": "ml-platform", "app": "hf-text-classifier"}
+    assert sent.service_account == "hftfx-runner@my-gcp-project.iam.gserviceaccount.com"
+    assert sent.network == "projects/123/global/networks/ml"
+    assert sent.encryption_spec.kms_key_name == cloud.encryption_key
+    spec = json_format.ParseDict(
+        json_format.MessageToDict(sent._pb.pipeline_spec), pipeline_spec_pb2.PipelineSpec(), ignore_unknown_fields=False
+    )
+    assert spec.pipeline_info.name == "hf-text-classifier"
+    assert all(task.caching_options.enable_cache for task in spec.root.dag.tasks.values())
+
+
+def test_a_second_submission_of_one_job_id_is_refused_by_the_service(profile, vertex_api):
+    from google.api_core.exceptions import AlreadyExists
+
+    fake, address = vertex_api
+    config = dataclasses.replace(profile, cloud=dataclasses.replace(profile.cloud, api_endpoint=address))
+    values = submit.parameter_values(config)
+    for attempt in range(2):
+        job = submit.build_pipeline_job(config, ROOT / PIPELINE_YAML, values, AnonymousCredentials(), job_id="run-1")
+        if attempt == 0:
+            submit.submit_to_vertex(job, config)
+        else:
+            with pytest.raises(AlreadyExists):
+                submit.submit_to_vertex(job, config)
+    assert len(fake.jobs) == 1
+
+
+def _push_to_endpoint(spec, address, version):
+    """What TFX's Vertex Pusher executor does with the compiled custom_config once a model is blessed and
+    copied to its gs:// push folder: `runner.deploy_model_for_aip_prediction` (aiplatform Endpoint.list /
+    create, Model.upload, Model.deploy). TFX initializes aiplatform with project and region only; the API
+    host of the fake is set beforehand."""
+    from google.cloud import aiplatform
+    from tfx.extensions.google_cloud_ai_platform import runner
+
+    parameters = spec["root"]["dag"]["tasks"]["Pusher"]["inputs"]["parameters"]
+    custom_config = json.loads(parameters["custom_config"]["runtimeValue"]["constant"])
+    aiplatform.init(
+        project="my-gcp-project", api_endpoint=address, api_transport="grpc", credentials=AnonymousCredentials()
+    )
+    return runner.deploy_model_for_aip_prediction(
+        serving_path=f"gs://my-hftfx-bucket/pipeline-root/Pusher/pushed_model/{version}",
+        model_version_name=f"v{version}",
+        ai_platform_serving_args=dict(custom_config["ai_platform_serving_args"]),
+        labels={"tfx_executor": "tfx-extensions-google_cloud_ai_platform-pusher-executor-executor"},
+        serving_container_image_uri=custom_config["ai_platform_vertex_container_image_uri"],
+        endpoint_region=custom_config["ai_platform_vertex_region"],
+        enable_vertex=True,
+    )
+
+
+def test_endpoint_push_creates_the_endpoint_uploads_and_deploys_the_model(committed, profile, vertex_api):
+    fake, address = vertex_api
+    model_name = _push_to_endpoint(committed, address, 1700000000)
+
+    (created,) = fake.requests("EndpointService/CreateEndpoint")
+    assert created.parent == "projects/my-gcp-project/locations/us-central1"
+    assert created.endpoint.display_name == "hf-text-classifier"
+    (uploaded,) = fake.requests("ModelService/UploadModel")
+    assert uploaded.model.display_name == "v1700000000"
+    assert uploaded.model.artifact_uri == "gs://my-hftfx-bucket/pipeline-root/Pusher/pushed_model/1700000000"
+    assert uploaded.model.container_spec.image_uri == profile.cloud.serving_image_uri
+    (deployed,) = fake.requests("EndpointService/DeployModel")
+    assert deployed.endpoint == fake.endpoints[0].name
+    resources = deployed.deployed_model.dedicated_resources
+    assert (resources.machine_spec.machine_type, resources.min_replica_count) == ("n1-standard-4", 1)
+    assert deployed.deployed_model.model.split("@")[0] == model_name == fake.models[0].name
+    assert dict(deployed.traffic_split) == {"0": 100}
+
+
+@pytest.mark.parametrize("keep", [0, 1])
+def test_each_push_retires_the_models_before_it_but_the_kept_ones(profile, vertex_api, keep):
+    """TFX alone leaves every earlier model deployed at 0% traffic; the EndpointPusher undeploys them."""
+    from components.endpoint_pusher import retire_previous_models
+
+    fake, address = vertex_api
+    cloud = dataclasses.replace(
+        profile.cloud,
+        endpoint_keep_previous=keep,
+        serving_service_account="serving@my-gcp-project.iam.gserviceaccount.com",
+    )
+    spec = compile_spec(dataclasses.replace(profile, cloud=cloud))
+    custom_config = json.loads(
+        spec["root"]["dag"]["tasks"]["Pusher"]["inputs"]["parameters"]["custom_config"]["runtimeValue"]["constant"]
+    )
+    retired = []
+    for version in (1700000000, 1700000100, 1700000200):
+        model_name = _push_to_endpoint(spec, address, version)
+        retired += retire_previous_models(custom_config, model_name)
+
+    (endpoint,) = fake.endpoints
+    newest = fake.models[-1].name
+    left = {m.model.split("@")[0] for m in endpoint.deployed_models}
+    assert left == {newest, *[m.name for m in fake.models[-1 - keep : -1]]}
+    assert endpoint.traffic_split[next(m.id for m in endpoint.deployed_models if m.model.startswith(newest))] == 100
+    assert len(fake.requests("EndpointService/UndeployModel")) == len(retired) == 2 - keep
+    assert all(
+        r.deployed_model.service_account == cloud.serving_service_account
+        for r in fake.requests("EndpointService/DeployModel")
+    )
 
 
 def test_unknown_runtime_parameter_is_refused(profile):

@@ -15,6 +15,7 @@ from typing import Any
 
 from components.hf_example_gen import spans
 from pipeline import submit
+from pipeline.cloud import api_endpoint
 from pipeline.configs import ConfigError, PipelineConfig
 from pipeline.retraining import decision
 
@@ -39,7 +40,7 @@ class VertexClients:
 def vertex_clients(config: PipelineConfig, credentials) -> VertexClients:
     from google.cloud import aiplatform_v1
 
-    options = {"api_endpoint": f"{config.cloud.region}-aiplatform.googleapis.com"}
+    options = {"api_endpoint": api_endpoint(config.cloud)}
     return VertexClients(
         pipelines=aiplatform_v1.PipelineServiceClient(credentials=credentials, client_options=options),
         schedules=aiplatform_v1.ScheduleServiceClient(credentials=credentials, client_options=options),

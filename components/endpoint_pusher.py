@@ -1,0 +1,58 @@
+"""TFX's Vertex endpoint Pusher, and the clean-up it leaves out: older models leave the endpoint.
+
+TFX deploys each blessed model with 100% of the endpoint's traffic and leaves the models deployed before it
+at 0%: each keeps its replicas, and its bill, until someone undeploys it. After TFX's own push this executor
+undeploys them, keeping the newest `cloud.endpoint_keep_previous` (at 0% traffic) for a quick rollback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from absl import logging
+from tfx.dsl.components.base import executor_spec
+from tfx.extensions.google_cloud_ai_platform import constants as vertex_constants
+from tfx.extensions.google_cloud_ai_platform.pusher import component as vertex_pusher_component
+from tfx.extensions.google_cloud_ai_platform.pusher import executor as vertex_pusher_executor
+from tfx.types import artifact_utils, standard_component_specs
+from tfx.utils import json_utils
+
+KEEP_PREVIOUS_KEY = "hftfx_endpoint_keep_previous"  # our key in the Pusher's custom_config
+
+
+def retire_previous_models(custom_config: dict[str, Any], pushed_model: str) -> list[str]:
+    """Undeploys the endpoint's models other than `pushed_model` (a Model resource name), but the newest
+    `custom_config[KEEP_PREVIOUS_KEY]` of them; returns the deployed-model ids undeployed.
+
+    Runs after TFX's push, with aiplatform initialized by it (project and region of the endpoint).
+    """
+    from google.cloud import aiplatform
+
+    endpoint_name = custom_config[vertex_constants.SERVING_ARGS_KEY]["endpoint_name"]
+    (endpoint,) = aiplatform.Endpoint.list(filter=f'display_name="{endpoint_name}"')
+    previous = [m for m in endpoint.list_models() if m.model.split("@")[0] != pushed_model.split("@")[0]]
+    previous.sort(key=lambda m: m.create_time, reverse=True)
+    retired = []
+    for deployed in previous[custom_config.get(KEEP_PREVIOUS_KEY, 0) :]:
+        logging.info("Undeploying %s (model %s) from endpoint %s", deployed.id, deployed.model, endpoint_name)
+        endpoint.undeploy(deployed_model_id=deployed.id, sync=True)
+        retired.append(deployed.id)
+    return retired
+
+
+class Executor(vertex_pusher_executor.Executor):
+    """TFX's Vertex Pusher executor, then `retire_previous_models` when a model was pushed."""
+
+    def Do(self, input_dict, output_dict, exec_properties):
+        super().Do(input_dict, output_dict, exec_properties)
+        pushed = artifact_utils.get_single_instance(output_dict[standard_component_specs.PUSHED_MODEL_KEY])
+        if not pushed.get_int_custom_property("pushed"):
+            return
+        custom_config = json_utils.loads(exec_properties[standard_component_specs.CUSTOM_CONFIG_KEY])
+        retire_previous_models(custom_config, pushed.get_string_custom_property("pushed_destination"))
+
+
+class EndpointPusher(vertex_pusher_component.Pusher):
+    """tfx.extensions.google_cloud_ai_platform.Pusher with the executor above."""
+
+    EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)

@@ -1,0 +1,272 @@
+"""A fake of the Vertex AI API on 127.0.0.1: a real gRPC server speaking the `google.cloud.aiplatform.v1`
+services, so requests are built and sent by the real client code (aiplatform.PipelineJob, the GAPIC clients)
+and arrive here as the API's protos, parsed from the wire.
+
+It keeps pipeline jobs and schedules of one region in memory, refuses a second job with the same id
+(ALREADY_EXISTS, as Vertex does) and records every request it receives. The only stand-in is the channel:
+Google's endpoints need TLS and credentials, this one is plaintext on the loopback (`plaintext_channels`).
+`aiplatform.PipelineJob.submit` also checks the pipeline root's bucket through Cloud Storage's JSON API:
+`serve_storage` answers that on 127.0.0.1 (the storage client's own emulator setting points it there).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import http.server
+import json
+import threading
+from concurrent import futures
+
+import grpc
+from google.cloud import aiplatform_v1
+from google.longrunning import operations_pb2
+from google.protobuf import any_pb2, empty_pb2
+
+SERVICE = "google.cloud.aiplatform.v1"
+
+
+@dataclasses.dataclass
+class Received:
+    method: str  # e.g. "PipelineService/CreatePipelineJob"
+    request: object  # the aiplatform_v1 request, parsed from the bytes that arrived
+
+
+def _done(operation_name: str, response) -> operations_pb2.Operation:
+    """A long-running operation that has already finished with `response` (a proto-plus message)."""
+    packed = any_pb2.Any()
+    packed.Pack(type(response).pb(response))
+    return operations_pb2.Operation(name=operation_name, done=True, response=packed)
+
+
+def _find(resources, name: str, context):
+    for resource in resources:
+        if resource.name == name.split("@")[0]:  # a model name may carry @version
+            return resource
+    context.abort(grpc.StatusCode.NOT_FOUND, f"{name} not found")
+
+
+class FakeVertex:
+    """PipelineService, ScheduleService, EndpointService and ModelService of one region, in memory."""
+
+    def __init__(self, jobs=()):
+        self.jobs = list(jobs)
+        self.schedules = []
+        self.endpoints: list[aiplatform_v1.Endpoint] = []
+        self.models: list[aiplatform_v1.Model] = []
+        self._deployments = 0
+        self.received: list[Received] = []
+        self._lock = threading.Lock()
+
+    def requests(self, method: str | None = None) -> list:
+        """The requests received, oldest first; only those of `method` ("PipelineService/CreatePipelineJob")."""
+        return [r.request for r in self.received if method in (None, r.method)]
+
+    # PipelineService
+    def create_pipeline_job(self, request, context):
+        name = f"{request.parent}/pipelineJobs/{request.pipeline_job_id}"
+        if any(job.name == name for job in self.jobs):
+            context.abort(grpc.StatusCode.ALREADY_EXISTS, f"PipelineJob {name} already exists")
+        job = aiplatform_v1.PipelineJob(request.pipeline_job)
+        job.name = name
+        job.state = aiplatform_v1.PipelineState.PIPELINE_STATE_PENDING
+        self.jobs.append(job)
+        return job
+
+    def get_pipeline_job(self, request, context):
+        return _find(self.jobs, request.name, context)
+
+    def list_pipeline_jobs(self, request, context):
+        key, _, value = request.filter.removeprefix("labels.").partition("=")
+        return aiplatform_v1.ListPipelineJobsResponse(
+            pipeline_jobs=[job for job in self.jobs if job.labels.get(key) == value.strip('"')]
+        )
+
+    # ScheduleService
+    def create_schedule(self, request, context):
+        schedule = aiplatform_v1.Schedule(request.schedule)
+        schedule.name = f"{request.parent}/schedules/{len(self.schedules) + 1}"
+        schedule.state = aiplatform_v1.Schedule.State.ACTIVE
+        self.schedules.append(schedule)
+        return schedule
+
+    def list_schedules(self, request, context):
+        return aiplatform_v1.ListSchedulesResponse(schedules=self.schedules)
+
+    def pause_schedule(self, request, context):
+        return empty_pb2.Empty()
+
+    def resume_schedule(self, request, context):
+        return empty_pb2.Empty()
+
+    def delete_schedule(self, request, context):
+        self.schedules = [s for s in self.schedules if s.name != request.name]
+        return operations_pb2.Operation(name=f"{request.name}/operations/1", done=True)
+
+    # EndpointService
+    def list_endpoints(self, request, context):
+        wanted = request.filter.removeprefix("display_name=").strip('"')
+        return aiplatform_v1.ListEndpointsResponse(
+            endpoints=[e for e in self.endpoints if not request.filter or e.display_name == wanted]
+        )
+
+    def create_endpoint(self, request, context):
+        endpoint = aiplatform_v1.Endpoint(request.endpoint)
+        endpoint.name = f"{request.parent}/endpoints/{len(self.endpoints) + 1}"
+        self.endpoints.append(endpoint)
+        return _done(f"{endpoint.name}/operations/create", endpoint)
+
+    def get_endpoint(self, request, context):
+        return _find(self.endpoints, request.name, context)
+
+    def deploy_model(self, request, context):
+        endpoint = _find(self.endpoints, request.endpoint, context)
+        deployed = aiplatform_v1.DeployedModel(request.deployed_model)
+        self._deployments += 1
+        deployed.id = str(self._deployments)
+        deployed.create_time = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(
+            minutes=self._deployments
+        )
+        endpoint.deployed_models.append(deployed)
+        # "0" in a traffic split names the model being deployed (the API's convention)
+        split = {deployed.id if key == "0" else key: value for key, value in request.traffic_split.items()}
+        endpoint.traffic_split.clear()
+        endpoint.traffic_split.update(split)
+        return _done(
+            f"{endpoint.name}/operations/deploy-{deployed.id}",
+            aiplatform_v1.DeployModelResponse(deployed_model=deployed),
+        )
+
+    def undeploy_model(self, request, context):
+        endpoint = _find(self.endpoints, request.endpoint, context)
+        kept = [m for m in endpoint.deployed_models if m.id != request.deployed_model_id]
+        if len(kept) == len(endpoint.deployed_models):
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no deployed model {request.deployed_model_id}")
+        del endpoint.deployed_models[:]
+        endpoint.deployed_models.extend(kept)
+        split = dict(request.traffic_split) or {
+            k: v for k, v in endpoint.traffic_split.items() if k != request.deployed_model_id
+        }
+        endpoint.traffic_split.clear()
+        endpoint.traffic_split.update(split)
+        return _done(
+            f"{endpoint.name}/operations/undeploy-{request.deployed_model_id}", aiplatform_v1.UndeployModelResponse()
+        )
+
+    # ModelService
+    def upload_model(self, request, context):
+        model = aiplatform_v1.Model(request.model)
+        model.name = f"{request.parent}/models/{len(self.models) + 1}"
+        model.version_id = "1"
+        # What Vertex answers for a model with a serving container; aiplatform reads it to pick the resources.
+        model.supported_deployment_resources_types = [aiplatform_v1.Model.DeploymentResourcesType.DEDICATED_RESOURCES]
+        self.models.append(model)
+        response = aiplatform_v1.UploadModelResponse(model=model.name, model_version_id="1")
+        return _done(f"{model.name}/operations/upload", response)
+
+    def get_model(self, request, context):
+        return _find(self.models, request.name, context)
+
+
+# (service, method, request type, response type); FakeVertex implements each method under its snake_case name
+v1 = aiplatform_v1
+_METHODS = [
+    ("PipelineService", "CreatePipelineJob", v1.CreatePipelineJobRequest, v1.PipelineJob),
+    ("PipelineService", "GetPipelineJob", v1.GetPipelineJobRequest, v1.PipelineJob),
+    ("PipelineService", "ListPipelineJobs", v1.ListPipelineJobsRequest, v1.ListPipelineJobsResponse),
+    ("ScheduleService", "CreateSchedule", v1.CreateScheduleRequest, v1.Schedule),
+    ("ScheduleService", "ListSchedules", v1.ListSchedulesRequest, v1.ListSchedulesResponse),
+    ("ScheduleService", "PauseSchedule", v1.PauseScheduleRequest, empty_pb2.Empty),
+    ("ScheduleService", "ResumeSchedule", v1.ResumeScheduleRequest, empty_pb2.Empty),
+    ("ScheduleService", "DeleteSchedule", v1.DeleteScheduleRequest, operations_pb2.Operation),
+    ("EndpointService", "ListEndpoints", v1.ListEndpointsRequest, v1.ListEndpointsResponse),
+    ("EndpointService", "CreateEndpoint", v1.CreateEndpointRequest, operations_pb2.Operation),
+    ("EndpointService", "GetEndpoint", v1.GetEndpointRequest, v1.Endpoint),
+    ("EndpointService", "DeployModel", v1.DeployModelRequest, operations_pb2.Operation),
+    ("EndpointService", "UndeployModel", v1.UndeployModelRequest, operations_pb2.Operation),
+    ("ModelService", "UploadModel", v1.UploadModelRequest, operations_pb2.Operation),
+    ("ModelService", "GetModel", v1.GetModelRequest, v1.Model),
+]  # fmt: skip
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+
+
+def _serializer(response_type):
+    if hasattr(response_type, "SerializeToString"):  # a plain protobuf message class
+        return lambda message: message.SerializeToString()
+    return response_type.serialize  # a proto-plus message class
+
+
+def _handlers(fake: FakeVertex):
+    by_service: dict[str, dict] = {}
+    for service, method, request_type, response_type in _METHODS:
+        attribute = _snake(method)
+
+        # Looked up at each call, so a test can replace one method of a running fake.
+        def handle(request, context, name=attribute, key=f"{service}/{method}"):
+            with fake._lock:
+                fake.received.append(Received(key, request))
+                return getattr(fake, name)(request, context)
+
+        by_service.setdefault(service, {})[method] = grpc.unary_unary_rpc_method_handler(
+            handle, request_deserializer=request_type.deserialize, response_serializer=_serializer(response_type)
+        )
+    return [grpc.method_handlers_generic_handler(f"{SERVICE}.{s}", methods) for s, methods in by_service.items()]
+
+
+@contextlib.contextmanager
+def serve(fake: FakeVertex):
+    """Serves `fake` on a free port of 127.0.0.1; yields its address (host:port) for `cloud.api_endpoint`."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), handlers=_handlers(fake))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.stop(grace=None)
+
+
+@contextlib.contextmanager
+def plaintext_channels(monkeypatch, address: str):
+    """Clients open their gRPC channel to `address` without TLS; every other step of theirs is unchanged."""
+    from google.api_core import grpc_helpers
+
+    real = grpc_helpers.create_channel
+
+    def create_channel(target, *args, **kwargs):
+        return grpc.insecure_channel(target) if target == address else real(target, *args, **kwargs)
+
+    monkeypatch.setattr(grpc_helpers, "create_channel", create_channel)
+    yield
+
+
+@contextlib.contextmanager
+def serve_storage(monkeypatch, buckets):
+    """Cloud Storage's JSON API for bucket lookups on 127.0.0.1; yields the paths it was asked for."""
+    asked = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            name = self.path.split("?")[0].removeprefix("/storage/v1/b/")
+            found = name in buckets
+            body = json.dumps({"name": name} if found else {"error": {"code": 404}}).encode()
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        yield asked
+    finally:
+        server.shutdown()
