@@ -463,7 +463,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="runtime parameter: span, dataset_revision, epochs, learning_rate",
     )
-    submit_.add_argument("--kfp-host", help="send to this Kubeflow Pipelines endpoint instead of Vertex AI")
+    submit_.add_argument(
+        "--kfp-host",
+        help="send to this Kubeflow Pipelines API instead of Vertex AI (a profile with cloud.orchestrator: kubeflow)",
+    )
     submit_.add_argument("--dry-run", action="store_true", help="print the exact request and send nothing")
     submit_.set_defaults(handler=cmd_submit)
     trigger = commands.add_parser(

@@ -117,6 +117,15 @@ def accelerator(cloud: CloudConfig) -> Accelerator:
     return chosen
 
 
+ORCHESTRATORS = ("vertex", "kubeflow")
+_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def on_vertex(cloud: CloudConfig) -> bool:
+    """Vertex AI Pipelines runs the spec: the Trainer goes to a CustomJob, the baseline resolver runs."""
+    return cloud.orchestrator == "vertex"
+
+
 def api_endpoint(cloud: CloudConfig) -> str:
     """The Vertex AI API host the submission, trigger and schedule clients talk to."""
     return cloud.api_endpoint or f"{cloud.region}-aiplatform.googleapis.com"
@@ -125,10 +134,11 @@ def api_endpoint(cloud: CloudConfig) -> str:
 def validate_cloud(config: PipelineConfig) -> None:
     """Everything a Vertex submission needs, checked before anything is compiled or sent."""
     cloud, problems = config.cloud, []
-    if not _PROJECT.match(cloud.project):
-        problems.append(f"cloud.project '{cloud.project}' is not a Google Cloud project id (set cloud.project)")
-    if not re.match(r"^[a-z]+-[a-z]+\d+$", cloud.region):
-        problems.append(f"cloud.region '{cloud.region}' is not a region such as us-central1")
+    if on_vertex(cloud) or cloud.beam_runner == "DataflowRunner":  # services of a Google Cloud project
+        if not _PROJECT.match(cloud.project):
+            problems.append(f"cloud.project '{cloud.project}' is not a Google Cloud project id (set cloud.project)")
+        if not re.match(r"^[a-z]+-[a-z]+\d+$", cloud.region):
+            problems.append(f"cloud.region '{cloud.region}' is not a region such as us-central1")
     if not _GCS.match(cloud.pipeline_root):
         problems.append(f"cloud.pipeline_root '{cloud.pipeline_root}' must be a gs://bucket/path")
     if not cloud.image_uri or (":" not in cloud.image_uri.rsplit("/", 1)[-1] and "@" not in cloud.image_uri):
@@ -146,6 +156,16 @@ def validate_cloud(config: PipelineConfig) -> None:
         problems.append(
             f"cloud.dataflow_subnetwork '{cloud.dataflow_subnetwork}' is not regions/<region>/subnetworks/<name>"
         )
+    if cloud.orchestrator not in ORCHESTRATORS:
+        problems.append(f"cloud.orchestrator must be one of {', '.join(ORCHESTRATORS)}, not '{cloud.orchestrator}'")
+    if cloud.orchestrator == "kubeflow":
+        if cloud.push_to != "filesystem":
+            problems.append("cloud.push_to: endpoint deploys to Vertex AI; with orchestrator kubeflow use filesystem")
+        if cloud.trainer_accelerator != "cpu":
+            problems.append(
+                f"cloud.trainer_accelerator '{cloud.trainer_accelerator}' is a Vertex AI CustomJob placement; with "
+                "orchestrator kubeflow the Trainer runs in its pod: leave it cpu and give the cluster's nodes GPUs"
+            )
     if cloud.push_to not in ("filesystem", "endpoint"):
         problems.append(f"cloud.push_to must be filesystem or endpoint, not '{cloud.push_to}'")
     if cloud.push_to == "endpoint" and not cloud.endpoint_name:
@@ -154,8 +174,10 @@ def validate_cloud(config: PipelineConfig) -> None:
         problems.append(f"cloud.endpoint_keep_previous must be 0 or more, not {cloud.endpoint_keep_previous}")
     if cloud.push_to == "filesystem" and not _GCS.match(config.serving_dir):
         problems.append(f"serving_dir '{config.serving_dir}' must be a gs:// path when the pipeline runs in the cloud")
-    if cloud.service_account and not cloud.service_account.endswith(".iam.gserviceaccount.com"):
+    if on_vertex(cloud) and cloud.service_account and not cloud.service_account.endswith(".iam.gserviceaccount.com"):
         problems.append(f"cloud.service_account '{cloud.service_account}' is not a service account email")
+    if not on_vertex(cloud) and cloud.service_account and not _K8S_NAME.match(cloud.service_account):
+        problems.append(f"cloud.service_account '{cloud.service_account}' is not a Kubernetes service account name")
     if cloud.encryption_key and not cloud.encryption_key.startswith("projects/"):
         problems.append("cloud.encryption_key must be a full Cloud KMS key name (projects/.../cryptoKeys/...)")
     if not config.dataset.label_names:

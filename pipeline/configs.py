@@ -130,6 +130,10 @@ class RetrainingConfig:
 class CloudConfig:
     """Where a compiled pipeline runs on Google Cloud (Vertex AI Pipelines, or Kubeflow reading the same spec)."""
 
+    # vertex: Vertex AI Pipelines (Trainer in a Vertex CustomJob, endpoint push, no-regression gate).
+    # kubeflow: open-source Kubeflow Pipelines 2: every component in its own pod, no Vertex call; its v2
+    # backend runs no resolver nodes, so blessing there has the absolute bounds only (no baseline model).
+    orchestrator: str = "vertex"
     project: str = ""
     region: str = "us-central1"
     # The Vertex AI API host[:port]; empty means the region's endpoint (<region>-aiplatform.googleapis.com).

@@ -19,11 +19,13 @@ from pipeline.pipeline import RunParameters, create_cloud_pipeline
 
 PIPELINE_YAML = "pipeline.yaml"
 RETRAINING_PIPELINE_YAML = "pipeline-retraining.yaml"
+KUBEFLOW_PIPELINE_YAML = "pipeline-kubeflow.yaml"
 # The committed specs and the profile each is compiled from: a command's default spec follows its config, so
 # `hftfx schedule` and the storage-event handler never send a spec compiled from another dataset.
 COMPILED_PROFILES = {
     "configs/vertex.yaml": PIPELINE_YAML,
     "configs/vertex-retraining.yaml": RETRAINING_PIPELINE_YAML,
+    "configs/kubeflow.yaml": KUBEFLOW_PIPELINE_YAML,
 }
 
 

@@ -16,7 +16,7 @@ from components.hf_trainer import HFTrainer, VertexHFTrainer
 from components.pusher import ServingPusher
 from components.trainer import TrainerSettings
 from components.transform import transform_custom_config
-from pipeline.cloud import beam_args, validate_cloud, vertex_serving_config, vertex_training_config
+from pipeline.cloud import beam_args, on_vertex, validate_cloud, vertex_serving_config, vertex_training_config
 from pipeline.configs import PipelineConfig
 
 PREPROCESSING_FN = "components.transform.preprocessing_fn"
@@ -48,7 +48,8 @@ def create_components(
 ) -> list:
     """The components in DAG order; `config.dataset.label_names` must be known (it sizes the metrics).
 
-    `cloud` places the Trainer in a Vertex AI CustomJob and pushes as the cloud profile says.
+    `cloud` builds the DAG for the cloud profile's orchestrator: on Vertex AI the Trainer runs in a CustomJob
+    and the push goes where the profile says; on Kubeflow every component runs in its pod, without a baseline.
     `input_fingerprint` (of the local files read) makes a changed file a new ExampleGen input.
     """
     run = run or RunParameters()
@@ -86,7 +87,8 @@ def create_components(
     # Fine-tunes the transformers model and exports the SavedModel with its serving signatures.
     settings = TrainerSettings(config.model, config.training, config.dataset.label_names)
     trainer_class, trainer_config = HFTrainer, settings.to_custom_config()
-    if cloud:
+    vertex = cloud and on_vertex(config.cloud)
+    if vertex:
         trainer_class, trainer_config = VertexHFTrainer, {**trainer_config, **vertex_training_config(config.cloud)}
     trainer = trainer_class(
         epochs=run.epochs,
@@ -99,24 +101,27 @@ def create_components(
         eval_args=tfx.proto.EvalArgs(splits=["eval"]),
         custom_config=trainer_config,
     ).with_id("Trainer")
-    # The latest blessed model, so a new model must not be worse than what serves now.
-    baseline_resolver = tfx.dsl.Resolver(
-        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
-        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
-        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
-    ).with_id("latest_blessed_model_resolver")
+    # The latest blessed model, so a new model must not be worse than what serves now. Kubeflow's v2 backend
+    # runs no resolver nodes: there the Evaluator has no baseline and TFX skips the change thresholds.
+    baseline_resolver = None
+    if not cloud or vertex:
+        baseline_resolver = tfx.dsl.Resolver(
+            strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+            model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+            model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+        ).with_id("latest_blessed_model_resolver")
     # Measures the model on the held-out test split and blesses it only if it clears every threshold.
     evaluator = tfx.components.Evaluator(
         examples=example_gen.outputs["examples"],
         model=trainer.outputs["model"],
-        baseline_model=baseline_resolver.outputs["model"],
+        baseline_model=baseline_resolver.outputs["model"] if baseline_resolver else None,
         eval_config=evaluation.eval_config(len(config.dataset.label_names), config.evaluation),
         example_splits=[evaluation.EVAL_SPLIT],
         module_path=EVALUATOR_MODULE,
     )
     # Copies a blessed model into the TF Serving layout (or deploys it to a Vertex endpoint); an unblessed
     # model is never pushed.
-    if cloud and config.cloud.push_to == "endpoint":
+    if vertex and config.cloud.push_to == "endpoint":
         pusher = EndpointPusher(
             model=trainer.outputs["model"],
             model_blessing=evaluator.outputs["blessing"],
@@ -124,17 +129,8 @@ def create_components(
         ).with_id("Pusher")
     else:
         pusher = _filesystem_pusher(config, trainer, evaluator)
-    return [
-        example_gen,
-        statistics_gen,
-        schema_gen,
-        example_validator,
-        transform,
-        trainer,
-        baseline_resolver,
-        evaluator,
-        pusher,
-    ]
+    components = [example_gen, statistics_gen, schema_gen, example_validator, transform, trainer]
+    return [*components, *([baseline_resolver] if baseline_resolver else []), evaluator, pusher]
 
 
 def _filesystem_pusher(config: PipelineConfig, trainer, evaluator):

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pipeline.cloud import api_endpoint, validate_cloud
+from pipeline.cloud import api_endpoint, on_vertex, validate_cloud
 from pipeline.configs import ConfigError, PipelineConfig, to_dict
 
 
@@ -96,6 +96,11 @@ def build_pipeline_job(
     from google.cloud import aiplatform
 
     validate_cloud(config)
+    if not on_vertex(config.cloud):
+        raise ConfigError(
+            f"the profile's cloud.orchestrator is {config.cloud.orchestrator}: submit it to Kubeflow Pipelines "
+            "with --kfp-host URL, or set cloud.orchestrator: vertex and compile again for Vertex AI"
+        )
     check_template(template, config)
     cloud = config.cloud
     # aiplatform takes the API host from its global settings only, so set it for every job (region default);
@@ -165,6 +170,7 @@ class KfpRun:
     arguments: dict[str, Any]
     run_name: str
     experiment_name: str
+    pipeline_root: str
     enable_caching: bool
     service_account: str | None
 
@@ -172,6 +178,13 @@ class KfpRun:
 def kfp_run(config: PipelineConfig, host: str, template: str | Path, values: Mapping[str, Any]) -> KfpRun:
     if not host.startswith(("http://", "https://")):
         raise ConfigError(f"--kfp-host '{host}' must be an http(s) URL of a Kubeflow Pipelines API")
+    validate_cloud(config)
+    if config.cloud.orchestrator != "kubeflow":
+        raise ConfigError(
+            "--kfp-host needs a spec compiled for Kubeflow: Kubeflow Pipelines' v2 backend runs no resolver "
+            "nodes and no Vertex AI CustomJob. Use a profile with cloud.orchestrator: kubeflow (e.g. "
+            "configs/kubeflow.yaml) and its spec (pipeline-kubeflow.yaml)"
+        )
     check_template(template, config)
     return KfpRun(
         host=host,
@@ -179,6 +192,7 @@ def kfp_run(config: PipelineConfig, host: str, template: str | Path, values: Map
         arguments=dict(values),
         run_name=f"{config.pipeline_name}-span-{values.get('span', 0)}",
         experiment_name=config.pipeline_name,
+        pipeline_root=config.cloud.pipeline_root,
         enable_caching=config.cloud.enable_caching,
         service_account=config.cloud.service_account or None,
     )
@@ -195,6 +209,7 @@ def submit_to_kfp(run: KfpRun, client_factory: Callable[..., Any] | None = None)
         arguments=run.arguments,
         run_name=run.run_name,
         experiment_name=run.experiment_name,
+        pipeline_root=run.pipeline_root,
         enable_caching=run.enable_caching,
         service_account=run.service_account,
     )

@@ -13,9 +13,15 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from components.hf_trainer import with_overrides
 from pipeline import configs, submit
-from pipeline.kubeflow_v2_runner import COMPILED_PROFILES, PIPELINE_YAML, compile_pipeline, compile_spec
+from pipeline.kubeflow_v2_runner import (
+    COMPILED_PROFILES,
+    KUBEFLOW_PIPELINE_YAML,
+    PIPELINE_YAML,
+    compile_pipeline,
+    compile_spec,
+)
 from pipeline.pipeline import create_components
-from tests import fake_vertex
+from tests import fake_kfp, fake_vertex
 from tests.pipeline_e2e_test import COMPONENTS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -253,6 +259,16 @@ def test_trainer_overrides_fold_into_custom_config():
         ({"cloud.beam_runner": "SparkRunner"}, "DirectRunner or DataflowRunner"),
         ({"cloud.network": "projects/1/global/networks/vpc"}, "set cloud.dataflow_subnetwork"),
         ({"cloud.dataflow_subnetwork": "hftfx"}, "is not regions/<region>/subnetworks/<name>"),
+        ({"cloud.orchestrator": "airflow"}, "cloud.orchestrator must be one of vertex, kubeflow"),
+        (
+            {"cloud.orchestrator": "kubeflow"},
+            "with orchestrator kubeflow use filesystem",
+        ),  # the profile pushes to an endpoint
+        (
+            {"cloud.orchestrator": "kubeflow", "cloud.push_to": "filesystem"},
+            "'tpu-v5e-4' is a Vertex AI CustomJob placement",
+        ),
+        ({"cloud.endpoint_keep_previous": -1}, "endpoint_keep_previous must be 0 or more"),
     ],
 )
 def test_bad_cloud_profiles_are_rejected_before_compiling(overrides, message):
@@ -431,30 +447,54 @@ def test_missing_credentials_say_how_to_log_in(monkeypatch):
         submit.default_credentials()
 
 
-def test_kfp_submission_sends_the_package_and_parameters(profile):
-    calls = {}
+@pytest.fixture(scope="module")
+def kubeflow_profile():
+    return configs.load_config(ROOT / "configs" / "kubeflow.yaml")
 
-    class FakeClient:
-        def __init__(self, host):
-            calls["host"] = host
 
-        def create_run_from_pipeline_package(self, **kwargs):
-            calls["run"] = kwargs
-            return "run-1"
+def test_kubeflow_spec_runs_no_resolver_and_trains_in_its_own_pod():
+    """Kubeflow Pipelines' v2 backend refuses resolver executors; its spec has none and calls no Vertex API."""
+    spec = yaml.safe_load((ROOT / KUBEFLOW_PIPELINE_YAML).read_text())
+    executors = spec["deploymentSpec"]["executors"]
+    assert all("container" in executor for executor in executors.values()), "only container executors"
+    assert set(spec["root"]["dag"]["tasks"]) == LOCAL_COMPONENTS
+    assert _executor(spec, "Trainer")["container"]["args"][1] == "components.hf_trainer.Executor"
+    assert _executor(spec, "Pusher")["container"]["args"][1] == "components.pusher.Executor"
+    assert "baseline_model" not in spec["root"]["dag"]["tasks"]["Evaluator"].get("inputs", {}).get("artifacts", {})
+    assert "aiplatform" not in json.dumps(spec)
 
-    run = submit.kfp_run(profile, "https://kfp.example.com", ROOT / PIPELINE_YAML, submit.parameter_values(profile))
-    assert submit.submit_to_kfp(run, client_factory=FakeClient) == "run-1"
-    assert calls["host"] == "https://kfp.example.com"
-    assert calls["run"] == {
-        "pipeline_file": str(ROOT / PIPELINE_YAML),
-        "arguments": {"span": 0, "dataset_revision": "", "epochs": 3, "learning_rate": 5e-05},
-        "run_name": "hf-text-classifier-span-0",
-        "experiment_name": "hf-text-classifier",
-        "enable_caching": True,
-        "service_account": "hftfx-runner@my-gcp-project.iam.gserviceaccount.com",
+
+def test_kfp_submission_through_the_kfp_client_carries_root_parameters_and_spec(kubeflow_profile):
+    """`hftfx submit --kfp-host` with the real kfp.Client, received by a fake KFP API on 127.0.0.1."""
+    fake = fake_kfp.FakeKfp()
+    values = submit.parameter_values(kubeflow_profile, {"span": 4})
+    with fake_kfp.serve(fake) as host:
+        run = submit.kfp_run(kubeflow_profile, host, ROOT / KUBEFLOW_PIPELINE_YAML, values)
+        result = submit.submit_to_kfp(run)
+    assert result.run_id == "run-1"
+    (sent,) = fake.runs()
+    assert sent["experiment_id"] == fake.experiments["hf-text-classifier"]
+    assert sent["display_name"] == "hf-text-classifier-span-4"
+    assert sent["runtime_config"]["pipeline_root"] == "gs://my-hftfx-bucket/kubeflow-root"
+    assert sent["runtime_config"]["parameters"] == {
+        "span": 4,
+        "dataset_revision": "",
+        "epochs": 3,
+        "learning_rate": 5e-05,
     }
+    assert sent["service_account"] == "hftfx-runner"
+    spec = json_format.ParseDict(sent["pipeline_spec"], pipeline_spec_pb2.PipelineSpec(), ignore_unknown_fields=False)
+    assert "latest_blessed_model_resolver" not in spec.root.dag.tasks
+    assert all(task.caching_options.enable_cache for task in spec.root.dag.tasks.values())
+
+
+def test_kfp_and_vertex_each_refuse_the_other_ones_profile(profile, kubeflow_profile):
+    with pytest.raises(configs.ConfigError, match=re.escape("cloud.orchestrator: kubeflow")):
+        submit.kfp_run(profile, "https://kfp.example.com", ROOT / PIPELINE_YAML, submit.parameter_values(profile))
+    with pytest.raises(configs.ConfigError, match="submit it to Kubeflow Pipelines with --kfp-host"):
+        submit.build_pipeline_job(kubeflow_profile, ROOT / KUBEFLOW_PIPELINE_YAML, {}, AnonymousCredentials())
     with pytest.raises(configs.ConfigError, match="http"):
-        submit.kfp_run(profile, "kfp.example.com", ROOT / PIPELINE_YAML, {})
+        submit.kfp_run(kubeflow_profile, "kfp.example.com", ROOT / KUBEFLOW_PIPELINE_YAML, {})
 
 
 def test_image_recipe_installs_the_lock_and_every_module_the_spec_names(committed):
