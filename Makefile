@@ -1,5 +1,5 @@
 # The README's two commands are `make run` and `make test`; both set up the environment first.
-.PHONY: setup run test test-all lint doctor bench clean-env
+.PHONY: setup run test test-all lint doctor bench image clean-env
 
 setup:
 	bin/setup-env
@@ -22,6 +22,13 @@ lint: setup
 # Speed figures, each against a baseline measured in the same run; writes BENCHMARKS.md.
 bench: setup
 	bin/in-env python -m benchmarks.bench $(ARGS)
+
+# The pipeline image with podman (installed when missing; vfs storage, offline base from the Debian 13
+# userland), then the checks inside it: doctor, every code path the compiled specs name, a tiny run.
+IMAGE ?= localhost/hftfx-pipeline:dev
+image: setup
+	bin/build-image $(IMAGE)
+	bin/check-image $(IMAGE)
 
 doctor: setup
 	bin/in-env hftfx doctor

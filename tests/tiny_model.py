@@ -48,12 +48,13 @@ def tiny_overrides(workdir: Path, model_dir: Path, max_seq_length: int, **evalua
     }
 
 
-def tiny_run_command(model_dir: Path, workdir: Path, *extra: str, train: int = 256) -> list[str]:
-    """`hftfx run` on a few hundred corpus rows with the tiny BERT and thresholds anything meets."""
+def tiny_run_command(model_dir: Path, workdir: Path, *extra: str, train: int = 256, python: str = "") -> list[str]:
+    """`hftfx run` on a few hundred corpus rows with the tiny BERT and thresholds anything meets; `python`
+    names the interpreter (default: this one)."""
     import sys
 
     return [
-        sys.executable, "-m", "pipeline.cli", "run", "--model", str(model_dir),
+        python or sys.executable, "-m", "pipeline.cli", "run", "--model", str(model_dir),
         "--pipeline-root", str(workdir / "root"), "--serving-dir", str(workdir / "serving"),
         "--train-limit", str(train), "--eval-limit", "64", "--test-limit", "96", "--batch-size", "8",
         "--max-seq-length", "32", "--min-accuracy", "0", "--min-auc", "0", *extra,
