@@ -1,6 +1,7 @@
 # The image every component of the compiled pipeline runs in (Vertex AI Pipelines / Kubeflow), and the
 # Trainer's CustomJob image. `make image` builds it with podman (see bin/build-image); by hand:
 #   podman build -t REGION-docker.pkg.dev/PROJECT/hftfx/pipeline:0.1.0 .
+#   podman build --target gpu -t .../pipeline-gpu:0.1.0 .      (Trainer on GPUs: cloud.trainer_image_uri)
 #   podman build --target tpu --build-arg TF_TPU_WHEEL=... -t .../pipeline-tpu:0.1.0 .
 #
 # Base: Python 3.13 on Debian 13 (the lock needs Python >= 3.11; TFX's own image is Python 3.10). The default
@@ -54,5 +55,11 @@ ARG LIBTPU_SPEC="libtpu"
 RUN test -n "${TF_TPU_WHEEL}" || { echo "TF_TPU_WHEEL is empty: pass a tensorflow-tpu 2.21 wheel (see Dockerfile)"; exit 1; } \
  && uv pip install --no-deps "${TF_TPU_WHEEL}" "${LIBTPU_SPEC}" \
  && python -c "import tensorflow as tf; assert tf.__version__.startswith('2.21'), tf.__version__"
+
+FROM base AS gpu
+# The TensorFlow wheel has GPU kernels; the CUDA and cuDNN libraries it was built against come as NVIDIA's
+# pip wheels (TensorFlow's and-cuda extra), pinned by the TensorFlow version. Not built on the development
+# machines (no GPU, several GB).
+RUN uv pip install "tensorflow[and-cuda]==$(python -c 'import tensorflow as tf; print(tf.__version__)')"
 
 FROM base AS cpu

@@ -117,6 +117,12 @@ def accelerator(cloud: CloudConfig) -> Accelerator:
     return chosen
 
 
+# Why the pipeline image (Dockerfile target cpu) cannot train on an accelerator, and which image can.
+ACCELERATOR_IMAGE_TARGETS = {
+    "gpu": "GPU kernels but no CUDA libraries (it would train on the CPU): build the Dockerfile's gpu target",
+    "tpu": "no TPU support: build the Dockerfile's tpu target (TensorFlow 2.21 for TPU and libtpu; PyPI's "
+    "tensorflow-tpu stops at 2.20, so the wheel must be supplied)",
+}
 ORCHESTRATORS = ("vertex", "kubeflow")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -192,6 +198,11 @@ def validate_cloud(config: PipelineConfig) -> None:
         chosen = accelerator(cloud)
         if chosen.kind == "tpu" and config.training.batch_size % 8:
             problems.append("TPU training wants training.batch_size divisible by 8 (per-core batches of equal size)")
+        if chosen.kind in ACCELERATOR_IMAGE_TARGETS and cloud.trainer_image_uri in ("", cloud.image_uri):
+            problems.append(
+                f"cloud.trainer_accelerator {cloud.trainer_accelerator} needs cloud.trainer_image_uri: the pipeline "
+                f"image's TensorFlow has {ACCELERATOR_IMAGE_TARGETS[chosen.kind]}"
+            )
     except ConfigError as error:
         problems.append(str(error))
     if problems:

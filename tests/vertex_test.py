@@ -13,6 +13,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from components.hf_trainer import with_overrides
 from pipeline import configs, submit
+from pipeline.cloud import trainer_image
 from pipeline.kubeflow_v2_runner import (
     COMPILED_PROFILES,
     KUBEFLOW_PIPELINE_YAML,
@@ -71,7 +72,7 @@ def test_every_local_component_is_in_the_spec_with_its_image(committed, profile)
     assert any(t.startswith("latest_blessed_model_resolver") for t in tasks)
     for task in LOCAL_COMPONENTS:
         image = _executor(committed, task)["container"]["image"]
-        expected = profile.cloud.trainer_image_uri if task == "Trainer" else profile.cloud.image_uri
+        expected = trainer_image(profile.cloud) if task == "Trainer" else profile.cloud.image_uri
         assert image == expected, task
 
 
@@ -129,14 +130,14 @@ def _custom_job_request(spec):
     )
 
 
-def test_tpu_trainer_runs_in_a_vertex_custom_job(committed, profile):
+def test_trainer_runs_in_a_vertex_custom_job(committed, profile):
     assert _trainer_job(committed)["ai_platform_enable_vertex"] is True
     request = _custom_job_request(committed)
     assert request.parent == "projects/my-gcp-project/locations/us-central1"
     job = request.custom_job
     (pool,) = job.job_spec.worker_pool_specs
-    assert (pool.machine_spec.machine_type, pool.machine_spec.tpu_topology) == ("ct5lp-hightpu-4t", "2x2")
-    assert pool.container_spec.image_uri == profile.cloud.trainer_image_uri
+    assert pool.machine_spec.machine_type == "n1-standard-8"  # the profile's placement: cpu
+    assert pool.container_spec.image_uri == profile.cloud.image_uri
     command = list(pool.container_spec.command)
     assert command[command.index("--executor_class_path") + 1] == "components.hf_trainer.Executor"
     assert job.job_spec.service_account == profile.cloud.service_account
@@ -169,13 +170,17 @@ def test_cmek_and_network_land_where_the_custom_job_api_has_them(profile):
     ],
 )
 def test_gpu_and_other_placements_give_their_worker_pool(profile, accelerator, count, machine_spec):
-    cloud = dataclasses.replace(profile.cloud, trainer_accelerator=accelerator, trainer_accelerator_count=count)
+    image = "" if accelerator == "cpu" else "us-central1-docker.pkg.dev/p/hftfx/pipeline-accelerated:0.1.0"
+    cloud = dataclasses.replace(
+        profile.cloud, trainer_accelerator=accelerator, trainer_accelerator_count=count, trainer_image_uri=image
+    )
     spec = compile_spec(dataclasses.replace(profile, cloud=cloud))
     (pool,) = _custom_job_request(spec).custom_job.job_spec.worker_pool_specs
     as_dict = type(pool.machine_spec).to_dict(
         pool.machine_spec, including_default_value_fields=False, use_integers_for_enums=False
     )
     assert as_dict == machine_spec
+    assert pool.container_spec.image_uri == (image or profile.cloud.image_uri)
 
 
 def test_endpoint_pusher_deploys_on_a_tf_serving_container(committed, profile):
@@ -255,7 +260,9 @@ def test_trainer_overrides_fold_into_custom_config():
         ({"cloud.push_to": "filesystem", "serving_dir": "serving"}, "must be a gs:// path"),
         ({"cloud.service_account": "me"}, "not a service account email"),
         ({"dataset.label_names": []}, "label_names must be declared"),
-        ({"training.batch_size": 12}, "divisible by 8"),
+        ({"training.batch_size": 12, "cloud.trainer_accelerator": "tpu-v5e-4"}, "divisible by 8"),
+        ({"cloud.trainer_accelerator": "l4"}, "l4 needs cloud.trainer_image_uri: the pipeline image's TensorFlow"),
+        ({"cloud.trainer_accelerator": "tpu-v5e-4"}, "tpu-v5e-4 needs cloud.trainer_image_uri: the pipeline image's"),
         ({"cloud.beam_runner": "SparkRunner"}, "DirectRunner or DataflowRunner"),
         ({"cloud.network": "projects/1/global/networks/vpc"}, "set cloud.dataflow_subnetwork"),
         ({"cloud.dataflow_subnetwork": "hftfx"}, "is not regions/<region>/subnetworks/<name>"),
@@ -265,7 +272,7 @@ def test_trainer_overrides_fold_into_custom_config():
             "with orchestrator kubeflow use filesystem",
         ),  # the profile pushes to an endpoint
         (
-            {"cloud.orchestrator": "kubeflow", "cloud.push_to": "filesystem"},
+            {"cloud.orchestrator": "kubeflow", "cloud.push_to": "filesystem", "cloud.trainer_accelerator": "tpu-v5e-4"},
             "'tpu-v5e-4' is a Vertex AI CustomJob placement",
         ),
         ({"cloud.endpoint_keep_previous": -1}, "endpoint_keep_previous must be 0 or more"),
