@@ -2,7 +2,7 @@
 # Trainer's CustomJob image. `make image` builds it with podman (see bin/build-image); by hand:
 #   podman build -t REGION-docker.pkg.dev/PROJECT/hftfx/pipeline:0.1.0 .
 #   podman build --target gpu -t .../pipeline-gpu:0.1.0 .      (Trainer on GPUs: cloud.trainer_image_uri)
-#   podman build --target tpu --build-arg TF_TPU_WHEEL=... -t .../pipeline-tpu:0.1.0 .
+#   podman build --target tpu -t .../pipeline-tpu:0.1.0 .                (Trainer on TPU VMs)
 #
 # Base: Python 3.13 on Debian 13 (the lock needs Python >= 3.11; TFX's own image is Python 3.10). The default
 # is the official python image; offline, bin/build-image imports the Debian 13 userland the environment
@@ -48,13 +48,19 @@ RUN uv pip install --no-deps . \
  && python -c "import components.transform, components.trainer, components.evaluation, components.hf_trainer, components.pusher, components.endpoint_pusher, components.example_validator, components.hf_example_gen.component; print('pipeline modules import')"
 
 FROM base AS tpu
-# TPU training needs TensorFlow built for TPU plus libtpu. tfx 1.21 requires tensorflow>=2.21,<2.22, and
-# PyPI's tensorflow-tpu stops at 2.20.0, so the TPU build of TF 2.21 must be supplied: a wheel file or URL.
-ARG TF_TPU_WHEEL=""
-ARG LIBTPU_SPEC="libtpu"
-RUN test -n "${TF_TPU_WHEEL}" || { echo "TF_TPU_WHEEL is empty: pass a tensorflow-tpu 2.21 wheel (see Dockerfile)"; exit 1; } \
- && uv pip install --no-deps "${TF_TPU_WHEEL}" "${LIBTPU_SPEC}" \
- && python -c "import tensorflow as tf; assert tf.__version__.startswith('2.21'), tf.__version__"
+# The Trainer on Vertex AI TPU VMs. PyPI's TPU build of TensorFlow stops at 2.20 while the lock holds 2.21, so
+# this image swaps the TensorFlow family for tpu-requirements.txt (TF 2.20 for TPU, tensorflow-text / tf-keras
+# 2.20, pinned libtpu); tests/tpu_packages_test.py trains and exports our Trainer under that exact set on a CPU.
+# Vertex AI wants libtpu.so in /lib; TensorFlow on TPU v5e runs on PJRT, selected by the two NEXT_PLUGGABLE
+# variables. transformers does not count the tensorflow-tpu distribution as TensorFlow: FORCE_TF_AVAILABLE.
+# Started on a machine without TPU chips, libtpu waits for them at `import tensorflow`: TPU_LOAD_LIBRARY=0 there.
+COPY tpu-requirements.txt ./
+COPY bin/install-tpu-packages bin/
+RUN bin/install-tpu-packages \
+ && cp "$(python -c 'import libtpu; print(libtpu.get_library_path())')" /lib/libtpu.so
+ENV FORCE_TF_AVAILABLE=1 \
+    NEXT_PLUGGABLE_DEVICE_USE_C_API=true \
+    TF_PLUGGABLE_DEVICE_LIBRARY_PATH=/lib/libtpu.so
 
 FROM base AS gpu
 # The TensorFlow wheel has GPU kernels; the CUDA and cuDNN libraries it was built against come as NVIDIA's

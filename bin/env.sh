@@ -125,7 +125,7 @@ _exec_in() {
   local path="$HFTFX_VENV/bin:$HFTFX_ROOT/bin/env-bin:/usr/local/bin:/usr/bin:/bin"
   local -a vars=(
     PATH "$path" PYTHONPATH "$HFTFX_ROOT${PYTHONPATH:+:$PYTHONPATH}" VIRTUAL_ENV "$HFTFX_VENV"
-    TF_USE_LEGACY_KERAS 1 HFTFX_ENV_DESCRIPTION "$HFTFX_ENV_DESCRIPTION"
+    TF_USE_LEGACY_KERAS 1 HFTFX_ENV_DESCRIPTION "$HFTFX_ENV_DESCRIPTION" HFTFX_ENV_CACHE "$HFTFX_ENV_CACHE"
   )
   if [ "$HFTFX_MODE" = host ]; then
     local -a assigns=()
