@@ -69,3 +69,6 @@ FROM base AS gpu
 RUN uv pip install "tensorflow[and-cuda]==$(python -c 'import tensorflow as tf; print(tf.__version__)')"
 
 FROM base AS cpu
+# Components and the Trainer's CustomJob run with the commands their specs give; an endpoint runs the image as
+# it is, so its default command serves the pushed model under Vertex AI's AIP_* variables.
+CMD ["hftfx", "serve"]

@@ -363,6 +363,13 @@ def default_check_requests(text_inputs) -> list[dict]:
     return [{"instances": instances}, {"signature_name": "serving_tf_example", "examples": [example]}]
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from models.prediction_server import serve
+
+    serve(args.model, args.port)
+    return 0
+
+
 def cmd_serve_check(args: argparse.Namespace) -> int:
     from models import serving_contract
     from models.serving import load_serving_model, resolve_version_dir
@@ -441,6 +448,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve_check.add_argument("model", help="a pushed model: serving/<name> (newest version) or a version dir")
     serve_check.add_argument("--request", help='a REST body (JSON text or file), e.g. \'{"instances": ["great"]}\'')
     serve_check.set_defaults(handler=cmd_serve_check)
+
+    serve = commands.add_parser(
+        "serve", help="serve a pushed model over HTTP as a Vertex AI custom container (the image's default command)"
+    )
+    serve.add_argument("--model", help="a model folder, local or gs:// (default: $AIP_STORAGE_URI, set by Vertex AI)")
+    serve.add_argument("--port", type=int, help="default: $AIP_HTTP_PORT, else 8080")
+    serve.set_defaults(handler=cmd_serve)
 
     compile_ = commands.add_parser("compile", help="compile pipeline.yaml for Vertex AI / Kubeflow (offline)")
     compile_.add_argument("--config", default="configs/vertex.yaml", help="config with a cloud profile")

@@ -120,8 +120,8 @@ def accelerator(cloud: CloudConfig) -> Accelerator:
 # Why the pipeline image (Dockerfile target cpu) cannot train on an accelerator, and which image can.
 ACCELERATOR_IMAGE_TARGETS = {
     "gpu": "GPU kernels but no CUDA libraries (it would train on the CPU): build the Dockerfile's gpu target",
-    "tpu": "no TPU support: build the Dockerfile's tpu target (TensorFlow 2.21 for TPU and libtpu; PyPI's "
-    "tensorflow-tpu stops at 2.20, so the wheel must be supplied)",
+    "tpu": "no TPU support: build the Dockerfile's tpu target (TensorFlow 2.20 for TPU and libtpu, "
+    "tpu-requirements.txt)",
 }
 ORCHESTRATORS = ("vertex", "kubeflow")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -213,6 +213,10 @@ def trainer_image(cloud: CloudConfig) -> str:
     return cloud.trainer_image_uri or cloud.image_uri
 
 
+def serving_image(cloud: CloudConfig) -> str:
+    return cloud.serving_image_uri or cloud.image_uri
+
+
 def worker_pool_specs(cloud: CloudConfig) -> list[dict]:
     """The Vertex CustomJob worker pool the Trainer runs in (TFX fills in the container's command)."""
     chosen = accelerator(cloud)
@@ -274,7 +278,7 @@ def vertex_serving_config(cloud: CloudConfig) -> dict:
         KEEP_PREVIOUS_KEY: cloud.endpoint_keep_previous,
         vertex_constants.ENABLE_VERTEX_KEY: True,
         vertex_constants.VERTEX_REGION_KEY: cloud.region,
-        vertex_constants.VERTEX_CONTAINER_IMAGE_URI_KEY: cloud.serving_image_uri,
+        vertex_constants.VERTEX_CONTAINER_IMAGE_URI_KEY: serving_image(cloud),
         vertex_constants.SERVING_ARGS_KEY: serving_args,
     }
 

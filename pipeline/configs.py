@@ -166,7 +166,9 @@ class CloudConfig:
     # the older ones are undeployed after each push, so replicas do not pile up.
     endpoint_keep_previous: int = 0
     serving_service_account: str = ""  # the identity the endpoint's replicas run as (default: Vertex's agent)
-    serving_image_uri: str = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-17:latest"
+    # The endpoint's serving container; empty means image_uri, whose default command (`hftfx serve`) serves the
+    # model with the training TensorFlow (models/prediction_server.py says why not a prebuilt container).
+    serving_image_uri: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

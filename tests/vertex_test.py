@@ -13,7 +13,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from components.hf_trainer import with_overrides
 from pipeline import configs, submit
-from pipeline.cloud import trainer_image
+from pipeline.cloud import serving_image, trainer_image
 from pipeline.kubeflow_v2_runner import (
     COMPILED_PROFILES,
     KUBEFLOW_PIPELINE_YAML,
@@ -187,7 +187,7 @@ def test_endpoint_pusher_deploys_on_a_tf_serving_container(committed, profile):
     assert _executor(committed, "Pusher")["container"]["args"][1] == "components.endpoint_pusher.Executor"
     parameters = committed["root"]["dag"]["tasks"]["Pusher"]["inputs"]["parameters"]
     custom_config = json.loads(parameters["custom_config"]["runtimeValue"]["constant"])
-    assert custom_config["ai_platform_vertex_container_image_uri"] == profile.cloud.serving_image_uri
+    assert custom_config["ai_platform_vertex_container_image_uri"] == profile.cloud.image_uri  # `hftfx serve`
     assert custom_config["ai_platform_serving_args"] == {
         "project_id": "my-gcp-project",
         "endpoint_name": "hf-text-classifier",
@@ -396,7 +396,7 @@ def test_endpoint_push_creates_the_endpoint_uploads_and_deploys_the_model(commit
     (uploaded,) = fake.requests("ModelService/UploadModel")
     assert uploaded.model.display_name == "v1700000000"
     assert uploaded.model.artifact_uri == "gs://my-hftfx-bucket/pipeline-root/Pusher/pushed_model/1700000000"
-    assert uploaded.model.container_spec.image_uri == profile.cloud.serving_image_uri
+    assert uploaded.model.container_spec.image_uri == serving_image(profile.cloud) == profile.cloud.image_uri
     (deployed,) = fake.requests("EndpointService/DeployModel")
     assert deployed.endpoint == fake.endpoints[0].name
     resources = deployed.deployed_model.dedicated_resources
