@@ -124,6 +124,7 @@ ACCELERATOR_IMAGE_TARGETS = {
     "tpu-requirements.txt)",
 }
 ORCHESTRATORS = ("vertex", "kubeflow")
+_EXPERIMENT = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}$")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -172,6 +173,13 @@ def validate_cloud(config: PipelineConfig) -> None:
                 f"cloud.trainer_accelerator '{cloud.trainer_accelerator}' is a Vertex AI CustomJob placement; with "
                 "orchestrator kubeflow the Trainer runs in its pod: leave it cpu and give the cluster's nodes GPUs"
             )
+    if cloud.experiment and not _EXPERIMENT.match(cloud.experiment):
+        problems.append(
+            f"cloud.experiment '{cloud.experiment}' is not a Vertex AI Experiment name (lowercase letters, digits, "
+            "'-'; starts with a letter or digit; at most 128 characters)"
+        )
+    if cloud.experiment and not on_vertex(cloud):
+        problems.append("cloud.experiment is a Vertex AI Experiment; with orchestrator kubeflow leave it empty")
     if cloud.push_to not in ("filesystem", "endpoint"):
         problems.append(f"cloud.push_to must be filesystem or endpoint, not '{cloud.push_to}'")
     if cloud.push_to == "endpoint" and not cloud.endpoint_name:

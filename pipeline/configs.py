@@ -147,6 +147,9 @@ class CloudConfig:
     encryption_key: str = ""  # Cloud KMS key name (CMEK) for the pipeline job
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
     enable_caching: bool = True
+    # A Vertex AI Experiment (created when missing) that runs sent by `hftfx submit` join, so their parameters
+    # and metrics line up in the Experiments view. Trigger, event and scheduled runs are found by their labels.
+    experiment: str = ""
     # Beam for the data components: DirectRunner inside the component, or DataflowRunner.
     beam_runner: str = "DirectRunner"
     dataflow_machine_type: str = "n1-standard-4"

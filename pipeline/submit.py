@@ -157,7 +157,11 @@ def job_request(job, config: PipelineConfig) -> dict:
 
 
 def submit_to_vertex(job, config: PipelineConfig) -> str:
-    job.submit(service_account=config.cloud.service_account or None, network=config.cloud.network or None)
+    job.submit(
+        service_account=config.cloud.service_account or None,
+        network=config.cloud.network or None,
+        experiment=config.cloud.experiment or None,
+    )
     return job.resource_name
 
 

@@ -48,13 +48,15 @@ def _find(resources, name: str, context):
 
 
 class FakeVertex:
-    """PipelineService, ScheduleService, EndpointService and ModelService of one region, in memory."""
+    """PipelineService, ScheduleService, EndpointService, ModelService and the MetadataService contexts that
+    Vertex AI Experiments are made of, of one region, in memory."""
 
     def __init__(self, jobs=()):
         self.jobs = list(jobs)
         self.schedules = []
         self.endpoints: list[aiplatform_v1.Endpoint] = []
         self.models: list[aiplatform_v1.Model] = []
+        self.contexts: list[aiplatform_v1.Context] = []
         self._deployments = 0
         self.received: list[Received] = []
         self._lock = threading.Lock()
@@ -71,6 +73,13 @@ class FakeVertex:
         job = aiplatform_v1.PipelineJob(request.pipeline_job)
         job.name = name
         job.state = aiplatform_v1.PipelineState.PIPELINE_STATE_PENDING
+        # Vertex records every run as a system.PipelineRun context of the region's default metadata store.
+        store = f"{request.parent}/metadataStores/default"
+        run_context = aiplatform_v1.Context(
+            name=f"{store}/contexts/{request.pipeline_job_id}", schema_title="system.PipelineRun"
+        )
+        self.contexts.append(run_context)
+        job.job_detail = aiplatform_v1.PipelineJobDetail(pipeline_run_context=run_context)
         self.jobs.append(job)
         return job
 
@@ -82,6 +91,27 @@ class FakeVertex:
         return aiplatform_v1.ListPipelineJobsResponse(
             pipeline_jobs=[job for job in self.jobs if job.labels.get(key) == value.strip('"')]
         )
+
+    # MetadataService (the default store exists; contexts as Experiments use them)
+    def get_metadata_store(self, request, context):
+        return aiplatform_v1.MetadataStore(name=request.name)
+
+    def get_context(self, request, context):
+        return _find(self.contexts, request.name, context)
+
+    def create_context(self, request, context):
+        created = aiplatform_v1.Context(request.context)
+        created.name = f"{request.parent}/contexts/{request.context_id}"
+        if any(c.name == created.name for c in self.contexts):
+            context.abort(grpc.StatusCode.ALREADY_EXISTS, f"Context {created.name} already exists")
+        self.contexts.append(created)
+        return created
+
+    def add_context_children(self, request, context):
+        parent = _find(self.contexts, request.context, context)
+        for child in request.child_contexts:
+            _find(self.contexts, child, context).parent_contexts.append(parent.name)
+        return aiplatform_v1.AddContextChildrenResponse()
 
     # ScheduleService
     def create_schedule(self, request, context):
@@ -175,6 +205,10 @@ _METHODS = [
     ("PipelineService", "CreatePipelineJob", v1.CreatePipelineJobRequest, v1.PipelineJob),
     ("PipelineService", "GetPipelineJob", v1.GetPipelineJobRequest, v1.PipelineJob),
     ("PipelineService", "ListPipelineJobs", v1.ListPipelineJobsRequest, v1.ListPipelineJobsResponse),
+    ("MetadataService", "GetMetadataStore", v1.GetMetadataStoreRequest, v1.MetadataStore),
+    ("MetadataService", "GetContext", v1.GetContextRequest, v1.Context),
+    ("MetadataService", "CreateContext", v1.CreateContextRequest, v1.Context),
+    ("MetadataService", "AddContextChildren", v1.AddContextChildrenRequest, v1.AddContextChildrenResponse),
     ("ScheduleService", "CreateSchedule", v1.CreateScheduleRequest, v1.Schedule),
     ("ScheduleService", "ListSchedules", v1.ListSchedulesRequest, v1.ListSchedulesResponse),
     ("ScheduleService", "PauseSchedule", v1.PauseScheduleRequest, empty_pb2.Empty),

@@ -276,6 +276,8 @@ def test_trainer_overrides_fold_into_custom_config():
             "'tpu-v5e-4' is a Vertex AI CustomJob placement",
         ),
         ({"cloud.endpoint_keep_previous": -1}, "endpoint_keep_previous must be 0 or more"),
+        ({"cloud.experiment": "My Experiment"}, "is not a Vertex AI Experiment name"),
+        ({"cloud.experiment": "tuning", "cloud.orchestrator": "kubeflow"}, "with orchestrator kubeflow leave it empty"),
     ],
 )
 def test_bad_cloud_profiles_are_rejected_before_compiling(overrides, message):
@@ -344,6 +346,30 @@ def test_submitted_pipeline_job_arrives_as_the_dry_run_shows_it(profile, vertex_
     )
     assert spec.pipeline_info.name == "hf-text-classifier"
     assert all(task.caching_options.enable_cache for task in spec.root.dag.tasks.values())
+
+
+def test_a_submitted_run_joins_its_vertex_experiment(profile, vertex_api):
+    """cloud.experiment: aiplatform creates the Experiment (a system.Experiment context of the default metadata
+    store) when missing and adds the run's system.PipelineRun context to it; a second run reuses it."""
+    fake, address = vertex_api
+    cloud = dataclasses.replace(profile.cloud, api_endpoint=address, experiment="hf-text-classifier-tuning")
+    config = dataclasses.replace(profile, cloud=cloud)
+    names = []
+    for epochs in (2, 3):
+        values = submit.parameter_values(config, {"epochs": epochs})
+        job = submit.build_pipeline_job(
+            config, ROOT / PIPELINE_YAML, values, AnonymousCredentials(), job_id=f"tuning-epochs-{epochs}"
+        )
+        names.append(submit.submit_to_vertex(job, config))
+
+    store = "projects/my-gcp-project/locations/us-central1/metadataStores/default"
+    (created,) = fake.requests("MetadataService/CreateContext")
+    assert created.parent == store and created.context_id == "hf-text-classifier-tuning"
+    assert created.context.schema_title == "system.Experiment"
+    links = fake.requests("MetadataService/AddContextChildren")
+    assert [link.context for link in links] == [f"{store}/contexts/hf-text-classifier-tuning"] * 2
+    runs = {job.name: job.job_detail.pipeline_run_context.name for job in fake.jobs}
+    assert [list(link.child_contexts) for link in links] == [[runs[name]] for name in names]
 
 
 def test_a_second_submission_of_one_job_id_is_refused_by_the_service(profile, vertex_api):
