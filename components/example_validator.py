@@ -15,8 +15,10 @@ from tfx.dsl.components.base import executor_spec
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils
 
+from pipeline.errors import UserError
 
-class DataAnomaliesError(RuntimeError):
+
+class DataAnomaliesError(UserError, RuntimeError):
     """A split does not fit the schema; training on it would waste hours or learn the wrong thing."""
 
 

@@ -31,6 +31,7 @@ from models.flops import EncoderShape
 from models.pretrained import build_classifier, model_files, resolve_model_dir
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ModelConfig, TrainingConfig, build_config, to_dict
+from pipeline.errors import UserError
 from pipeline.machine_peak import matmul_peak
 
 
@@ -109,11 +110,11 @@ class ProgressLogger(tf_keras.callbacks.Callback):
         print(f"[Trainer] epoch {epoch + 1} done: {shown}", flush=True)
 
 
-class CorruptInputError(RuntimeError):
+class CorruptInputError(UserError, RuntimeError):
     """An input TFRecord file cannot be read to its end."""
 
 
-class DiskSpaceError(OSError):
+class DiskSpaceError(UserError, OSError):
     """Not enough free disk for checkpoints and the export."""
 
 

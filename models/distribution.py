@@ -10,6 +10,8 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from pipeline.errors import UserError
+
 TPU_ENV_HINTS = ("TPU_NAME", "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_WORKER_ID")
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 
@@ -44,7 +46,7 @@ def connect_tpu(address: str) -> tf.distribute.Strategy:
     return tf.distribute.TPUStrategy(resolver)
 
 
-class DeviceSetupError(RuntimeError):
+class DeviceSetupError(UserError, RuntimeError):
     """Logical devices were asked for after TensorFlow had already set its devices up."""
 
 

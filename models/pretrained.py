@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline import environment
+from pipeline.errors import UserError
 
 PACKAGED_PREFIX = "packaged:"
 # name -> (distribution, model directory inside it)
@@ -25,11 +26,11 @@ SAFETENSORS_WEIGHTS = "model.safetensors"
 _HUB_FILES = ["*.json", "vocab.txt", SAFETENSORS_WEIGHTS, TF_WEIGHTS]
 
 
-class ModelFilesError(FileNotFoundError):
+class ModelFilesError(UserError, FileNotFoundError):
     """The model directory lacks something the pipeline needs; the message says what and how to fix it."""
 
 
-class WeightsError(RuntimeError):
+class WeightsError(UserError, RuntimeError):
     """Pretrained weights did not load fully into the encoder."""
 
 

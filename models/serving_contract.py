@@ -18,6 +18,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
 from models.signatures import EXAMPLES_INPUT, SERVING_DEFAULT, SERVING_TF_EXAMPLE, TEXT_INPUT, TEXT_PAIR_INPUT
+from pipeline.errors import UserError
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 # The tensorflow_text ops the in-graph WordPiece tokenizer uses; TF Serving's builds link these (and not the
@@ -26,7 +27,7 @@ TEXT_OPS_IN_TF_SERVING = frozenset({"NormalizeUTF8", "RegexSplitWithOffsets", "W
 WARMUP_TEXTS = ("a warm, funny and moving film", "")
 
 
-class BadRequestError(ValueError):
+class BadRequestError(UserError, ValueError):
     """A request TF Serving would reject with 400; the message says why."""
 
 

@@ -21,11 +21,12 @@ from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
 from models import unicode_compat
 from models.features import ATTENTION_MASK
 from models.pretrained import ModelFilesError
+from pipeline.errors import UserError
 
 log = logging.getLogger(__name__)
 
 
-class UnsupportedTokenizerError(ValueError):
+class UnsupportedTokenizerError(UserError, ValueError):
     """The model's tokenizer is not WordPiece; the message names what is supported."""
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from pipeline import configs
+from pipeline.errors import UserError
 
 # flag -> dotted config key
 RUN_FLAGS = {
@@ -531,29 +532,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from google.api_core.exceptions import GoogleAPIError
 
-    from components.hf_example_gen.sources import DatasetSourceError
-    from components.hf_example_gen.spans import SpanError
-    from components.hf_example_gen.splitting import DatasetContentError
-    from models.pretrained import ModelFilesError
-    from models.tokenizer import UnsupportedTokenizerError
-
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except configs.ConfigError as error:
-        print(f"hftfx: {error}", file=sys.stderr)
-        return 2
-    except (ModelFilesError, UnsupportedTokenizerError, DatasetSourceError, DatasetContentError, SpanError) as error:
+    except UserError as error:
         print(f"hftfx: {error}", file=sys.stderr)
         return 2
     except GoogleAPIError as error:
         print(f"hftfx: the Google Cloud request failed, nothing was changed: {error}", file=sys.stderr)
         return 1
-    except RuntimeError as error:
-        if type(error).__name__ not in ("CredentialsError", "PipelineRootBusyError", "WeightsError"):
-            raise
-        print(f"hftfx: {error}", file=sys.stderr)
-        return 2
 
 
 if __name__ == "__main__":

@@ -16,11 +16,13 @@ from typing import Any
 
 import yaml
 
+from pipeline.errors import UserError
+
 TFX_SPLITS = ("train", "eval", "test")
 MISSING_TEXT_POLICIES = ("error", "drop")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration value is wrong; the message names the key and the fix."""
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
+from pipeline.errors import UserError
+
 _DEFAULTS = {
     "TF_USE_LEGACY_KERAS": "1",
     "TF_CPP_MIN_LOG_LEVEL": "2",  # TF's C++ start-up chatter (CUDA probing on CPU hosts) hides progress.
@@ -20,7 +22,7 @@ _DEFAULTS = {
 }
 
 
-class KerasVersionError(RuntimeError):
+class KerasVersionError(UserError, RuntimeError):
     """TensorFlow was imported before the project could configure it."""
 
 

@@ -18,6 +18,7 @@ from components.trainer import TrainerSettings
 from components.transform import transform_custom_config
 from pipeline.cloud import beam_args, on_vertex, validate_cloud, vertex_serving_config, vertex_training_config
 from pipeline.configs import PipelineConfig
+from pipeline.errors import UserError
 
 PREPROCESSING_FN = "components.transform.preprocessing_fn"
 STATS_OPTIONS_UPDATER_FN = "components.transform.stats_options_updater_fn"
@@ -25,7 +26,7 @@ RUN_FN = "components.trainer.run_fn"
 EVALUATOR_MODULE = "components.evaluation"
 
 
-class LabelSetUnknownError(ValueError):
+class LabelSetUnknownError(UserError, ValueError):
     pass
 
 

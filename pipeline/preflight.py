@@ -9,11 +9,12 @@ import os
 from pathlib import Path
 
 from pipeline.configs import ConfigError, PipelineConfig
+from pipeline.errors import UserError
 
 LOCK_NAME = ".hftfx-run.lock"
 
 
-class PipelineRootBusyError(RuntimeError):
+class PipelineRootBusyError(UserError, RuntimeError):
     """Another run holds the pipeline root (and its ML Metadata sqlite file)."""
 
 

@@ -13,9 +13,10 @@ from typing import Any
 
 from pipeline.cloud import api_endpoint, on_vertex, validate_cloud
 from pipeline.configs import ConfigError, PipelineConfig, to_dict
+from pipeline.errors import UserError
 
 
-class CredentialsError(RuntimeError):
+class CredentialsError(UserError, RuntimeError):
     """No Google Cloud credentials: nothing was sent."""
 
 

