@@ -53,7 +53,8 @@ FROM base AS tpu
 # 2.20, pinned libtpu); tests/tpu_packages_test.py trains and exports our Trainer under that exact set on a CPU.
 # Vertex AI wants libtpu.so in /lib; TensorFlow on TPU v5e runs on PJRT, selected by the two NEXT_PLUGGABLE
 # variables. transformers does not count the tensorflow-tpu distribution as TensorFlow: FORCE_TF_AVAILABLE.
-# Started on a machine without TPU chips, libtpu waits for them at `import tensorflow`: TPU_LOAD_LIBRARY=0 there.
+# Off a TPU VM, run it with TPU_LOAD_LIBRARY=0 (libtpu would wait for TPU chips at `import tensorflow`) and
+# TF_PLUGGABLE_DEVICE_LIBRARY_PATH= (empty: loading the PJRT plugin without libtpu aborts), as bin/check-image does.
 COPY tpu-requirements.txt ./
 COPY bin/install-tpu-packages bin/
 RUN bin/install-tpu-packages \

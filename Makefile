@@ -25,10 +25,14 @@ bench: setup
 
 # The pipeline image with podman (installed when missing; vfs storage, offline base from the Debian 13
 # userland), then the checks inside it: doctor, every code path the compiled specs name, a tiny run.
+# Then the TPU Trainer's image (target tpu: TensorFlow 2.20 for TPU, tpu-requirements.txt), checked on the CPU.
 IMAGE ?= localhost/hftfx-pipeline:dev
+TPU_IMAGE ?= localhost/hftfx-pipeline-tpu:dev
 image: setup
 	bin/build-image $(IMAGE)
 	bin/check-image $(IMAGE)
+	HFTFX_IMAGE_TARGET=tpu bin/build-image $(TPU_IMAGE)
+	HFTFX_IMAGE_TARGET=tpu bin/check-image $(TPU_IMAGE)
 
 doctor: setup
 	bin/in-env hftfx doctor

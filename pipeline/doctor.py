@@ -44,10 +44,20 @@ def _run(name: str, probe: Callable[[], str]) -> Check:
         return Check(name, False, f"{type(error).__name__}: {error}")
 
 
+# Other distributions of the same module: the TPU Trainer's image has TensorFlow as tensorflow-tpu.
+ALTERNATIVE_DISTRIBUTIONS = {"tensorflow": ("tensorflow-tpu",)}
+
+
 def _import(distribution: str, module: str) -> Callable[[], str]:
     def probe() -> str:
         importlib.import_module(module)
-        return importlib.metadata.version(distribution)
+        for name in (distribution, *ALTERNATIVE_DISTRIBUTIONS.get(distribution, ())):
+            try:
+                version = importlib.metadata.version(name)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+            return version if name == distribution else f"{version} ({name})"
+        raise importlib.metadata.PackageNotFoundError(distribution)
 
     return probe
 

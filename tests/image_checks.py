@@ -43,8 +43,8 @@ def check_code_paths(specs: list[Path]) -> None:
     print(f"[image] {len(paths)} code paths of {len(specs)} compiled specs import: {', '.join(sorted(paths))}")
 
 
-def check_tiny_run() -> None:
-    """A whole LocalDagRunner run: packaged corpus, a tiny BERT, offline."""
+def check_tiny_run() -> str:
+    """A whole LocalDagRunner run: packaged corpus, a tiny BERT, offline; returns the pushed version folder."""
     from tiny_model import tiny_run_command, write_tiny_bert
 
     work = Path(tempfile.mkdtemp(prefix="hftfx-image-"))
@@ -55,8 +55,38 @@ def check_tiny_run() -> None:
     result = json.loads(summary.read_text())
     assert result["blessed"] is True and Path(result["pushed_dir"], "saved_model.pb").is_file(), result
     print(f"[image] tiny run blessed and pushed {result['pushed_dir']}")
+    return result["pushed_dir"]
+
+
+def check_serving(pushed_dir: str) -> None:
+    """The image's default command, `hftfx serve`, under the variables a Vertex AI endpoint sets."""
+    import os
+    import time
+    import urllib.request
+
+    route = "/v1/endpoints/1/deployedModels/2"
+    env = {**os.environ, "AIP_HTTP_PORT": "8080", "AIP_HEALTH_ROUTE": route, "AIP_PREDICT_ROUTE": route + ":predict",
+           "AIP_STORAGE_URI": f"file://{pushed_dir}"}  # fmt: skip
+    server = subprocess.Popen(["hftfx", "serve"], env=env)
+    try:
+        for _ in range(240):
+            assert server.poll() is None, "hftfx serve exited"
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:8080{route}", timeout=5)
+                break
+            except OSError:
+                time.sleep(1)
+        body = json.dumps({"instances": ["a warm, funny film", "a tedious mess"]}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:8080{route}:predict", data=body)
+        with urllib.request.urlopen(request, timeout=60) as response:
+            predictions = json.loads(response.read())["predictions"]
+        assert len(predictions) == 2 and all("label" in p for p in predictions), predictions
+        print(f"[image] hftfx serve answered Vertex-style predict: {[p['label'] for p in predictions]}")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 if __name__ == "__main__":
     check_code_paths([Path(p) for p in sys.argv[1:]])
-    check_tiny_run()
+    check_serving(check_tiny_run())

@@ -25,12 +25,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def tpu_venv_env(venv: Path) -> dict[str, str]:
-    """The variables the Dockerfile's tpu target sets, with libtpu not loaded (no TPU chips here)."""
+    """The variables the Dockerfile's tpu target sets, with libtpu not loaded (no TPU chips here): neither as a
+    library (TPU_LOAD_LIBRARY=0) nor as the PJRT plugin (TF_PLUGGABLE_DEVICE_LIBRARY_PATH empty)."""
     return {
         **os.environ,
         "VIRTUAL_ENV": str(venv),
         "PATH": f"{venv / 'bin'}:{os.environ['PATH']}",
         "FORCE_TF_AVAILABLE": "1",
+        "NEXT_PLUGGABLE_DEVICE_USE_C_API": "true",
+        "TF_PLUGGABLE_DEVICE_LIBRARY_PATH": "",
         "TPU_LOAD_LIBRARY": "0",
     }
 
@@ -49,6 +52,9 @@ def test_the_tpu_package_set_trains_exports_and_serves(tmp_path):
     probe += "print(tf.__version__, t.__version__, k.__version__, h.is_tf_available())"
     versions = subprocess.run([python, "-c", probe], env=env, capture_output=True, text=True, check=True)
     assert versions.stdout.split() == ["2.20.0", "2.20.1", "2.20.1", "True"]
+    doctor = subprocess.run([python, "-m", "pipeline.cli", "doctor"], env=env, capture_output=True, text=True)
+    assert doctor.returncode == 0, doctor.stdout[-3000:]
+    assert "2.20.0 (tensorflow-tpu)" in doctor.stdout
 
     model = write_tiny_bert(tmp_path / "tiny-bert")
     summary = tmp_path / "summary.json"
