@@ -60,31 +60,13 @@ def check_tiny_run() -> str:
 
 def check_serving(pushed_dir: str) -> None:
     """The image's default command, `hftfx serve`, under the variables a Vertex AI endpoint sets."""
-    import os
-    import time
-    import urllib.request
+    from vertex_container import http_json, serving
 
-    route = "/v1/endpoints/1/deployedModels/2"
-    env = {**os.environ, "AIP_HTTP_PORT": "8080", "AIP_HEALTH_ROUTE": route, "AIP_PREDICT_ROUTE": route + ":predict",
-           "AIP_STORAGE_URI": f"file://{pushed_dir}"}  # fmt: skip
-    server = subprocess.Popen(["hftfx", "serve"], env=env)
-    try:
-        for _ in range(240):
-            assert server.poll() is None, "hftfx serve exited"
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:8080{route}", timeout=5)
-                break
-            except OSError:
-                time.sleep(1)
-        body = json.dumps({"instances": ["a warm, funny film", "a tedious mess"]}).encode()
-        request = urllib.request.Request(f"http://127.0.0.1:8080{route}:predict", data=body)
-        with urllib.request.urlopen(request, timeout=60) as response:
-            predictions = json.loads(response.read())["predictions"]
-        assert len(predictions) == 2 and all("label" in p for p in predictions), predictions
-        print(f"[image] hftfx serve answered Vertex-style predict: {[p['label'] for p in predictions]}")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with serving(["hftfx", "serve"], f"file://{pushed_dir}") as container:
+        status, answer = http_json(container.predict, {"instances": ["a warm, funny film", "a tedious mess"]})
+    predictions = answer.get("predictions", [])
+    assert status == 200 and len(predictions) == 2 and all("label" in p for p in predictions), answer
+    print(f"[image] hftfx serve answered Vertex-style predict: {[p['label'] for p in predictions]}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from models.flops import EncoderShape
 from pipeline import configs
 from pipeline.local_runner import run_local
 from pipeline.run_summary import open_store
+from tests import vertex_container
 from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
@@ -284,64 +285,22 @@ def test_serve_check_cli_in_a_fresh_process(first_run):
     assert done.stdout.count('"predictions"') == 2
 
 
-def _http(url: str, body: dict | None = None) -> tuple[int, dict]:
-    import urllib.error
-    import urllib.request
-
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
 def test_the_image_default_command_serves_as_a_vertex_custom_container(first_run, served_model):
     """What a Vertex endpoint runs: `hftfx serve` with the variables Vertex AI sets in the container; the
     storage URI has a scheme, so the model is copied in through TF's filesystems as from gs://."""
-    import socket
-    import time
-
     from models import serving_contract
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    health = "/v1/endpoints/123/deployedModels/456"
-    env = {
-        **os.environ,
-        "AIP_HTTP_PORT": str(port),
-        "AIP_HEALTH_ROUTE": health,
-        "AIP_PREDICT_ROUTE": f"{health}:predict",
-        "AIP_STORAGE_URI": f"file://{first_run[1].pushed_dir}",
-    }
-    server = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "serve"], env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 240
-        while True:
-            assert server.poll() is None, server.stdout.read()[-3000:]
-            try:
-                if _http(base + health) == (200, {"status": "ready"}):
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "the server did not become healthy"
-            time.sleep(1)
+    command = [sys.executable, "-m", "pipeline.cli", "serve"]
+    with vertex_container.serving(command, f"file://{first_run[1].pushed_dir}") as container:
         request = {"instances": ["a warm, funny and moving film", "a tedious mess"], "parameters": {}}
-        status, answer = _http(base + f"{health}:predict", request)
+        status, answer = vertex_container.http_json(container.predict, request)
         assert status == 200, answer
         expected = serving_contract.predict(served_model, request)
         assert [p["label"] for p in answer["predictions"]] == [p["label"] for p in expected["predictions"]]
         for got, want in zip(answer["predictions"], expected["predictions"], strict=True):
             assert got["probabilities"] == pytest.approx(want["probabilities"], abs=1e-5)
-        assert _http(base + f"{health}:predict", {"instances": [7]})[0] == 400
-        assert _http(base + "/elsewhere")[0] == 404
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+        assert vertex_container.http_json(container.predict, {"instances": [7]})[0] == 400
+        assert vertex_container.http_json(container.base + "/elsewhere")[0] == 404
 
 
 def test_run_report_has_every_section_with_embedded_plots(first_run, strict_run, tmp_path):
