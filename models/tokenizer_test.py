@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from transformers import AutoTokenizer
 
-from components.hf_example_gen.sources import packaged_rotten_tomatoes
+from components.hf_example_gen.sources import rotten_tomatoes_reviews
 from models.tokenizer import InGraphTokenizer, UnsupportedTokenizerError, tokenizer_spec
 
 EDGE_CASES = [
@@ -56,7 +56,7 @@ def _compare(texts, spec, hf_tokenizer, max_len, pairs=None):
 
 @pytest.mark.parametrize("max_len", [64, 128])
 def test_parity_with_hf_on_the_whole_corpus_and_edge_cases(spec, hf_tokenizer, max_len):
-    corpus = packaged_rotten_tomatoes()["train"]["text"]
+    corpus = rotten_tomatoes_reviews()["text"]
     assert len(corpus) >= 500
     _compare(list(corpus) + EDGE_CASES, spec, hf_tokenizer, max_len)
 
@@ -65,7 +65,7 @@ def test_parity_with_hf_on_the_whole_corpus_and_edge_cases(spec, hf_tokenizer, m
 def test_pair_parity_with_hf_longest_first_truncation(spec, hf_tokenizer, max_len):
     """Sentence pairs: [CLS] a [SEP] b [SEP], token_type_ids 0/1, HF's longest_first truncation, on corpus
     pairs of every length mix (short+long, long+short, both long, equal lengths) and the edge cases."""
-    corpus = list(packaged_rotten_tomatoes()["train"]["text"][:1500])
+    corpus = list(rotten_tomatoes_reviews()["text"][:1500])
     firsts = corpus[::2] + EDGE_CASES + EDGE_CASES + ["same length here"] * 3
     seconds = corpus[1::2][: len(corpus[::2])] + EDGE_CASES[::-1] + EDGE_CASES + ["same words there", "a", "b " * 40]
     _compare(firsts, spec, hf_tokenizer, max_len, pairs=seconds)

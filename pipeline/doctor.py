@@ -86,9 +86,9 @@ def _packaged_model() -> str:
 
 
 def _packaged_corpus() -> str:
-    from components.hf_example_gen.sources import packaged_rotten_tomatoes
+    from components.hf_example_gen.sources import rotten_tomatoes_reviews
 
-    train = packaged_rotten_tomatoes()["train"]
+    train = rotten_tomatoes_reviews()
     names = train.features["label"].names
     counts = {names[i]: c for i, c in sorted(__import__("collections").Counter(train["label"]).items())}
     return f"{len(train):,} reviews {counts}"

@@ -50,13 +50,13 @@ def default_training_flops(config) -> float:
     import tensorflow as tf
     from transformers import AutoConfig
 
-    from components.hf_example_gen.sources import read_dataset
+    from components.hf_example_gen.sources import read_in_process
     from models.flops import BatchShapes, EncoderShape
     from models.pretrained import resolve_model_dir
     from models.tokenizer import InGraphTokenizer, tokenizer_spec
 
     model_dir = resolve_model_dir(config.model.name, config.model.revision)
-    texts = read_dataset(config.dataset).prepared.rows["train"].texts
+    texts = [row.text for row in read_in_process(config.dataset)[1].rows["train"]]
     counts = InGraphTokenizer(tokenizer_spec(model_dir), 8)(tf.constant(texts))["token_count"].numpy()
     shapes = BatchShapes()
     for width in padded_widths(counts, config.model.max_seq_length, config.training.length_buckets):

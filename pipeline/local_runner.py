@@ -92,7 +92,7 @@ def run_local(
     config = probed.config
     spans = f", span {config.dataset.span} (reading spans {list(probed.window)})" if probed.window else ""
     print(
-        f"[pipeline] dataset '{config.dataset.name}'{spans}: splits {probed.split_sizes}, "
+        f"[pipeline] dataset '{config.dataset.name}'{spans}: {probed.describe()}, "
         f"labels {list(config.dataset.label_names)}; model '{config.model.name}'",
         file=stream,
         flush=True,

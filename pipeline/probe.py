@@ -1,26 +1,40 @@
 """A cheap look at the dataset and the model before anything expensive starts.
 
 Finds what the pipeline's shape depends on (the label set) and fails early, with the fix named, on what
-would otherwise fail minutes later inside a component.
+would otherwise fail minutes later inside a component. It reads metadata and a bounded sample of rows
+(SAMPLE_ROWS per dataset split, SAMPLE_SECONDS in all), so it costs the same whatever the dataset's size;
+when the sample holds the whole dataset it also runs the checks that need every row (empty splits, classes
+per split). Full validation of big data is the ExampleGen's and the ExampleValidator's job.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 
 from components import evaluation
-from components.hf_example_gen import sources, spans
+from components.hf_example_gen import beam_rows, sources, spans, splitting
 from models.pretrained import model_files, read_config, resolve_model_dir
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ConfigError, PipelineConfig
+
+SAMPLE_ROWS = 20_000
+SAMPLE_SECONDS = 30.0
 
 
 @dataclasses.dataclass(frozen=True)
 class ProbeResult:
     config: PipelineConfig  # with dataset.label_names filled in, and dataset.span resolved (0 = newest)
-    split_sizes: dict[str, int]
+    split_sizes: dict[str, int] | None  # exact when the sample held the whole dataset, else None
+    sampled_rows: int
+    shards: int
     window: tuple[int, ...] = ()  # the spans read, for span-versioned data
     input_fingerprint: str = ""  # of the files read; '' for hub and packaged datasets
+
+    def describe(self) -> str:
+        if self.split_sizes is not None:
+            return f"splits {self.split_sizes}"
+        return f"{self.shards} shard(s), {self.sampled_rows} rows sampled (split sizes come from the ExampleGen)"
 
 
 def probe_model(config: PipelineConfig) -> None:
@@ -35,17 +49,45 @@ def probe_model(config: PipelineConfig) -> None:
         )
 
 
+def label_names(read: sources.DatasetRead, sample: sources.Sample, beam_args) -> list[str]:
+    """Declared or ClassLabel names; else the distinct values, from the sample when it is the whole dataset
+    and otherwise from one Beam pass over the label column (declare dataset.label_names to skip it)."""
+    if read.known_labels is not None:
+        return read.known_labels
+    if sample.complete:
+        column = read.config.label_column
+        values = (
+            splitting.label_value(record.get(column), read.label_feature(split))
+            for split, records in sample.records.items()
+            for _, record in records
+        )
+        return splitting.names_from_values(values)
+    import apache_beam as beam
+
+    with tempfile.TemporaryDirectory() as scratch:
+        pipeline = beam.Pipeline(argv=list(beam_args))
+        return splitting.names_from_values(beam_rows.distinct_label_values(pipeline, read, scratch))
+
+
 def probe(config: PipelineConfig) -> ProbeResult:
-    """Runs the model checks, the ExampleGen's own data checks (no Beam, no TFRecords) and builds the
-    Evaluator's metrics for the label count found, so no configuration error surfaces after training."""
+    """Runs the model checks, the ExampleGen's own data checks on a bounded sample (no TFRecords) and builds
+    the Evaluator's metrics for the label count found, so no configuration error surfaces after training."""
     probe_model(config)
-    read = sources.read_dataset(config.dataset)
-    labels = tuple(read.prepared.label_names)
-    evaluation.check_eval_config(len(labels), config.evaluation)
-    dataset = dataclasses.replace(config.dataset, label_names=labels, span=read.config.span)
+    read = sources.open_dataset(config.dataset)
+    sample = sources.sample(read, SAMPLE_ROWS, SAMPLE_SECONDS)
+    names = label_names(read, sample, config.beam_args)
+    splitting.check_label_count(names, read.config)
+    records = ((split, where, record) for split, rows in sample.records.items() for where, record in rows)
+    placed = sources.place(read, names, records)
+    if sample.complete:
+        splitting.check_split_counts(placed.label_counts(), names, read.plan)
+    evaluation.check_eval_config(len(names), config.evaluation)
+    dataset = dataclasses.replace(config.dataset, label_names=tuple(names), span=read.config.span)
     return ProbeResult(
         config=dataclasses.replace(config, dataset=dataset),
-        split_sizes={name: len(rows.texts) for name, rows in read.prepared.rows.items()},
+        split_sizes={name: len(rows) for name, rows in placed.rows.items()} if sample.complete else None,
+        sampled_rows=sum(len(rows) for rows in sample.records.values()),
+        shards=len(read.shards),
         window=read.window,
         input_fingerprint=spans.files_fingerprint(read.config),
     )

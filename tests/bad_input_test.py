@@ -58,13 +58,13 @@ def test_missing_columns_list_the_real_ones(tmp_path, tiny_bert_dir, column, mes
         probe(config)
 
 
-def test_empty_split(tmp_path):
-    from components.hf_example_gen.splitting import prepare
-
-    train = datasets.load_dataset("csv", data_files=str(_csv(tmp_path, _balanced())), split="train")
-    source = datasets.DatasetDict({"train": train, "test": train.select([])})
+def test_empty_split(tmp_path, tiny_bert_dir):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("text,label\n")
+    split_files = {"train": [str(_csv(tmp_path, _balanced()))], "test": [str(empty)]}
+    config = _config(tmp_path, tiny_bert_dir, name="csv", split_files=split_files)
     with pytest.raises(DatasetContentError, match=r"split 'test' \(dataset split 'test'\) is empty"):
-        prepare(source, configs.DatasetConfig(name="csv"))
+        probe(config)
 
 
 def test_single_class_split(tmp_path, tiny_bert_dir):
@@ -123,7 +123,7 @@ def test_empty_and_whitespace_texts_are_kept_and_defined(tmp_path, tiny_bert_dir
     path = tmp_path / "blank.json"
     path.write_text("\n".join(json.dumps({"text": t, "label": lab}) for t, lab in rows))
     result = probe(_config(tmp_path, tiny_bert_dir, name="json", data_files=[str(path)]))
-    assert sum(result.split_sizes.values()) == len(rows)
+    assert sum(result.split_sizes.values()) == len(rows), "the sample held every row: sizes are exact"
 
 
 def test_max_seq_length_over_the_position_limit(tmp_path, tiny_bert_dir):

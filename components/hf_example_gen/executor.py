@@ -1,5 +1,8 @@
 """Writes the dataset as gzipped tf.Example TFRecords under Split-<name>/, one Beam pipeline for all splits.
 
+Rows are read shard by shard inside the Beam workers (`beam_rows`); the launching process lists shards and
+reads counters, so its memory does not grow with the data, and on Dataflow the job graph carries no rows.
+
 Each example has the features of `models.features`: `text`, `text_pair` for sentence pairs, `label` (int64
 id, 0 included: TFX's parquet path drops falsy values) and `label_name`. The label set, the dataset
 fingerprint, per-split counts, rows dropped for missing values and the span go on the output artifact.
@@ -20,7 +23,7 @@ from tfx.dsl.components.base import base_beam_executor
 from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 
-from components.hf_example_gen import sources, spans
+from components.hf_example_gen import beam_rows, sources, spans, splitting
 from models.features import LABEL_FEATURE, LABEL_NAME_FEATURE, TEXT_FEATURE, TEXT_PAIR_FEATURE
 from pipeline.configs import TFX_SPLITS, DatasetConfig, load_dataset_config, to_dict
 
@@ -61,27 +64,24 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             config = dataclasses.replace(config, revision=exec_properties["revision"])
         if exec_properties.get("span"):
             config = dataclasses.replace(config, span=int(exec_properties["span"]))
-        read = sources.read_dataset(config)
-        config, prepared, window = read.config, read.prepared, read.window or (config.span,)
+        read = sources.open_dataset(config)
+        config, window = read.config, read.window or (config.span,)
         if read.window:
             logging.info("span %d: reading spans %s", config.span, list(window))
-        span = config.span
+        logging.info("%d shard(s) to read: %s", len(read.shards), [s.name for s in read.shards][:20])
+        names = read.known_labels or splitting.names_from_values(
+            beam_rows.distinct_label_values(self._make_beam_pipeline(), read, self._get_tmp_dir())
+        )
+        splitting.check_label_count(names, config)
         examples = artifact_utils.get_single_instance(output_dict["examples"])
-        names, rows = prepared.label_names, prepared.rows
-        for name in TFX_SPLITS:
-            logging.info("split %s: %d examples from %s", name, len(rows[name].texts), prepared.origin[name])
-            if rows[name].dropped:
-                logging.warning("split %s: %d rows dropped for a missing text or label", name, rows[name].dropped)
-
-        label_tuple = tuple(names)
         examples.split_names = artifact_utils.encode_split_names(list(TFX_SPLITS))
+        label_tuple = tuple(names)
         with self._make_beam_pipeline() as pipeline:
-            for name in TFX_SPLITS:
-                split = rows[name]
+            for name, rows in beam_rows.read_rows(pipeline, read, names).items():
                 _ = (
-                    pipeline
-                    | f"Create[{name}]" >> beam.Create(list(split.rows()), reshuffle=False)
-                    | f"ToExample[{name}]" >> beam.Map(lambda row, names=label_tuple: to_example(*row, names))
+                    rows
+                    | f"ToExample[{name}]"
+                    >> beam.Map(lambda r, names=label_tuple: to_example(r.text, r.text_pair, r.label_id, names))
                     | f"Write[{name}]"
                     >> beam.io.WriteToTFRecord(
                         os.path.join(artifact_utils.get_split_uri([examples], name), "data_tfrecord"),
@@ -89,18 +89,25 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                         compression_type=beam.io.filesystem.CompressionTypes.GZIP,
                     )
                 )
+        label_counts, dropped = beam_rows.split_counts(beam_rows.counters(pipeline.result), TFX_SPLITS)
+        for name in TFX_SPLITS:
+            count, origin = sum(label_counts[name].values()), read.plan.origin[name]
+            logging.info("split %s: %d examples from %s", name, count, origin)
+            if dropped[name]:
+                logging.warning("split %s: %d rows dropped for a missing text or label", name, dropped[name])
+        splitting.check_split_counts(label_counts, names, read.plan)
 
-        examples.span = int(span)
+        examples.span = int(config.span)
         examples.version = 0
         examples_utils.set_payload_format(examples, example_gen_pb2.PayloadFormat.FORMAT_TF_EXAMPLE)
         examples_utils.set_file_format(examples, "tfrecords_gzip")
         examples.set_string_custom_property(LABEL_NAMES_PROPERTY, json.dumps(names))
         examples.set_string_custom_property(
-            SPLIT_COUNTS_PROPERTY, json.dumps({n: len(rows[n].texts) for n in TFX_SPLITS})
+            SPLIT_COUNTS_PROPERTY, json.dumps({n: sum(label_counts[n].values()) for n in TFX_SPLITS})
         )
-        examples.set_string_custom_property(DROPPED_COUNTS_PROPERTY, json.dumps(prepared.dropped))
+        examples.set_string_custom_property(DROPPED_COUNTS_PROPERTY, json.dumps(dropped))
         examples.set_string_custom_property(
-            FINGERPRINT_PROPERTY, fingerprint(prepared.source_fingerprints, config, names)
+            FINGERPRINT_PROPERTY, fingerprint(read.fingerprint_sources, config, names)
         )
         examples.set_string_custom_property(SPANS_PROPERTY, json.dumps(list(window)))
         examples.set_string_custom_property(

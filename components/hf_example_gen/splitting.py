@@ -1,9 +1,19 @@
-"""Pure decisions of the ExampleGen: label ids, TFX splits, limits. No I/O, so each is tested directly."""
+"""Pure decisions of the ExampleGen, one row at a time: label ids, the TFX split a row lands in, limits.
+
+No I/O and no state across rows, so the same functions run inside Beam workers (shard by shard, on any
+runner), in the probe's bounded sample and in-process for small reads, and give the same answer everywhere.
+A row's split is a hash of its content with the seed, as TFX's `hash_buckets` split config hashes the
+example: the same row lands in the same split whatever the runner, the shard order or the machine, and exact
+duplicates never straddle train and test.
+"""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-from collections.abc import Mapping, Sequence
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
 
 import datasets
 
@@ -15,40 +25,7 @@ class DatasetContentError(UserError, ValueError):
     """The dataset's columns or values do not fit the config; the message names the fix."""
 
 
-@dataclasses.dataclass(frozen=True)
-class SplitRows:
-    """One TFX split: texts (and pair texts) and int label ids, in a deterministic order."""
-
-    texts: list[str]
-    label_ids: list[int]
-    text_pairs: list[str] | None = None  # sentence-pair datasets only
-    dropped: int = 0  # rows left out for a missing text or label (dataset.missing_text: drop)
-
-    def rows(self):
-        """(text, text_pair or None, label id) per example."""
-        pairs = self.text_pairs if self.text_pairs is not None else [None] * len(self.texts)
-        return zip(self.texts, pairs, self.label_ids, strict=True)
-
-
-def check_columns(source: datasets.DatasetDict, config: DatasetConfig) -> None:
-    for split_name, split in source.items():
-        columns = list(split.column_names)
-        for role, column in _column_roles(config):
-            if column not in columns:
-                raise DatasetContentError(
-                    f"{role} column '{column}' is not in split '{split_name}'; its columns are {columns}. "
-                    f"Set dataset.{role}_column (--{role.replace('_', '-')}-column) to one of them."
-                )
-        for role, column in _column_roles(config)[:-1]:
-            feature = split.features[column]
-            if not (isinstance(feature, datasets.Value) and feature.dtype in ("string", "large_string")):
-                raise DatasetContentError(
-                    f"{role} column '{column}' holds {feature}, not strings; "
-                    f"point dataset.{role}_column at a string column"
-                )
-
-
-def _column_roles(config: DatasetConfig) -> list[tuple[str, str]]:
+def column_roles(config: DatasetConfig) -> list[tuple[str, str]]:
     """(role, column) for the text columns, then the label column last."""
     roles = [("text", config.text_column)]
     if config.text_pair_column:
@@ -56,168 +33,231 @@ def _column_roles(config: DatasetConfig) -> list[tuple[str, str]]:
     return [*roles, ("label", config.label_column)]
 
 
-def label_names(source: datasets.DatasetDict, config: DatasetConfig) -> list[str]:
-    """The label set in id order: declared in config, else ClassLabel names, else sorted distinct values."""
+def check_features(features: datasets.Features | None, config: DatasetConfig, split_name: str) -> None:
+    """Columns and their types, from the schema alone (sources whose schema is only known row by row, such as
+    CSV and JSON, are checked by `prepare_row` instead)."""
+    if features is None:
+        return
+    check_columns(list(features), config, split_name)
+    for role, column in column_roles(config)[:-1]:
+        feature = features[column]
+        if not (isinstance(feature, datasets.Value) and feature.dtype in ("string", "large_string")):
+            raise DatasetContentError(
+                f"{role} column '{column}' holds {feature}, not strings; point dataset.{role}_column at a string column"
+            )
+
+
+def check_columns(columns: Sequence[str], config: DatasetConfig, split_name: str) -> None:
+    for role, column in column_roles(config):
+        if column not in columns:
+            raise DatasetContentError(
+                f"{role} column '{column}' is not in split '{split_name}'; its columns are {list(columns)}. "
+                f"Set dataset.{role}_column (--{role.replace('_', '-')}-column) to one of them."
+            )
+
+
+# ---- the label set ----------------------------------------------------------------------------------------
+
+
+def known_label_names(config: DatasetConfig, label_features: Iterable[object]) -> list[str] | None:
+    """The label set without reading rows: declared in config, else the ClassLabel's names; None if neither."""
     if config.label_names:
         return list(config.label_names)
-    features = [split.features[config.label_column] for split in source.values()]
-    if isinstance(features[0], datasets.ClassLabel):
-        return list(features[0].names)
-    values = set()
-    for split in source.values():
-        values.update(v for v in split.unique(config.label_column) if v is not None)
-    if all(isinstance(v, int | bool) for v in values):
-        return [str(v) for v in sorted(values)]  # integer labels keep their numeric order: 2 before 10
-    return sorted(str(v) for v in values)
+    for feature in label_features:
+        if isinstance(feature, datasets.ClassLabel):
+            return list(feature.names)
+    return None
 
 
-def _label_strings(split: datasets.Dataset, column: str) -> list[str]:
-    feature = split.features[column]
-    raw = split[column]
-    if isinstance(feature, datasets.ClassLabel):
-        return [feature.int2str(v) if v is not None and v >= 0 else "" for v in raw]
-    return ["" if v is None else str(v) for v in raw]
+def names_from_values(values: Iterable[object]) -> list[str]:
+    """Sorted distinct label values; integer labels keep their numeric order (2 before 10)."""
+    distinct = {v for v in values if v is not None}
+    if all(isinstance(v, int | bool) for v in distinct):
+        return [str(v) for v in sorted(distinct)]
+    return sorted({str(v) for v in distinct})
 
 
-def label_ids(split: datasets.Dataset, column: str, names: Sequence[str], split_name: str) -> list[int]:
-    index = {name: i for i, name in enumerate(names)}
-    strings = _label_strings(split, column)
-    unknown = sorted({s for s in strings if s not in index})
-    if unknown:
-        shown = [u or "<missing>" for u in unknown[:10]]
+def check_label_count(names: Sequence[str], config: DatasetConfig) -> None:
+    if len(names) < 2:
         raise DatasetContentError(
-            f"split '{split_name}' has labels outside the label set {list(names)}: {shown}"
-            f"{' ...' if len(unknown) > 10 else ''}. Fix the data, or declare them in dataset.label_names."
+            f"the label column '{config.label_column}' has {len(names)} distinct value(s) {list(names)}; "
+            "a classifier needs at least two"
         )
-    return [index[s] for s in strings]
 
 
-def _ratios_for(targets: Sequence[str], ratios: Mapping[str, float]) -> list[float]:
-    total = sum(ratios[t] for t in targets)
-    return [ratios[t] / total for t in targets]
+def label_value(value: object, feature: object) -> object:
+    """The raw label as the distinct-values pass sees it: ClassLabel ids become names; missing is None."""
+    if isinstance(feature, datasets.ClassLabel):
+        return feature.int2str(value) if value is not None and value >= 0 else None
+    return value
 
 
-def assign_splits(
-    source: datasets.DatasetDict, config: DatasetConfig
-) -> tuple[dict[str, datasets.Dataset], dict[str, str]]:
-    """Maps dataset splits onto train/eval/test; TFX splits with no source are carved from train, seeded.
+# ---- where a row goes ---------------------------------------------------------------------------------------
 
-    Returns the splits and, per TFX split, where it came from (for the run summary).
+
+def unit_hash(seed: int, salt: str, parts: Sequence[object]) -> float:
+    """A stable number in [0, 1) for a row: the same on every machine, runner and Python process."""
+    digest = hashlib.blake2b(json.dumps([seed, salt, *parts]).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitPlan:
+    """Which TFX split each dataset split's rows go to: one, or several by hash with cumulative bounds."""
+
+    routes: Mapping[str, tuple[tuple[str, float], ...]]  # dataset split -> ((TFX split, upper bound), ...)
+    origin: Mapping[str, str]  # TFX split -> where its rows come from, for logs and the run summary
+    limits: Mapping[str, int]
+    seed: int
+
+    def route(self, dataset_split: str, bucket: float) -> str:
+        for target, upper in self.routes[dataset_split]:
+            if bucket < upper:
+                return target
+        return self.routes[dataset_split][-1][0]
+
+
+def plan_splits(dataset_splits: Sequence[str], config: DatasetConfig) -> SplitPlan:
+    """Maps dataset splits onto train/eval/test; TFX splits with no source are carved from train by hash.
+
+    Dataset splits that feed no TFX split are not read at all.
     """
-    if "train" not in source and config.split_sources.get("train", "train") not in source:
+    train_source = config.split_sources.get("train", "train")
+    if train_source not in dataset_splits:
         raise DatasetContentError(
-            f"the dataset has no '{config.split_sources.get('train', 'train')}' split; "
-            f"it has {list(source)}. Set dataset.split_sources.train."
+            f"the dataset has no '{train_source}' split; it has {list(dataset_splits)}. "
+            "Set dataset.split_sources.train."
         )
     mapped = {t: config.split_sources.get(t, t) for t in TFX_SPLITS}
-    present = {t: s for t, s in mapped.items() if s in source}
+    present = {t: s for t, s in mapped.items() if s in dataset_splits}
     carve = [t for t in TFX_SPLITS if t not in present]
-    splits = {t: source[s] for t, s in present.items()}
+    routes: dict[str, tuple[tuple[str, float], ...]] = {s: ((t, 1.0),) for t, s in present.items()}
     origin = {t: f"dataset split '{s}'" for t, s in present.items()}
     if carve:
-        base = source[present["train"]]
         targets = ["train", *carve]
-        shuffled = base.shuffle(seed=config.seed)
-        edges, start = [], 0
-        for fraction in _ratios_for(targets, config.split_ratios)[:-1]:
-            start += round(fraction * len(shuffled))
-            edges.append(start)
-        bounds = list(zip([0, *edges], [*edges, len(shuffled)], strict=True))
-        for target, (lo, hi) in zip(targets, bounds, strict=True):
-            splits[target] = shuffled.select(range(lo, hi))
-            origin[target] = f"{(hi - lo) / max(len(shuffled), 1):.0%} of '{present['train']}' (seed {config.seed})"
+        total = sum(config.split_ratios[t] for t in targets)
+        bounds, upper = [], 0.0
+        for target in targets:
+            upper += config.split_ratios[target] / total
+            bounds.append((target, upper))
+            share = config.split_ratios[target] / total
+            origin[target] = f"{share:.0%} of '{present['train']}' (hashed per row, seed {config.seed})"
+        routes[present["train"]] = tuple(bounds)
     for target, limit in config.limits.items():
-        if len(splits[target]) > limit:
-            splits[target] = splits[target].shuffle(seed=config.seed).select(range(limit))
-            origin[target] += f", limited to {limit}"
-    for target in TFX_SPLITS:
-        if len(splits[target]) == 0:
-            raise DatasetContentError(
-                f"split '{target}' ({origin[target]}) is empty; give it data or change dataset.split_ratios"
-            )
-    return splits, origin
+        origin[target] += f", limited to {limit}"
+    return SplitPlan(routes=routes, origin=origin, limits=dict(config.limits), seed=config.seed)
 
 
-def _missing_rows(split: datasets.Dataset, config: DatasetConfig) -> dict[str, list[int]]:
-    """Row indices with a missing value, per role: None texts, None labels, ClassLabel's -1."""
-    missing = {}
-    for role, column in _column_roles(config):
-        values = split[column]
-        is_class = isinstance(split.features[column], datasets.ClassLabel)
-        rows = [i for i, v in enumerate(values) if v is None or (is_class and v < 0)]
-        if rows:
-            missing[role] = rows
-    return missing
+# ---- one row ------------------------------------------------------------------------------------------------
 
 
-def split_rows(split: datasets.Dataset, config: DatasetConfig, names: Sequence[str], split_name: str) -> SplitRows:
-    """Texts and label ids of one split. Arrow string columns hold valid UTF-8 only (invalid bytes fail at
-    load time, in `sources`); missing values arrive here as None: an error naming the rows, or dropped.
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One example: its TFX split, texts and label id, and its rank for `dataset.limits` (smallest kept)."""
+
+    split: str
+    text: str
+    text_pair: str | None
+    label_id: int
+    rank: float
+
+
+@dataclasses.dataclass(frozen=True)
+class RowIssue:
+    """A row that cannot become an example: missing values (by role) or a label outside the set."""
+
+    split: str
+    where: str  # e.g. "row 7 of data.csv": enough to find it
+    missing: tuple[str, ...] = ()
+    unknown_label: str | None = None
+
+
+def prepare_row(
+    record: Mapping[str, object],
+    dataset_split: str,
+    where: str,
+    config: DatasetConfig,
+    label_index: Mapping[str, int],
+    label_feature: object,
+    plan: SplitPlan,
+) -> Row | RowIssue | None:
+    """The example one dataset row becomes, an issue with it, or None for a split no TFX split reads.
 
     Empty and whitespace-only texts are kept: they tokenize to [CLS] [SEP] and are classified like any text.
     """
-    missing = _missing_rows(split, config)
-    dropped = sorted({i for rows in missing.values() for i in rows})
-    if dropped and config.missing_text != "drop":
-        shown = "; ".join(f"{role} in {len(rows)} row(s), first row {rows[0]}" for role, rows in missing.items())
-        raise DatasetContentError(
-            f"split '{split_name}' has missing values: {shown}. Fill them, or leave those rows out with "
+    if dataset_split not in plan.routes:
+        return None
+    roles = column_roles(config)
+    if any(column not in record for _, column in roles):
+        check_columns(list(record), config, dataset_split)
+    texts = []
+    for role, column in roles[:-1]:
+        value = record[column]
+        if value is not None and not isinstance(value, str):
+            raise DatasetContentError(
+                f"{role} column '{column}' holds {type(value).__name__} values such as {value!r} ({where}), not "
+                f"strings; point dataset.{role}_column at a string column"
+            )
+        texts.append(value)
+    label = label_value(record[config.label_column], label_feature)
+    missing = tuple(role for (role, _), v in zip(roles, [*texts, label], strict=True) if v is None)
+    bucket_of = (*texts, None if label is None else str(label))
+    split = plan.route(dataset_split, unit_hash(plan.seed, "split", bucket_of))
+    if missing:
+        return RowIssue(split, where, missing=missing)
+    label_id = label_index.get(str(label))
+    if label_id is None:
+        return RowIssue(split, where, unknown_label=str(label))
+    pair = texts[1] if config.text_pair_column else None
+    return Row(split, texts[0], pair, label_id, unit_hash(plan.seed, "limit", bucket_of))
+
+
+def issues_error(issues: Sequence[RowIssue], config: DatasetConfig, names: Sequence[str]) -> DatasetContentError:
+    """One error for the issues found in a split: missing values first (the fix differs), then unknown labels."""
+    split = issues[0].split
+    missing: dict[str, list[str]] = collections.defaultdict(list)
+    for issue in issues:
+        for role in issue.missing:
+            missing[role].append(issue.where)
+    if missing:
+        shown = "; ".join(f"{role} in {len(rows)} row(s), first {rows[0]}" for role, rows in missing.items())
+        return DatasetContentError(
+            f"split '{split}' has missing values: {shown}. Fill them, or leave those rows out with "
             "dataset.missing_text: drop (--missing-text drop); the run reports how many were dropped."
         )
-    if dropped:
-        keep = sorted(set(range(len(split))) - set(dropped))
-        split = split.select(keep)
-    pairs = list(split[config.text_pair_column]) if config.text_pair_column else None
-    return SplitRows(
-        texts=list(split[config.text_column]),
-        label_ids=label_ids(split, config.label_column, names, split_name),
-        text_pairs=pairs,
-        dropped=len(dropped),
+    unknown = sorted({i.unknown_label for i in issues if i.unknown_label is not None})
+    shown_labels = [u or "<missing>" for u in unknown[:10]]
+    return DatasetContentError(
+        f"split '{split}' has labels outside the label set {list(names)}: {shown_labels}"
+        f"{' ...' if len(unknown) > 10 else ''}. Fix the data, or declare them in dataset.label_names."
     )
 
 
-def check_label_coverage(rows: dict[str, SplitRows], names: Sequence[str]) -> None:
-    """Every split needs two classes or more, and train needs every class the model is asked to predict."""
-    for split_name, split in rows.items():
-        present = sorted(set(split.label_ids))
-        if len(present) < 2:
-            only = names[present[0]] if present else "none"
+def blocking(issue: RowIssue, config: DatasetConfig) -> bool:
+    """Whether an issue stops the run; missing values are dropped (and counted) with missing_text: drop."""
+    return not (issue.missing and config.missing_text == "drop")
+
+
+# ---- the whole output -----------------------------------------------------------------------------------
+
+
+def check_split_counts(label_counts: Mapping[str, Mapping[int, int]], names: Sequence[str], plan: SplitPlan) -> None:
+    """After every row is placed: no empty split, two classes or more in each, every class in train."""
+    for split in TFX_SPLITS:
+        if not sum(label_counts.get(split, {}).values()):
             raise DatasetContentError(
-                f"split '{split_name}' holds a single class ('{only}'): it can neither train nor measure a "
-                "classifier (AUC is undefined). Shuffle the data before splitting or fix dataset.split_sources."
+                f"split '{split}' ({plan.origin[split]}) is empty; give it data or change dataset.split_ratios"
             )
-    missing = sorted(set(range(len(names))) - set(rows["train"].label_ids))
+    for split in TFX_SPLITS:
+        present = sorted(i for i, n in label_counts[split].items() if n)
+        if len(present) < 2:
+            raise DatasetContentError(
+                f"split '{split}' holds a single class ('{names[present[0]]}'): it can neither train nor measure "
+                "a classifier (AUC is undefined). Add examples of the other classes or fix dataset.split_sources."
+            )
+    missing = sorted(set(range(len(names))) - {i for i, n in label_counts["train"].items() if n})
     if missing:
         raise DatasetContentError(
             f"the train split has no examples of {[names[i] for i in missing]}; add some or drop the class "
             "from dataset.label_names"
         )
-
-
-@dataclasses.dataclass(frozen=True)
-class PreparedDataset:
-    label_names: list[str]
-    rows: dict[str, SplitRows]
-    origin: dict[str, str]
-    source_fingerprints: list[str]
-
-    @property
-    def dropped(self) -> dict[str, int]:
-        """Rows left out per split for a missing text or label."""
-        return {name: split.dropped for name, split in self.rows.items()}
-
-
-def prepare(source: datasets.DatasetDict, config: DatasetConfig) -> PreparedDataset:
-    """Every check and decision between the raw dataset and the examples, in one place for the ExampleGen
-    and for the probe that runs it before any expensive work."""
-    check_columns(source, config)
-    names = label_names(source, config)
-    if len(names) < 2:
-        raise DatasetContentError(
-            f"the label column '{config.label_column}' has {len(names)} distinct value(s) {names}; "
-            "a classifier needs at least two"
-        )
-    splits, origin = assign_splits(source, config)
-    rows = {name: split_rows(splits[name], config, names, name) for name in splits}
-    check_label_coverage(rows, names)
-    return PreparedDataset(names, rows, origin, [source[s]._fingerprint for s in sorted(source)])

@@ -1,4 +1,6 @@
-"""Label ids, split mapping, carving, limits and determinism, on real `datasets` objects."""
+"""Label ids, split routing by hash, limits and the whole-output checks, on real `datasets` features."""
+
+import collections
 
 import datasets
 import pytest
@@ -7,128 +9,163 @@ from components.hf_example_gen import splitting
 from pipeline.configs import DatasetConfig
 
 
-def _dataset(n, labels, text="review {}"):
-    return datasets.Dataset.from_dict(
-        {"text": [text.format(i) for i in range(n)], "label": [labels[i % len(labels)] for i in range(n)]}
-    )
+def _records(n, labels, text="review {}"):
+    return [{"text": text.format(i), "label": labels[i % len(labels)]} for i in range(n)]
+
+
+def _place(records, config, names, dataset_split="train", feature=None, splits=("train",)):
+    plan = splitting.plan_splits(list(splits), config)
+    index = {name: i for i, name in enumerate(names)}
+    return [
+        splitting.prepare_row(r, dataset_split, f"row {i}", config, index, feature, plan)
+        for i, r in enumerate(records)
+    ]
 
 
 def test_classlabel_names_give_the_ids():
-    ds = _dataset(10, [0, 1]).cast_column("label", datasets.ClassLabel(names=["neg", "pos"]))
-    source = datasets.DatasetDict({"train": ds})
-    config = DatasetConfig(name="x")
-    names = splitting.label_names(source, config)
+    feature = datasets.ClassLabel(names=["neg", "pos"])
+    names = splitting.known_label_names(DatasetConfig(name="x"), [feature])
     assert names == ["neg", "pos"]
-    assert splitting.label_ids(ds, "label", names, "train") == [0, 1] * 5
+    rows = _place(_records(10, [0, 1]), DatasetConfig(name="x"), names, feature=feature)
+    assert [r.label_id for r in rows] == [0, 1] * 5
 
 
 def test_string_labels_take_sorted_ids_and_declared_sets_win():
-    source = datasets.DatasetDict({"train": _dataset(6, ["spam", "ham", "eggs"])})
-    assert splitting.label_names(source, DatasetConfig(name="x")) == ["eggs", "ham", "spam"]
+    assert splitting.known_label_names(DatasetConfig(name="x"), [datasets.Value("string")]) is None
+    assert splitting.names_from_values(["spam", "ham", "eggs", None]) == ["eggs", "ham", "spam"]
     declared = DatasetConfig(name="x", label_names=("spam", "ham", "eggs"))
-    assert splitting.label_names(source, declared) == ["spam", "ham", "eggs"]
-    assert splitting.label_ids(source["train"], "label", ["spam", "ham", "eggs"], "train")[:3] == [0, 1, 2]
+    assert splitting.known_label_names(declared, [datasets.ClassLabel(names=["a", "b"])]) == ["spam", "ham", "eggs"]
+    rows = _place(_records(3, ["spam", "ham", "eggs"]), declared, ["spam", "ham", "eggs"])
+    assert [r.label_id for r in rows] == [0, 1, 2]
+
+
+def test_integer_and_bool_labels_keep_their_numeric_order():
+    assert splitting.names_from_values([10, 2, 0, 1, 2]) == ["0", "1", "2", "10"]
+    assert splitting.names_from_values([True, False]) == ["False", "True"]
+    rows = _place(_records(4, [True, False]), DatasetConfig(name="x"), ["False", "True"])
+    assert [r.label_id for r in rows] == [1, 0, 1, 0]
 
 
 def test_labels_outside_the_declared_set_are_named():
-    ds = _dataset(4, ["pos", "neg", "meh"])
-    with pytest.raises(splitting.DatasetContentError, match=r"outside the label set.*'meh'"):
-        splitting.label_ids(ds, "label", ["neg", "pos"], "train")
+    rows = _place(_records(4, ["pos", "neg", "meh"]), DatasetConfig(name="x"), ["neg", "pos"])
+    issues = [r for r in rows if isinstance(r, splitting.RowIssue)]
+    assert [i.unknown_label for i in issues] == ["meh"]
+    with pytest.raises(splitting.DatasetContentError, match=r"outside the label set.*'meh'.*dataset.label_names"):
+        raise splitting.issues_error(issues, DatasetConfig(name="x"), ["neg", "pos"])
 
 
-def test_dataset_splits_map_onto_tfx_splits():
-    source = datasets.DatasetDict(
-        {"train": _dataset(50, [0, 1]), "validation": _dataset(7, [0, 1]), "test": _dataset(9, [0, 1])}
-    )
-    splits, origin = splitting.assign_splits(source, DatasetConfig(name="x"))
-    assert {k: len(v) for k, v in splits.items()} == {"train": 50, "eval": 7, "test": 9}
-    assert origin["eval"] == "dataset split 'validation'"
-
-
-def test_missing_splits_are_carved_from_train_by_ratio_and_seed():
-    source = datasets.DatasetDict({"train": _dataset(1000, [0, 1])})
+def test_dataset_splits_map_onto_tfx_splits_and_unread_splits_are_skipped():
+    plan = splitting.plan_splits(["train", "validation", "test", "unsupervised"], DatasetConfig(name="x"))
+    assert {s: [t for t, _ in r] for s, r in plan.routes.items()} == {
+        "train": ["train"],
+        "validation": ["eval"],
+        "test": ["test"],
+    }
+    assert plan.origin["eval"] == "dataset split 'validation'"
     config = DatasetConfig(name="x")
-    splits, _ = splitting.assign_splits(source, config)
-    assert {k: len(v) for k, v in splits.items()} == {"train": 800, "eval": 100, "test": 100}
-    texts = [set(splits[k]["text"]) for k in ("train", "eval", "test")]
-    assert not (texts[0] & texts[1]) and not (texts[0] & texts[2]) and not (texts[1] & texts[2])
-    again, _ = splitting.assign_splits(source, config)
-    assert again["test"]["text"] == splits["test"]["text"]
-    other_seed, _ = splitting.assign_splits(source, DatasetConfig(name="x", seed=7))
-    assert other_seed["test"]["text"] != splits["test"]["text"]
+    assert _place(_records(2, ["a", "b"]), config, ["a", "b"], "unsupervised", splits=["train", "unsupervised"]) == [
+        None,
+        None,
+    ]
+
+
+def test_missing_splits_are_carved_from_train_by_hash_and_seed():
+    config = DatasetConfig(name="x")
+    records = _records(4000, ["neg", "pos"])
+    placed = _place(records, config, ["neg", "pos"])
+    counts = collections.Counter(r.split for r in placed)
+    assert abs(counts["train"] - 3200) < 150 and abs(counts["eval"] - 400) < 80 and abs(counts["test"] - 400) < 80
+    again = _place(list(reversed(records)), config, ["neg", "pos"])
+    assert {r.text: r.split for r in again} == {r.text: r.split for r in placed}, "order does not matter"
+    other_seed = _place(records, DatasetConfig(name="x", seed=7), ["neg", "pos"])
+    assert [r.split for r in other_seed] != [r.split for r in placed]
+    duplicate = _place([records[0]] * 20, config, ["neg", "pos"])
+    assert len({r.split for r in duplicate}) == 1, "exact duplicates never straddle splits"
 
 
 def test_only_the_missing_split_is_carved():
-    source = datasets.DatasetDict({"train": _dataset(100, [0, 1]), "test": _dataset(30, [0, 1])})
-    splits, _ = splitting.assign_splits(source, DatasetConfig(name="x"))
+    plan = splitting.plan_splits(["train", "test"], DatasetConfig(name="x"))
     # train and eval share train's 0.8 : 0.1 ratio; test is the dataset's own.
-    assert {k: len(v) for k, v in splits.items()} == {"train": 89, "eval": 11, "test": 30}
+    assert plan.routes["train"] == (("train", pytest.approx(0.8 / 0.9)), ("eval", pytest.approx(1.0)))
+    assert plan.routes["test"] == (("test", 1.0),)
 
 
-def test_limits_sample_each_split():
-    source = datasets.DatasetDict({"train": _dataset(1000, [0, 1])})
-    config = DatasetConfig(name="x", limits={"train": 120, "test": 10})
-    splits, origin = splitting.assign_splits(source, config)
-    assert (len(splits["train"]), len(splits["eval"]), len(splits["test"])) == (120, 100, 10)
-    assert "limited to 120" in origin["train"]
+def test_limits_are_recorded_and_rank_rows_by_hash():
+    plan = splitting.plan_splits(["train"], DatasetConfig(name="x", limits={"train": 120}))
+    assert plan.limits == {"train": 120} and "limited to 120" in plan.origin["train"]
+    rows = _place(_records(50, ["a", "b"]), DatasetConfig(name="x"), ["a", "b"])
+    assert len({r.rank for r in rows}) == 50 and all(0 <= r.rank < 1 for r in rows)
 
 
-def test_empty_split_is_an_error():
-    source = datasets.DatasetDict({"train": _dataset(5, [0, 1]), "test": _dataset(0, [0, 1])})
-    with pytest.raises(splitting.DatasetContentError, match=r"split .test.*is empty"):
-        splitting.assign_splits(source, DatasetConfig(name="x"))
+def test_a_plan_without_the_train_source_is_refused():
+    with pytest.raises(splitting.DatasetContentError, match=r"no 'train' split; it has \['other'\]"):
+        splitting.plan_splits(["other"], DatasetConfig(name="x"))
+
+
+def test_whole_output_checks_name_the_split():
+    plan = splitting.plan_splits(["train", "test"], DatasetConfig(name="x"))
+    with pytest.raises(splitting.DatasetContentError, match=r"split 'test' \(dataset split 'test'\) is empty"):
+        splitting.check_split_counts({"train": {0: 5, 1: 5}, "eval": {0: 1, 1: 1}, "test": {}}, ["a", "b"], plan)
+    with pytest.raises(splitting.DatasetContentError, match=r"split 'eval' holds a single class \('b'\)"):
+        splitting.check_split_counts({"train": {0: 5, 1: 5}, "eval": {1: 2}, "test": {0: 1, 1: 1}}, ["a", "b"], plan)
+    with pytest.raises(splitting.DatasetContentError, match=r"train split has no examples of \['c'\]"):
+        counts = {"train": {0: 5, 1: 5}, "eval": {0: 1, 2: 1}, "test": {0: 1, 1: 1}}
+        splitting.check_split_counts(counts, ["a", "b", "c"], plan)
 
 
 def test_wrong_column_names_list_the_real_columns():
-    source = datasets.DatasetDict({"train": _dataset(4, [0, 1])})
+    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.Value("int64")})
     with pytest.raises(splitting.DatasetContentError, match=r"text column 'sentence'.*\['text', 'label'\]"):
-        splitting.check_columns(source, DatasetConfig(name="x", text_column="sentence"))
+        splitting.check_features(features, DatasetConfig(name="x", text_column="sentence"), "train")
+    with pytest.raises(splitting.DatasetContentError, match=r"label column 'y'.*\['text', 'label'\]"):
+        _place(_records(2, ["a", "b"]), DatasetConfig(name="x", label_column="y"), ["a", "b"])
 
 
 def test_non_string_text_is_refused():
-    ds = datasets.Dataset.from_dict({"text": [1, 2], "label": [0, 1]})
+    features = datasets.Features({"text": datasets.Value("int64"), "label": datasets.Value("int64")})
     with pytest.raises(splitting.DatasetContentError, match="not strings"):
-        splitting.check_columns(datasets.DatasetDict({"train": ds}), DatasetConfig(name="x"))
+        splitting.check_features(features, DatasetConfig(name="x"), "train")
+    with pytest.raises(splitting.DatasetContentError, match=r"holds int values such as 1 \(row 0\), not strings"):
+        _place([{"text": 1, "label": 0}], DatasetConfig(name="x"), ["0", "1"])
 
 
-def _with_missing():
-    return datasets.Dataset.from_dict(
-        {"text": ["a", None, "c", "d", None, "f"], "pair": ["x", "y", None, "w", "v", "u"],
-         "label": ["pos", "neg", "pos", None, "neg", "pos"]}
-    )  # fmt: skip
+_WITH_MISSING = [
+    {"text": "a", "pair": "x", "label": "pos"},
+    {"text": None, "pair": "y", "label": "neg"},
+    {"text": "c", "pair": None, "label": "pos"},
+    {"text": "d", "pair": "w", "label": None},
+    {"text": None, "pair": "v", "label": "neg"},
+    {"text": "f", "pair": "u", "label": "pos"},
+]
 
 
 def test_missing_values_are_an_error_naming_the_rows_and_the_option():
-    config = DatasetConfig(name="x", text_pair_column="pair")
-    with pytest.raises(splitting.DatasetContentError) as error:
-        splitting.split_rows(_with_missing(), config, ["neg", "pos"], "train")
-    message = str(error.value)
+    config = DatasetConfig(name="x", text_pair_column="pair", split_sources={"eval": "e", "test": "t"})
+    rows = _place(_WITH_MISSING, config, ["neg", "pos"], splits=["train", "e", "t"])
+    issues = [r for r in rows if isinstance(r, splitting.RowIssue)]
+    assert all(splitting.blocking(i, config) for i in issues)
+    message = str(splitting.issues_error(issues, config, ["neg", "pos"]))
     assert "text in 2 row(s), first row 1" in message and "text_pair in 1 row(s), first row 2" in message
     assert "label in 1 row(s), first row 3" in message and "--missing-text drop" in message
 
 
-def test_missing_values_dropped_under_drop_and_counted():
-    config = DatasetConfig(name="x", text_pair_column="pair", missing_text="drop")
-    rows = splitting.split_rows(_with_missing(), config, ["neg", "pos"], "train")
-    assert (rows.texts, rows.text_pairs, rows.label_ids, rows.dropped) == (["a", "f"], ["x", "u"], [1, 1], 4)
-    assert list(rows.rows()) == [("a", "x", 1), ("f", "u", 1)]
+def test_missing_values_dropped_under_drop_and_pairs_kept():
+    config = DatasetConfig(
+        name="x", text_pair_column="pair", missing_text="drop", split_sources={"eval": "e", "test": "t"}
+    )
+    rows = _place(_WITH_MISSING, config, ["neg", "pos"], splits=["train", "e", "t"])
+    issues = [r for r in rows if isinstance(r, splitting.RowIssue)]
+    assert len(issues) == 4 and not any(splitting.blocking(i, config) for i in issues)
+    kept = [(r.text, r.text_pair, r.label_id) for r in rows if isinstance(r, splitting.Row)]
+    assert kept == [("a", "x", 1), ("f", "u", 1)]
 
 
 def test_classlabel_minus_one_counts_as_missing():
-    ds = _dataset(4, [0, 1, -1, 1]).cast_column("label", datasets.ClassLabel(names=["neg", "pos"]))
-    rows = splitting.split_rows(ds, DatasetConfig(name="x", missing_text="drop"), ["neg", "pos"], "train")
-    assert rows.dropped == 1 and rows.label_ids == [0, 1, 1]
-
-
-def test_integer_and_bool_labels_keep_their_numeric_order():
-    ints = datasets.DatasetDict({"train": _dataset(12, [10, 2, 0, 1])})
-    assert splitting.label_names(ints, DatasetConfig(name="x")) == ["0", "1", "2", "10"]
-    bools = datasets.DatasetDict({"train": _dataset(4, [True, False])})
-    assert splitting.label_names(bools, DatasetConfig(name="x")) == ["False", "True"]
-    assert splitting.label_ids(bools["train"], "label", ["False", "True"], "train") == [1, 0, 1, 0]
+    feature = datasets.ClassLabel(names=["neg", "pos"])
+    rows = _place(_records(4, [0, 1, -1, 1]), DatasetConfig(name="x"), ["neg", "pos"], feature=feature)
+    assert [r.missing if isinstance(r, splitting.RowIssue) else r.label_id for r in rows] == [0, 1, ("label",), 1]
 
 
 def test_a_missing_pair_column_is_named_with_the_flag():
-    source = datasets.DatasetDict({"train": _dataset(4, ["a", "b"])})
     with pytest.raises(splitting.DatasetContentError, match=r"text_pair column 'hypothesis'.*--text-pair-column"):
-        splitting.check_columns(source, DatasetConfig(name="x", text_pair_column="hypothesis"))
+        _place(_records(2, ["a", "b"]), DatasetConfig(name="x", text_pair_column="hypothesis"), ["a", "b"])

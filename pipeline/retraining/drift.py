@@ -50,9 +50,9 @@ def read_examples(examples_uri: str, split: str = "train") -> tuple[list[str], l
 
 def read_span(config: PipelineConfig, span: int) -> tuple[list[str], list[str]]:
     """Texts and label names of the train split one span alone would give (the ExampleGen's own checks)."""
-    prepared = sources.read_dataset(dataclasses.replace(config.dataset, span=span, span_window=1)).prepared
-    train = prepared.rows["train"]
-    return train.texts, [prepared.label_names[i] for i in train.label_ids]
+    names, placed = sources.read_in_process(dataclasses.replace(config.dataset, span=span, span_window=1))
+    train = placed.rows["train"]
+    return [row.text for row in train], [names[row.label_id] for row in train]
 
 
 def token_counts(config: PipelineConfig, texts: list[str]) -> list[int]:
