@@ -198,6 +198,8 @@ def validate_cloud(config: PipelineConfig) -> None:
         problems.append(
             "dataset.label_names must be declared for a compiled pipeline (no data is read at compile time)"
         )
+    if not problems and cloud.beam_runner == "DataflowRunner":
+        problems += [f"Dataflow option: {e}" for e in dataflow_option_errors(beam_args(config))]
     if config.dataset.name.startswith(("/", ".", "~")) or (
         config.dataset.data_files and any(not f.startswith("gs://") for f in config.dataset.data_files)
     ):
@@ -291,15 +293,41 @@ def vertex_serving_config(cloud: CloudConfig) -> dict:
     }
 
 
+def dataflow_option_errors(args: list[str]) -> list[str]:
+    """What Beam's own validator says of these arguments for the Dataflow service (the checks
+    DataflowRunner.run_pipeline makes before submitting), without touching Cloud Storage (`--dry_run`)."""
+    from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
+    from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
+    from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
+
+    options = PipelineOptions([*args, "--dry_run=True"])
+    validator = PipelineOptionsValidator(options, DataflowRunner())
+    google = options.view_as(GoogleCloudOptions)
+    # Beam would create a default bucket over the network when both locations are bad: report them instead.
+    locations = validator.validate_gcs_path(google, "temp_location") + validator.validate_gcs_path(
+        google, "staging_location"
+    )
+    return locations or validator.validate()
+
+
 def beam_args(config: PipelineConfig) -> list[str]:
+    """Beam arguments of the cloud components (ExampleGen, StatisticsGen, Transform, Evaluator).
+
+    Dataflow workers run the pipeline image itself (`sdk_container_image`, with `sdk_location=container` so
+    no SDK tarball is staged over it) on Runner v2, the only runner that takes a custom container.
+    """
     cloud = config.cloud
     if cloud.beam_runner == "DirectRunner":
         return ["--direct_running_mode=multi_processing", "--direct_num_workers=0"]
+    beam_root = cloud.pipeline_root.rstrip("/")
     return [
         "--runner=DataflowRunner",
         f"--project={cloud.project}",
         f"--region={cloud.region}",
-        f"--temp_location={cloud.pipeline_root.rstrip('/')}/beam-tmp",
+        f"--temp_location={beam_root}/beam-tmp",
+        f"--staging_location={beam_root}/beam-staging",
+        "--experiments=use_runner_v2",
+        "--sdk_location=container",
         f"--machine_type={cloud.dataflow_machine_type}",
         f"--max_num_workers={cloud.dataflow_max_workers}",
         f"--sdk_container_image={cloud.image_uri}",

@@ -13,7 +13,8 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from components.hf_trainer import with_overrides
 from pipeline import configs, submit
-from pipeline.cloud import serving_image, trainer_image
+from pipeline.cloud import dataflow_option_errors, serving_image, trainer_image, validate_cloud
+from pipeline.configs import ConfigError
 from pipeline.kubeflow_v2_runner import (
     COMPILED_PROFILES,
     KUBEFLOW_PIPELINE_YAML,
@@ -206,6 +207,23 @@ def test_filesystem_push_to_gcs_keeps_the_atomic_pusher(profile):
 def test_dataflow_beam_args(committed):
     args = _executor(committed, "Transform")["container"]["args"]
     assert "--runner=DataflowRunner" in args and "--temp_location=gs://my-hftfx-bucket/pipeline-root/beam-tmp" in args
+
+
+def test_dataflow_args_in_the_compiled_spec_pass_beams_own_validator(committed, profile):
+    """The args the Transform's container gets, validated as DataflowRunner validates them before submitting;
+    a value Dataflow would refuse stops compiling, with Beam's message."""
+    from apache_beam.options.pipeline_options import DebugOptions, PipelineOptions, SetupOptions, WorkerOptions
+
+    args = _executor(committed, "Transform")["container"]["args"]
+    beam = [a for a in args if a.startswith("--") and "=" in a and not a.startswith("--executor_class_path")]
+    assert dataflow_option_errors(beam) == []
+    options = PipelineOptions(beam)
+    assert options.view_as(WorkerOptions).sdk_container_image == profile.cloud.image_uri
+    assert options.view_as(SetupOptions).sdk_location == "container"
+    assert "use_runner_v2" in options.view_as(DebugOptions).experiments
+    bad = dataclasses.replace(profile, cloud=dataclasses.replace(profile.cloud, dataflow_max_workers=0))
+    with pytest.raises(ConfigError, match=r"Dataflow option: Invalid value \(0\) for option: max_num_workers"):
+        validate_cloud(bad)
 
 
 def test_dataflow_workers_join_the_network_through_beams_own_options(profile):
