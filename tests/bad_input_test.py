@@ -208,3 +208,20 @@ def test_cli_turns_bad_input_into_a_message_and_exit_code_2(tmp_path, capsys):
     )
     assert code == 2
     assert "data_files not found" in capsys.readouterr().err
+
+
+def test_the_probe_reads_a_bounded_sample_and_leaves_the_rest_to_the_example_gen(tmp_path, tiny_bert_dir, monkeypatch):
+    """Past the sample the probe reports no sizes and finds undeclared labels with one Beam pass over the label
+    column; a bad row it did not read stops the ExampleGen, which names its file and row."""
+    import pipeline.probe as probe_module
+    from components.hf_example_gen.component_test import run_example_gen
+
+    monkeypatch.setattr(probe_module, "SAMPLE_ROWS", 10)
+    rows = _balanced(60)
+    rows[45] = (None, "pos")
+    result = probe(_config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(_csv(tmp_path, rows))]))
+    assert result.split_sizes is None and result.sampled_rows == 10
+    assert result.config.dataset.label_names == ("neg", "pos")
+    assert "rows sampled" in result.describe()
+    with pytest.raises(Exception, match=r"missing values: text in 1 row\(s\), first row 45 of data.csv"):
+        run_example_gen(tmp_path, result.config.dataset)
