@@ -1,0 +1,226 @@
+"""`make bench-scale`: how the data path's cost grows with the number of rows.
+
+Synthetic review CSVs of each size (shards of at most SHARD_ROWS rows, words drawn from the packaged corpus,
+two labels) go through the probe and ExampleGen -> StatisticsGen -> SchemaGen -> ExampleValidator -> Transform under
+LocalDagRunner, once per DirectRunner mode, each run in a fresh process. Per size and mode: rows, seconds,
+seconds per 1k rows, the launching process's peak memory (its own ru_maxrss: what grows if rows were held
+in the driver) and the whole process tree's peak (sampled), with growth ratios between sizes. The Trainer is
+left out: it reads the Transform's TFRecords batch by batch, so its cost is per step, not per dataset row.
+Results replace the "Scale" section of BENCHMARKS.md (`make bench` keeps it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+SHARD_ROWS = 100_000
+SECTION = "## Scale: the data components as the rows grow (`make bench-scale`)"
+MODES = {
+    "in_memory": ["--direct_running_mode=in_memory", "--direct_num_workers=1"],
+    "multi_processing": ["--direct_running_mode=multi_processing", "--direct_num_workers=0"],
+}
+DATA_COMPONENTS = ("HFDatasetExampleGen", "StatisticsGen", "SchemaGen", "ExampleValidator", "Transform")
+
+
+def write_dataset(folder: Path, rows: int, seed: int = 0) -> str:
+    """Reviews of 5-40 words drawn from the packaged corpus's vocabulary; returns the shards' glob."""
+    import numpy as np
+
+    from components.hf_example_gen.sources import rotten_tomatoes_reviews
+
+    vocabulary = sorted({w for text in rotten_tomatoes_reviews()["text"] for w in text.lower().split()})
+    words = np.array(vocabulary)
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for shard, start in enumerate(range(0, rows, SHARD_ROWS)):
+        count = min(SHARD_ROWS, rows - start)
+        lengths = rng.integers(5, 41, count)
+        picks = rng.integers(0, len(words), lengths.sum())
+        labels = rng.integers(0, 2, count)
+        with open(folder / f"reviews-{shard:05d}.csv", "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(["text", "label"])
+            offset = 0
+            for length, label in zip(lengths, labels, strict=True):
+                writer.writerow([" ".join(words[picks[offset : offset + length]]), ("neg", "pos")[label]])
+                offset += length
+    return str(folder / "reviews-*.csv")
+
+
+def run_data_components(pattern: str, root: str, mode: str) -> dict:
+    """In this process (the launching one): probe, then the data components; returns seconds per component."""
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    from tfx.orchestration import metadata
+    from tfx.orchestration import pipeline as tfx_pipeline
+    from tfx.orchestration.local.local_dag_runner import LocalDagRunner
+
+    from pipeline.configs import load_config
+    from pipeline.pipeline import create_components
+    from pipeline.probe import probe
+
+    config = load_config(
+        overrides={
+            "dataset.name": "csv",
+            "dataset.data_files": [pattern],
+            "dataset.label_names": ["neg", "pos"],
+            "pipeline_root": root,
+            "serving_dir": f"{root}/serving",
+        }
+    )
+    started = time.monotonic()
+    probed = probe(config)
+    probe_seconds = time.monotonic() - started
+    components = [c for c in create_components(probed.config) if c.id in DATA_COMPONENTS]
+    sqlite = f"{root}/metadata.sqlite"
+    LocalDagRunner().run(
+        tfx_pipeline.Pipeline(
+            pipeline_name="bench-scale",
+            pipeline_root=root,
+            components=components,
+            metadata_connection_config=metadata.sqlite_metadata_connection_config(sqlite),
+            beam_pipeline_args=MODES[mode],
+        )
+    )
+    seconds = {"probe": probe_seconds, **component_seconds(sqlite)}
+    return {"seconds": seconds, "driver_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def component_seconds(sqlite: str) -> dict[str, float]:
+    from pipeline.run_summary import open_store
+
+    store = open_store(sqlite)
+    types = {t.id: t.name for t in store.get_execution_types()}
+    out = {}
+    for execution in store.get_executions():
+        name = types[execution.type_id].rsplit(".", 1)[-1]
+        out[name] = (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1e3
+    return out
+
+
+def tree_rss(pid: int) -> int:
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        return sum(p.memory_info().rss for p in [parent, *parent.children(recursive=True)])
+    except psutil.Error:
+        return 0
+
+
+def measure(pattern: str, mode: str, scratch: Path) -> dict:
+    """Runs one size in a fresh process; samples the whole process tree's memory while it runs."""
+    root = tempfile.mkdtemp(dir=scratch, prefix=f"{mode}-")
+    out = Path(root) / "result.json"
+    command = [sys.executable, "-m", "benchmarks.scale", "--child", pattern, root, mode, str(out)]
+    started = time.monotonic()
+    child = subprocess.Popen(command)
+    peak = 0
+    done = threading.Event()
+
+    def sample():
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, tree_rss(child.pid))
+            done.wait(0.5)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    code = child.wait()
+    done.set()
+    sampler.join()
+    if code:
+        raise SystemExit(f"bench-scale: the {mode} run on {pattern} failed (exit {code})")
+    result = json.loads(out.read_text())
+    result.update(wall_seconds=time.monotonic() - started, tree_peak_bytes=peak)
+    return result
+
+
+def render(results: list[dict], peak_gflops: float, seconds: float) -> str:
+    gib = 2**30
+    lines = [
+        SECTION,
+        "",
+        f"Measured on {platform.node()} ({os.cpu_count()} cores, fp32 matmul peak {peak_gflops:,.0f} GFLOP/s) in "
+        f"{seconds:.0f} s: synthetic reviews (5-40 words, two labels) in CSV shards of {SHARD_ROWS:,} rows, the "
+        "probe then ExampleGen -> StatisticsGen -> SchemaGen -> ExampleValidator -> Transform (tokenized to 64) "
+        "under LocalDagRunner, "
+        "a fresh process per run. Driver: the launching process's own peak RSS; tree: the peak summed over it "
+        "and its Beam workers (sampled every 0.5 s). Growth columns compare with the previous size.",
+        "",
+        "| mode | rows | probe s | ExampleGen s | StatisticsGen s | Transform s | wall s | s per 1k rows "
+        "| driver peak GiB | tree peak GiB | driver growth | s/row growth |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    previous: dict[str, dict] = {}
+    for r in results:
+        s = r["seconds"]
+        per_k = r["wall_seconds"] / r["rows"] * 1e3
+        before = previous.get(r["mode"])
+        growth = (
+            (f"{r['driver_peak_bytes'] / before['driver_peak_bytes']:.2f}x", f"{per_k / before['per_k']:.2f}x")
+            if before
+            else ("-", "-")
+        )
+        lines.append(
+            f"| {r['mode']} | {r['rows']:,} | {s.get('probe', 0):.1f} | {s.get('HFDatasetExampleGen', 0):.1f} | "
+            f"{s.get('StatisticsGen', 0):.1f} | {s.get('Transform', 0):.1f} | {r['wall_seconds']:.0f} | "
+            f"{per_k:.2f} | {r['driver_peak_bytes'] / gib:.2f} | {r['tree_peak_bytes'] / gib:.2f} | "
+            f"{growth[0]} | {growth[1]} |"
+        )
+        previous[r["mode"]] = {**r, "per_k": per_k}
+    return "\n".join(lines) + "\n"
+
+
+def replace_section(path: Path, section: str) -> None:
+    """Puts the scale section in BENCHMARKS.md, replacing an older one and keeping everything else."""
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+    head = text.split(SECTION, 1)[0].rstrip("\n")
+    path.write_text(f"{head}\n\n{section}", encoding="utf-8")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--out", default="BENCHMARKS.md")
+    parser.add_argument("--child", nargs=4, metavar=("PATTERN", "ROOT", "MODE", "RESULT"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        pattern, root, mode, result = args.child
+        Path(result).write_text(json.dumps(run_data_components(pattern, root, mode)))
+        return 0
+    from pipeline.machine_peak import matmul_peak
+
+    started = time.monotonic()
+    peak = matmul_peak("float32").gflops
+    print(f"fp32 matmul peak {peak:,.0f} GFLOP/s", flush=True)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as scratch:
+        for rows in (int(s) for s in args.sizes.split(",")):
+            pattern = write_dataset(Path(scratch, f"data-{rows}"), rows)
+            for mode in args.modes.split(","):
+                print(f"[bench-scale] {rows:,} rows, {mode} ...", flush=True)
+                result = {"rows": rows, "mode": mode, **measure(pattern, mode, Path(scratch))}
+                print(f"[bench-scale] {rows:,} rows, {mode}: {json.dumps(result)}", flush=True)
+                results.append(result)
+    results.sort(key=lambda r: (list(MODES).index(r["mode"]), r["rows"]))
+    section = render(results, peak, time.monotonic() - started)
+    replace_section(Path(args.out), section)
+    print(section)
+    print(f"written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
