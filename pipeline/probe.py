@@ -55,13 +55,7 @@ def label_names(read: sources.DatasetRead, sample: sources.Sample, beam_args) ->
     if read.known_labels is not None:
         return read.known_labels
     if sample.complete:
-        column = read.config.label_column
-        values = (
-            splitting.label_value(record.get(column), read.label_feature(split))
-            for split, records in sample.records.items()
-            for _, record in records
-        )
-        return splitting.names_from_values(values)
+        return splitting.names_from_values(sources.label_values(read, sample.rows()))
     import apache_beam as beam
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -77,8 +71,7 @@ def probe(config: PipelineConfig) -> ProbeResult:
     sample = sources.sample(read, SAMPLE_ROWS, SAMPLE_SECONDS)
     names = label_names(read, sample, config.beam_args)
     splitting.check_label_count(names, read.config)
-    records = ((split, where, record) for split, rows in sample.records.items() for where, record in rows)
-    placed = sources.place(read, names, records)
+    placed = sources.place(read, names, sample.rows())
     if sample.complete:
         splitting.check_split_counts(placed.label_counts(), names, read.plan)
     evaluation.check_eval_config(len(names), config.evaluation)

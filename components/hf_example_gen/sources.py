@@ -235,6 +235,12 @@ class Sample:
     records: dict[str, list[tuple[str, dict]]]  # dataset split -> (where, record)
     complete: bool  # every split was read to its end: checks on the sample hold for the whole dataset
 
+    def rows(self) -> Iterator[tuple[str, str, dict]]:
+        """(dataset split, where, record), the shape `place` and `label_values` take."""
+        for split, records in self.records.items():
+            for where, record in records:
+                yield split, where, record
+
 
 def sample(read: DatasetRead, max_rows: int, max_seconds: float) -> Sample:
     """Up to `max_rows` rows per dataset split, stopping early once `max_seconds` have passed."""
@@ -298,14 +304,18 @@ def place(read: DatasetRead, names: list[str], records: Iterable[tuple[str, str,
     return Placed(rows, dropped)
 
 
+def label_values(read: DatasetRead, records: Iterable[tuple[str, str, dict]]) -> Iterator[object]:
+    """The raw label of each (dataset split, where, record), as the Beam distinct-values pass reads it."""
+    features = {s: read.label_feature(s) for s in read.plan.routes}
+    for split, _, record in records:
+        yield splitting.label_value(record.get(read.config.label_column), features.get(split))
+
+
 def read_in_process(config: DatasetConfig) -> tuple[list[str], Placed]:
     """The label set and every row placed, in this process: for data that fits one (the default corpus, one
     span for a drift check); the ExampleGen itself reads through Beam."""
     read = open_dataset(config)
     sample(read, max_rows=1, max_seconds=60)  # the columns, before the label pass reads them
-    names = read.known_labels or splitting.names_from_values(
-        splitting.label_value(record.get(read.config.label_column), read.label_feature(split))
-        for split, _, record in iter_records(read)
-    )
+    names = read.known_labels or splitting.names_from_values(label_values(read, iter_records(read)))
     splitting.check_label_count(names, read.config)
     return names, place(read, names, iter_records(read))
