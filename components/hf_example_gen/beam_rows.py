@@ -43,8 +43,7 @@ class ReadLabelValues(_ShardReader):
     """The raw label of every row (ClassLabel ids as names), for the distinct-values pass."""
 
     def process(self, shard: sources.Shard):
-        features = self.source[shard.dataset_split].features
-        feature = features.get(self.config.label_column) if features else None
+        feature = sources.label_feature(self.source, self.config, shard.dataset_split)
         column = self.config.label_column
         for _, record in self.records(shard):
             if column in record:
@@ -64,8 +63,7 @@ class ReadRows(_ShardReader):
         self._index = {name: i for i, name in enumerate(self._label_names)}
 
     def process(self, shard: sources.Shard):
-        features = self.source[shard.dataset_split].features
-        feature = features.get(self.config.label_column) if features else None
+        feature = sources.label_feature(self.source, self.config, shard.dataset_split)
         for where, record in self.records(shard):
             out = splitting.prepare_row(
                 record, shard.dataset_split, where, self.config, self._index, feature, self._plan

@@ -181,6 +181,12 @@ def iter_shard(config: DatasetConfig, shard: Shard, source: datasets.IterableDat
         number += 1
 
 
+def label_feature(source: datasets.IterableDatasetDict, config: DatasetConfig, dataset_split: str):
+    """The label column's feature (a ClassLabel names the ids), or None where the schema comes with the rows."""
+    features = source[dataset_split].features
+    return features.get(config.label_column) if features else None
+
+
 @dataclasses.dataclass(frozen=True)
 class DatasetRead:
     """A dataset as one run reads it, before any row is read: spans resolved, schema, shards, split plan."""
@@ -193,8 +199,7 @@ class DatasetRead:
     known_labels: list[str] | None  # declared or ClassLabel names; None until the distinct-values pass
 
     def label_feature(self, dataset_split: str):
-        features = self.source[dataset_split].features
-        return features.get(self.config.label_column) if features else None
+        return label_feature(self.source, self.config, dataset_split)
 
     @property
     def fingerprint_sources(self) -> list[str]:
@@ -224,7 +229,7 @@ def open_dataset(config: DatasetConfig) -> DatasetRead:
         for split in plan.routes
         for i, name in enumerate(_shard_names(config, split, source[split].num_shards))
     )
-    features = [source[s].features.get(config.label_column) for s in plan.routes if source[s].features]
+    features = [label_feature(source, config, s) for s in plan.routes]
     return DatasetRead(config, window, source, plan, shards, splitting.known_label_names(config, features))
 
 
