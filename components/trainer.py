@@ -26,13 +26,13 @@ from tfx_bsl.public import tfxio
 
 from components.training_meter import TrainingMeter, record_batch_shapes
 from models import distribution, serving_contract, signatures
-from models.features import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES
+from models.contract import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES
 from models.flops import EncoderShape
 from models.pretrained import build_classifier, model_files, resolve_model_dir
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ModelConfig, TrainingConfig, build_config, to_dict
 from pipeline.errors import UserError
-from pipeline.machine_peak import matmul_peak
+from pipeline.machine.machine_peak import matmul_peak
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,9 +9,9 @@ import os
 
 import tensorflow as tf
 
-from models.features import ATTENTION_MASK
+from models.contract import ATTENTION_MASK
 from models.flops import BatchShapes, EncoderShape
-from pipeline.machine_peak import MatmulPeak
+from pipeline.machine.machine_peak import MatmulPeak
 
 THROUGHPUT_FILE = "throughput.json"  # in the Trainer's model_run artifact
 

@@ -7,7 +7,7 @@ from tensorflow.python.profiler import model_analyzer, option_builder
 from components.training_meter import TrainingMeter, record_batch_shapes
 from models.flops import BatchShapes, EncoderShape
 from models.pretrained import build_classifier, model_files
-from pipeline.machine_peak import MatmulPeak, matmul_peak
+from pipeline.machine.machine_peak import MatmulPeak, matmul_peak
 
 
 def _tf_matmul_flops(model, batch: int, width: int) -> float:

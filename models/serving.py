@@ -9,7 +9,8 @@ from pathlib import Path
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the transform graph's ops must be registered before loading)
 
-from models.signatures import SERVING_DEFAULT, TEXT_INPUT, TEXT_PAIR_INPUT
+from models.contract import PROBABILITIES, SERVING_DEFAULT
+from models.signatures import TEXT_INPUT, TEXT_PAIR_INPUT
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +59,7 @@ def predict_texts(model, texts: Sequence[str], text_pairs: Sequence[str] | None 
             labels,
             outputs["label_id"].numpy(),
             outputs["confidence"].numpy(),
-            outputs["probabilities"].numpy(),
+            outputs[PROBABILITIES].numpy(),
             strict=True,
         )
     ]

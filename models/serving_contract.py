@@ -17,7 +17,8 @@ import tensorflow_text  # noqa: F401  (registers TF.Text ops, as TF Serving buil
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
-from models.signatures import EXAMPLES_INPUT, SERVING_DEFAULT, SERVING_TF_EXAMPLE, TEXT_INPUT, TEXT_PAIR_INPUT
+from models.contract import EXAMPLES_INPUT, SERVING_DEFAULT, SERVING_TF_EXAMPLE
+from models.signatures import TEXT_INPUT, TEXT_PAIR_INPUT
 from pipeline.errors import UserError
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")

@@ -16,17 +16,21 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (TF.Text ops of the transform graph)
 import tensorflow_transform as tft
 
-from models.features import ATTENTION_MASK, TEXT_FEATURE, TEXT_PAIR_FEATURE
+from models.contract import (
+    ATTENTION_MASK,
+    EXAMPLES_INPUT,
+    POSITIVE_SCORE,
+    PROBABILITIES,
+    SERVING_DEFAULT,
+    SERVING_EVALUATOR,
+    SERVING_TF_EXAMPLE,
+    SLICE_FEATURES,
+    TEXT_FEATURE,
+    TEXT_PAIR_FEATURE,
+    TRANSFORM_FEATURES,
+)
 
-SERVING_DEFAULT = "serving_default"
-SERVING_TF_EXAMPLE = "serving_tf_example"
-SERVING_EVALUATOR = "serving_evaluator"
-TRANSFORM_FEATURES = "transform_features"
 TEXT_INPUT, TEXT_PAIR_INPUT = TEXT_FEATURE, TEXT_PAIR_FEATURE  # serving_default's inputs are the raw features
-EXAMPLES_INPUT = "examples"
-POSITIVE_SCORE = "positive_score"
-PROBABILITIES = "probabilities"
-SLICE_FEATURES = ("length_bucket", "token_count", "truncated")
 # Examples per model call when a request is run shortest first: big enough to keep the matmuls efficient,
 # small enough that a chunk of sorted lengths carries little padding.
 INFERENCE_CHUNK = 32

@@ -19,7 +19,7 @@ import tensorflow_text as tf_text
 from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
 
 from models import unicode_compat
-from models.features import ATTENTION_MASK
+from models.contract import ATTENTION_MASK, INPUT_IDS, TOKEN_COUNT, TOKEN_TYPE_IDS, TRUNCATED
 from models.pretrained import ModelFilesError
 from pipeline.errors import UserError
 
@@ -49,7 +49,7 @@ class TokenizerSpec:
 
     @property
     def takes_token_type_ids(self) -> bool:
-        return "token_type_ids" in self.model_input_names
+        return TOKEN_TYPE_IDS in self.model_input_names
 
 
 def tokenizer_spec(model_dir: str | Path) -> TokenizerSpec:
@@ -193,11 +193,11 @@ class InGraphTokenizer:
         input_ids, attention_mask = tf_text.pad_model_inputs(ids, self.max_seq_length, pad_value=self.spec.pad_id)
         token_type_ids, _ = tf_text.pad_model_inputs(segment_ids, self.max_seq_length)
         features = {
-            "input_ids": input_ids,
+            INPUT_IDS: input_ids,
             ATTENTION_MASK: attention_mask,
-            "token_count": token_count,
-            "truncated": token_count > budget,
+            TOKEN_COUNT: token_count,
+            TRUNCATED: token_count > budget,
         }
         if self.spec.takes_token_type_ids:
-            features["token_type_ids"] = token_type_ids
+            features[TOKEN_TYPE_IDS] = token_type_ids
         return features

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from pipeline import configs
+from models.contract import EXAMPLES_INPUT, SERVING_TF_EXAMPLE
+from pipeline import configs, run_parameters
 from pipeline.errors import UserError
 
 # flag -> dotted config key
@@ -63,7 +64,7 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pipeline.local_runner import run_local
+    from pipeline.orchestration.local_runner import run_local
 
     config = configs.load_config(args.config, _overrides(args))
     summary = run_local(config, verbose=args.verbose)
@@ -80,7 +81,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _write_report(config: configs.PipelineConfig, run_id: str) -> Path:
-    from pipeline.report import build_report
+    from pipeline.reporting.report import build_report
 
     name = "".join(c if c.isalnum() else "-" for c in run_id)
     return build_report(
@@ -89,12 +90,12 @@ def _write_report(config: configs.PipelineConfig, run_id: str) -> Path:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from pipeline.report import build_report
+    from pipeline.reporting.report import build_report
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
     output = args.output or None
     if output is None:
-        from pipeline.run_summary import summarize
+        from pipeline.reporting.run_summary import summarize
 
         summary = summarize(config.metadata_sqlite, config.pipeline_name)
         if summary is None:
@@ -106,7 +107,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from pipeline import doctor
+    from pipeline.machine import doctor
 
     for line in doctor.environment_lines():
         print(line)
@@ -151,7 +152,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from pipeline.kubeflow_v2_runner import compile_pipeline, default_template
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, default_template
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
     output = args.output or default_template(args.config)
@@ -164,17 +165,17 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def _template(args: argparse.Namespace, config_path: str) -> str:
     """--template, else the committed spec compiled from the config."""
-    from pipeline.kubeflow_v2_runner import default_template
+    from pipeline.cloud.kubeflow_v2_runner import default_template
 
     return args.template or default_template(config_path)
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from pipeline import submit
+    from pipeline.cloud import submit
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
     args.template = _template(args, args.config)
-    values = submit.parameter_values(config, _assignments(args.param, "--param", yaml.safe_load))
+    values = run_parameters.values(config, _assignments(args.param, "--param", yaml.safe_load))
     if args.kfp_host:
         run = submit.kfp_run(config, args.kfp_host, args.template, values)
         if args.dry_run:
@@ -223,7 +224,7 @@ def _decision_lines(chosen) -> list[str]:
 def _cloud_context(args: argparse.Namespace, config: configs.PipelineConfig):
     from google.auth.credentials import AnonymousCredentials
 
-    from pipeline import submit
+    from pipeline.cloud import submit
     from pipeline.retraining.vertex import vertex_clients
 
     credentials = AnonymousCredentials() if getattr(args, "dry_run", False) else submit.default_credentials()
@@ -236,7 +237,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
 
     overrides = _overrides(args)
     if args.cloud:
-        from pipeline import submit
+        from pipeline.cloud import submit
         from pipeline.retraining.vertex import cloud_trigger
 
         config_path = args.config or "configs/vertex-retraining.yaml"
@@ -285,7 +286,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """Past runs from ML Metadata: span, outcome, metrics, blessing, pushed version."""
-    from pipeline.run_summary import render_runs, summarize_all
+    from pipeline.reporting.run_summary import render_runs, summarize_all
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
     summaries = summarize_all(config.metadata_sqlite, config.pipeline_name)
@@ -301,7 +302,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_schedule(args: argparse.Namespace) -> int:
     """Vertex PipelineJobSchedules of the compiled pipeline."""
-    from pipeline import submit
+    from pipeline.cloud import submit
     from pipeline.retraining import vertex
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
@@ -361,7 +362,7 @@ def default_check_requests(text_inputs) -> list[dict]:
     else:
         instances = [dict(zip(text_inputs, (text, CHECK_TEXTS[0]), strict=True)) for text in CHECK_TEXTS]
     example = {name: CHECK_TEXTS[0] for name in text_inputs}
-    return [{"instances": instances}, {"signature_name": "serving_tf_example", "examples": [example]}]
+    return [{"instances": instances}, {"signature_name": SERVING_TF_EXAMPLE, EXAMPLES_INPUT: [example]}]
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -409,23 +410,55 @@ def cmd_serve_check(args: argparse.Namespace) -> int:
 TEMPLATE_HELP = "the compiled spec (default: the one committed for --config: pipeline.yaml, pipeline-retraining.yaml)"
 
 
+# Options several commands share, each declared once as an argparse parent parser.
+def _config_options(
+    default: str | None = None, about: str = "YAML file with config overrides"
+) -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--config", default=default, help=f"{about} (see pipeline/configs.py)")
+    parent.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="any config key, e.g. training.warmup_ratio=0.2"
+    )
+    return parent
+
+
+def _run_flag_options() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    for flag, (_, kind, text) in RUN_FLAGS.items():
+        parent.add_argument(flag, type=kind, help=text)
+    return parent
+
+
+def _flag(name: str, text: str) -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(name, action="store_true", help=text)
+    return parent
+
+
+def _template_option(when: str = "") -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--template", help=when + TEMPLATE_HELP)
+    return parent
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hftfx", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
+    verbose = _flag("--verbose", "show TFX's and Beam's own INFO logs")
+    dry_run = _flag("--dry-run", "print the exact request and send nothing")
+    cloud_config = _config_options("configs/vertex.yaml", "config with a cloud profile")
+    run_config = _config_options(about="the run's config, for pipeline_root and pipeline_name")
 
     doctor = commands.add_parser("doctor", help="print the environment and check every import and packaged file")
     doctor.set_defaults(handler=cmd_doctor)
 
-    run = commands.add_parser("run", help="run the pipeline locally (LocalDagRunner, sqlite ML Metadata)")
-    run.add_argument("--config", help="YAML file with config overrides (see pipeline/configs.py)")
-    for flag, (_, kind, text) in RUN_FLAGS.items():
-        run.add_argument(flag, type=kind, help=text)
-    run.add_argument(
-        "--set", action="append", metavar="KEY=VALUE", help="any config key, e.g. training.warmup_ratio=0.2"
+    run = commands.add_parser(
+        "run",
+        parents=[_config_options(), _run_flag_options(), verbose],
+        help="run the pipeline locally (LocalDagRunner, sqlite ML Metadata)",
     )
     run.add_argument("--no-cache", action="store_true", help="re-run every component instead of reusing results")
     run.add_argument("--summary-json", help="also write the run summary as JSON to this file")
-    run.add_argument("--verbose", action="store_true", help="show TFX's and Beam's own INFO logs")
     run.set_defaults(handler=cmd_run)
 
     predict = commands.add_parser("predict", help="classify texts with a pushed model")
@@ -437,9 +470,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--pair-separator", default="\t", help="for sentence-pair models: splits TEXT and TEXT_PAIR (default: tab)"
     )
     predict.set_defaults(handler=cmd_predict)
-    report = commands.add_parser("report", help="write the HTML report of the latest run (from ML Metadata)")
-    report.add_argument("--config", help="the run's config (for pipeline_root and pipeline_name)")
-    report.add_argument("--set", action="append", metavar="KEY=VALUE", help="e.g. pipeline_root=runs/x")
+
+    report = commands.add_parser(
+        "report", parents=[run_config], help="write the HTML report of the latest run (from ML Metadata)"
+    )
     report.add_argument("--output", help="where to write the page (default <pipeline_root>/reports/<run>.html)")
     report.set_defaults(handler=cmd_report)
 
@@ -457,74 +491,71 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="default: $AIP_HTTP_PORT, else 8080")
     serve.set_defaults(handler=cmd_serve)
 
-    compile_ = commands.add_parser("compile", help="compile pipeline.yaml for Vertex AI / Kubeflow (offline)")
-    compile_.add_argument("--config", default="configs/vertex.yaml", help="config with a cloud profile")
-    compile_.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key")
+    compile_ = commands.add_parser(
+        "compile", parents=[cloud_config], help="compile pipeline.yaml for Vertex AI / Kubeflow (offline)"
+    )
     compile_.add_argument(
         "--output", help="where to write the spec (default: the committed spec of the config, e.g. pipeline.yaml)"
     )
     compile_.set_defaults(handler=cmd_compile)
 
-    submit_ = commands.add_parser("submit", help="submit pipeline.yaml to Vertex AI Pipelines or Kubeflow")
-    submit_.add_argument("--config", default="configs/vertex.yaml", help="config with a cloud profile")
-    submit_.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key")
-    submit_.add_argument(
-        "--template",
-        help=TEMPLATE_HELP,
+    submit_ = commands.add_parser(
+        "submit",
+        parents=[cloud_config, _template_option(), dry_run],
+        help="submit pipeline.yaml to Vertex AI Pipelines or Kubeflow",
     )
     submit_.add_argument(
         "--param",
         action="append",
         metavar="NAME=VALUE",
-        help="runtime parameter: span, dataset_revision, epochs, learning_rate",
+        help=f"runtime parameter: {', '.join(run_parameters.NAMES)}",
     )
     submit_.add_argument(
         "--kfp-host",
         help="send to this Kubeflow Pipelines API instead of Vertex AI (a profile with cloud.orchestrator: kubeflow)",
     )
-    submit_.add_argument("--dry-run", action="store_true", help="print the exact request and send nothing")
     submit_.set_defaults(handler=cmd_submit)
+
     trigger = commands.add_parser(
-        "trigger", help="retrain on new (or drifted) span data: check, run once, or watch; exactly once per span"
+        "trigger",
+        parents=[
+            _config_options(about="YAML config; its dataset needs a {SPAN} pattern"),
+            _run_flag_options(),
+            _template_option("--cloud: "),
+            verbose,
+        ],
+        help="retrain on new (or drifted) span data: check, run once, or watch; exactly once per span",
     )
     trigger.add_argument("action", choices=["check", "run", "watch"])
-    trigger.add_argument("--config", help="YAML config; its dataset needs a {SPAN} pattern")
-    for flag, (_, kind, text) in RUN_FLAGS.items():
-        trigger.add_argument(flag, type=kind, help=text)
-    trigger.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key")
     trigger.add_argument("--no-cache", action="store_true", help=argparse.SUPPRESS)
     trigger.add_argument("--span", type=int, help="decide about this span only (default: the newest span)")
     trigger.add_argument("--drift", action="store_true", help="check: also measure drift under the new_data policy")
     trigger.add_argument("--interval", type=float, help="watch: seconds between polls (retraining.poll_seconds)")
     trigger.add_argument("--max-polls", type=int, help="watch: stop after this many polls")
     trigger.add_argument("--cloud", action="store_true", help="decide from Vertex pipeline jobs and submit there")
-    trigger.add_argument(
-        "--template",
-        help="--cloud: " + TEMPLATE_HELP,
-    )
     trigger.add_argument("--dry-run", action="store_true", help="--cloud: print the request, send nothing")
-    trigger.add_argument("--verbose", action="store_true", help="show TFX's and Beam's own INFO logs")
     trigger.set_defaults(handler=cmd_trigger)
 
-    runs = commands.add_parser("runs", help="list past runs from ML Metadata: spans, outcome, metrics, pushed version")
-    runs.add_argument("--config", help="the runs' config (for pipeline_root and pipeline_name)")
-    runs.add_argument("--set", action="append", metavar="KEY=VALUE", help="e.g. pipeline_root=runs/x")
+    runs = commands.add_parser(
+        "runs", parents=[run_config], help="list past runs from ML Metadata: spans, outcome, metrics, pushed version"
+    )
     runs.add_argument("--json", action="store_true", help="print every run summary as JSON")
     runs.set_defaults(handler=cmd_runs)
 
-    schedule = commands.add_parser("schedule", help="Vertex AI schedules of the compiled pipeline")
+    schedule = commands.add_parser(
+        "schedule",
+        parents=[
+            _config_options("configs/vertex-retraining.yaml", "config with a cloud profile"),
+            _template_option("create: "),
+            dry_run,
+        ],
+        help="Vertex AI schedules of the compiled pipeline",
+    )
     schedule.add_argument("action", choices=["create", "list", "pause", "resume", "delete"])
     schedule.add_argument("schedule", nargs="?", help="pause/resume/delete: schedule id or resource name")
-    schedule.add_argument("--config", default="configs/vertex-retraining.yaml", help="config with a cloud profile")
-    schedule.add_argument("--set", action="append", metavar="KEY=VALUE", help="any config key")
-    schedule.add_argument(
-        "--template",
-        help="create: " + TEMPLATE_HELP,
-    )
     schedule.add_argument("--cron", help="create: e.g. 'TZ=Europe/Paris 0 3 * * 1' (Mondays 03:00)")
     schedule.add_argument("--max-concurrent-runs", type=int, default=1, help="create: runs at once (default 1)")
     schedule.add_argument("--max-runs", type=int, help="create: stop after this many runs")
-    schedule.add_argument("--dry-run", action="store_true", help="print the exact request and send nothing")
     schedule.set_defaults(handler=cmd_schedule)
     return parser
 

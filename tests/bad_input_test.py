@@ -13,8 +13,9 @@ from components.hf_example_gen.sources import DatasetSourceError
 from components.hf_example_gen.splitting import DatasetContentError
 from models.pretrained import ModelFilesError
 from models.tokenizer import UnsupportedTokenizerError
-from pipeline import configs, preflight
-from pipeline.probe import probe
+from pipeline import configs
+from pipeline.orchestration import preflight
+from pipeline.orchestration.probe import probe
 
 
 def _csv(tmp_path, rows, name="data.csv"):
@@ -213,7 +214,7 @@ def test_cli_turns_bad_input_into_a_message_and_exit_code_2(tmp_path, capsys):
 def test_the_probe_reads_a_bounded_sample_and_leaves_the_rest_to_the_example_gen(tmp_path, tiny_bert_dir, monkeypatch):
     """Past the sample the probe reports no sizes and finds undeclared labels with one Beam pass over the label
     column; a bad row it did not read stops the ExampleGen, which names its file and row."""
-    import pipeline.probe as probe_module
+    import pipeline.orchestration.probe as probe_module
     from components.hf_example_gen.component_test import run_example_gen
 
     monkeypatch.setattr(probe_module, "SAMPLE_ROWS", 10)

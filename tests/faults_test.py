@@ -14,7 +14,7 @@ import tensorflow as tf
 
 # TFX reloads components.trainer when it runs run_fn, so its classes are looked up at call time.
 from components import trainer
-from pipeline import preflight
+from pipeline.orchestration import preflight
 from tests.tiny_model import tiny_run_command
 
 
@@ -67,7 +67,7 @@ def test_second_run_on_the_same_root_is_refused_and_a_dead_holder_does_not_block
             "-c",
             textwrap.dedent(f"""
         import time
-        from pipeline import preflight
+        from pipeline.orchestration import preflight
         with preflight.pipeline_root_lock({str(root)!r}):
             print("locked", flush=True)
             time.sleep(60)

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from models.distribution import Placement, resolve_precision
 from models.flops import EncoderShape
 from pipeline import configs
-from pipeline.local_runner import run_local
-from pipeline.run_summary import open_store
+from pipeline.orchestration.local_runner import run_local
+from pipeline.reporting.run_summary import open_store
 from tests import vertex_container
 from tests.tiny_model import tiny_overrides
 
@@ -31,6 +31,7 @@ COMPONENTS = {
     "SchemaGen",
     "ExampleValidator",
     "Transform",
+    "TransformedStatisticsGen",
     "Trainer",
     "latest_blessed_model_resolver",
     "Evaluator",
@@ -193,18 +194,21 @@ def test_empty_request_gives_an_empty_answer(served_model):
     assert out["label"].shape == (0,)
 
 
-def test_post_transform_statistics_report_truncation_and_unknown_tokens(first_run):
+def test_statistics_of_the_transformed_examples_report_truncation_and_unknown_tokens(first_run):
     import glob
 
     import tensorflow_data_validation as tfdv
 
+    from pipeline.reporting.report import tokenization_summary
+
     config, _ = first_run
-    (path,) = glob.glob(f"{config.pipeline_root}/Transform/post_transform_stats/*/FeatureStats.pb")
+    (path,) = glob.glob(f"{config.pipeline_root}/TransformedStatisticsGen/statistics/*/Split-train/FeatureStats.pb")
     features = {f.path.step[0]: f for f in tfdv.load_stats_binary(path).datasets[0].features}
     truncated = features["truncated"].num_stats
     assert 0 < truncated.mean < 1, "the corpus has reviews over 32 tokens, and most are shorter"
     assert features["token_count"].num_stats.max > 30
-    assert "nl_statistics" in {s.name for s in features["input_ids"].custom_stats}
+    assert features["unknown_tokens"].num_stats.num_zeros > 0, "the real vocab covers most reviews whole"
+    assert "of texts hold [UNK] tokens" in tokenization_summary(path)
 
 
 def test_exported_ops_are_core_or_the_tf_text_ops_tf_serving_links(first_run):
@@ -304,7 +308,7 @@ def test_the_image_default_command_serves_as_a_vertex_custom_container(first_run
 
 
 def test_run_report_has_every_section_with_embedded_plots(first_run, strict_run, tmp_path):
-    from pipeline.report import SECTIONS, build_report
+    from pipeline.reporting.report import SECTIONS, build_report
 
     config, _ = first_run
     page = build_report(config.metadata_sqlite, config.pipeline_name, tmp_path / "report.html").read_text()

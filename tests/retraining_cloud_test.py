@@ -16,8 +16,9 @@ from cloudevents.http import CloudEvent
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import aiplatform_v1
 
-from pipeline import cli, configs, submit
-from pipeline.kubeflow_v2_runner import compile_pipeline, default_template
+from pipeline import cli, configs
+from pipeline.cloud import submit
+from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, default_template
 from pipeline.retraining import events, vertex
 from tests import fake_vertex
 from tests.fake_vertex import FakeVertex

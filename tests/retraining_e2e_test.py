@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from pipeline import configs
+from pipeline.reporting.run_summary import summarize_all
 from pipeline.retraining import local_trigger
-from pipeline.run_summary import summarize_all
 from tests import span_data
 
 # Five minutes of real-model runs: `make test-all` runs it; `make test` (CI) covers the trigger rules with
@@ -89,7 +89,7 @@ def scenario(tmp_path_factory):
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import time
-            from pipeline import preflight
+            from pipeline.orchestration import preflight
             with preflight.pipeline_root_lock({config.pipeline_root!r}):
                 print("locked", flush=True)
                 time.sleep(600)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import configs
-from pipeline.local_runner import run_local
+from pipeline.orchestration.local_runner import run_local
 from tests import user_datasets
 from tests.tiny_model import tiny_overrides
 
@@ -96,7 +96,7 @@ def test_predict_cli_shows_label_names_and_k_probabilities(three_class):
 
 
 def test_report_shows_the_k_by_k_confusion_matrix_and_per_class_curves(three_class, tmp_path):
-    from pipeline.report import build_report
+    from pipeline.reporting.report import build_report
 
     config, _, _ = three_class
     page = build_report(config.metadata_sqlite, config.pipeline_name, tmp_path / "report.html").read_text()

@@ -12,17 +12,18 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from components.hf_trainer import with_overrides
-from pipeline import configs, submit
-from pipeline.cloud import dataflow_option_errors, serving_image, trainer_image, validate_cloud
-from pipeline.configs import ConfigError
-from pipeline.kubeflow_v2_runner import (
+from pipeline import configs, run_parameters
+from pipeline.cloud import submit
+from pipeline.cloud.kubeflow_v2_runner import (
     COMPILED_PROFILES,
     KUBEFLOW_PIPELINE_YAML,
     PIPELINE_YAML,
     compile_pipeline,
     compile_spec,
 )
-from pipeline.pipeline import create_components
+from pipeline.cloud.profile import dataflow_option_errors, serving_image, trainer_image, validate_cloud
+from pipeline.configs import ConfigError
+from pipeline.orchestration.dag import create_components
 from tests import fake_kfp, fake_vertex
 from tests.pipeline_e2e_test import COMPONENTS
 
@@ -333,7 +334,7 @@ def test_submitted_pipeline_job_arrives_as_the_dry_run_shows_it(profile, vertex_
         encryption_key="projects/p/locations/us/keyRings/r/cryptoKeys/k",
     )
     config = dataclasses.replace(profile, cloud=cloud)
-    values = submit.parameter_values(config, {"epochs": 5, "span": 3})
+    values = run_parameters.values(config, {"epochs": 5, "span": 3})
     job = submit.build_pipeline_job(config, ROOT / PIPELINE_YAML, values, AnonymousCredentials())
     dry_run = submit.job_request(job, config)
     name = submit.submit_to_vertex(job, config)
@@ -374,7 +375,7 @@ def test_a_submitted_run_joins_its_vertex_experiment(profile, vertex_api):
     config = dataclasses.replace(profile, cloud=cloud)
     names = []
     for epochs in (2, 3):
-        values = submit.parameter_values(config, {"epochs": epochs})
+        values = run_parameters.values(config, {"epochs": epochs})
         job = submit.build_pipeline_job(
             config, ROOT / PIPELINE_YAML, values, AnonymousCredentials(), job_id=f"tuning-epochs-{epochs}"
         )
@@ -395,7 +396,7 @@ def test_a_second_submission_of_one_job_id_is_refused_by_the_service(profile, ve
 
     fake, address = vertex_api
     config = dataclasses.replace(profile, cloud=dataclasses.replace(profile.cloud, api_endpoint=address))
-    values = submit.parameter_values(config)
+    values = run_parameters.values(config)
     for attempt in range(2):
         job = submit.build_pipeline_job(config, ROOT / PIPELINE_YAML, values, AnonymousCredentials(), job_id="run-1")
         if attempt == 0:
@@ -483,7 +484,7 @@ def test_each_push_retires_the_models_before_it_but_the_kept_ones(profile, verte
 
 def test_unknown_runtime_parameter_is_refused(profile):
     with pytest.raises(configs.ConfigError, match="unknown pipeline parameter"):
-        submit.parameter_values(profile, {"epoch": 2})
+        run_parameters.values(profile, {"epoch": 2})
 
 
 def test_missing_credentials_say_how_to_log_in(monkeypatch):
@@ -518,7 +519,7 @@ def test_kubeflow_spec_runs_no_resolver_and_trains_in_its_own_pod():
 def test_kfp_submission_through_the_kfp_client_carries_root_parameters_and_spec(kubeflow_profile):
     """`hftfx submit --kfp-host` with the real kfp.Client, received by a fake KFP API on 127.0.0.1."""
     fake = fake_kfp.FakeKfp()
-    values = submit.parameter_values(kubeflow_profile, {"span": 4})
+    values = run_parameters.values(kubeflow_profile, {"span": 4})
     with fake_kfp.serve(fake) as host:
         run = submit.kfp_run(kubeflow_profile, host, ROOT / KUBEFLOW_PIPELINE_YAML, values)
         result = submit.submit_to_kfp(run)
@@ -541,7 +542,7 @@ def test_kfp_submission_through_the_kfp_client_carries_root_parameters_and_spec(
 
 def test_kfp_and_vertex_each_refuse_the_other_ones_profile(profile, kubeflow_profile):
     with pytest.raises(configs.ConfigError, match=re.escape("cloud.orchestrator: kubeflow")):
-        submit.kfp_run(profile, "https://kfp.example.com", ROOT / PIPELINE_YAML, submit.parameter_values(profile))
+        submit.kfp_run(profile, "https://kfp.example.com", ROOT / PIPELINE_YAML, run_parameters.values(profile))
     with pytest.raises(configs.ConfigError, match="submit it to Kubeflow Pipelines with --kfp-host"):
         submit.build_pipeline_job(kubeflow_profile, ROOT / KUBEFLOW_PIPELINE_YAML, {}, AnonymousCredentials())
     with pytest.raises(configs.ConfigError, match="http"):

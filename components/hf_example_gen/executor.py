@@ -3,7 +3,7 @@
 Rows are read shard by shard inside the Beam workers (`beam_rows`); the launching process lists shards and
 reads counters, so its memory does not grow with the data, and on Dataflow the job graph carries no rows.
 
-Each example has the features of `models.features`: `text`, `text_pair` for sentence pairs, `label` (int64
+Each example has the features of `models.contract`: `text`, `text_pair` for sentence pairs, `label` (int64
 id, 0 included: TFX's parquet path drops falsy values) and `label_name`. The label set, the dataset
 fingerprint, per-split counts, rows dropped for missing values and the span go on the output artifact.
 """
@@ -24,15 +24,19 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 
 from components.hf_example_gen import beam_rows, sources, spans, splitting
-from models.features import LABEL_FEATURE, LABEL_NAME_FEATURE, TEXT_FEATURE, TEXT_PAIR_FEATURE
+from models.contract import (
+    DROPPED_COUNTS_PROPERTY,
+    FINGERPRINT_PROPERTY,
+    INPUT_FINGERPRINT_PROPERTY,
+    LABEL_FEATURE,
+    LABEL_NAME_FEATURE,
+    LABEL_NAMES_PROPERTY,
+    SPANS_PROPERTY,
+    SPLIT_COUNTS_PROPERTY,
+    TEXT_FEATURE,
+    TEXT_PAIR_FEATURE,
+)
 from pipeline.configs import TFX_SPLITS, DatasetConfig, load_dataset_config, to_dict
-
-LABEL_NAMES_PROPERTY = "label_names"
-FINGERPRINT_PROPERTY = "dataset_fingerprint"
-SPLIT_COUNTS_PROPERTY = "split_counts"
-DROPPED_COUNTS_PROPERTY = "dropped_counts"  # rows left out per split for a missing text or label
-SPANS_PROPERTY = "spans"  # the window of spans read, as JSON; the artifact's `span` is the newest of them
-INPUT_FINGERPRINT_PROPERTY = "input_fingerprint"
 
 
 def _bytes(value: str) -> tf.train.Feature:
@@ -106,9 +110,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             SPLIT_COUNTS_PROPERTY, json.dumps({n: sum(label_counts[n].values()) for n in TFX_SPLITS})
         )
         examples.set_string_custom_property(DROPPED_COUNTS_PROPERTY, json.dumps(dropped))
-        examples.set_string_custom_property(
-            FINGERPRINT_PROPERTY, fingerprint(read.fingerprint_sources, config, names)
-        )
+        examples.set_string_custom_property(FINGERPRINT_PROPERTY, fingerprint(read.fingerprint_sources, config, names))
         examples.set_string_custom_property(SPANS_PROPERTY, json.dumps(list(window)))
         examples.set_string_custom_property(
             INPUT_FINGERPRINT_PROPERTY, exec_properties.get("input_fingerprint") or spans.files_fingerprint(config)

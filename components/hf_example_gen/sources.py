@@ -287,25 +287,33 @@ class Placed:
 
 def place(read: DatasetRead, names: list[str], records: Iterable[tuple[str, str, dict]]) -> Placed:
     """`splitting.prepare_row` over (dataset split, where, record) in this process; blocking issues are
-    gathered per split and raised as one error naming them, as a user fixing the data wants to see them."""
+    gathered per split and raised as one error naming them, as a user fixing the data wants to see them.
+    A limited split holds at most its limit while the records stream by (its lowest ranks, in rank order)."""
     index = {name: i for i, name in enumerate(names)}
     rows: dict[str, list[splitting.Row]] = {s: [] for s in read.plan.origin}
+    lowest: dict[str, list] = {s: [] for s in read.plan.limits}  # max-heaps of (-rank, -arrival, row)
     dropped = dict.fromkeys(read.plan.origin, 0)
     issues: dict[str, list[splitting.RowIssue]] = collections.defaultdict(list)
     features = {s: read.label_feature(s) for s in read.plan.routes}
-    for split, where, record in records:
+    for arrival, (split, where, record) in enumerate(records):
         out = splitting.prepare_row(record, split, where, read.config, index, features.get(split), read.plan)
         if isinstance(out, splitting.RowIssue):
             if splitting.blocking(out, read.config):
                 issues[out.split].append(out)
             else:
                 dropped[out.split] += 1
+        elif out is not None and out.split in lowest:
+            heap, entry = lowest[out.split], (-out.rank, -arrival, out)
+            if len(heap) < read.plan.limits[out.split]:
+                heapq.heappush(heap, entry)
+            elif entry > heap[0]:
+                heapq.heapreplace(heap, entry)
         elif out is not None:
             rows[out.split].append(out)
     for found in issues.values():
         raise splitting.issues_error(found, read.config, names)
-    for split, limit in read.plan.limits.items():
-        rows[split] = heapq.nsmallest(limit, rows[split], key=lambda r: r.rank)
+    for split, heap in lowest.items():
+        rows[split] = [row for _, _, row in sorted(heap, reverse=True)]
     return Placed(rows, dropped)
 
 

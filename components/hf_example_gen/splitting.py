@@ -153,7 +153,8 @@ def plan_splits(dataset_splits: Sequence[str], config: DatasetConfig) -> SplitPl
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One example: its TFX split, texts and label id, and its rank for `dataset.limits` (smallest kept)."""
+    """One example: its TFX split, texts and label id, and its rank for `dataset.limits` (smallest kept; 0 in a
+    split without a limit, where nothing reads it)."""
 
     split: str
     text: str
@@ -209,7 +210,8 @@ def prepare_row(
     if label_id is None:
         return RowIssue(split, where, unknown_label=str(label))
     pair = texts[1] if config.text_pair_column else None
-    return Row(split, texts[0], pair, label_id, unit_hash(plan.seed, "limit", bucket_of))
+    rank = unit_hash(plan.seed, "limit", bucket_of) if split in plan.limits else 0.0
+    return Row(split, texts[0], pair, label_id, rank)
 
 
 def issues_error(issues: Sequence[RowIssue], config: DatasetConfig, names: Sequence[str]) -> DatasetContentError:

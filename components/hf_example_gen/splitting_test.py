@@ -17,8 +17,7 @@ def _place(records, config, names, dataset_split="train", feature=None, splits=(
     plan = splitting.plan_splits(list(splits), config)
     index = {name: i for i, name in enumerate(names)}
     return [
-        splitting.prepare_row(r, dataset_split, f"row {i}", config, index, feature, plan)
-        for i, r in enumerate(records)
+        splitting.prepare_row(r, dataset_split, f"row {i}", config, index, feature, plan) for i, r in enumerate(records)
     ]
 
 
@@ -93,8 +92,12 @@ def test_only_the_missing_split_is_carved():
 def test_limits_are_recorded_and_rank_rows_by_hash():
     plan = splitting.plan_splits(["train"], DatasetConfig(name="x", limits={"train": 120}))
     assert plan.limits == {"train": 120} and "limited to 120" in plan.origin["train"]
-    rows = _place(_records(50, ["a", "b"]), DatasetConfig(name="x"), ["a", "b"])
-    assert len({r.rank for r in rows}) == 50 and all(0 <= r.rank < 1 for r in rows)
+    rows = _place(_records(50, ["a", "b"]), DatasetConfig(name="x", limits={"train": 10}), ["a", "b"])
+    limited = [r.rank for r in rows if r.split == "train"]
+    assert len(set(limited)) == len(limited) > 30 and all(0 < rank < 1 for rank in limited)
+    assert {r.rank for r in rows if r.split != "train"} == {0.0}, "only a limited split ranks its rows"
+    unlimited = _place(_records(50, ["a", "b"]), DatasetConfig(name="x"), ["a", "b"])
+    assert {r.rank for r in unlimited} == {0.0}, "no limit: no second hash per row"
 
 
 def test_a_plan_without_the_train_source_is_refused():

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import heapq
 import os
 
 from components.hf_example_gen import sources
-from models.features import LABEL_NAME_FEATURE, TEXT_FEATURE
-from pipeline.configs import PipelineConfig, RetrainingConfig
+from components.hf_example_gen.splitting import unit_hash
+from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE, TOKEN_COUNT
+from pipeline.configs import TFX_SPLITS, PipelineConfig, RetrainingConfig
+from pipeline.reporting.run_summary import summarize_all
 from pipeline.retraining.decision import DriftReport, FeatureDrift
-from pipeline.run_summary import summarize_all
 
-TEXT_LENGTH, TOKEN_COUNT = "text_length", "token_count"
+TEXT_LENGTH = "text_length"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,22 +37,37 @@ def blessed_baseline(sqlite_path: str, pipeline_name: str) -> Baseline | None:
     return None
 
 
+# Rows each side of a drift check is measured on: distributions of labels and lengths settle long before
+# this, and both reads then hold a bounded number of rows whatever the size of a span.
+DRIFT_SAMPLE_ROWS = 20_000
+
+
 def read_examples(examples_uri: str, split: str = "train") -> tuple[list[str], list[str]]:
-    """Texts and label names of one split the ExampleGen wrote."""
+    """Texts and label names of one split the ExampleGen wrote: all of them, or a sample of
+    DRIFT_SAMPLE_ROWS chosen by a hash of their content (uniform, and the same on every read)."""
     import tensorflow as tf
 
     files = sorted(glob.glob(os.path.join(examples_uri, f"Split-{split}", "*.gz")))
-    texts, labels = [], []
-    for record in tf.data.TFRecordDataset(files, compression_type="GZIP").as_numpy_iterator():
-        features = tf.train.Example.FromString(record).features.feature
-        texts.append(features[TEXT_FEATURE].bytes_list.value[0].decode("utf-8"))
-        labels.append(features[LABEL_NAME_FEATURE].bytes_list.value[0].decode("utf-8"))
-    return texts, labels
+
+    def pairs():
+        for record in tf.data.TFRecordDataset(files, compression_type="GZIP").as_numpy_iterator():
+            features = tf.train.Example.FromString(record).features.feature
+            yield (
+                features[TEXT_FEATURE].bytes_list.value[0].decode("utf-8"),
+                features[LABEL_NAME_FEATURE].bytes_list.value[0].decode("utf-8"),
+            )
+
+    kept = heapq.nsmallest(DRIFT_SAMPLE_ROWS, pairs(), key=lambda pair: unit_hash(0, "drift", pair))
+    return [text for text, _ in kept], [label for _, label in kept]
 
 
 def read_span(config: PipelineConfig, span: int) -> tuple[list[str], list[str]]:
-    """Texts and label names of the train split one span alone would give (the ExampleGen's own checks)."""
-    names, placed = sources.read_in_process(dataclasses.replace(config.dataset, span=span, span_window=1))
+    """Texts and label names of the train split one span alone would give (the ExampleGen's own checks),
+    at most DRIFT_SAMPLE_ROWS of them, kept by the ExampleGen's own `dataset.limits` ranking while streaming."""
+    limits = dict.fromkeys(TFX_SPLITS, DRIFT_SAMPLE_ROWS)
+    names, placed = sources.read_in_process(
+        dataclasses.replace(config.dataset, span=span, span_window=1, limits=limits)
+    )
     train = placed.rows["train"]
     return [row.text for row in train], [names[row.label_id] for row in train]
 
@@ -65,7 +82,7 @@ def token_counts(config: PipelineConfig, texts: list[str]) -> list[int]:
     tokenizer = InGraphTokenizer(tokenizer_spec(resolve_model_dir(config.model.name, config.model.revision)), 8)
     counts = []
     for start in range(0, len(texts), 4096):
-        counts += tokenizer(tf.constant(texts[start : start + 4096]))["token_count"].numpy().tolist()
+        counts += tokenizer(tf.constant(texts[start : start + 4096]))[TOKEN_COUNT].numpy().tolist()
     return counts
 
 

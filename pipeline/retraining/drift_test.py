@@ -27,3 +27,49 @@ def test_a_class_that_appears_only_now_counts_as_drift():
     current = _profile({"fresh ✓": 40, "rotten ✗": 40, "plot synopsis": 20})
     label = {f.feature: f for f in drift.compare(baseline, current, RetrainingConfig())}["label_name"]
     assert label.distance == pytest.approx(0.2, abs=1e-6) and label.drifted
+
+
+def test_a_span_is_read_as_a_bounded_hash_sample_of_its_train_rows(tmp_path, monkeypatch):
+    from pipeline.configs import load_config
+    from tests import span_data
+
+    rows = span_data.reviews(400, seed=3)
+    span_data.write_span(tmp_path / "data", 1, rows)
+    config = load_config(
+        overrides={
+            "pipeline_root": str(tmp_path / "root"),
+            "dataset.name": "csv",
+            "dataset.split_files": {"train": [f"{tmp_path}/data/span-{{SPAN}}/*.csv"]},
+            "dataset.label_names": list(span_data.LABELS),
+        }
+    )
+    monkeypatch.setattr(drift, "DRIFT_SAMPLE_ROWS", 50)
+    texts, labels = drift.read_span(config, 1)
+    assert len(texts) == len(labels) == 50
+    assert set(zip(texts, labels, strict=True)) <= set(rows) and set(labels) == set(span_data.LABELS)
+    assert drift.read_span(config, 1) == (texts, labels), "the same rows on every read"
+
+
+def test_written_examples_are_read_as_a_bounded_hash_sample(tmp_path, monkeypatch):
+    import tensorflow as tf
+
+    from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE
+
+    def example(text, label):
+        feature = {
+            TEXT_FEATURE: tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()])),
+            LABEL_NAME_FEATURE: tf.train.Feature(bytes_list=tf.train.BytesList(value=[label.encode()])),
+        }
+        return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+    written = [(f"review {i}", "fresh" if i % 3 else "rotten") for i in range(120)]
+    (tmp_path / "Split-train").mkdir()
+    with tf.io.TFRecordWriter(str(tmp_path / "Split-train" / "data.gz"), options="GZIP") as writer:
+        for text, label in written:
+            writer.write(example(text, label))
+    monkeypatch.setattr(drift, "DRIFT_SAMPLE_ROWS", 30)
+    texts, labels = drift.read_examples(str(tmp_path))
+    assert len(texts) == 30 and set(zip(texts, labels, strict=True)) <= set(written)
+    assert texts != [text for text, _ in written[:30]], "a sample across the split, not its first rows"
+    monkeypatch.setattr(drift, "DRIFT_SAMPLE_ROWS", 1000)
+    assert sorted(drift.read_examples(str(tmp_path))[0]) == sorted(text for text, _ in written)

@@ -91,8 +91,8 @@ def on_object_finalized(cloud_event) -> str:
     """Cloud Run functions entry point. HFTFX_CONFIG names the cloud profile, HFTFX_TEMPLATE the compiled
     spec (default: the one committed for the profile; both deployed with the function's source); the
     function's service account is used."""
-    from pipeline import submit
-    from pipeline.kubeflow_v2_runner import default_template
+    from pipeline.cloud import submit
+    from pipeline.cloud.kubeflow_v2_runner import default_template
     from pipeline.retraining.vertex import vertex_clients
 
     config_path = os.environ.get("HFTFX_CONFIG", "configs/vertex-retraining.yaml")

@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable
 
 from components.hf_example_gen import spans
-from pipeline import preflight
 from pipeline.configs import ConfigError, PipelineConfig
+from pipeline.orchestration import preflight
+from pipeline.reporting.run_summary import RunSummary, summarize_all
 from pipeline.retraining import decision
-from pipeline.run_summary import RunSummary, summarize_all
 
 
 def require_spans(config: PipelineConfig) -> None:
@@ -74,7 +74,7 @@ def trigger_run(
     config: PipelineConfig, *, stream=sys.stdout, verbose: bool = False, span: int | None = None
 ) -> TriggerResult:
     """Decides and, if the decision is to train, runs the pipeline for that span, all under the lock."""
-    from pipeline.local_runner import run_local
+    from pipeline.orchestration.local_runner import run_local
 
     require_spans(config)
     preflight.check_paths(config)

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from components.hf_example_gen import spans
-from pipeline import submit
-from pipeline.cloud import api_endpoint
+from pipeline import run_parameters
+from pipeline.cloud import submit
+from pipeline.cloud.profile import api_endpoint
 from pipeline.configs import ConfigError, PipelineConfig
 from pipeline.retraining import decision
 
@@ -89,7 +90,7 @@ class CloudTriggerResult:
 
 
 def span_job_request(config: PipelineConfig, template: str | Path, span: int, attempt: int, credentials, trigger: str):
-    values = submit.parameter_values(config, {"span": span})
+    values = run_parameters.values(config, {"span": span})
     labels = {PIPELINE_LABEL: label_value(config.pipeline_name), SPAN_LABEL: str(span), TRIGGER_LABEL: trigger}
     job = submit.build_pipeline_job(
         config, template, values, credentials, job_id=job_id(config, span, attempt), labels=labels
@@ -179,7 +180,7 @@ def create_schedule_request(
     """
     from google.cloud import aiplatform, aiplatform_v1
 
-    values = submit.parameter_values(config, {"span": 0})
+    values = run_parameters.values(config, {"span": 0})
     labels = {PIPELINE_LABEL: label_value(config.pipeline_name), TRIGGER_LABEL: "schedule"}
     job = submit.build_pipeline_job(config, template, values, credentials, labels=labels, enable_caching=False)
     sdk_schedule = aiplatform.PipelineJobSchedule(

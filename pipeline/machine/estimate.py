@@ -51,13 +51,14 @@ def default_training_flops(config) -> float:
     from transformers import AutoConfig
 
     from components.hf_example_gen.sources import read_in_process
+    from models.contract import TOKEN_COUNT
     from models.flops import BatchShapes, EncoderShape
     from models.pretrained import resolve_model_dir
     from models.tokenizer import InGraphTokenizer, tokenizer_spec
 
     model_dir = resolve_model_dir(config.model.name, config.model.revision)
     texts = [row.text for row in read_in_process(config.dataset)[1].rows["train"]]
-    counts = InGraphTokenizer(tokenizer_spec(model_dir), 8)(tf.constant(texts))["token_count"].numpy()
+    counts = InGraphTokenizer(tokenizer_spec(model_dir), 8)(tf.constant(texts))[TOKEN_COUNT].numpy()
     shapes = BatchShapes()
     for width in padded_widths(counts, config.model.max_seq_length, config.training.length_buckets):
         shapes.add(batch=1, width=width, real_tokens=0)

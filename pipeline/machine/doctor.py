@@ -107,7 +107,7 @@ def _hardware() -> str:
 
 def _machine_speed() -> tuple[Callable[[], str], Callable[[], str], Callable[[], str]]:
     """fp32 and bf16 matmul peaks, then the default run's expected time from the fp32 one."""
-    from pipeline.machine_peak import matmul_peak
+    from pipeline.machine.machine_peak import matmul_peak
 
     measured = {}
 
@@ -119,7 +119,7 @@ def _machine_speed() -> tuple[Callable[[], str], Callable[[], str], Callable[[],
         return probe
 
     def expected() -> str:
-        from pipeline.estimate import estimate_default_run
+        from pipeline.machine.estimate import estimate_default_run
 
         if "float32" not in measured:
             raise RuntimeError("the fp32 peak could not be measured")

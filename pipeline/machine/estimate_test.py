@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipeline import doctor, estimate
+from pipeline.machine import doctor, estimate
 
 
 def test_examples_pad_to_the_smallest_bucket_width_that_holds_them():

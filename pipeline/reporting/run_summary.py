@@ -11,14 +11,14 @@ import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
 
 from components.evaluation import ACCURACY, AUC, metric_names, top1_precision_recall
-from components.hf_example_gen.executor import (
+from components.training_meter import THROUGHPUT_FILE
+from models.contract import (
     DROPPED_COUNTS_PROPERTY,
+    LABEL_NAME_FEATURE,
     LABEL_NAMES_PROPERTY,
     SPANS_PROPERTY,
     SPLIT_COUNTS_PROPERTY,
 )
-from components.training_meter import THROUGHPUT_FILE
-from models.features import LABEL_NAME_FEATURE
 
 _STATE_NAMES = {
     metadata_store_pb2.Execution.COMPLETE: "done",

@@ -14,10 +14,10 @@ from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
 from models import distribution
-from pipeline import preflight, probe
 from pipeline.configs import PipelineConfig
-from pipeline.pipeline import create_pipeline
-from pipeline.run_summary import RunSummary, summarize
+from pipeline.orchestration import preflight, probe
+from pipeline.orchestration.dag import create_pipeline
+from pipeline.reporting.run_summary import RunSummary, summarize
 
 
 class ComponentProgress(logging.Handler):

@@ -21,9 +21,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from components.evaluation import confusion_cells
-from models.features import LABEL_NAME_FEATURE, TEXT_FEATURE
-from pipeline.run_summary import (
+from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE, TOKEN_COUNT, TRUNCATED, UNKNOWN_TOKENS
+from pipeline.orchestration.dag import TRANSFORMED_STATISTICS_GEN
+from pipeline.reporting.run_summary import (
     RunSummary,
+    _node_name,
     _outputs,
     latest_run_context,
     load_eval_result,
@@ -53,7 +55,10 @@ def _run_artifacts(store, pipeline_name: str) -> dict[str, object]:
     run = latest_run_context(store, pipeline_name)
     found = {}
     for execution in store.get_executions_by_context(run.id):
-        found.update(_outputs(store, execution))
+        outputs = _outputs(store, execution)
+        if _node_name(store, execution, pipeline_name) == TRANSFORMED_STATISTICS_GEN:
+            outputs = {f"transformed_{key}": artifact for key, artifact in outputs.items()}
+        found.update(outputs)
     return found
 
 
@@ -84,18 +89,25 @@ def _statistics_section(artifacts) -> str:
         splits = json.loads(anomalies.properties["split_names"].string_value)
         problems = describe_anomalies(load_anomalies(anomalies.uri, splits))
         parts.append("<p><b>Anomalies:</b> " + (html.escape("; ".join(problems)) if problems else "none") + "</p>")
-    transform_stats = artifacts.get("post_transform_stats")
-    paths = glob.glob(os.path.join(transform_stats.uri, "FeatureStats.pb")) if transform_stats else []
+    transformed = artifacts.get("transformed_statistics")
+    paths = glob.glob(os.path.join(transformed.uri, "Split-train", "FeatureStats.pb")) if transformed else []
     if paths:
-        features = {f.path.step[0]: f for f in tfdv.load_stats_binary(paths[0]).datasets[0].features}
-        truncated = features.get("truncated")
-        tokens = features.get("token_count")
-        if truncated is not None and tokens is not None:
-            parts.append(
-                f"<p><b>After tokenization (train):</b> {truncated.num_stats.mean:.1%} of texts truncated; "
-                f"tokens per text mean {tokens.num_stats.mean:.1f}, max {tokens.num_stats.max:.0f}.</p>"
-            )
+        parts.append(f"<p><b>After tokenization (train):</b> {html.escape(tokenization_summary(paths[0]))}.</p>")
     return "".join(parts) or "<p>No statistics recorded.</p>"
+
+
+def tokenization_summary(feature_stats_path: str) -> str:
+    """Truncation, token counts and [UNK]s of one split, from the statistics of the transformed examples."""
+    import tensorflow_data_validation as tfdv
+
+    dataset = tfdv.load_stats_binary(feature_stats_path).datasets[0]
+    stats = {f.path.step[0]: f.num_stats for f in dataset.features}
+    truncated, tokens, unknown = stats[TRUNCATED], stats[TOKEN_COUNT], stats[UNKNOWN_TOKENS]
+    with_unknown = 1 - unknown.num_zeros / dataset.num_examples if dataset.num_examples else 0.0
+    return (
+        f"{truncated.mean:.1%} of texts truncated; tokens per text mean {tokens.mean:.1f}, max {tokens.max:.0f}; "
+        f"{with_unknown:.1%} of texts hold [UNK] tokens ({unknown.mean:.2f} per text)"
+    )
 
 
 def _training_section(artifacts) -> str:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
+import tensorflow_data_validation as tfdv
 from tfx import v1 as tfx
 from tfx.orchestration import pipeline as tfx_pipeline
 
@@ -16,28 +14,28 @@ from components.hf_trainer import HFTrainer, VertexHFTrainer
 from components.pusher import ServingPusher
 from components.trainer import TrainerSettings
 from components.transform import transform_custom_config
-from pipeline.cloud import beam_args, on_vertex, validate_cloud, vertex_serving_config, vertex_training_config
+from pipeline.cloud.profile import beam_args, on_vertex, validate_cloud, vertex_serving_config, vertex_training_config
 from pipeline.configs import PipelineConfig
 from pipeline.errors import UserError
+from pipeline.run_parameters import RunParameters
 
 PREPROCESSING_FN = "components.transform.preprocessing_fn"
-STATS_OPTIONS_UPDATER_FN = "components.transform.stats_options_updater_fn"
 RUN_FN = "components.trainer.run_fn"
 EVALUATOR_MODULE = "components.evaluation"
+TRANSFORMED_STATISTICS_GEN = "TransformedStatisticsGen"
+
+
+def bounded_statistics_options() -> tfdv.StatsOptions:
+    """TFDV options whose memory does not grow with the rows: top values and distinct counts by sketches.
+
+    The exact top-k counts every distinct value of every string feature in one grouping, and every review's
+    text is distinct, so on the DirectRunner the launching process would hold all the texts.
+    """
+    return tfdv.StatsOptions(use_sketch_based_topk_uniques=True)
 
 
 class LabelSetUnknownError(UserError, ValueError):
     pass
-
-
-@dataclasses.dataclass(frozen=True)
-class RunParameters:
-    """Values a compiled pipeline takes per run (RuntimeParameters); None means the config's value."""
-
-    span: Any = None
-    dataset_revision: Any = None
-    epochs: Any = None
-    learning_rate: Any = None
 
 
 def create_components(
@@ -64,19 +62,23 @@ def create_components(
         dataset=config.dataset, span=run.span, revision=run.dataset_revision, input_fingerprint=input_fingerprint
     )
     # Statistics of every split: what the data looks like, and the input to schema and validation.
-    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
+    statistics_gen = tfx.components.StatisticsGen(
+        examples=example_gen.outputs["examples"], stats_options=bounded_statistics_options()
+    )
     # The schema the rest of the pipeline relies on, inferred from the statistics.
     schema_gen = tfx.components.SchemaGen(statistics=statistics_gen.outputs["statistics"], infer_feature_shape=True)
     # Stops the run before training when a split breaks the schema (missing text, unseen label ids...).
     example_validator = StrictExampleValidator(
         statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"]
     ).with_id("ExampleValidator")
-    # Tokenizes in-graph: the same graph runs at serving time, so training and serving agree.
+    # Tokenizes in-graph: the same graph runs at serving time, so training and serving agree. Its own
+    # statistics are off: TFX holds every transformed row until the write completes before computing them
+    # (a side input), which on the DirectRunner is the whole dataset in the launching process.
     transform = tfx.components.Transform(
         examples=example_gen.outputs["examples"],
         schema=schema_gen.outputs["schema"],
         preprocessing_fn=PREPROCESSING_FN,
-        stats_options_updater_fn=STATS_OPTIONS_UPDATER_FN,
+        disable_statistics=True,
         custom_config=transform_custom_config(
             config.model.name,
             config.model.revision,
@@ -85,6 +87,10 @@ def create_components(
         ),
     )
     transform.add_upstream_node(example_validator)
+    # Statistics of the model's inputs (token counts, truncation, [UNK]s), read back from the written files.
+    transformed_statistics_gen = tfx.components.StatisticsGen(
+        examples=transform.outputs["transformed_examples"], stats_options=bounded_statistics_options()
+    ).with_id(TRANSFORMED_STATISTICS_GEN)
     # Fine-tunes the transformers model and exports the SavedModel with its serving signatures.
     settings = TrainerSettings(config.model, config.training, config.dataset.label_names)
     trainer_class, trainer_config = HFTrainer, settings.to_custom_config()
@@ -130,7 +136,15 @@ def create_components(
         ).with_id("Pusher")
     else:
         pusher = _filesystem_pusher(config, trainer, evaluator)
-    components = [example_gen, statistics_gen, schema_gen, example_validator, transform, trainer]
+    components = [
+        example_gen,
+        statistics_gen,
+        schema_gen,
+        example_validator,
+        transform,
+        transformed_statistics_gen,
+        trainer,
+    ]
     return [*components, *([baseline_resolver] if baseline_resolver else []), evaluator, pusher]
 
 

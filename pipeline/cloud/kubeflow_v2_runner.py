@@ -10,12 +10,12 @@ import dataclasses
 from pathlib import Path
 
 import yaml
-from tfx import v1 as tfx
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
-from pipeline.cloud import trainer_image
+from pipeline.cloud.profile import trainer_image
 from pipeline.configs import ConfigError, PipelineConfig
-from pipeline.pipeline import RunParameters, create_cloud_pipeline
+from pipeline.orchestration.dag import create_cloud_pipeline
+from pipeline.run_parameters import runtime_parameters
 
 PIPELINE_YAML = "pipeline.yaml"
 RETRAINING_PIPELINE_YAML = "pipeline-retraining.yaml"
@@ -40,17 +40,6 @@ def default_template(config_path: str) -> str:
     return template
 
 
-def run_parameters(config: PipelineConfig) -> RunParameters:
-    """What a user may change per run without recompiling, defaulting to the config's values."""
-    parameter = tfx.dsl.experimental.RuntimeParameter
-    return RunParameters(
-        span=parameter(name="span", ptype=int, default=config.dataset.span),
-        dataset_revision=parameter(name="dataset_revision", ptype=str, default=config.dataset.revision or ""),
-        epochs=parameter(name="epochs", ptype=int, default=config.training.epochs),
-        learning_rate=parameter(name="learning_rate", ptype=float, default=config.training.learning_rate),
-    )
-
-
 def images(config: PipelineConfig) -> dict[str, str]:
     """Per-component images: the Trainer's may differ (a TPU build with libtpu), the rest share one."""
     return {
@@ -69,7 +58,7 @@ def compile_spec(config: PipelineConfig) -> dict:
         ),
         output_dir=".",
     )
-    run = run_parameters(config)
+    run = runtime_parameters(config)
     spec = runner.run(create_cloud_pipeline(config, run), write_out=False)["pipelineSpec"]
     # TFX leaves the defaults out of the spec: put them on the inputs, so a run started from the console or
     # by a schedule needs no values.

@@ -3,8 +3,8 @@
 from tensorflow_model_analysis.proto import validation_result_pb2
 
 from components.evaluation import eval_config
-from pipeline import run_summary
 from pipeline.configs import EvaluationConfig
+from pipeline.reporting import run_summary
 
 
 def failure_for(threshold, name, value, is_diff):

@@ -11,26 +11,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pipeline.cloud import api_endpoint, on_vertex, validate_cloud
+from pipeline.cloud.profile import api_endpoint, on_vertex, validate_cloud
 from pipeline.configs import ConfigError, PipelineConfig, to_dict
 from pipeline.errors import UserError
 
 
 class CredentialsError(UserError, RuntimeError):
     """No Google Cloud credentials: nothing was sent."""
-
-
-def parameter_values(config: PipelineConfig, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    values = {
-        "span": config.dataset.span,
-        "dataset_revision": config.dataset.revision or "",
-        "epochs": config.training.epochs,
-        "learning_rate": config.training.learning_rate,
-    }
-    unknown = sorted(set(overrides or {}) - set(values))
-    if unknown:
-        raise ConfigError(f"unknown pipeline parameter(s) {unknown}; the compiled pipeline takes {sorted(values)}")
-    return {**values, **(overrides or {})}
 
 
 def check_template(template: str | Path, config: PipelineConfig) -> dict:

@@ -1,0 +1,1 @@
+"""What this machine can do: doctor, its measured matmul peak, the default run's estimate."""

@@ -1,0 +1,1 @@
+"""What a run did, read back from ML Metadata: summaries and the HTML report."""

@@ -1,0 +1,60 @@
+"""What a compiled pipeline takes per run without recompiling, declared once.
+
+Each parameter overrides one config value. The compiled spec declares them as TFX RuntimeParameters (typed,
+defaulting to the config's values), `hftfx submit --param` and the retraining trigger send values for them,
+the local runner uses the config's values, and the components receive them as their own execution
+parameters (TFX has no runtime parameter inside `custom_config`, hence the Trainer's two extra parameters).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from pipeline.configs import ConfigError, PipelineConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class RunParameter:
+    name: str
+    ptype: type
+    config_key: str  # "section.field" of the config value it overrides
+
+    def default(self, config: PipelineConfig) -> Any:
+        section, field = self.config_key.split(".")
+        value = getattr(getattr(config, section), field)
+        return "" if value is None and self.ptype is str else value  # a pipeline parameter cannot be None
+
+
+SPAN = RunParameter("span", int, "dataset.span")
+DATASET_REVISION = RunParameter("dataset_revision", str, "dataset.revision")
+EPOCHS = RunParameter("epochs", int, "training.epochs")
+LEARNING_RATE = RunParameter("learning_rate", float, "training.learning_rate")
+RUN_PARAMETERS = (SPAN, DATASET_REVISION, EPOCHS, LEARNING_RATE)
+NAMES = tuple(p.name for p in RUN_PARAMETERS)
+
+# What create_components receives per parameter: a RuntimeParameter when compiling, None for the config's value.
+RunParameters = dataclasses.make_dataclass(
+    "RunParameters", [(name, Any, dataclasses.field(default=None)) for name in NAMES], frozen=True
+)
+
+
+def runtime_parameters(config: PipelineConfig) -> RunParameters:
+    """The TFX RuntimeParameters of a compiled pipeline, defaulting to the config's values."""
+    from tfx import v1 as tfx
+
+    return RunParameters(
+        **{
+            p.name: tfx.dsl.experimental.RuntimeParameter(name=p.name, ptype=p.ptype, default=p.default(config))
+            for p in RUN_PARAMETERS
+        }
+    )
+
+
+def values(config: PipelineConfig, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every parameter's value for one run: the config's, replaced by `overrides` (names checked)."""
+    unknown = sorted(set(overrides or {}) - set(NAMES))
+    if unknown:
+        raise ConfigError(f"unknown pipeline parameter(s) {unknown}; the compiled pipeline takes {list(NAMES)}")
+    return {**{p.name: p.default(config) for p in RUN_PARAMETERS}, **(overrides or {})}
