@@ -7,6 +7,7 @@ with a threshold no model can meet is not blessed and pushes nothing.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -308,7 +309,9 @@ def test_the_image_default_command_serves_as_a_vertex_custom_container(first_run
 
 
 def test_run_report_has_every_section_with_embedded_plots(first_run, strict_run, tmp_path):
-    from pipeline.reporting.report import SECTIONS, build_report
+    import glob
+
+    from pipeline.reporting.report import SECTIONS, build_report, training_series
 
     config, _ = first_run
     page = build_report(config.metadata_sqlite, config.pipeline_name, tmp_path / "report.html").read_text()
@@ -316,5 +319,10 @@ def test_run_report_has_every_section_with_embedded_plots(first_run, strict_run,
         assert f'<section id="{section}">' in page, section
     assert page.count("data:image/png;base64,") >= 2  # training curves; ROC/PR/confusion/calibration
     assert "BLESSED" in page and "label_name=fresh" in page and "Anomalies:</b> none" in page
-    assert "tokens per text mean" in page
+    assert "tokens per text mean" in page and "of texts hold [UNK] tokens" in page
     assert "took part as the baseline" in page  # the latest run is the strict one, with a baseline
+    # the thresholds as the Evaluator ran them (TFMA's own eval config loader): absolute bounds and changes
+    assert re.search(r"<tr><td>\w+</td><td>[\d.]+</td>", page) and " vs baseline</td>" in page
+    model_run = sorted(glob.glob(f"{config.pipeline_root}/Trainer/model_run/*"))[-1]
+    curves = training_series(model_run)
+    assert curves["train/epoch_loss"] and curves["validation/evaluation_loss_vs_iterations"]

@@ -11,7 +11,6 @@ import base64
 import glob
 import html
 import io
-import json
 import os
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from pipeline.reporting.run_summary import (
     _node_name,
     _outputs,
     latest_run_context,
+    load_eval_config,
     load_eval_result,
     multiclass_confusion_matrix,
     open_store,
@@ -84,9 +84,11 @@ def _statistics_section(artifacts) -> str:
         parts.append(_table(["split", "examples", "mean text length (chars)", "labels"], rows))
     anomalies = artifacts.get("anomalies")
     if anomalies is not None:
+        from tfx.types import artifact_utils
+
         from components.example_validator import describe_anomalies, load_anomalies
 
-        splits = json.loads(anomalies.properties["split_names"].string_value)
+        splits = artifact_utils.decode_split_names(anomalies.properties["split_names"].string_value)
         problems = describe_anomalies(load_anomalies(anomalies.uri, splits))
         parts.append("<p><b>Anomalies:</b> " + (html.escape("; ".join(problems)) if problems else "none") + "</p>")
     transformed = artifacts.get("transformed_statistics")
@@ -110,19 +112,26 @@ def tokenization_summary(feature_stats_path: str) -> str:
     )
 
 
-def _training_section(artifacts) -> str:
+def training_series(model_run_uri: str) -> dict[str, list[tuple[int, float]]]:
+    """ "<phase>/<tag>" -> (step, value) of the Trainer's TensorBoard logs, read by TensorBoard's own loader."""
     import tensorflow as tf
+    from tensorboard.backend.event_processing import event_accumulator
 
+    series: dict[str, list[tuple[int, float]]] = {}
+    for phase in sorted(p for p in Path(model_run_uri, "logs").glob("*") if p.is_dir()):
+        logs = event_accumulator.EventAccumulator(str(phase), size_guidance={event_accumulator.TENSORS: 0})
+        logs.Reload()
+        for tag in logs.Tags()[event_accumulator.TENSORS]:
+            points = [(e.step, float(tf.make_ndarray(e.tensor_proto))) for e in logs.Tensors(tag)]
+            series[f"{phase.name}/{tag}"] = points
+    return series
+
+
+def _training_section(artifacts) -> str:
     model_run = artifacts.get("model_run")
     if model_run is None:
         return "<p>No training logs.</p>"
-    series: dict[str, list[tuple[int, float]]] = {}
-    for path in glob.glob(os.path.join(model_run.uri, "logs", "*", "events*")):
-        phase = Path(path).parent.name
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for value in event.summary.value:
-                number = tf.make_ndarray(value.tensor) if value.HasField("tensor") else value.simple_value
-                series.setdefault(f"{phase}/{value.tag}", []).append((event.step, float(number)))
+    series = training_series(model_run.uri)
     figure, axes = plt.subplots(1, 2, figsize=(10, 3.2))
     for axis, metric in zip(axes, ("loss", "accuracy"), strict=True):
         points = sorted(series.get(f"train/batch_{metric}", []))
@@ -279,19 +288,16 @@ def _multiclass_figure(matrix: dict, by_sub_key: dict, summary: RunSummary) -> s
 
 
 def _blessing_section(evaluation_uri: str, summary: RunSummary) -> str:
-    config = json.loads(Path(evaluation_uri, "eval_config.json").read_text()).get("evalConfig", {})
     rows = []
-    for spec in config.get("metricsSpecs", []):
-        for metric in spec.get("metrics", []):
-            for threshold in metric.get("perSliceThresholds", []):
-                value = threshold.get("threshold", {})
-                lower = value.get("valueThreshold", {}).get("lowerBound")
-                change = value.get("changeThreshold", {}).get("absolute")
+    for spec in load_eval_config(evaluation_uri).metrics_specs:
+        for metric in spec.metrics:
+            for per_slice in metric.per_slice_thresholds:
+                value, change = per_slice.threshold.value_threshold, per_slice.threshold.change_threshold
                 rows.append(
                     [
-                        metric["className"],
-                        lower if lower is not None else "-",
-                        f"change >= {change:.2g} vs baseline" if change is not None else "-",
+                        metric.class_name,
+                        f"{value.lower_bound.value:g}" if value.HasField("lower_bound") else "-",
+                        f"change >= {change.absolute.value:.2g} vs baseline" if change.HasField("absolute") else "-",
                     ]
                 )
     if summary.baseline_metrics:

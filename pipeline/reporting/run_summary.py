@@ -211,10 +211,16 @@ def _metric_value(value: dict) -> float | None:
     return None
 
 
+def load_eval_config(evaluation_uri: str):
+    """The EvalConfig the Evaluator ran with, as TFMA wrote it (its own loader reads it back)."""
+    from tensorflow_model_analysis.writers import eval_config_writer
+
+    return eval_config_writer.load_eval_run(evaluation_uri)[0]
+
+
 def evaluated_models(evaluation_uri: str) -> list[str]:
     """Model names in the evaluation: TFX names them candidate and baseline when a blessed baseline took part."""
-    config = json.loads(Path(evaluation_uri, "eval_config.json").read_text(encoding="utf-8")).get("evalConfig", {})
-    return [spec["name"] for spec in config.get("modelSpecs", []) if spec.get("name")]
+    return [spec.name for spec in load_eval_config(evaluation_uri).model_specs if spec.name]
 
 
 def load_eval_result(evaluation_uri: str, role: str = "candidate"):
