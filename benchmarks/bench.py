@@ -206,6 +206,7 @@ def serving_latency(serving_dir: Path, repeats: int) -> list[Row]:
 
 
 def pipeline_figures(pipeline_root: str, pipeline_name: str) -> list[Row]:
+    from pipeline.orchestration.dag import TRAINER
     from pipeline.reporting.run_summary import summarize
 
     sqlite = Path(pipeline_root) / "metadata.sqlite"
@@ -213,7 +214,7 @@ def pipeline_figures(pipeline_root: str, pipeline_name: str) -> list[Row]:
     if summary is None:
         return [Row(f"pipeline: no run recorded under {pipeline_root} (run `make run` first)", "-", "-", "-")]
     total = sum(c.seconds for c in summary.components)
-    trainer = sum(c.seconds for c in summary.components if c.name == "Trainer")
+    trainer = sum(c.seconds for c in summary.components if c.name == TRAINER)
     rows = [Row(f"component {c.name} ({c.state}) seconds", f"{c.seconds:.1f}", "-", "-") for c in summary.components]
     rows.append(
         Row("share of component time outside the Trainer", f"{(total - trainer) / max(total, 1e-9):.0%}", "-", "-")

@@ -66,7 +66,7 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
     from pipeline.configs import load_config
-    from pipeline.orchestration.dag import create_components
+    from pipeline.orchestration.dag import TRAINER, create_components
     from pipeline.orchestration.probe import probe
 
     config = load_config(
@@ -82,7 +82,7 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
     probed = probe(config)
     probe_seconds = time.monotonic() - started
     components = create_components(probed.config)
-    components = components[: [c.id for c in components].index("Trainer")]  # the data components, in DAG order
+    components = components[: [c.id for c in components].index(TRAINER)]  # the data components, in DAG order
     sqlite = f"{root}/metadata.sqlite"
     LocalDagRunner().run(
         tfx_pipeline.Pipeline(
@@ -98,12 +98,12 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
 
 
 def component_seconds(sqlite: str) -> dict[str, float]:
-    from pipeline.reporting.run_summary import _node_name, open_store
+    from pipeline.reporting.run_summary import node_name, open_store
 
     store = open_store(sqlite)
     out = {}
     for execution in store.get_executions():
-        name = _node_name(store, execution, "bench-scale")
+        name = node_name(store, execution, "bench-scale")
         out[name] = (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1e3
     return out
 

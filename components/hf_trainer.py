@@ -37,7 +37,7 @@ def with_overrides(exec_properties: dict[str, Any]) -> dict[str, Any]:
     custom_config = json.loads(exec_properties.get(key) or "{}")
     for parameter in TRAINING_PARAMETERS:
         if exec_properties.get(parameter.name) is not None:
-            section, field = parameter.config_key.split(".")
+            section, field = parameter.section_field
             custom_config.setdefault(section, {})[field] = exec_properties[parameter.name]
     return {**exec_properties, key: json.dumps(custom_config)}
 

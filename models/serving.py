@@ -10,6 +10,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the transform graph's ops must be registered before loading)
 
 from models.contract import PROBABILITIES, SERVING_DEFAULT
+from models.serving_contract import BadRequestError
 from models.signatures import TEXT_INPUT, TEXT_PAIR_INPUT
 
 
@@ -63,3 +64,32 @@ def predict_texts(model, texts: Sequence[str], text_pairs: Sequence[str] | None 
             strict=True,
         )
     ]
+
+
+def split_pairs(texts: Sequence[str], separator: str, model_dir: str | Path) -> tuple[list[str], list[str]]:
+    """'TEXT<separator>TEXT_PAIR' lines as the two inputs of a sentence-pair model."""
+    split = [text.split(separator, 1) for text in texts]
+    if any(len(parts) != 2 for parts in split):
+        raise BadRequestError(
+            f"{model_dir} classifies sentence pairs: give each as 'TEXT{separator!r}TEXT_PAIR' "
+            "(or set --pair-separator)"
+        )
+    return [a for a, _ in split], [b for _, b in split]
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def prediction_lines(predictions: Sequence[Prediction]) -> list[str]:
+    """One line per prediction, as `hftfx predict` prints them: label, confidence, probabilities, the text."""
+    width = max((len(p.label) for p in predictions), default=0) + 1
+    lines = []
+    for prediction in predictions:
+        if prediction.text_pair is None:
+            shown = _shorten(prediction.text, 70)
+        else:
+            shown = _shorten(prediction.text, 34) + "  |  " + _shorten(prediction.text_pair, 34)
+        probabilities = "  ".join(f"{p:.2f}" for p in prediction.probabilities)
+        lines.append(f"  {prediction.label:<{width}} {prediction.confidence:6.1%}  [{probabilities}]  {shown}")
+    return lines

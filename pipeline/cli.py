@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
 
 import yaml
 
-from models.contract import EXAMPLES_INPUT, SERVING_TF_EXAMPLE
 from pipeline import configs, run_parameters
 from pipeline.errors import UserError
 
@@ -65,44 +63,24 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from pipeline.orchestration.local_runner import run_local
+    from pipeline.reporting.report import write_run_report
 
     config = configs.load_config(args.config, _overrides(args))
     summary = run_local(config, verbose=args.verbose)
     print()
     print(summary.render())
-    report = _write_report(config, summary.run_id)
-    # Kept beside the report: the figures MLMD does not hold (wall time, peak memory) for `make bench`.
-    report.with_suffix(".json").write_text(json.dumps(summary.to_json(), indent=2) + "\n", encoding="utf-8")
-    print(f"\nreport: {report}")
+    print(f"\nreport: {write_run_report(config, summary)}")
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary.to_json(), indent=2) + "\n", encoding="utf-8")
         print(f"\nsummary written to {args.summary_json}")
     return 0
 
 
-def _write_report(config: configs.PipelineConfig, run_id: str) -> Path:
-    from pipeline.reporting.report import build_report
-
-    name = "".join(c if c.isalnum() else "-" for c in run_id)
-    return build_report(
-        config.metadata_sqlite, config.pipeline_name, Path(config.pipeline_root) / "reports" / f"{name}.html"
-    )
-
-
 def cmd_report(args: argparse.Namespace) -> int:
-    from pipeline.reporting.report import build_report
+    from pipeline.reporting.report import write_latest_report
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
-    output = args.output or None
-    if output is None:
-        from pipeline.reporting.run_summary import summarize
-
-        summary = summarize(config.metadata_sqlite, config.pipeline_name)
-        if summary is None:
-            raise configs.ConfigError(f"no run of '{config.pipeline_name}' under {config.pipeline_root}; run one first")
-        print(f"report: {_write_report(config, summary.run_id)}")
-        return 0
-    print(f"report: {build_report(config.metadata_sqlite, config.pipeline_name, output)}")
+    print(f"report: {write_latest_report(config, args.output or None)}")
     return 0
 
 
@@ -120,34 +98,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _shorten(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
 def cmd_predict(args: argparse.Namespace) -> int:
     from models import serving_contract
-    from models.serving import load_serving_model, predict_texts
+    from models.serving import load_serving_model, predict_texts, prediction_lines, split_pairs
 
     texts = args.texts or [line.rstrip("\n") for line in sys.stdin if line.strip()]
     model_dir, model = load_serving_model(args.model)
     pairs = None
     if len(serving_contract.text_inputs(model)) == 2:  # a sentence-pair model: TEXT<TAB>TEXT_PAIR
-        split = [text.split(args.pair_separator, 1) for text in texts]
-        if any(len(parts) != 2 for parts in split):
-            raise configs.ConfigError(
-                f"{model_dir} classifies sentence pairs: give each as 'TEXT{args.pair_separator!r}TEXT_PAIR' "
-                "(or set --pair-separator)"
-            )
-        texts, pairs = [a for a, _ in split], [b for _, b in split]
+        texts, pairs = split_pairs(texts, args.pair_separator, model_dir)
     print(f"model: {model_dir}")
-    predictions = predict_texts(model, texts, pairs)
-    width = max((len(p.label) for p in predictions), default=0) + 1
-    for prediction in predictions:
-        shown = _shorten(prediction.text, 70 if pairs is None else 34)
-        if prediction.text_pair is not None:
-            shown += "  |  " + _shorten(prediction.text_pair, 34)
-        probabilities = "  ".join(f"{p:.2f}" for p in prediction.probabilities)
-        print(f"  {prediction.label:<{width}} {prediction.confidence:6.1%}  [{probabilities}]  {shown}")
+    for line in prediction_lines(predict_texts(model, texts, pairs)):
+        print(line)
     return 0
 
 
@@ -174,51 +136,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from pipeline.cloud import submit
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
-    args.template = _template(args, args.config)
     values = run_parameters.values(config, _assignments(args.param, "--param", yaml.safe_load))
-    if args.kfp_host:
-        run = submit.kfp_run(config, args.kfp_host, args.template, values)
-        if args.dry_run:
-            print(json.dumps(dataclasses.asdict(run), indent=2))
-            return 0
-        result = submit.submit_to_kfp(run)
-        print(f"submitted run {getattr(result, 'run_id', result)} to {args.kfp_host}")
-        return 0
-    if args.dry_run:
-        from google.auth.credentials import AnonymousCredentials
-
-        credentials = AnonymousCredentials()
-    else:
-        credentials = submit.default_credentials()
-    from components.hf_example_gen import spans
-
-    if spans.is_spanned(config.dataset) and not values["span"] and config.cloud.enable_caching:
-        print(
-            "note: span 0 reads the newest span, but with caching on Vertex reuses an earlier ExampleGen result "
-            "for the same parameters; pass --param span=N, or let `hftfx trigger --cloud` choose it",
-            file=sys.stderr,
-        )
-    job = submit.build_pipeline_job(config, args.template, values, credentials)
-    if args.dry_run:
-        print(json.dumps(submit.job_request(job, config), indent=2))
-        return 0
-    print(f"submitted {submit.submit_to_vertex(job, config)}")
+    note = None if args.kfp_host else submit.span_caching_note(config, values)
+    if note:
+        print(note, file=sys.stderr)
+    template = _template(args, args.config)
+    for line in submit.submit_run(config, template, values, kfp_host=args.kfp_host, dry_run=args.dry_run):
+        print(line)
     return 0
-
-
-def _decision_lines(chosen) -> list[str]:
-    lines = [f"decision:  {chosen.action}" + (f" span {chosen.span}" if chosen.span is not None else "")]
-    lines.append(f"reason:    {chosen.reason}")
-    if chosen.drift is not None:
-        report = chosen.drift
-        lines.append(f"drift:     span {report.span} vs the training data of blessed run {report.baseline_run}")
-        for feature in report.features:
-            flag = "DRIFT" if feature.drifted else "ok"
-            lines.append(
-                f"           {feature.feature:<12} {feature.measure:<15} {feature.distance:8.4f}"
-                f"  threshold {feature.threshold:g}  {flag}"
-            )
-    return lines
 
 
 def _cloud_context(args: argparse.Namespace, config: configs.PipelineConfig):
@@ -237,43 +162,38 @@ def cmd_trigger(args: argparse.Namespace) -> int:
 
     overrides = _overrides(args)
     if args.cloud:
-        from pipeline.cloud import submit
         from pipeline.retraining.vertex import cloud_trigger
 
-        config_path = args.config or "configs/vertex-retraining.yaml"
-        config = configs.load_config(config_path, overrides)
-        args.template = _template(args, config_path)
         if args.action == "watch":
             raise configs.ConfigError("on Vertex, retrain on storage events or a schedule instead of watching")
+        config_path = args.config or "configs/vertex-retraining.yaml"
+        config = configs.load_config(config_path, overrides)
         credentials, clients = _cloud_context(args, config)
         result = cloud_trigger(
             config,
-            args.template,
+            _template(args, config_path),
             clients,
             credentials,
             span=args.span,
             dry_run=args.dry_run or args.action == "check",
             ask_vertex=not args.dry_run,
         )
-        for line in _decision_lines(result.decision):
+        for line in result.lines(show_request=args.dry_run and args.action == "run"):
             print(line)
-        if result.request is not None and args.action == "run":
-            if args.dry_run:
-                print(json.dumps(submit.request_json(result.request), indent=2))
-            elif result.submitted:
-                print(f"submitted: {result.request.parent}/pipelineJobs/{result.request.pipeline_job_id}")
         return 0
     config = configs.load_config(args.config, overrides)
     if args.action == "check":
-        for line in _decision_lines(local_trigger.check(config, measure_drift=args.drift, span=args.span)):
+        for line in local_trigger.check(config, measure_drift=args.drift, span=args.span).lines():
             print(line)
         return 0
     if args.action == "run":
+        from pipeline.reporting.report import write_run_report
+
         result = local_trigger.trigger_run(config, verbose=args.verbose, span=args.span)
         if result.summary is not None:
             print()
             print(result.summary.render())
-            print(f"\nreport: {_write_report(config, result.summary.run_id)}")
+            print(f"\nreport: {write_run_report(config, result.summary)}")
         return 0
     try:
         runs = local_trigger.watch(config, interval=args.interval, max_polls=args.max_polls, verbose=args.verbose)
@@ -302,36 +222,24 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_schedule(args: argparse.Namespace) -> int:
     """Vertex PipelineJobSchedules of the compiled pipeline."""
-    from pipeline.cloud import submit
     from pipeline.retraining import vertex
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
     credentials, clients = _cloud_context(args, config)
-    if args.action == "create":
-        args.template = _template(args, args.config)
-        if not args.cron:
-            raise configs.ConfigError("schedule create needs --cron, e.g. --cron 'TZ=UTC 0 3 * * 1'")
-        request = vertex.create_schedule_request(
-            config, args.template, args.cron, credentials, max_concurrent_runs=args.max_concurrent_runs,
-            max_runs=args.max_runs,
-        )  # fmt: skip
-    elif args.action == "list":
-        request = vertex.list_schedules_request(config)
-    else:
-        if not args.schedule:
-            raise configs.ConfigError(f"schedule {args.action} needs the schedule id or resource name")
-        request = vertex.schedule_action_request(config, args.action, args.schedule)
-    if args.dry_run:
-        print(json.dumps(submit.request_json(request), indent=2))
-        return 0
-    response = vertex.send_schedule_request(clients, request)
-    if args.action == "list":
-        for schedule in response:
-            print(f"{schedule.name}  {schedule.state.name:<10} cron '{schedule.cron}'  next {schedule.next_run_time}")
-    elif args.action == "create":
-        print(f"created {response.name} (cron '{response.cron}')")
-    else:
-        print(f"{args.action}: {request.name}")
+    lines = vertex.schedule_command(
+        config,
+        args.action,
+        clients,
+        credentials,
+        template=_template(args, args.config) if args.action == "create" else None,
+        cron=args.cron,
+        schedule=args.schedule,
+        max_concurrent_runs=args.max_concurrent_runs,
+        max_runs=args.max_runs,
+        dry_run=args.dry_run,
+    )
+    for line in lines:
+        print(line)
     return 0
 
 
@@ -352,19 +260,6 @@ def _assignments(assignments: list[str] | None, flag: str, parse=str) -> dict:
     return values
 
 
-CHECK_TEXTS = ("a warm, funny and moving film", "a tedious, joyless mess")
-
-
-def default_check_requests(text_inputs) -> list[dict]:
-    """A raw-text request and a tf.Example request, shaped for the model's text inputs (one, or a pair)."""
-    if len(text_inputs) == 1:
-        instances = list(CHECK_TEXTS)
-    else:
-        instances = [dict(zip(text_inputs, (text, CHECK_TEXTS[0]), strict=True)) for text in CHECK_TEXTS]
-    example = {name: CHECK_TEXTS[0] for name in text_inputs}
-    return [{"instances": instances}, {"signature_name": SERVING_TF_EXAMPLE, EXAMPLES_INPUT: [example]}]
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     from models.prediction_server import serve
 
@@ -373,38 +268,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_check(args: argparse.Namespace) -> int:
-    from models import serving_contract
-    from models.serving import load_serving_model, resolve_version_dir
+    from models.serve_check import read_request, serve_check
 
-    version_dir = resolve_version_dir(args.model)
-    ops = serving_contract.graph_ops(str(version_dir))
-    text_ops = sorted(op for op in ops if not serving_contract.is_core_op(op))
-    unsupported = serving_contract.unsupported_ops(ops)
-    print(f"model:      {version_dir}")
-    print(f"ops:        {len(ops)} op types; tensorflow_text ops {text_ops}")
-    if unsupported:
-        print(f"FAIL: ops TF Serving does not provide: {unsupported}")
-        return 1
-    _, model = load_serving_model(version_dir)
-    print(f"signatures: {sorted(model.signatures)}")
-    warmup = Path(version_dir) / serving_contract.WARMUP_FILE
-    if warmup.exists():
-        print(f"warm-up:    replayed {serving_contract.replay_warmup_requests(model, str(version_dir))} requests")
-    else:
-        print(f"warm-up:    none ({serving_contract.WARMUP_FILE} missing)")
-    requests = (
-        [json.loads(Path(args.request).read_text()) if Path(args.request).is_file() else json.loads(args.request)]
-        if args.request
-        else default_check_requests(serving_contract.text_inputs(model))
-    )
-    for request in requests:
-        print(f"request:    {json.dumps(request)[:200]}")
-        try:
-            print(f"response:   {json.dumps(serving_contract.predict(model, request))[:600]}")
-        except serving_contract.BadRequestError as error:
-            print(f"400:        {error}")
-            return 1
-    return 0
+    return 0 if serve_check(args.model, [read_request(args.request)] if args.request else None) else 1
 
 
 TEMPLATE_HELP = "the compiled spec (default: the one committed for --config: pipeline.yaml, pipeline-retraining.yaml)"

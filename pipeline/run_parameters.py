@@ -21,8 +21,13 @@ class RunParameter:
     ptype: type
     config_key: str  # "section.field" of the config value it overrides
 
-    def default(self, config: PipelineConfig) -> Any:
+    @property
+    def section_field(self) -> tuple[str, str]:
         section, field = self.config_key.split(".")
+        return section, field
+
+    def default(self, config: PipelineConfig) -> Any:
+        section, field = self.section_field
         value = getattr(getattr(config, section), field)
         return "" if value is None and self.ptype is str else value  # a pipeline parameter cannot be None
 

@@ -252,25 +252,35 @@ def test_schedule_create_request_field_by_field(profile, template, fake):
     assert not any(task.get("cachingOptions", {}).get("enableCache") for task in tasks.values())
 
 
-def test_schedule_list_pause_resume_delete_requests(profile, fake):
-    listed = vertex.list_schedules_request(profile)
-    assert (listed.parent, listed.filter) == (PARENT, 'display_name="hf-text-classifier-retrain"')
-    for action, kind in (
-        ("pause", aiplatform_v1.PauseScheduleRequest),
-        ("resume", aiplatform_v1.ResumeScheduleRequest),
-        ("delete", aiplatform_v1.DeleteScheduleRequest),
-    ):
-        request = vertex.schedule_action_request(profile, action, "123")
-        assert isinstance(request, kind)
-        assert request.name == f"{PARENT}/schedules/123"
-        vertex.send_schedule_request(clients(fake, profile), request)
+def test_schedule_commands_send_each_request_and_print_what_vertex_answered(profile, template, fake):
+    """What `hftfx schedule create/list/pause/resume/delete` does, through the fake ScheduleService."""
+    config, credentials = at(fake, profile), AnonymousCredentials()
+
+    def command(action, **kwargs):
+        return vertex.schedule_command(config, action, clients(fake, profile), credentials, **kwargs)
+
+    assert command("create", template=template, cron="TZ=UTC 0 3 * * 1") == [
+        f"created {PARENT}/schedules/1 (cron 'TZ=UTC 0 3 * * 1')"
+    ]
+    listed = command("list")
+    assert len(listed) == 1 and listed[0].startswith(f"{PARENT}/schedules/1  ACTIVE     cron 'TZ=UTC 0 3 * * 1'")
+    for action in ("pause", "resume", "delete"):
+        assert command(action, schedule="1") == [f"{action}: {PARENT}/schedules/1"]
     assert [type(r).__name__ for r in fake.requests()] == [
+        "CreateScheduleRequest",
+        "ListSchedulesRequest",
         "PauseScheduleRequest",
         "ResumeScheduleRequest",
         "DeleteScheduleRequest",
     ]
+    assert fake.requests()[1].filter == 'display_name="hf-text-classifier-retrain"'
     with pytest.raises(configs.ConfigError, match="neither a schedule id"):
-        vertex.schedule_name(profile, "nightly")
+        command("pause", schedule="nightly")
+    with pytest.raises(configs.ConfigError, match="needs the schedule id"):
+        command("delete")
+    with pytest.raises(configs.ConfigError, match="needs --cron"):
+        command("create", template=template)
+    assert len(fake.requests()) == 5  # refused before anything was sent
 
 
 @pytest.mark.parametrize("cron", ["every day", "0 3 * *", "0 3 * * 1 2020"])

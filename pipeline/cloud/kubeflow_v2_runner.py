@@ -14,7 +14,7 @@ from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from pipeline.cloud.profile import trainer_image
 from pipeline.configs import ConfigError, PipelineConfig
-from pipeline.orchestration.dag import create_cloud_pipeline
+from pipeline.orchestration.dag import TRAINER, create_cloud_pipeline
 from pipeline.run_parameters import runtime_parameters
 
 PIPELINE_YAML = "pipeline.yaml"
@@ -44,7 +44,7 @@ def images(config: PipelineConfig) -> dict[str, str]:
     """Per-component images: the Trainer's may differ (a TPU build with libtpu), the rest share one."""
     return {
         kubeflow_v2_dag_runner._DEFAULT_IMAGE_PATH_KEY: config.cloud.image_uri,
-        "Trainer": trainer_image(config.cloud),
+        TRAINER: trainer_image(config.cloud),
     }
 
 

@@ -205,3 +205,42 @@ def submit_to_kfp(run: KfpRun, client_factory: Callable[..., Any] | None = None)
         enable_caching=run.enable_caching,
         service_account=run.service_account,
     )
+
+
+def span_caching_note(config: PipelineConfig, values: Mapping[str, Any]) -> str | None:
+    """A warning when span 0 ("the newest") would be answered from Vertex's cache of an earlier run."""
+    from components.hf_example_gen import spans
+
+    if spans.is_spanned(config.dataset) and not values["span"] and config.cloud.enable_caching:
+        return (
+            "note: span 0 reads the newest span, but with caching on Vertex reuses an earlier ExampleGen result "
+            "for the same parameters; pass --param span=N, or let `hftfx trigger --cloud` choose it"
+        )
+    return None
+
+
+def submit_run(
+    config: PipelineConfig,
+    template: str | Path,
+    values: Mapping[str, Any],
+    *,
+    kfp_host: str | None = None,
+    dry_run: bool = False,
+) -> list[str]:
+    """`hftfx submit`: one run to Kubeflow (`kfp_host`) or Vertex; the lines to print, the request on a dry run."""
+    if kfp_host:
+        run = kfp_run(config, kfp_host, template, values)
+        if dry_run:
+            return [json.dumps(dataclasses.asdict(run), indent=2)]
+        result = submit_to_kfp(run)
+        return [f"submitted run {getattr(result, 'run_id', result)} to {kfp_host}"]
+    if dry_run:  # the exact request, built with no credentials at all
+        from google.auth.credentials import AnonymousCredentials
+
+        credentials = AnonymousCredentials()
+    else:
+        credentials = default_credentials()
+    job = build_pipeline_job(config, template, values, credentials)
+    if dry_run:
+        return [json.dumps(job_request(job, config), indent=2)]
+    return [f"submitted {submit_to_vertex(job, config)}"]

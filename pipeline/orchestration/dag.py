@@ -22,7 +22,10 @@ from pipeline.run_parameters import RunParameters
 PREPROCESSING_FN = "components.transform.preprocessing_fn"
 RUN_FN = "components.trainer.run_fn"
 EVALUATOR_MODULE = "components.evaluation"
+# Node ids other modules address: run summaries, the per-component images, the benchmarks.
 TRANSFORMED_STATISTICS_GEN = "TransformedStatisticsGen"
+TRAINER = "Trainer"
+PUSHER = "Pusher"
 
 
 def bounded_statistics_options() -> tfdv.StatsOptions:
@@ -107,7 +110,7 @@ def create_components(
         train_args=tfx.proto.TrainArgs(splits=["train"]),
         eval_args=tfx.proto.EvalArgs(splits=["eval"]),
         custom_config=trainer_config,
-    ).with_id("Trainer")
+    ).with_id(TRAINER)
     # The latest blessed model, so a new model must not be worse than what serves now. Kubeflow's v2 backend
     # runs no resolver nodes: there the Evaluator has no baseline and TFX skips the change thresholds.
     baseline_resolver = None
@@ -133,7 +136,7 @@ def create_components(
             model=trainer.outputs["model"],
             model_blessing=evaluator.outputs["blessing"],
             custom_config=vertex_serving_config(config.cloud),
-        ).with_id("Pusher")
+        ).with_id(PUSHER)
     else:
         pusher = _filesystem_pusher(config, trainer, evaluator)
     components = [
@@ -155,7 +158,7 @@ def _filesystem_pusher(config: PipelineConfig, trainer, evaluator):
         push_destination=tfx.proto.PushDestination(
             filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.push_base_directory)
         ),
-    ).with_id("Pusher")
+    ).with_id(PUSHER)
 
 
 def create_pipeline(

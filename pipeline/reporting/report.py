@@ -11,6 +11,7 @@ import base64
 import glob
 import html
 import io
+import json
 import os
 from pathlib import Path
 
@@ -21,15 +22,16 @@ import matplotlib.pyplot as plt
 
 from components.evaluation import confusion_cells
 from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE, TOKEN_COUNT, TRUNCATED, UNKNOWN_TOKENS
+from pipeline.configs import ConfigError, PipelineConfig
 from pipeline.orchestration.dag import TRANSFORMED_STATISTICS_GEN
 from pipeline.reporting.run_summary import (
     RunSummary,
-    _node_name,
     _outputs,
     latest_run_context,
     load_eval_config,
     load_eval_result,
     multiclass_confusion_matrix,
+    node_name,
     open_store,
     summarize,
 )
@@ -56,7 +58,7 @@ def _run_artifacts(store, pipeline_name: str) -> dict[str, object]:
     found = {}
     for execution in store.get_executions_by_context(run.id):
         outputs = _outputs(store, execution)
-        if _node_name(store, execution, pipeline_name) == TRANSFORMED_STATISTICS_GEN:
+        if node_name(store, execution, pipeline_name) == TRANSFORMED_STATISTICS_GEN:
             outputs = {f"transformed_{key}": artifact for key, artifact in outputs.items()}
         found.update(outputs)
     return found
@@ -375,3 +377,27 @@ def build_report(sqlite_path: str, pipeline_name: str, output: str | Path) -> Pa
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(page, encoding="utf-8")
     return output
+
+
+def run_report_path(config: PipelineConfig, run_id: str) -> Path:
+    """<pipeline_root>/reports/<run id>.html, the run id made file-name safe."""
+    name = "".join(c if c.isalnum() else "-" for c in run_id)
+    return Path(config.pipeline_root) / "reports" / f"{name}.html"
+
+
+def write_run_report(config: PipelineConfig, summary: RunSummary) -> Path:
+    """The run's page, and its summary as JSON beside it: the figures ML Metadata does not hold (wall time,
+    peak memory) that `make bench` reads."""
+    report = build_report(config.metadata_sqlite, config.pipeline_name, run_report_path(config, summary.run_id))
+    report.with_suffix(".json").write_text(json.dumps(summary.to_json(), indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+def write_latest_report(config: PipelineConfig, output: str | Path | None = None) -> Path:
+    """`hftfx report`: the latest run's page, at `output` or beside the other run reports."""
+    if output is None:
+        summary = summarize(config.metadata_sqlite, config.pipeline_name)
+        if summary is None:
+            raise ConfigError(f"no run of '{config.pipeline_name}' under {config.pipeline_root}; run one first")
+        output = run_report_path(config, summary.run_id)
+    return build_report(config.metadata_sqlite, config.pipeline_name, output)

@@ -175,7 +175,7 @@ def latest_run_context(store: mlmd.MetadataStore, pipeline_name: str):
     return runs[-1] if runs else None
 
 
-def _node_name(store, execution, pipeline_name: str) -> str:
+def node_name(store, execution, pipeline_name: str) -> str:
     for context in store.get_contexts_by_execution(execution.id):
         if context.type == "node":
             return context.name.removeprefix(f"{pipeline_name}.")
@@ -359,7 +359,7 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
         started_ms=executions[0].create_time_since_epoch if executions else run.create_time_since_epoch,
     )
     for execution in executions:
-        name = _node_name(store, execution, pipeline_name)
+        name = node_name(store, execution, pipeline_name)
         seconds = (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1000
         summary.components.append(ComponentRun(name, _STATE_NAMES.get(execution.last_known_state, "?"), seconds))
         outputs = _outputs(store, execution)

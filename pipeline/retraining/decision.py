@@ -70,6 +70,21 @@ class Decision:
     def train(self) -> bool:
         return self.action == "train"
 
+    def lines(self) -> list[str]:
+        """The decision as `hftfx trigger` prints it: the action, why, and each feature's drift if measured."""
+        lines = [f"decision:  {self.action}" + (f" span {self.span}" if self.span is not None else "")]
+        lines.append(f"reason:    {self.reason}")
+        if self.drift is not None:
+            report = self.drift
+            lines.append(f"drift:     span {report.span} vs the training data of blessed run {report.baseline_run}")
+            for feature in report.features:
+                flag = "DRIFT" if feature.drifted else "ok"
+                lines.append(
+                    f"           {feature.feature:<12} {feature.measure:<15} {feature.distance:8.4f}"
+                    f"  threshold {feature.threshold:g}  {flag}"
+                )
+        return lines
+
 
 def _trained_by(record: RunRecord) -> str:
     verdict = {True: "blessed", False: "not blessed", None: "not evaluated"}[record.blessed]

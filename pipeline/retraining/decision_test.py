@@ -59,3 +59,13 @@ def test_drift_is_only_measured_for_a_span_that_could_be_trained():
         raise AssertionError("drift measured for a consumed span")
 
     assert decide([1], [run(1)], RetrainingConfig(policy="drift"), must_not_run).action == "skip"
+
+
+def test_a_decision_prints_its_action_reason_and_each_features_drift():
+    chosen = decide([1, 3], [run(1, blessed=True)], RetrainingConfig(policy="drift"), lambda span: drift(0.25))
+    lines = chosen.lines()
+    assert lines[0] == "decision:  train span 3"
+    assert lines[1].startswith("reason:    span 3 is new") and "label_name L-infinity 0.250 > 0.1" in lines[1]
+    assert lines[2] == "drift:     span 3 vs the training data of blessed run run-1"
+    assert lines[3].split() == ["label_name", "L-infinity", "0.2500", "threshold", "0.1", "DRIFT"]
+    assert decide([], [], RULES).lines() == ["decision:  skip", "reason:    no span of data exists yet"]

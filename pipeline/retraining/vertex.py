@@ -9,6 +9,7 @@ no lock to leave behind. Every request is built first, so --dry-run and the test
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,15 @@ class CloudTriggerResult:
     decision: decision.Decision
     request: Any = None  # the CreatePipelineJobRequest built (sent unless dry-run or refused)
     submitted: bool = False
+
+    def lines(self, show_request: bool) -> list[str]:
+        """The decision, then the request (`show_request`: a dry run's exact JSON) or the job it created."""
+        lines = self.decision.lines()
+        if self.request is not None and show_request:
+            lines.append(json.dumps(submit.request_json(self.request), indent=2))
+        elif self.submitted:
+            lines.append(f"submitted: {self.request.parent}/pipelineJobs/{self.request.pipeline_job_id}")
+        return lines
 
 
 def span_job_request(config: PipelineConfig, template: str | Path, span: int, attempt: int, credentials, trigger: str):
@@ -245,3 +255,39 @@ def send_schedule_request(clients: VertexClients, request):
         "DeleteScheduleRequest": "delete_schedule",
     }[type(request).__name__]
     return getattr(clients.schedules, method)(request=request)
+
+
+def schedule_command(
+    config: PipelineConfig,
+    action: str,
+    clients: VertexClients,
+    credentials,
+    *,
+    template: str | Path | None = None,
+    cron: str | None = None,
+    schedule: str | None = None,
+    max_concurrent_runs: int = 1,
+    max_runs: int | None = None,
+    dry_run: bool = False,
+) -> list[str]:
+    """`hftfx schedule ACTION`: builds the request, sends it unless `dry_run`; the lines to print."""
+    if action == "create":
+        if not cron:
+            raise ConfigError("schedule create needs --cron, e.g. --cron 'TZ=UTC 0 3 * * 1'")
+        request = create_schedule_request(
+            config, template, cron, credentials, max_concurrent_runs=max_concurrent_runs, max_runs=max_runs
+        )
+    elif action == "list":
+        request = list_schedules_request(config)
+    else:
+        if not schedule:
+            raise ConfigError(f"schedule {action} needs the schedule id or resource name")
+        request = schedule_action_request(config, action, schedule)
+    if dry_run:
+        return [json.dumps(submit.request_json(request), indent=2)]
+    response = send_schedule_request(clients, request)
+    if action == "list":
+        return [f"{s.name}  {s.state.name:<10} cron '{s.cron}'  next {s.next_run_time}" for s in response]
+    if action == "create":
+        return [f"created {response.name} (cron '{response.cron}')"]
+    return [f"{action}: {request.name}"]

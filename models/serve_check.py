@@ -1,0 +1,63 @@
+"""`hftfx serve-check`: a pushed model checked as TF Serving would take it, line by line as it goes.
+
+Its ops against what TF Serving provides, its signatures, its warm-up file replayed, then requests in the
+REST shapes (raw texts to serving_default, a tf.Example to serving_tf_example) answered through
+`serving_contract.predict`, the code path `hftfx serve` uses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from models import serving_contract
+from models.contract import EXAMPLES_INPUT, SERVING_TF_EXAMPLE
+from models.serving import load_serving_model, resolve_version_dir
+
+CHECK_TEXTS = ("a warm, funny and moving film", "a tedious, joyless mess")
+
+
+def default_check_requests(text_inputs: Sequence[str]) -> list[dict]:
+    """A raw-text request and a tf.Example request, shaped for the model's text inputs (one, or a pair)."""
+    if len(text_inputs) == 1:
+        instances = list(CHECK_TEXTS)
+    else:
+        instances = [dict(zip(text_inputs, (text, CHECK_TEXTS[0]), strict=True)) for text in CHECK_TEXTS]
+    example = {name: CHECK_TEXTS[0] for name in text_inputs}
+    return [{"instances": instances}, {"signature_name": SERVING_TF_EXAMPLE, EXAMPLES_INPUT: [example]}]
+
+
+def read_request(request: str) -> dict:
+    """A REST body given as JSON text or as the path of a JSON file."""
+    return json.loads(Path(request).read_text() if Path(request).is_file() else request)
+
+
+def serve_check(
+    model_path: str | Path, requests: list[dict] | None = None, echo: Callable[[str], None] = print
+) -> bool:
+    """Whether the model loads and answers; each step is echoed as it completes (loading takes seconds)."""
+    version_dir = resolve_version_dir(model_path)
+    ops = serving_contract.graph_ops(str(version_dir))
+    text_ops = sorted(op for op in ops if not serving_contract.is_core_op(op))
+    unsupported = serving_contract.unsupported_ops(ops)
+    echo(f"model:      {version_dir}")
+    echo(f"ops:        {len(ops)} op types; tensorflow_text ops {text_ops}")
+    if unsupported:
+        echo(f"FAIL: ops TF Serving does not provide: {unsupported}")
+        return False
+    _, model = load_serving_model(version_dir)
+    echo(f"signatures: {sorted(model.signatures)}")
+    warmup = Path(version_dir) / serving_contract.WARMUP_FILE
+    if warmup.exists():
+        echo(f"warm-up:    replayed {serving_contract.replay_warmup_requests(model, str(version_dir))} requests")
+    else:
+        echo(f"warm-up:    none ({serving_contract.WARMUP_FILE} missing)")
+    for request in requests or default_check_requests(serving_contract.text_inputs(model)):
+        echo(f"request:    {json.dumps(request)[:200]}")
+        try:
+            echo(f"response:   {json.dumps(serving_contract.predict(model, request))[:600]}")
+        except serving_contract.BadRequestError as error:
+            echo(f"400:        {error}")
+            return False
+    return True
