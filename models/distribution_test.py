@@ -38,12 +38,15 @@ def test_several_gpus_give_mirrored_strategy_over_all_of_them():
     assert made["devices"] == [f"/device:GPU:{i}" for i in range(4)]
 
 
-def test_cpu_gets_the_default_strategy_and_bf16_only_where_native(tmp_path):
+def test_cpu_gets_the_default_strategy_and_bf16_only_when_asked(tmp_path):
     placement = distribution.select_placement(find_tpu=lambda: None, list_gpus=lambda: [])
     assert (placement.kind, placement.replicas) == ("cpu", 1)
-    assert distribution.resolve_precision("auto", placement, cpu_bf16=lambda: True) == "bf16"
-    assert distribution.resolve_precision("auto", placement, cpu_bf16=lambda: False) == "fp32"
-    assert distribution.resolve_precision("bf16", placement, cpu_bf16=lambda: False) == "bf16"
+    assert distribution.resolve_precision("auto", placement) == "fp32"  # whatever this CPU computes natively
+    assert distribution.resolve_precision("bf16", placement) == "bf16"
+    gpu = distribution.Placement(None, "gpu", 1)
+    assert distribution.resolve_precision("auto", gpu, gpu_bf16=lambda: True) == "bf16"
+    assert distribution.resolve_precision("auto", gpu, gpu_bf16=lambda: False) == "fp32"
+    assert distribution.resolve_precision("fp32", gpu, gpu_bf16=lambda: True) == "fp32"
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("flags\t\t: fpu sse avx2 amx_bf16 amx_tile\n")
     assert distribution.cpu_supports_bf16(cpuinfo)

@@ -90,7 +90,8 @@ class TrainingConfig:
     learning_rate: float = 5e-5
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
-    # auto: bf16 on TPUs and on CPUs with AMX/AVX512-BF16, fp32 elsewhere.
+    # auto: bf16 on TPUs and on GPUs that compute it natively, fp32 on CPUs (bf16 there is opt-in: faster on
+    # AMX / AVX512-BF16 CPUs, at metrics that differ from fp32's).
     precision: str = "auto"
     seed: int = 42
     log_every_steps: int = 25

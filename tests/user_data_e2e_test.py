@@ -21,8 +21,9 @@ from tests.tiny_model import tiny_overrides
 pytestmark = pytest.mark.e2e
 
 
-def run_config(workdir: Path, model_dir: Path, **dataset) -> configs.PipelineConfig:
-    return configs.load_config(overrides={**tiny_overrides(workdir, model_dir, 48), "dataset": dataset})
+def run_config(workdir: Path, model_dir: Path, settings: dict | None = None, **dataset) -> configs.PipelineConfig:
+    overrides = {**tiny_overrides(workdir, model_dir, 48), **(settings or {}), "dataset": dataset}
+    return configs.load_config(overrides=overrides)
 
 
 def ask(pushed_dir: str, request: dict) -> dict:
@@ -41,7 +42,13 @@ def three_class(tmp_path_factory, tiny_bert_dir):
     workdir = tmp_path_factory.mktemp("three-class")
     csv_path = user_datasets.write_three_class_csv(workdir / "data" / "reviews.csv", per_class=110, missing_texts=6)
     config = run_config(
-        workdir, tiny_bert_dir, name=str(csv_path), text_column="review", label_column="kind", missing_text="drop"
+        workdir,
+        tiny_bert_dir,
+        {"training.precision": "bf16"},  # bf16 is opt-in on CPUs: this scenario runs that branch on any CPU
+        name=str(csv_path),
+        text_column="review",
+        label_column="kind",
+        missing_text="drop",
     )
     return config, csv_path, run_local(config)
 
@@ -58,6 +65,7 @@ def test_three_classes_train_evaluate_bless_and_push(three_class):
     assert 0 <= summary.metrics["accuracy"] <= 1 and 0 <= summary.metrics["auc"] <= 1
     assert {"auc_pr", "precision", "recall", "example_count"} <= set(summary.metrics)
     assert set(summary.per_class) == set(summary.label_names)
+    assert summary.throughput["matmul_peak_dtype"] == "bfloat16"  # trained under mixed_bfloat16
     assert all({"auc", "precision", "recall"} <= set(v) for v in summary.per_class.values())
     assert {f"label_name={name}" for name in summary.label_names} <= set(summary.slices)
 
