@@ -122,7 +122,7 @@ def resolve_precision(
 
     On CPUs bf16 is opt-in (`precision: bf16`), as in Keras and the HF Trainer: only some CPUs (AMX,
     AVX512-BF16) compute it natively, so an automatic choice would make the default run's metrics depend on
-    the CPU kind; and on the default model the loop ran only 1.3x faster in bf16 on an AMX CPU.
+    the CPU kind; and on the default model the loop ran only 1.2x faster in bf16 on an AMX CPU.
     """
     if placement.kind == "tpu" or requested == "bf16":
         return "bf16"

@@ -354,7 +354,7 @@ def test_submitted_pipeline_job_arrives_as_the_dry_run_shows_it(profile, vertex_
         "span": 3,
         "dataset_revision": "",
         "epochs": 5,
-        "learning_rate": 5e-05,
+        "learning_rate": 0.0001,
     }
     assert dict(sent.labels) == {"team": "ml-platform", "app": "hf-text-classifier"}
     assert sent.service_account == "hftfx-runner@my-gcp-project.iam.gserviceaccount.com"
@@ -532,7 +532,7 @@ def test_kfp_submission_through_the_kfp_client_carries_root_parameters_and_spec(
         "span": 4,
         "dataset_revision": "",
         "epochs": 3,
-        "learning_rate": 5e-05,
+        "learning_rate": 0.0001,
     }
     assert sent["service_account"] == "hftfx-runner"
     spec = json_format.ParseDict(sent["pipeline_spec"], pipeline_spec_pb2.PipelineSpec(), ignore_unknown_fields=False)
