@@ -210,7 +210,7 @@ def pipeline_figures(pipeline_root: str, pipeline_name: str) -> list[Row]:
     from pipeline.reporting.run_summary import summarize
 
     sqlite = Path(pipeline_root) / "metadata.sqlite"
-    summary = summarize(str(sqlite), pipeline_name) if sqlite.exists() else None
+    summary = summarize(str(sqlite), pipeline_name)
     if summary is None:
         return [Row(f"pipeline: no run recorded under {pipeline_root} (run `make run` first)", "-", "-", "-")]
     total = sum(c.seconds for c in summary.components)

@@ -182,15 +182,6 @@ def test_serving_dir_that_is_a_file(tmp_path):
         preflight.check_paths(config)
 
 
-def test_batch_size_is_per_replica_so_the_global_batch_always_divides():
-    from models.distribution import Placement
-
-    for replicas in (1, 2, 8):
-        placement = Placement(strategy=None, kind="tpu", replicas=replicas)
-        global_batch = configs.TrainingConfig().batch_size * placement.replicas
-        assert global_batch % placement.replicas == 0
-
-
 def test_cli_turns_bad_input_into_a_message_and_exit_code_2(tmp_path, capsys):
     from pipeline.cli import main
 
@@ -209,6 +200,15 @@ def test_cli_turns_bad_input_into_a_message_and_exit_code_2(tmp_path, capsys):
     )
     assert code == 2
     assert "data_files not found" in capsys.readouterr().err
+
+
+def test_a_report_before_any_run_says_to_run_one_first(tmp_path, capsys):
+    from pipeline.cli import main
+
+    code = main(["report", "--set", f"pipeline_root={tmp_path / 'root'}"])
+    assert code == 2
+    assert f"under {tmp_path / 'root'}; run one first" in capsys.readouterr().err
+    assert not (tmp_path / "root" / "reports").exists()
 
 
 def test_the_probe_reads_a_bounded_sample_and_leaves_the_rest_to_the_example_gen(tmp_path, tiny_bert_dir, monkeypatch):

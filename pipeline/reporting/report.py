@@ -26,13 +26,13 @@ from pipeline.configs import ConfigError, PipelineConfig
 from pipeline.orchestration.dag import TRANSFORMED_STATISTICS_GEN
 from pipeline.reporting.run_summary import (
     RunSummary,
-    _outputs,
     latest_run_context,
     load_eval_config,
     load_eval_result,
     multiclass_confusion_matrix,
     node_name,
     open_store,
+    output_artifacts,
     summarize,
 )
 
@@ -57,7 +57,7 @@ def _run_artifacts(store, pipeline_name: str) -> dict[str, object]:
     run = latest_run_context(store, pipeline_name)
     found = {}
     for execution in store.get_executions_by_context(run.id):
-        outputs = _outputs(store, execution)
+        outputs = output_artifacts(store, execution)
         if node_name(store, execution, pipeline_name) == TRANSFORMED_STATISTICS_GEN:
             outputs = {f"transformed_{key}": artifact for key, artifact in outputs.items()}
         found.update(outputs)
@@ -323,8 +323,9 @@ th{background:#f3f3f3}td:first-child{text-align:left}img{max-width:100%}.verdict
 .verdict.true{color:#17702e}.verdict.false{color:#b3261e}h2{border-bottom:1px solid #ddd;padding-bottom:4px}"""
 
 
-def build_report(sqlite_path: str, pipeline_name: str, output: str | Path) -> Path:
-    summary = summarize(sqlite_path, pipeline_name)
+def build_report(sqlite_path: str, pipeline_name: str, output: str | Path, summary: RunSummary | None = None) -> Path:
+    """The latest run's HTML page; `summary` is that run's, when the caller already read it from ML Metadata."""
+    summary = summary or summarize(sqlite_path, pipeline_name)
     if summary is None:
         raise FileNotFoundError(f"no run of '{pipeline_name}' is recorded in {sqlite_path}")
     store = open_store(sqlite_path)
@@ -388,16 +389,17 @@ def run_report_path(config: PipelineConfig, run_id: str) -> Path:
 def write_run_report(config: PipelineConfig, summary: RunSummary) -> Path:
     """The run's page, and its summary as JSON beside it: the figures ML Metadata does not hold (wall time,
     peak memory) that `make bench` reads."""
-    report = build_report(config.metadata_sqlite, config.pipeline_name, run_report_path(config, summary.run_id))
+    report = build_report(
+        config.metadata_sqlite, config.pipeline_name, run_report_path(config, summary.run_id), summary
+    )
     report.with_suffix(".json").write_text(json.dumps(summary.to_json(), indent=2) + "\n", encoding="utf-8")
     return report
 
 
 def write_latest_report(config: PipelineConfig, output: str | Path | None = None) -> Path:
     """`hftfx report`: the latest run's page, at `output` or beside the other run reports."""
-    if output is None:
-        summary = summarize(config.metadata_sqlite, config.pipeline_name)
-        if summary is None:
-            raise ConfigError(f"no run of '{config.pipeline_name}' under {config.pipeline_root}; run one first")
-        output = run_report_path(config, summary.run_id)
-    return build_report(config.metadata_sqlite, config.pipeline_name, output)
+    summary = summarize(config.metadata_sqlite, config.pipeline_name)
+    if summary is None:
+        raise ConfigError(f"no run of '{config.pipeline_name}' under {config.pipeline_root}; run one first")
+    output = output or run_report_path(config, summary.run_id)
+    return build_report(config.metadata_sqlite, config.pipeline_name, output, summary)

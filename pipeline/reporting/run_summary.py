@@ -182,7 +182,7 @@ def node_name(store, execution, pipeline_name: str) -> str:
     return execution.type.rsplit(".", 1)[-1]
 
 
-def _outputs(store, execution) -> dict[str, Any]:
+def output_artifacts(store, execution) -> dict[str, Any]:
     """Output artifacts of an execution, by output key."""
     events = [
         e
@@ -329,6 +329,8 @@ def _blessing_reason(evaluation_uri: str, blessed: bool) -> str:
 
 def summarize(sqlite_path: str, pipeline_name: str) -> RunSummary | None:
     """The latest run of `pipeline_name` recorded in the MLMD sqlite file, or None if there is none."""
+    if not Path(sqlite_path).exists():
+        return None
     store = open_store(sqlite_path)
     run = latest_run_context(store, pipeline_name)
     return None if run is None else summarize_run(store, run, pipeline_name)
@@ -362,7 +364,7 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
         name = node_name(store, execution, pipeline_name)
         seconds = (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1000
         summary.components.append(ComponentRun(name, _STATE_NAMES.get(execution.last_known_state, "?"), seconds))
-        outputs = _outputs(store, execution)
+        outputs = output_artifacts(store, execution)
         if "examples" in outputs and _custom(outputs["examples"], SPLIT_COUNTS_PROPERTY):
             examples = outputs["examples"]
             summary.examples_uri = examples.uri
