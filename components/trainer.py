@@ -28,7 +28,7 @@ from components.training_meter import TrainingMeter, record_batch_shapes
 from models import distribution, serving_contract, signatures
 from models.contract import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES
 from models.flops import EncoderShape
-from models.pretrained import build_classifier, model_files, resolve_model_dir
+from models.pretrained import build_classifier, model_files, resolve_model_dir, weights_only_copy
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ModelConfig, TrainingConfig, build_config, to_dict
 from pipeline.errors import UserError
@@ -317,7 +317,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     meter.write(fn_args.model_run_dir)
 
     module = signatures.ServingModule(
-        model,
+        weights_only_copy(model),
         tf_transform_output,
         label_names,
         model_input_names=model_inputs,

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -105,6 +106,19 @@ def test_model_was_blessed_and_pushed_in_tf_serving_layout(first_run):
     assert os.path.basename(version_dir).isdigit()
     assert os.path.isfile(os.path.join(version_dir, "saved_model.pb"))
     assert not [n for n in os.listdir(config.push_base_directory) if not n.isdigit()], "no staging leftovers"
+
+
+def test_pushed_model_holds_the_weights_and_nothing_of_training(first_run):
+    """The optimizer's slots (two per weight for AdamW) stay out of the export: they would triple its size."""
+    import tensorflow as tf
+
+    from tests.tiny_model import tiny_bert_weight_count
+
+    _, summary = first_run
+    saved = dict(tf.train.list_variables(os.path.join(summary.pushed_dir, "variables", "variables")))
+    assert not [name for name in saved if "OPTIMIZER" in name or "optimizer" in name]
+    stored = sum(int(np.prod(shape)) for name, shape in saved.items() if name.endswith("VARIABLE_VALUE"))
+    assert stored == tiny_bert_weight_count(num_labels=2)
 
 
 def test_pushed_model_answers_raw_strings_in_a_fresh_process(first_run):

@@ -10,10 +10,33 @@ from models.pretrained import packaged_model_dir
 TOKENIZER_FILES = ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.json")
 
 
+def tiny_bert_config(**changes):
+    from transformers import BertConfig
+
+    return BertConfig(
+        vocab_size=30522,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=128,
+        **changes,
+    )
+
+
+def tiny_bert_weight_count(num_labels: int) -> int:
+    """Weights of the tiny BERT sequence classifier with `num_labels` outputs (encoder, pooler and head)."""
+    from transformers import TFBertForSequenceClassification
+
+    model = TFBertForSequenceClassification(tiny_bert_config(num_labels=num_labels))
+    model(model.dummy_inputs, training=False)
+    return model.count_params()
+
+
 def write_tiny_bert(directory: Path, seed: int = 0) -> Path:
     """Writes config.json, tf_model.h5 and the real MiniLM vocab/tokenizer files into `directory`."""
     import tf_keras
-    from transformers import BertConfig, TFBertModel
+    from transformers import TFBertModel
 
     directory.mkdir(parents=True, exist_ok=True)
     source = packaged_model_dir("all-MiniLM-L6-v2")
@@ -21,15 +44,7 @@ def write_tiny_bert(directory: Path, seed: int = 0) -> Path:
         if (source / name).exists():
             shutil.copy(source / name, directory / name)
     tf_keras.utils.set_random_seed(seed)
-    config = BertConfig(
-        vocab_size=30522,
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=128,
-        max_position_embeddings=128,
-    )
-    model = TFBertModel(config)
+    model = TFBertModel(tiny_bert_config())
     model(model.dummy_inputs)
     model.save_pretrained(directory)
     return directory
