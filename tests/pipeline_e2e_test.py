@@ -108,9 +108,11 @@ def test_model_was_blessed_and_pushed_in_tf_serving_layout(first_run):
     assert not [n for n in os.listdir(config.push_base_directory) if not n.isdigit()], "no staging leftovers"
 
 
-def test_pushed_model_holds_the_weights_and_nothing_of_training(first_run):
-    """The optimizer's slots (two per weight for AdamW) stay out of the export: they would triple its size."""
+def test_pushed_model_holds_the_signatures_and_weights_and_nothing_of_training(first_run):
+    """The optimizer's slots (two per weight for AdamW) stay out of the export: they would triple its size;
+    so do Keras' per-layer call traces, which slow every save and load and serve only reloading as Keras."""
     import tensorflow as tf
+    from tensorflow.core.protobuf import saved_model_pb2
 
     from tests.tiny_model import tiny_bert_weight_count
 
@@ -119,6 +121,12 @@ def test_pushed_model_holds_the_weights_and_nothing_of_training(first_run):
     assert not [name for name in saved if "OPTIMIZER" in name or "optimizer" in name]
     stored = sum(int(np.prod(shape)) for name, shape in saved.items() if name.endswith("VARIABLE_VALUE"))
     assert stored == tiny_bert_weight_count(num_labels=2)
+
+    saved_model = saved_model_pb2.SavedModel()
+    with open(os.path.join(summary.pushed_dir, "saved_model.pb"), "rb") as file:
+        saved_model.ParseFromString(file.read())
+    functions = [f.signature.name for f in saved_model.meta_graphs[0].graph_def.library.function]
+    assert not [name for name in functions if "call_and_return_conditional_losses" in name]
 
 
 def test_pushed_model_answers_raw_strings_in_a_fresh_process(first_run):
