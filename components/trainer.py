@@ -316,6 +316,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     logging.info("training throughput: %.1f examples/s", progress.examples_per_second)
     meter.write(fn_args.model_run_dir)
 
+    export_started = time.monotonic()
     module = signatures.ServingModule(
         weights_only_copy(model),
         tf_transform_output,
@@ -326,4 +327,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     )
     signatures.export(module, fn_args.serving_model_dir)
     serving_contract.write_warmup_requests(fn_args.serving_model_dir, module.text_inputs)
-    print(f"[Trainer] exported SavedModel to {fn_args.serving_model_dir}", flush=True)
+    print(
+        f"[Trainer] exported SavedModel to {fn_args.serving_model_dir} in {time.monotonic() - export_started:.1f}s",
+        flush=True,
+    )
