@@ -146,9 +146,9 @@ class ServingModule(tf.Module):
 
 def export(module: ServingModule, export_dir: str) -> None:
     """Saves the signatures and the weights, without Keras' per-layer call traces: those serve only reloading
-    the model as Keras, which nothing does, and cost MiniLM-L6 13 s to save and 1.4 s on every load (TFMA,
-    TF Serving). Keras' own `save_traces=False` switch; it has no public form for a Keras model inside a
-    tf.Module."""
+    the model as Keras, which nothing does, and cost MiniLM-L6's export 6 s (13.9 s -> 8.1 s) and every load
+    1.4 s (3.0 s -> 1.6 s; TFMA, TF Serving). Keras' own `save_traces=False` switch; it has no public form for
+    a Keras model inside a tf.Module."""
     from tf_keras.src.saving.legacy.saved_model.utils import keras_option_scope
 
     with keras_option_scope(save_traces=False, in_tf_saved_model_scope=False):
