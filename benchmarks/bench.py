@@ -26,7 +26,7 @@ from models import distribution
 from models.flops import EncoderShape
 from models.pretrained import build_classifier, model_files, packaged_model_dir
 from models.tokenizer import InGraphTokenizer, tokenizer_spec
-from pipeline.configs import TrainingConfig
+from pipeline.configs import PipelineConfig, TrainingConfig, load_config
 from pipeline.machine.machine_peak import matmul_peak
 
 MAX_LEN, BATCH = 64, 32
@@ -205,14 +205,15 @@ def serving_latency(serving_dir: Path, repeats: int) -> list[Row]:
     return rows
 
 
-def pipeline_figures(pipeline_root: str, pipeline_name: str) -> list[Row]:
+def pipeline_figures(config: PipelineConfig) -> list[Row]:
+    """The latest run's component times and utilization (ML Metadata), wall time and memory (its summary JSON)."""
     from pipeline.orchestration.dag import TRAINER
+    from pipeline.reporting.report import run_summary_json_path
     from pipeline.reporting.run_summary import summarize
 
-    sqlite = Path(pipeline_root) / "metadata.sqlite"
-    summary = summarize(str(sqlite), pipeline_name)
+    summary = summarize(config.metadata_sqlite, config.pipeline_name)
     if summary is None:
-        return [Row(f"pipeline: no run recorded under {pipeline_root} (run `make run` first)", "-", "-", "-")]
+        return [Row(f"pipeline: no run recorded under {config.pipeline_root} (run `make run` first)", "-", "-", "-")]
     total = sum(c.seconds for c in summary.components)
     trainer = sum(c.seconds for c in summary.components if c.name == TRAINER)
     rows = [Row(f"component {c.name} ({c.state}) seconds", f"{c.seconds:.1f}", "-", "-") for c in summary.components]
@@ -229,9 +230,9 @@ def pipeline_figures(pipeline_root: str, pipeline_name: str) -> list[Row]:
                 f"{throughput['utilization']:.0%}",
             )
         )
-    summaries = sorted(Path(pipeline_root, "reports").glob("*.json"), key=lambda p: p.stat().st_mtime)
-    if summaries:
-        recorded = json.loads(summaries[-1].read_text())
+    recorded_path = run_summary_json_path(config, summary.run_id)
+    if recorded_path.is_file():
+        recorded = json.loads(recorded_path.read_text())
         memory = recorded["peak_rss_bytes"] / 2**30
         rows.append(
             Row("whole run: wall seconds / peak memory GiB", f"{recorded['wall_seconds']:.0f} / {memory:.2f}", "-", "-")
@@ -265,8 +266,8 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=30, help="training steps per measurement")
     parser.add_argument("--repeats", type=int, default=50, help="requests per latency measurement")
     parser.add_argument("--serving-dir", default="serving/text_classifier")
-    parser.add_argument("--pipeline-root", default="runs/hf-text-classifier")
-    parser.add_argument("--pipeline-name", default="hf-text-classifier")
+    parser.add_argument("--pipeline-root", default=PipelineConfig.pipeline_root)
+    parser.add_argument("--pipeline-name", default=PipelineConfig.pipeline_name)
     parser.add_argument("--out", default="BENCHMARKS.md")
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -275,7 +276,9 @@ def main(argv=None) -> int:
         lambda: tokenization_throughput(),
         lambda: serving_latency(Path(args.serving_dir), args.repeats),
         lambda: trainer_throughput(args.steps),
-        lambda: pipeline_figures(args.pipeline_root, args.pipeline_name),
+        lambda: pipeline_figures(
+            load_config(overrides={"pipeline_root": args.pipeline_root, "pipeline_name": args.pipeline_name})
+        ),
     ):
         new = section()
         for row in new:

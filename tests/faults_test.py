@@ -2,6 +2,7 @@
 
 import glob
 import gzip
+import json
 import os
 import signal
 import subprocess
@@ -14,7 +15,10 @@ import tensorflow as tf
 
 # TFX reloads components.trainer when it runs run_fn, so its classes are looked up at call time.
 from components import trainer
+from pipeline.configs import load_config
 from pipeline.orchestration import preflight
+from pipeline.reporting.report import run_report_path, run_summary_json_path
+from pipeline.reporting.run_summary import summarize
 from tests.tiny_model import tiny_run_command
 
 
@@ -120,3 +124,11 @@ def test_killed_trainer_resumes_from_its_checkpoint_and_finished_components_come
     assert states["Trainer"] == "done"
     assert "BLESSED" in second.stdout
     assert not glob.glob(str(root / "Trainer" / ".resume" / "*" / "chief" / "checkpoint")), "checkpoint cleaned up"
+
+    # Beside the run's page, its summary with what ML Metadata does not hold, for `make bench`.
+    config = load_config(overrides={"pipeline_root": str(root)})
+    latest = summarize(config.metadata_sqlite, config.pipeline_name)
+    recorded = json.loads(run_summary_json_path(config, latest.run_id).read_text())
+    assert recorded["run_id"] == latest.run_id
+    assert recorded["wall_seconds"] > 0 and recorded["peak_rss_bytes"] > 0
+    assert f"report: {run_report_path(config, latest.run_id)}" in second.stdout

@@ -386,13 +386,20 @@ def run_report_path(config: PipelineConfig, run_id: str) -> Path:
     return Path(config.pipeline_root) / "reports" / f"{name}.html"
 
 
+def run_summary_json_path(config: PipelineConfig, run_id: str) -> Path:
+    """The run's summary as JSON beside its page: the figures ML Metadata does not hold (wall time, peak
+    memory) that `make bench` reads."""
+    return run_report_path(config, run_id).with_suffix(".json")
+
+
 def write_run_report(config: PipelineConfig, summary: RunSummary) -> Path:
-    """The run's page, and its summary as JSON beside it: the figures ML Metadata does not hold (wall time,
-    peak memory) that `make bench` reads."""
+    """The run's page, and its summary as JSON beside it."""
     report = build_report(
         config.metadata_sqlite, config.pipeline_name, run_report_path(config, summary.run_id), summary
     )
-    report.with_suffix(".json").write_text(json.dumps(summary.to_json(), indent=2) + "\n", encoding="utf-8")
+    run_summary_json_path(config, summary.run_id).write_text(
+        json.dumps(summary.to_json(), indent=2) + "\n", encoding="utf-8"
+    )
     return report
 
 

@@ -327,20 +327,25 @@ def _blessing_reason(evaluation_uri: str, blessed: bool) -> str:
     return "; ".join(failures) or "validation failed"
 
 
+def _recorded_store(sqlite_path: str) -> mlmd.MetadataStore | None:
+    """The store, read-only; None before the first run wrote it (a read-only open of no file fails)."""
+    return open_store(sqlite_path) if Path(sqlite_path).exists() else None
+
+
 def summarize(sqlite_path: str, pipeline_name: str) -> RunSummary | None:
     """The latest run of `pipeline_name` recorded in the MLMD sqlite file, or None if there is none."""
-    if not Path(sqlite_path).exists():
+    store = _recorded_store(sqlite_path)
+    if store is None:
         return None
-    store = open_store(sqlite_path)
     run = latest_run_context(store, pipeline_name)
     return None if run is None else summarize_run(store, run, pipeline_name)
 
 
 def summarize_all(sqlite_path: str, pipeline_name: str, with_metrics: bool = True) -> list[RunSummary]:
     """Every run, oldest first; without metrics it reads ML Metadata only (no TFMA results)."""
-    if not Path(sqlite_path).exists():
+    store = _recorded_store(sqlite_path)
+    if store is None:
         return []
-    store = open_store(sqlite_path)
     return [summarize_run(store, run, pipeline_name, with_metrics) for run in run_contexts(store, pipeline_name)]
 
 
