@@ -20,7 +20,7 @@ import tf_keras
 
 from benchmarks.scale import SECTION as SCALE_SECTION
 from components.hf_example_gen.sources import rotten_tomatoes_reviews
-from components.trainer import bucket_by_length, compile_for_training
+from components.trainer import bucket_by_length, compile_for_training, without_autotuning
 from components.training_meter import TrainingMeter, record_batch_shapes
 from models import distribution
 from models.flops import EncoderShape
@@ -72,7 +72,8 @@ def trainer_throughput(steps: int) -> list[Row]:
     texts = corpus(steps * BATCH * 2)
     features = tokenized(texts, spec)
     labels = np.arange(len(texts)) % 2
-    examples = tf.data.Dataset.from_tensor_slices((features, labels)).repeat()
+    # As the Trainer's: without it each timed fit could end up to 10 s after its last step (both sides).
+    examples = without_autotuning(tf.data.Dataset.from_tensor_slices((features, labels)).repeat())
     training = TrainingConfig()
 
     def fresh_model(policy="float32"):

@@ -160,6 +160,18 @@ def check_disk_space(model, directories: list[str], factor: float = 3.0) -> None
             )
 
 
+def without_autotuning(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """The dataset with tf.data's autotuning thread switched off (AUTOTUNE then means the core count).
+
+    That thread sleeps up to ~10 s between rounds and an iterator's destructor waits for it
+    (RootDataset::Iterator::~Iterator), so `fit` and each validation returned up to 10 s after their last
+    step. The input pipeline has nothing to tune here: a step is hundreds of ms of model work.
+    """
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
+
+
 def make_dataset(fn_args, files, tf_transform_output, batch_size, model_inputs, *, training, seed):
     """Batches of (model inputs, label) with static shapes (drop_final_batch) for XLA / TPU."""
     options = tfxio.TensorFlowDatasetOptions(
@@ -171,7 +183,7 @@ def make_dataset(fn_args, files, tf_transform_output, batch_size, model_inputs, 
         num_epochs=None if training else 1,
     )
     dataset = fn_args.data_accessor.tf_dataset_factory(files, options, tf_transform_output.transformed_metadata.schema)
-    return dataset.map(lambda features, label: ({k: features[k] for k in model_inputs}, label))
+    return without_autotuning(dataset.map(lambda features, label: ({k: features[k] for k in model_inputs}, label)))
 
 
 def bucket_by_length(dataset: tf.data.Dataset, batch_size: int, widths: tuple[int, ...], max_seq_length: int):

@@ -27,3 +27,43 @@ def test_batches_are_cut_to_the_smallest_width_that_holds_them():
 def test_no_buckets_leaves_the_dataset_alone():
     dataset = tf.data.Dataset.range(3)
     assert bucket_by_length(dataset, 4, (), 64) is dataset
+
+
+def test_the_trainers_datasets_run_without_the_autotuning_thread(tmp_path):
+    """tf.data's autotuning thread made each fit and validation end up to 10 s after its last step (an
+    iterator's destructor waits out the thread's sleep); run_fn's datasets, read through TFX's own dataset
+    factory as the Trainer reads them, and their length-bucketed form must not start it."""
+    from types import SimpleNamespace
+
+    from tensorflow_metadata.proto.v0 import schema_pb2
+    from tfx.components.trainer.fn_args_utils import DataAccessor
+    from tfx.components.util import tfxio_utils
+    from tfx.types import standard_artifacts
+
+    from components.trainer import make_dataset
+    from models.contract import ATTENTION_MASK, INPUT_IDS, LABEL_FEATURE
+
+    with tf.io.TFRecordWriter(str(tmp_path / "data.gz"), options="GZIP") as writer:
+        for n in (3, 40, 7, 20):
+            mask = [1] * n + [0] * (64 - n)
+            ints = {INPUT_IDS: mask, ATTENTION_MASK: mask, LABEL_FEATURE: [n % 2]}
+            features = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=v)) for k, v in ints.items()}
+            writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+    schema = schema_pb2.Schema()
+    for name, width in ((INPUT_IDS, 64), (ATTENTION_MASK, 64), (LABEL_FEATURE, 1)):
+        feature = schema.feature.add(name=name, type=schema_pb2.INT)
+        feature.shape.dim.add(size=width)
+        feature.presence.min_fraction = 1.0
+    examples = standard_artifacts.Examples()
+    examples.uri = str(tmp_path)
+    factory = tfxio_utils.get_tf_dataset_factory_from_artifact([examples], [])
+    fn_args = SimpleNamespace(data_accessor=DataAccessor(factory, None, None))
+    transform_output = SimpleNamespace(transformed_metadata=SimpleNamespace(schema=schema))
+    files, inputs = [str(tmp_path / "data.gz")], [INPUT_IDS, ATTENTION_MASK]
+    for training in (True, False):
+        dataset = make_dataset(fn_args, files, transform_output, 2, inputs, training=training, seed=0)
+        assert dataset.options().autotune.enabled is False
+        batches = bucket_by_length(dataset, 2, (32,), 64) if training else dataset
+        assert batches.options().autotune.enabled is False
+        features, _ = next(iter(batches))
+        assert sorted(features) == [ATTENTION_MASK, INPUT_IDS]
