@@ -11,6 +11,7 @@ Unicode tables classify differently are rewritten first (models/unicode_compat.p
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from pathlib import Path
 
@@ -53,11 +54,21 @@ class TokenizerSpec:
 
 
 def tokenizer_spec(model_dir: str | Path) -> TokenizerSpec:
-    """Reads the tokenizer settings through transformers itself, so they mean what HF means by them."""
+    """Reads the tokenizer settings through transformers itself, so they mean what HF means by them.
+
+    Remembered per folder while its files are unchanged: Transform traces preprocessing_fn nine times a run,
+    and each read loads the HF tokenizer (about 0.1 s).
+    """
+    model_dir = Path(model_dir).resolve()
+    files = sorted(model_dir.iterdir()) if model_dir.is_dir() else []
+    return _read_tokenizer_spec(model_dir, tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
     from tokenizers import models as tokenizer_models
     from transformers import AutoTokenizer
 
-    model_dir = Path(model_dir)
     try:
         hf = AutoTokenizer.from_pretrained(model_dir, use_fast=True)
     except (OSError, ValueError) as error:

@@ -139,3 +139,21 @@ def test_fuzzed_text_keeps_fixed_shapes_and_ids_in_the_vocab(spec, hf_tokenizer,
 def test_fuzzed_pairs_match_hf(spec, hf_tokenizer, pairs, max_len):
     firsts, seconds = [a for a, _ in pairs], [b for _, b in pairs]
     _compare(firsts, spec, hf_tokenizer, max_len, pairs=seconds)
+
+
+def test_the_settings_are_read_again_when_the_tokenizer_files_change(tmp_path, packaged_model_dir):
+    """tokenizer_spec remembers a folder's settings (Transform asks nine times a run) until its files change."""
+    import json
+    import shutil
+
+    from tests.tiny_model import TOKENIZER_FILES
+
+    for name in TOKENIZER_FILES:
+        if (packaged_model_dir / name).exists():
+            shutil.copy(packaged_model_dir / name, tmp_path / name)
+    assert tokenizer_spec(tmp_path).lower_case
+    assert tokenizer_spec(tmp_path) is tokenizer_spec(str(tmp_path))
+    settings = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    settings["do_lower_case"] = False
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(settings))
+    assert not tokenizer_spec(tmp_path).lower_case
