@@ -67,3 +67,37 @@ def test_the_trainers_datasets_run_without_the_autotuning_thread(tmp_path):
         assert batches.options().autotune.enabled is False
         features, _ = next(iter(batches))
         assert sorted(features) == [ATTENTION_MASK, INPUT_IDS]
+
+
+def test_the_trainers_optimizer_updates_embeddings_densely_and_as_the_sparse_path_does():
+    """dense_gradients only changes how the word-embedding table is updated, not the update."""
+    import tf_keras
+    from transformers import TFBertForSequenceClassification
+
+    from components.trainer import compile_for_training, dense_gradients
+    from pipeline.configs import TrainingConfig
+    from tests.tiny_model import tiny_bert_config
+
+    slices = tf.IndexedSlices(tf.constant([[1.0, 2.0], [3.0, 4.0]]), tf.constant([2, 2]), tf.constant([3, 2]))
+    dense_tensor = tf.ones([2])
+    (summed, _), (untouched, _) = dense_gradients([(slices, "table"), (dense_tensor, "bias")])
+    assert isinstance(summed, tf.Tensor) and summed.numpy().tolist() == [[0, 0], [0, 0], [4, 6]]
+    assert untouched is dense_tensor
+
+    ids = np.array([[101, 2204, 3185, 102], [101, 6659, 102, 0]], np.int64)
+    batch = ({"input_ids": ids, "attention_mask": (ids > 0).astype(np.int64)}, np.array([1, 0]))
+    tables = []
+    for transformers in ([dense_gradients], []):
+        tf_keras.utils.set_random_seed(0)
+        config = tiny_bert_config(num_labels=2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        model = TFBertForSequenceClassification(config)
+        model(batch[0])
+        initial = model.bert.embeddings.weights[0].numpy()
+        compile_for_training(model, TrainingConfig(warmup_ratio=0.0), total_steps=10)
+        assert model.optimizer.gradient_transformers == [dense_gradients]
+        model.optimizer.gradient_transformers = transformers
+        for _ in range(3):
+            model.train_on_batch(*batch)
+        tables.append(model.bert.embeddings.weights[0].numpy())
+    assert not np.allclose(tables[0][2204], initial[2204])  # the rows the batch used were trained
+    np.testing.assert_allclose(tables[0], tables[1], rtol=1e-5, atol=1e-7)
