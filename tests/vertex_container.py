@@ -10,6 +10,7 @@ import json
 import os
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -41,8 +42,12 @@ def serving(command: list[str], model_uri: str, ready_seconds: float = 240):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    # The server copies a gs:// or file:// model to a temporary folder that lives as long as its container;
+    # here that is this context, so the copy goes under a folder removed with it.
+    scratch = tempfile.TemporaryDirectory(prefix="hftfx-serve-")
     env = {
         **os.environ,
+        "TMPDIR": scratch.name,
         "AIP_HTTP_PORT": str(port),
         "AIP_HEALTH_ROUTE": DEPLOYED_MODEL_ROUTE,
         "AIP_PREDICT_ROUTE": f"{DEPLOYED_MODEL_ROUTE}:predict",
@@ -64,3 +69,4 @@ def serving(command: list[str], model_uri: str, ready_seconds: float = 240):
     finally:
         server.terminate()
         server.wait(timeout=30)
+        scratch.cleanup()
