@@ -105,9 +105,14 @@ class ProgressLogger(tf_keras.callbacks.Callback):
             flush=True,
         )
 
+    def on_epoch_begin(self, epoch, logs=None):
+        self.validation_seconds_before_epoch = self.validation_seconds
+
     def on_epoch_end(self, epoch, logs=None):
         shown = ", ".join(f"{k} {v:.4f}" for k, v in sorted((logs or {}).items()))
-        print(f"[Trainer] epoch {epoch + 1} done: {shown}", flush=True)
+        validation = self.validation_seconds - self.validation_seconds_before_epoch
+        timing = f" (validation {validation:.1f}s)" if validation else ""
+        print(f"[Trainer] epoch {epoch + 1} done: {shown}{timing}", flush=True)
 
 
 class CorruptInputError(UserError, RuntimeError):
