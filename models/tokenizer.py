@@ -60,8 +60,15 @@ def tokenizer_spec(model_dir: str | Path) -> TokenizerSpec:
     and each read loads the HF tokenizer (about 0.1 s).
     """
     model_dir = Path(model_dir).resolve()
-    files = sorted(model_dir.iterdir()) if model_dir.is_dir() else []
-    return _read_tokenizer_spec(model_dir, tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files))
+    return _read_tokenizer_spec(model_dir, _files_stamp(model_dir))
+
+
+def _files_stamp(directory: Path) -> tuple[tuple[str, int, int], ...]:
+    """Name, modification time and size of each file in `directory` (empty if it is missing)."""
+    if not directory.is_dir():
+        return ()
+    stats = ((path.name, path.stat()) for path in sorted(directory.iterdir()))
+    return tuple((name, stat.st_mtime_ns, stat.st_size) for name, stat in stats)
 
 
 @functools.lru_cache(maxsize=8)
