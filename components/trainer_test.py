@@ -29,10 +29,9 @@ def test_no_buckets_leaves_the_dataset_alone():
     assert bucket_by_length(dataset, 4, (), 64) is dataset
 
 
-def test_the_trainers_datasets_run_without_the_autotuning_thread(tmp_path):
-    """tf.data's autotuning thread made each fit and validation end up to 10 s after its last step (an
-    iterator's destructor waits out the thread's sleep); run_fn's datasets, read through TFX's own dataset
-    factory as the Trainer reads them, and their length-bucketed form must not start it."""
+def _transformed_examples(tmp_path, lengths):
+    """A gzip TFRecord of transformed examples (one per token length) and the fn_args / transform output run_fn
+    reads it with, through TFX's own dataset factory."""
     from types import SimpleNamespace
 
     from tensorflow_metadata.proto.v0 import schema_pb2
@@ -40,11 +39,10 @@ def test_the_trainers_datasets_run_without_the_autotuning_thread(tmp_path):
     from tfx.components.util import tfxio_utils
     from tfx.types import standard_artifacts
 
-    from components.trainer import make_dataset
     from models.contract import ATTENTION_MASK, INPUT_IDS, LABEL_FEATURE
 
     with tf.io.TFRecordWriter(str(tmp_path / "data.gz"), options="GZIP") as writer:
-        for n in (3, 40, 7, 20):
+        for n in lengths:
             mask = [1] * n + [0] * (64 - n)
             ints = {INPUT_IDS: mask, ATTENTION_MASK: mask, LABEL_FEATURE: [n % 2]}
             features = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=v)) for k, v in ints.items()}
@@ -59,7 +57,17 @@ def test_the_trainers_datasets_run_without_the_autotuning_thread(tmp_path):
     factory = tfxio_utils.get_tf_dataset_factory_from_artifact([examples], [])
     fn_args = SimpleNamespace(data_accessor=DataAccessor(factory, None, None))
     transform_output = SimpleNamespace(transformed_metadata=SimpleNamespace(schema=schema))
-    files, inputs = [str(tmp_path / "data.gz")], [INPUT_IDS, ATTENTION_MASK]
+    return fn_args, transform_output, [str(tmp_path / "data.gz")], [INPUT_IDS, ATTENTION_MASK]
+
+
+def test_the_trainers_datasets_run_without_the_autotuning_thread(tmp_path):
+    """tf.data's autotuning thread made each fit and validation end up to 10 s after its last step (an
+    iterator's destructor waits out the thread's sleep); run_fn's datasets, read through TFX's own dataset
+    factory as the Trainer reads them, and their length-bucketed form must not start it."""
+    from components.trainer import make_dataset
+    from models.contract import ATTENTION_MASK, INPUT_IDS
+
+    fn_args, transform_output, files, inputs = _transformed_examples(tmp_path, (3, 40, 7, 20))
     for training in (True, False):
         dataset = make_dataset(fn_args, files, transform_output, 2, inputs, training=training, seed=0)
         assert dataset.options().autotune.enabled is False
@@ -101,3 +109,25 @@ def test_the_trainers_optimizer_updates_embeddings_densely_and_as_the_sparse_pat
         tables.append(model.bert.embeddings.weights[0].numpy())
     assert not np.allclose(tables[0][2204], initial[2204])  # the rows the batch used were trained
     np.testing.assert_allclose(tables[0], tables[1], rtol=1e-5, atol=1e-7)
+
+
+def test_validation_sees_every_example_once_cut_to_its_bucket_and_full_static_batches_on_a_tpu(tmp_path):
+    from components.trainer import make_dataset, validation_data
+    from models.contract import ATTENTION_MASK, INPUT_IDS
+
+    lengths = (3, 40, 7, 20, 64, 12, 33)
+    fn_args, transform_output, files, inputs = _transformed_examples(tmp_path, lengths)
+
+    def batches(static_shapes):
+        dataset = make_dataset(
+            fn_args, files, transform_output, 2, inputs, training=False, seed=0, static_shapes=static_shapes
+        )
+        return list(validation_data(dataset, 2, (16, 32), 64, static_shapes=static_shapes))
+
+    seen = []
+    for features, _ in batches(static_shapes=False):
+        counts = features[ATTENTION_MASK].numpy().sum(axis=1)
+        assert features[INPUT_IDS].shape[1] == min(w for w in (16, 32, 64) if w >= counts.max())
+        seen += counts.tolist()
+    assert sorted(seen) == sorted(lengths)  # every example once, partial batches included
+    assert [f[INPUT_IDS].shape for f, _ in batches(static_shapes=True)] == [(2, 64)] * 3  # 7 // 2, one shape
