@@ -40,7 +40,9 @@ def read_split(artifact, split):
     return [tf.train.Example.FromString(r.numpy()) for r in records]
 
 
-def test_packaged_corpus_has_the_expected_reviews():
+def test_packaged_corpus_has_the_expected_reviews(tmp_path, monkeypatch):
+    """With an empty datasets cache, as on a fresh machine (a cached earlier load once hid a crash there)."""
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "datasets-cache")
     train = packaged_rotten_tomatoes()["train"]
     assert train.features["label"].names == ["rotten", "fresh"]
     counts = collections.Counter(row["label"] for row in train)
