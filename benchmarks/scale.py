@@ -25,12 +25,11 @@ import threading
 import time
 from pathlib import Path
 
+from pipeline.configs import MULTI_PROCESSING_BEAM_ARGS, PipelineConfig
+
 SHARD_ROWS = 100_000
 SECTION = "## Scale: the data components as the rows grow (`make bench-scale`)"
-MODES = {
-    "in_memory": ["--direct_running_mode=in_memory", "--direct_num_workers=1"],
-    "multi_processing": ["--direct_running_mode=multi_processing", "--direct_num_workers=0"],
-}
+MODES = {"in_memory": list(PipelineConfig().beam_args), "multi_processing": list(MULTI_PROCESSING_BEAM_ARGS)}
 
 
 def write_dataset(folder: Path, rows: int, seed: int = 0) -> str:

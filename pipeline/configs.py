@@ -19,6 +19,8 @@ import yaml
 from pipeline.errors import UserError
 
 TFX_SPLITS = ("train", "eval", "test")
+# The DirectRunner across every core in worker processes: cloud containers, and big local data.
+MULTI_PROCESSING_BEAM_ARGS = ("--direct_running_mode=multi_processing", "--direct_num_workers=0")
 MISSING_TEXT_POLICIES = ("error", "drop")
 
 
@@ -185,7 +187,10 @@ class PipelineConfig:
     metadata_path: str = ""  # default: <pipeline_root>/metadata.sqlite
     serving_dir: str = "serving"
     model_name: str = "text_classifier"
-    beam_args: tuple[str, ...] = ("--direct_running_mode=in_memory", "--direct_num_workers=1")
+    # Beam's DirectRunner defaults (in_memory, one worker) need no arguments, and none should be given without a
+    # reason: with any, every TFX 1.21 Beam component copies the installed tfx package into a new temp dir and
+    # builds an sdist of it for remote workers (~1 s each, 42 MB left in the temp dir per component per run).
+    beam_args: tuple[str, ...] = ()
     enable_cache: bool = True
     dataset: DatasetConfig = dataclasses.field(default_factory=DatasetConfig)
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)

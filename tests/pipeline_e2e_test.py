@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -53,9 +54,17 @@ def tiny_config(workdir, model_dir, **evaluation):
 
 
 @pytest.fixture(scope="module")
-def first_run(workdir, tiny_bert_dir):
+def run_temp_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("run-temp")
+
+
+@pytest.fixture(scope="module")
+def first_run(workdir, tiny_bert_dir, run_temp_dir):
+    """The default local run, with a temp dir of its own: what it leaves there is checked."""
     config = tiny_config(workdir, tiny_bert_dir)
-    return config, run_local(config)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tempfile, "tempdir", str(run_temp_dir))
+        return config, run_local(config)
 
 
 def test_every_component_executed_and_is_in_mlmd(first_run):
@@ -71,6 +80,13 @@ def test_every_component_executed_and_is_in_mlmd(first_run):
     } <= types
     assert summary.split_counts == {"train": 384, "eval": 64, "test": 160}
     assert summary.label_names == ["rotten", "fresh"]
+
+
+def test_the_local_run_builds_no_copy_of_tfx_in_the_temp_dir(first_run, run_temp_dir):
+    """Given any Beam argument, each TFX Beam component copies the installed tfx package (42 MB) into a new temp
+    dir and builds an sdist of it for remote workers: a second per component, never deleted. The local
+    DirectRunner has no remote workers, and its defaults need no arguments."""
+    assert not sorted(run_temp_dir.glob("*/build/tfx")), "a Beam component packaged TFX for remote workers"
 
 
 def test_trainer_reports_model_flops_against_the_measured_matmul_peak(first_run):

@@ -17,7 +17,7 @@ from pipeline.configs import DatasetConfig
 from pipeline.reporting.run_summary import _custom, open_store
 
 
-def run_example_gen(tmp_path, dataset: DatasetConfig, beam_args=("--direct_running_mode=in_memory",), root="root"):
+def run_example_gen(tmp_path, dataset: DatasetConfig, beam_args=(), root="root"):
     root = tmp_path / root
     component = HFDatasetExampleGen(dataset=dataset)
     LocalDagRunner().run(

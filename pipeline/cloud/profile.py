@@ -13,7 +13,7 @@ from tfx.extensions.google_cloud_ai_platform import constants as vertex_constant
 from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_trainer_executor
 
 from components.endpoint_pusher import KEEP_PREVIOUS_KEY
-from pipeline.configs import CloudConfig, ConfigError, PipelineConfig
+from pipeline.configs import MULTI_PROCESSING_BEAM_ARGS, CloudConfig, ConfigError, PipelineConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,7 +318,7 @@ def beam_args(config: PipelineConfig) -> list[str]:
     """
     cloud = config.cloud
     if cloud.beam_runner == "DirectRunner":
-        return ["--direct_running_mode=multi_processing", "--direct_num_workers=0"]
+        return list(MULTI_PROCESSING_BEAM_ARGS)
     beam_root = cloud.pipeline_root.rstrip("/")
     return [
         "--runner=DataflowRunner",
