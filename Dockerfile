@@ -20,12 +20,14 @@ ARG UV_VERSION
 # Behind a TLS-inspecting proxy, build with the host's trust store mounted and PIP_CERT pointing into it
 # (bin/build-image does); uv reads the system store (UV_NATIVE_TLS).
 ARG PIP_CERT
-# transformers' TF models are Keras 2 objects: every process must use tf_keras.
+# transformers' TF models are Keras 2 objects: every process must use tf_keras. Bytecode is compiled at build:
+# each component's container starts fresh, and would otherwise compile TensorFlow's and TFX's sources first.
 ENV TF_USE_LEGACY_KERAS=1 \
     PYTHONUNBUFFERED=1 \
     HF_HUB_DISABLE_TELEMETRY=1 \
     UV_NATIVE_TLS=1 \
     UV_LINK_MODE=copy \
+    UV_COMPILE_BYTECODE=1 \
     VIRTUAL_ENV=/opt/hftfx \
     PATH=/opt/hftfx/bin:$PATH
 # A few locked packages (pyfarmhash, rouge-score, kfp-server-api) build from source: a C++ compiler.
