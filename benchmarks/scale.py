@@ -65,6 +65,7 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
     from pipeline.configs import load_config
+    from pipeline.orchestration.beam_runner import local_beam_runner
     from pipeline.orchestration.dag import TRAINER, create_components
     from pipeline.orchestration.probe import probe
 
@@ -77,21 +78,22 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
             "serving_dir": f"{root}/serving",
         }
     )
-    started = time.monotonic()
-    probed = probe(config)
-    probe_seconds = time.monotonic() - started
-    components = create_components(probed.config)
-    components = components[: [c.id for c in components].index(TRAINER)]  # the data components, in DAG order
     sqlite = f"{root}/metadata.sqlite"
-    LocalDagRunner().run(
-        tfx_pipeline.Pipeline(
-            pipeline_name="bench-scale",
-            pipeline_root=root,
-            components=components,
-            metadata_connection_config=metadata.sqlite_metadata_connection_config(sqlite),
-            beam_pipeline_args=MODES[mode],
+    with local_beam_runner():
+        started = time.monotonic()
+        probed = probe(config)
+        probe_seconds = time.monotonic() - started
+        components = create_components(probed.config)
+        components = components[: [c.id for c in components].index(TRAINER)]  # the data components, in DAG order
+        LocalDagRunner().run(
+            tfx_pipeline.Pipeline(
+                pipeline_name="bench-scale",
+                pipeline_root=root,
+                components=components,
+                metadata_connection_config=metadata.sqlite_metadata_connection_config(sqlite),
+                beam_pipeline_args=MODES[mode],
+            )
         )
-    )
     seconds = {"probe": probe_seconds, **component_seconds(sqlite)}
     return {"seconds": seconds, "driver_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 

@@ -19,8 +19,16 @@ import yaml
 from pipeline.errors import UserError
 
 TFX_SPLITS = ("train", "eval", "test")
-# The DirectRunner across every core in worker processes: cloud containers, and big local data.
-MULTI_PROCESSING_BEAM_ARGS = ("--direct_running_mode=multi_processing", "--direct_num_workers=0")
+# The Beam runner of every local pipeline, named rather than left to Beam's DirectRunner: since Beam 2.68 that
+# first downloads Prism (a Go runner) from GitHub and runs there, falling back to FnApiRunner only when the
+# download fails. Machines that reach GitHub would run every component on another runner than the one tested.
+LOCAL_BEAM_RUNNER = "FnApiRunner"
+# That runner across every core in worker processes: cloud containers, and big local data.
+MULTI_PROCESSING_BEAM_ARGS = (
+    f"--runner={LOCAL_BEAM_RUNNER}",
+    "--direct_running_mode=multi_processing",
+    "--direct_num_workers=0",
+)
 MISSING_TEXT_POLICIES = ("error", "drop")
 
 
@@ -155,7 +163,8 @@ class CloudConfig:
     # A Vertex AI Experiment (created when missing) that runs sent by `hftfx submit` join, so their parameters
     # and metrics line up in the Experiments view. Trigger, event and scheduled runs are found by their labels.
     experiment: str = ""
-    # Beam for the data components: DirectRunner inside the component, or DataflowRunner.
+    # Beam for the data components: DirectRunner inside the component (LOCAL_BEAM_RUNNER, a worker per core), or
+    # DataflowRunner.
     beam_runner: str = "DirectRunner"
     dataflow_machine_type: str = "n1-standard-4"
     dataflow_max_workers: int = 10
@@ -187,9 +196,10 @@ class PipelineConfig:
     metadata_path: str = ""  # default: <pipeline_root>/metadata.sqlite
     serving_dir: str = "serving"
     model_name: str = "text_classifier"
-    # Beam's DirectRunner defaults (in_memory, one worker) need no arguments, and none should be given without a
+    # The local runner's defaults (in_memory, one worker) need no arguments, and none should be given without a
     # reason: with any, every TFX 1.21 Beam component copies the installed tfx package into a new temp dir and
     # builds an sdist of it for remote workers (~1 s each, 42 MB left in the temp dir per component per run).
+    # Without a --runner the local run still uses LOCAL_BEAM_RUNNER (pipeline/orchestration/beam_runner.py).
     beam_args: tuple[str, ...] = ()
     enable_cache: bool = True
     dataset: DatasetConfig = dataclasses.field(default_factory=DatasetConfig)

@@ -6,6 +6,8 @@ with a threshold no model can meet is not blessed and pushes nothing.
 """
 
 import json
+import logging
+import logging.handlers
 import os
 import re
 import subprocess
@@ -59,7 +61,22 @@ def run_temp_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def first_run(workdir, tiny_bert_dir, run_temp_dir):
+def direct_runner_log():
+    """What Beam's DirectRunner logs while the module's runs go on: which runner it picks, and its fallbacks."""
+    logger = logging.getLogger("apache_beam.runners.direct.direct_runner")
+    records = logging.handlers.BufferingHandler(capacity=10_000)
+    saved = logger.level, logger.propagate
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    logger.addHandler(records)
+    yield records.buffer
+    logger.removeHandler(records)
+    logger.setLevel(saved[0])
+    logger.propagate = saved[1]
+
+
+@pytest.fixture(scope="module")
+def first_run(workdir, tiny_bert_dir, run_temp_dir, direct_runner_log):
     """The default local run, with a temp dir of its own: what it leaves there is checked."""
     config = tiny_config(workdir, tiny_bert_dir)
     with pytest.MonkeyPatch.context() as patch:
@@ -87,6 +104,12 @@ def test_the_local_run_builds_no_copy_of_tfx_in_the_temp_dir(first_run, run_temp
     dir and builds an sdist of it for remote workers: a second per component, never deleted. The local
     DirectRunner has no remote workers, and its defaults need no arguments."""
     assert not sorted(run_temp_dir.glob("*/build/tfx")), "a Beam component packaged TFX for remote workers"
+
+
+def test_the_local_run_never_hands_a_component_to_beams_direct_runner(first_run, direct_runner_log):
+    """Since Beam 2.68 the DirectRunner first downloads Prism from GitHub and runs the pipeline there, falling
+    back to FnApiRunner when it cannot (as here): machines that reach GitHub would run another runner."""
+    assert not [record.getMessage() for record in direct_runner_log]
 
 
 def test_trainer_reports_model_flops_against_the_measured_matmul_peak(first_run):

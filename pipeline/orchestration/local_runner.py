@@ -16,6 +16,7 @@ from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from models import distribution
 from pipeline.configs import PipelineConfig
 from pipeline.orchestration import preflight, probe
+from pipeline.orchestration.beam_runner import local_beam_runner
 from pipeline.orchestration.dag import create_pipeline
 from pipeline.reporting.run_summary import RunSummary, summarize
 
@@ -84,6 +85,11 @@ def run_local(
     config: PipelineConfig, *, verbose: bool = False, stream=sys.stdout, lock_held: bool = False
 ) -> RunSummary:
     """Runs the pipeline once. `lock_held`: the caller (a trigger) already holds the pipeline root's lock."""
+    with local_beam_runner():
+        return _run_local(config, verbose=verbose, stream=stream, lock_held=lock_held)
+
+
+def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool) -> RunSummary:
     started = time.monotonic()
     # Before anything initializes TensorFlow's devices (no component has run yet).
     distribution.configure_cpu_replicas(config.training.cpu_replicas)
