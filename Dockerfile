@@ -18,14 +18,14 @@ ARG UV_VERSION=0.13.9
 FROM ${BASE_IMAGE} AS base
 ARG UV_VERSION
 # Behind a TLS-inspecting proxy, build with the host's trust store mounted and PIP_CERT pointing into it
-# (bin/build-image does); uv reads the system store (UV_NATIVE_TLS).
+# (bin/build-image does); uv reads the system store (UV_SYSTEM_CERTS).
 ARG PIP_CERT
 # transformers' TF models are Keras 2 objects: every process must use tf_keras. Bytecode is compiled at build:
 # each component's container starts fresh, and would otherwise compile TensorFlow's and TFX's sources first.
 ENV TF_USE_LEGACY_KERAS=1 \
     PYTHONUNBUFFERED=1 \
     HF_HUB_DISABLE_TELEMETRY=1 \
-    UV_NATIVE_TLS=1 \
+    UV_SYSTEM_CERTS=1 \
     UV_LINK_MODE=copy \
     UV_COMPILE_BYTECODE=1 \
     VIRTUAL_ENV=/opt/hftfx \

@@ -11,7 +11,7 @@
 # HFTFX_DEBIAN_MIRROR (default http://deb.debian.org/debian).
 #
 # Certificates: every download trusts the machine's own store, so a network that inspects TLS with a CA the
-# machine trusts works with no variables set. uv ships its own roots unless told UV_NATIVE_TLS=1; pip and
+# machine trusts works with no variables set. uv ships its own roots unless told UV_SYSTEM_CERTS=1; pip and
 # Python's ssl read the system bundle (inside the userland, the host's bundle bound at the same path).
 
 HFTFX_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -22,7 +22,7 @@ HFTFX_USERLAND_PACKAGES=python3,python3-venv,python3-dev,g++,ca-certificates
 HFTFX_DEBIAN_MIRROR=${HFTFX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 # How every uv call of the project runs: the system trust store, our cache, no interpreter downloads.
-HFTFX_UV_ENV=(UV_NATIVE_TLS=1 UV_CACHE_DIR="$HFTFX_ENV_CACHE/uv-cache" UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1)
+HFTFX_UV_ENV=(UV_SYSTEM_CERTS=1 UV_CACHE_DIR="$HFTFX_ENV_CACHE/uv-cache" UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1)
 
 _say() { printf '[hftfx env] %s\n' "$*" >&2; }
 # The system CA bundle (Debian/Ubuntu, Fedora/RHEL, openSUSE, Alpine paths), or nothing on a host without one.
@@ -46,7 +46,7 @@ _tls_hint() {
   grep -qiE 'certificate|UnknownIssuer|SSL|tls|proxy' "$1" 2>/dev/null || return 0
   _say "the download failed on TLS or a proxy: make sure the CA that signs your network's certificates is in the" \
     "system store ($(_system_ca_bundle)) and, behind a proxy, that HTTPS_PROXY is set; uv already runs with" \
-    "UV_NATIVE_TLS=1 (the system store)"
+    "UV_SYSTEM_CERTS=1 (the system store)"
 }
 _die() { printf '[hftfx env] error: %s\n' "$*" >&2; exit 1; }
 _hash() { sha256sum | cut -c1-16; }

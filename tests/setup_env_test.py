@@ -15,7 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 TLS_VARIABLES = (
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT", "UV_NATIVE_TLS",
-    "NIX_SSL_CERT_FILE", "GIT_SSL_CAINFO", "HTTPLIB2_CA_CERTS", "AWS_CA_BUNDLE", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+    "UV_SYSTEM_CERTS", "NIX_SSL_CERT_FILE", "GIT_SSL_CAINFO", "HTTPLIB2_CA_CERTS", "AWS_CA_BUNDLE",
+    "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
 )  # fmt: skip
 
 
@@ -30,3 +31,4 @@ def test_uv_resolves_from_the_index_with_no_certificate_variables(tmp_path):
         pytest.skip(f"no route to the package index here: {done.stderr.strip()[-300:]}")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "six==1.16.0" in done.stderr + done.stdout
+    assert "deprecated" not in done.stderr, done.stderr  # uv 0.13 warns on every call given UV_NATIVE_TLS
