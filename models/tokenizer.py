@@ -2,7 +2,7 @@
 
 Built once from a model directory's vocab and tokenizer settings, used by Transform's preprocessing_fn and
 therefore inside the exported serving graph. Uses the steps of the plain `tensorflow_text.BertTokenizer`
-(its ops ship in TF Serving; FastBertTokenizer's do not): its BasicTokenizer for word splitting and its
+(its ops ship in TF Serving; FastBertTokenizer's do not): its BasicTokenizer's split op for words and its
 WordpieceTokenizer. Its own `lower_case=True` applies NFKC case folding, which HF does not ('…' -> '...'),
 so lower-casing and accent stripping are done here the way HF does them; characters the two libraries'
 Unicode tables classify differently are rewritten first (models/unicode_compat.py).
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import tensorflow as tf
 import tensorflow_text as tf_text
-from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
+from tensorflow_text.python.ops import regex_split_ops
+from tensorflow_text.python.ops.bert_tokenizer import _DELIM_REGEX_PATTERN, _KEEP_DELIM_NO_WHITESPACE_PATTERN
 
 from models import unicode_compat
 from models.contract import ATTENTION_MASK, INPUT_IDS, TOKEN_COUNT, TOKEN_TYPE_IDS, TRUNCATED
@@ -141,8 +142,17 @@ def normalize(texts: tf.Tensor, spec: TokenizerSpec) -> tf.Tensor:
 
 
 def split_words(texts: tf.Tensor) -> tf.RaggedTensor:
-    """HF's BertPreTokenizer: whitespace, punctuation and CJK ideographs end words ([N] -> [N, words])."""
-    return BasicTokenizer(lower_case=False, normalization_form=None).tokenize(texts)
+    """HF's BertPreTokenizer: whitespace, punctuation and CJK ideographs end words ([N] -> [N, words]).
+
+    tensorflow_text's BasicTokenizer split (its op and patterns; texts arrive with control characters already
+    dropped by `normalize`), keeping only the words: BasicTokenizer also builds the offsets, each of the three
+    as a validated ragged tensor, whose asserts were most of the graph preprocessing_fn traces and ran at serving.
+    The op's row splits are valid by construction.
+    """
+    words, _, _, row_splits = regex_split_ops.gen_regex_split_ops.regex_split_with_offsets(
+        tf.reshape(texts, [-1]), f"({_DELIM_REGEX_PATTERN})", f"({_KEEP_DELIM_NO_WHITESPACE_PATTERN})"
+    )
+    return tf.RaggedTensor.from_row_splits(words, row_splits, validate=False)
 
 
 def longest_first_lengths(first: tf.Tensor, second: tf.Tensor, budget: int) -> tuple[tf.Tensor, tf.Tensor]:
@@ -197,19 +207,14 @@ class InGraphTokenizer:
         if text_pairs is None:
             token_count = pieces.row_lengths()
             budget = self.max_seq_length - 2  # [CLS] a [SEP]
-            segments = [pieces[:, :budget]]
+            second, kept_first, kept_second = None, tf.minimum(token_count, budget), None
         else:
             second = self._pieces(text_pairs)
             first_count, second_count = pieces.row_lengths(), second.row_lengths()
             token_count = first_count + second_count
             budget = self.max_seq_length - 3  # [CLS] a [SEP] b [SEP]
             kept_first, kept_second = longest_first_lengths(first_count, second_count, budget)
-            segments = [_keep_first(pieces, kept_first), _keep_first(second, kept_second)]
-        ids, segment_ids = tf_text.combine_segments(
-            segments, start_of_sequence_id=self.spec.cls_id, end_of_segment_id=self.spec.sep_id
-        )
-        input_ids, attention_mask = tf_text.pad_model_inputs(ids, self.max_seq_length, pad_value=self.spec.pad_id)
-        token_type_ids, _ = tf_text.pad_model_inputs(segment_ids, self.max_seq_length)
+        input_ids, attention_mask, token_type_ids = self._assemble(pieces, kept_first, second, kept_second)
         features = {
             INPUT_IDS: input_ids,
             ATTENTION_MASK: attention_mask,
@@ -219,3 +224,38 @@ class InGraphTokenizer:
         if self.spec.takes_token_type_ids:
             features[TOKEN_TYPE_IDS] = token_type_ids
         return features
+
+    def _assemble(
+        self,
+        first: tf.RaggedTensor,
+        kept_first: tf.Tensor,
+        second: tf.RaggedTensor | None,
+        kept_second: tf.Tensor | None,
+    ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """[CLS] a [SEP] (b [SEP]) [PAD]... from the kept token counts: input_ids, attention_mask, token_type_ids.
+
+        Hand-written as dense position arithmetic: tensorflow_text's combine_segments and pad_model_inputs build
+        ragged ops with validation asserts, 40% of the tokenizer's graph building in each trace of preprocessing_fn
+        (TFT traces it nine times a run), and run at serving. tokenizer_test checks it against HF's ids for singles
+        and pairs.
+        """
+        length = self.max_seq_length
+        cls, sep, pad = (tf.constant(i, tf.int64) for i in (self.spec.cls_id, self.spec.sep_id, self.spec.pad_id))
+        positions = tf.range(length, dtype=tf.int64)[tf.newaxis, :]
+        first_sep = kept_first[:, tf.newaxis] + 1
+        # [CLS], then a's tokens (a's token i at position i + 1), then [SEP] from the first [SEP] on
+        first_ids = first.to_tensor(default_value=pad, shape=[None, length])
+        ids = tf.concat([tf.fill([tf.shape(first_ids)[0], 1], cls), first_ids[:, :-1]], axis=1)
+        ids = tf.where(positions < first_sep, ids, sep)
+        last_sep, token_type_ids = first_sep, tf.zeros_like(ids)
+        if second is not None:
+            last_sep = first_sep + kept_second[:, tf.newaxis] + 1
+            in_second = (positions > first_sep) & (positions <= last_sep)  # b's tokens and its [SEP]: type 1
+            # b's token i at position first_sep + 1 + i
+            offsets = tf.clip_by_value(positions - first_sep - 1, 0, length - 1) + tf.zeros_like(ids)
+            second_ids = tf.gather(second.to_tensor(default_value=pad, shape=[None, length]), offsets, batch_dims=1)
+            ids = tf.where(in_second & (positions < last_sep), second_ids, ids)
+            token_type_ids = tf.cast(in_second, tf.int64)
+        attention_mask = tf.cast(positions <= last_sep, tf.int64)
+        ids = tf.where(positions <= last_sep, ids, pad)
+        return ids, attention_mask, token_type_ids
