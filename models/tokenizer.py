@@ -200,7 +200,11 @@ class InGraphTokenizer:
         words = split_words(normalize(tf.reshape(texts, [-1]), self.spec))
         too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > self.spec.max_input_chars_per_word
         words = words.with_flat_values(tf.where(too_long, self.spec.unk_token, words.flat_values))
-        return self._wordpiece.tokenize(words).merge_dims(-2, -1)
+        pieces = self._wordpiece.tokenize(words)  # [N, words, pieces]
+        # [N, pieces] as merge_dims(-2, -1) builds it (each text's words' pieces in a row), minus its validation
+        # asserts: the composed splits are valid whenever both levels are.
+        row_splits = tf.gather(pieces.values.row_splits, pieces.row_splits)
+        return tf.RaggedTensor.from_row_splits(pieces.flat_values, row_splits, validate=False)
 
     def __call__(self, texts: tf.Tensor, text_pairs: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
         pieces = self._pieces(texts)
