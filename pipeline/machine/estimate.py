@@ -14,9 +14,9 @@ import dataclasses
 # From the default run README quotes (fp32, 2 cores, measured matmul peak REFERENCE_PEAK_GFLOPS): the training
 # loop's model FLOP/s over that peak, and every other second of the pipeline (the Trainer's validation and
 # export included).
-TRAINER_UTILIZATION = 0.49
-REFERENCE_PEAK_GFLOPS = 307.0
-REFERENCE_SECONDS_OUTSIDE_TRAINING = 46.0
+TRAINER_UTILIZATION = 0.48
+REFERENCE_PEAK_GFLOPS = 291.0
+REFERENCE_SECONDS_OUTSIDE_TRAINING = 44.0
 
 
 @dataclasses.dataclass(frozen=True)
