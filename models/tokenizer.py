@@ -174,12 +174,6 @@ def longest_first_lengths(first: tf.Tensor, second: tf.Tensor, budget: int) -> t
     return first_kept, second_kept
 
 
-def _keep_first(pieces: tf.RaggedTensor, counts: tf.Tensor) -> tf.RaggedTensor:
-    """The first counts[i] tokens of each row."""
-    positions = tf.ragged.range(pieces.row_lengths())
-    return tf.ragged.boolean_mask(pieces, positions < tf.expand_dims(counts, -1))
-
-
 class InGraphTokenizer:
     """texts [N] (and text_pairs [N]) -> fixed-length input_ids / attention_mask (/ token_type_ids) and the
     untruncated token count ([CLS] a [SEP] b [SEP] for pairs, as HF builds it) and whether tokens were cut."""
