@@ -146,8 +146,8 @@ def split_words(texts: tf.Tensor) -> tf.RaggedTensor:
 
     tensorflow_text's BasicTokenizer split (its op and patterns; texts arrive with control characters already
     dropped by `normalize`), keeping only the words: BasicTokenizer also builds the offsets, each of the three
-    as a validated ragged tensor, whose asserts were most of the graph preprocessing_fn traces and ran at serving.
-    The op's row splits are valid by construction.
+    as a validated ragged tensor, and those asserts were most of the graph each trace of preprocessing_fn built
+    (and ran at serving). The op's row splits are valid by construction.
     """
     words, _, _, row_splits = regex_split_ops.gen_regex_split_ops.regex_split_with_offsets(
         tf.reshape(texts, [-1]), f"({_DELIM_REGEX_PATTERN})", f"({_KEEP_DELIM_NO_WHITESPACE_PATTERN})"
