@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from benchmarks.scale import SECTION as SCALE_SECTION
+from benchmarks.sections import write_preamble
 from components.hf_example_gen.sources import rotten_tomatoes_reviews
 from components.trainer import bucket_by_length, compile_for_training, without_autotuning
 from components.training_meter import TrainingMeter, record_batch_shapes
@@ -285,10 +285,7 @@ def main(argv=None) -> int:
         for row in new:
             print(f"{row.name}: {row.value} (baseline {row.baseline}, {row.ratio})", flush=True)
         rows += new
-    out = Path(args.out)
-    kept = out.read_text(encoding="utf-8").split(SCALE_SECTION, 1) if out.exists() else [""]
-    scale = f"\n{SCALE_SECTION}{kept[1]}" if len(kept) == 2 else ""  # `make bench-scale`'s section stays
-    out.write_text(render(rows, time.perf_counter() - started) + scale, encoding="utf-8")
+    write_preamble(Path(args.out), render(rows, time.perf_counter() - started))  # other targets' sections stay
     print(f"written to {args.out}")
     return 0
 

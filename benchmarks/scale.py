@@ -25,6 +25,7 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks.sections import write_section
 from pipeline.configs import MULTI_PROCESSING_BEAM_ARGS, PipelineConfig
 
 SHARD_ROWS = 100_000
@@ -186,13 +187,6 @@ def render(results: list[dict], peak_gflops: float, seconds: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def replace_section(path: Path, section: str) -> None:
-    """Puts the scale section in BENCHMARKS.md, replacing an older one and keeping everything else."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    head = text.split(SECTION, 1)[0].rstrip("\n")
-    path.write_text(f"{head}\n\n{section}", encoding="utf-8")
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000,100000,1000000")
@@ -220,7 +214,7 @@ def main(argv=None) -> int:
                 results.append(result)
     results.sort(key=lambda r: (list(MODES).index(r["mode"]), r["rows"]))
     section = render(results, peak, time.monotonic() - started)
-    replace_section(Path(args.out), section)
+    write_section(Path(args.out), section)
     print(section)
     print(f"written to {args.out}")
     return 0
