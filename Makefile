@@ -1,5 +1,5 @@
 # The README's two commands are `make run` and `make test`; both set up the environment first.
-.PHONY: setup run test test-all lint doctor bench bench-scale image clean-env
+.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds image clean-env
 
 setup:
 	bin/setup-env
@@ -27,6 +27,11 @@ bench: setup
 # (about 17 min on a 2-core machine at a 317 GFLOP/s fp32 peak); replaces the Scale section of BENCHMARKS.md.
 bench-scale: setup
 	bin/in-env python -m benchmarks.scale $(ARGS)
+
+# The default run at five training seeds, each a whole run (about 20 min on a 2-core machine at a ~300 GFLOP/s
+# fp32 peak): test accuracy mean and spread beside training FLOPs; ARGS="--set KEY=VALUE" changes the recipe.
+bench-seeds: setup
+	bin/in-env python -m benchmarks.seeds $(ARGS)
 
 # The pipeline image with podman (installed when missing; vfs storage, offline base from the Debian 13
 # userland), then the checks inside it: doctor, every code path the compiled specs name, a tiny run.

@@ -1,0 +1,19 @@
+from benchmarks.seeds import SECTION, heading, render
+
+
+def test_the_table_gives_each_seed_then_the_mean_and_spread_and_how_many_reach_the_bar():
+    rows = [
+        {"seed": s, "accuracy": a, "auc": 0.91, "training_tflop": 27.7, "utilization": 0.48, "wall_seconds": 243,
+         "peak_gflops": 291, "wall_x_peak_tflop": 70.7}
+        for s, a in ((42, 0.8354), (1, 0.8268), (2, 0.8183))
+    ]  # fmt: skip
+    text = render(rows, ["training.learning_rate=2e-4"], 700)
+    assert text.startswith(SECTION + ", with `training.learning_rate=2e-4`\n")
+    assert "`training.learning_rate=2e-4`" in text
+    assert "| mean ± sd | 0.8268 ± 0.0086 | 0.9100 ± 0.0000 | 27.7 |" in text
+    assert "1 of 3 seeds reach test accuracy 0.83." in text
+
+
+def test_the_default_recipe_and_each_other_recipe_get_their_own_section():
+    assert heading([]) == SECTION
+    assert heading(["a=1"]) != heading(["a=2"]) != SECTION
