@@ -68,13 +68,17 @@ def spread(values: list[float]) -> str:
     return f"{mean:.4f} ± {statistics.stdev(values):.4f}" if len(values) > 1 else f"{mean:.4f}"
 
 
+def _recipe(overrides: list[str]) -> str:
+    return ", ".join(f"`{o}`" for o in overrides)
+
+
 def heading(overrides: list[str]) -> str:
     """The section's heading: one section per recipe, so a recipe's figures sit beside the default's."""
-    return SECTION + (", with " + ", ".join(f"`{o}`" for o in overrides) if overrides else "")
+    return SECTION + (f", with {_recipe(overrides)}" if overrides else "")
 
 
 def render(rows: list[dict], overrides: list[str], seconds: float) -> str:
-    recipe = ", ".join(f"`{o}`" for o in overrides) if overrides else "the default config"
+    recipe = _recipe(overrides) if overrides else "the default config"
     reaching = sum(r["accuracy"] >= ACCURACY_TARGET for r in rows)
     lines = [
         heading(overrides),
