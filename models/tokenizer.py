@@ -254,6 +254,5 @@ class InGraphTokenizer:
             second_ids = tf.gather(second.to_tensor(default_value=pad, shape=[None, length]), offsets, batch_dims=1)
             ids = tf.where(in_second & (positions < last_sep), second_ids, ids)
             token_type_ids = tf.cast(in_second, tf.int64)
-        attention_mask = tf.cast(positions <= last_sep, tf.int64)
-        ids = tf.where(positions <= last_sep, ids, pad)
-        return ids, attention_mask, token_type_ids
+        in_sequence = positions <= last_sep
+        return tf.where(in_sequence, ids, pad), tf.cast(in_sequence, tf.int64), token_type_ids
