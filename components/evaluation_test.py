@@ -53,3 +53,28 @@ def test_per_class_precision_and_recall_are_of_top1_predictions():
     assert top1["b"] == {"precision": 4 / 13, "recall": 4 / 10}
     assert top1["c"] == {"precision": 0.0, "recall": 0.0}  # never predicted: 0, as scikit-learn reports it
     assert evaluation.confusion_cells(matrix, 3) == [[8, 2, 0], [6, 4, 0], [3, 7, 0]]
+
+
+def test_rebatching_keeps_every_row_in_order_in_batches_of_at_most_the_given_rows():
+    """The adaptive reader's batches (1, 2, 4 ... rows) regrouped: no batch over the limit, nothing lost."""
+    import apache_beam as beam
+    import pyarrow as pa
+    import tensorflow_model_analysis as tfma
+    from apache_beam.testing.util import assert_that
+
+    from pipeline.configs import LOCAL_BEAM_RUNNER
+
+    key = tfma.constants.ARROW_RECORD_BATCH_KEY
+    sizes, start, inputs = [1, 2, 4, 8, 16, 32], 0, []
+    for size in sizes:
+        inputs.append({key: pa.RecordBatch.from_pydict({"row": list(range(start, start + size))})})
+        start += size
+
+    def check(outputs):
+        rows = [batch[key].column("row").to_pylist() for batch in outputs]
+        assert [len(r) for r in rows] == [15, 16, 32]  # 1+2+4+8, then each batch that would pass 20 starts anew
+        assert [row for batch in rows for row in batch] == list(range(sum(sizes)))
+
+    with beam.Pipeline(runner=LOCAL_BEAM_RUNNER) as pipeline:
+        batches = pipeline | beam.Create(inputs, reshuffle=False) | evaluation.rebatch_extractor(20).ptransform
+        assert_that(batches, check)
