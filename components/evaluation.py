@@ -190,7 +190,7 @@ def rebatch_extractor(rows: int) -> tfma.extractors.Extractor:
     """Regroups the Evaluator's input into record batches of up to `rows` rows before TFMA's extractors.
 
     TFX reads the examples with Beam's adaptive batching (tfxio.BeamSource() without a batch size): batches of
-    1, 2, 4 ... rows, 17 calls of each signature for the 1,282 test reviews. tfx_bsl's byte-size flag would
+    1, 1, 2, 2, 4 ... rows, 18-19 calls of each signature for the 1,282 test reviews. tfx_bsl's byte-size flag would
     change every reader in the process, and TFMA's `inference_batch_size` acts only in its bulk-inference
     extractor, which skips the Transform features our length slices need: hence this one Beam step.
     """
