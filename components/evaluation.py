@@ -8,10 +8,10 @@ Also passed to the Evaluator as its `module_path`, so the Evaluator's process im
 from __future__ import annotations
 
 import apache_beam as beam
-import pyarrow as pa
 import tensorflow_model_analysis as tfma
 import tensorflow_text  # noqa: F401  (registers TF.Text ops before TFMA loads the model)
 from tensorflow_model_analysis.proto import config_pb2  # `tfma.EvalConfig` etc. exist only once TFX is imported
+from tfx_bsl.arrow import table_util
 
 from models.contract import (
     LABEL_FEATURE,
@@ -180,10 +180,8 @@ def check_eval_config(num_labels: int, evaluation: EvaluationConfig) -> None:
 
 def _merge_record_batches(extracts: list[dict]) -> dict:
     """One extract of the batches' rows; at this first stage an extract holds only its record batch."""
-    if len(extracts) == 1:
-        return extracts[0]
-    table = pa.Table.from_batches([extract[tfma.constants.ARROW_RECORD_BATCH_KEY] for extract in extracts])
-    return {tfma.constants.ARROW_RECORD_BATCH_KEY: table.combine_chunks().to_batches()[0]}
+    key = tfma.constants.ARROW_RECORD_BATCH_KEY
+    return {key: table_util.MergeRecordBatches([extract[key] for extract in extracts])}
 
 
 def rebatch_extractor(rows: int) -> tfma.extractors.Extractor:
