@@ -85,7 +85,8 @@ def render(rows: list[dict], overrides: list[str], seconds: float) -> str:
         "",
         f"Measured on {platform.node()} ({os.cpu_count()} cores) in {seconds:.0f} s: {recipe}, one whole run per "
         "seed in its own process and pipeline root. Training TFLOP: the loop's model FLOPs (padding included); "
-        "wall x peak: the run's seconds times the fp32 matmul peak measured in it.",
+        "wall x peak: the run's seconds times the matmul peak measured in it, in the dtype it trains in (fp32 "
+        "unless the recipe sets training.precision).",
         "",
         "| seed | test accuracy | AUC | training TFLOP | Trainer utilization | wall s | peak GFLOP/s "
         "| wall x peak TFLOP |",
