@@ -11,6 +11,8 @@ import dataclasses
 import json
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -127,6 +129,16 @@ def trainer_throughput(steps: int) -> list[Row]:
             f"{bf16 / fp32:.2f}x",
         ),
     ]
+
+
+def step_breakdown(steps: int) -> list[Row]:
+    """Where a Trainer step's time goes (benchmarks.step_profile), in its own process: it runs one op at a time,
+    and TensorFlow fixes that when it starts."""
+    command = [sys.executable, "-m", "benchmarks.step_profile", "--steps", str(steps)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return [Row(**row) for row in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
 def tokenization_throughput() -> list[Row]:
@@ -265,6 +277,7 @@ def render(rows: list[Row], seconds: float) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=30, help="training steps per measurement")
+    parser.add_argument("--profiled-steps", type=int, default=20, help="training steps in the step profile")
     parser.add_argument("--repeats", type=int, default=50, help="requests per latency measurement")
     parser.add_argument("--serving-dir", default="serving/text_classifier")
     parser.add_argument("--pipeline-root", default=PipelineConfig.pipeline_root)
@@ -277,6 +290,7 @@ def main(argv=None) -> int:
         lambda: tokenization_throughput(),
         lambda: serving_latency(Path(args.serving_dir), args.repeats),
         lambda: trainer_throughput(args.steps),
+        lambda: step_breakdown(args.profiled_steps),
         lambda: pipeline_figures(
             load_config(overrides={"pipeline_root": args.pipeline_root, "pipeline_name": args.pipeline_name})
         ),
