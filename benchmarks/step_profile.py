@@ -90,6 +90,7 @@ class StepProfile:
     training_flops: float  # model FLOPs of the batches those steps ran
     peak_gflops: float
     by_kind: dict[str, float]  # op seconds per work kind
+    unprofiled_gflops: float  # model FLOP/s of as many steps just before, one op at a time but not profiled
 
     @property
     def utilization(self) -> float:
@@ -109,6 +110,9 @@ class StepProfile:
         )
         rows = [
             (step, f"{self.training_flops / self.seconds / 1e9:.1f} GFLOP/s", peak, f"{self.utilization:.0%}"),
+            ("· the same loop unprofiled (one op at a time too): model FLOP/s vs profiled",
+             f"{self.unprofiled_gflops:.1f} GFLOP/s", f"{self.training_flops / self.seconds / 1e9:.1f} GFLOP/s",
+             f"{self.unprofiled_gflops * self.seconds * 1e9 / self.training_flops:.2f}x"),
             (f"· {MATMULS}: share of the step; their FLOP/s vs the peak", f"{matmul_share:.1%}; {matmul_gflops:.0f} "
              "GFLOP/s", peak, f"{efficiency:.0%}"),
             *((f"· {kind}: share of the step", f"{self.by_kind[kind] / self.seconds:.1%}", "-", "-")
@@ -146,22 +150,25 @@ def profile_steps(steps: int, warmup_steps: int = 30) -> StepProfile:
     model = build_classifier(files, ["rotten", "fresh"])[0]
     compile_for_training(model, training, steps + warmup_steps)
     model.fit(data, steps_per_epoch=warmup_steps, epochs=1, verbose=0)
-
-    records: list[tuple[int, int, int]] = []
+    shape = EncoderShape.from_config(model.config)
+    unprofiled, profiled = TrainingMeter(shape, None), TrainingMeter(shape, None)
+    started = time.perf_counter()
+    model.fit(record_batch_shapes(data, unprofiled.records), steps_per_epoch=steps, epochs=1, verbose=0)
+    unprofiled_gflops = unprofiled.model_gflops(steps, time.perf_counter() - started)
     with tempfile.TemporaryDirectory() as logdir:
         tf.profiler.experimental.start(logdir)
         started = time.perf_counter()
-        model.fit(record_batch_shapes(data, records), steps_per_epoch=steps, epochs=1, verbose=0)
+        model.fit(record_batch_shapes(data, profiled.records), steps_per_epoch=steps, epochs=1, verbose=0)
         seconds = time.perf_counter() - started
         tf.profiler.experimental.stop()
         op_seconds = profiled_op_seconds(logdir)
-    meter = TrainingMeter(EncoderShape.from_config(model.config), None, records)
     return StepProfile(
         steps=steps,
         seconds=seconds,
-        training_flops=meter.totals(steps).training_flops(meter.shape),
+        training_flops=profiled.totals(steps).training_flops(shape),
         peak_gflops=matmul_peak("float32").gflops,
         by_kind=seconds_by_kind(op_seconds, model.optimizer.get_config()["name"]),
+        unprofiled_gflops=unprofiled_gflops,
     )
 
 

@@ -83,10 +83,13 @@ def test_the_cut_needed_for_a_target_follows_from_the_matmuls_share_and_rate():
 
 def test_the_rows_give_the_step_s_utilization_as_the_matmuls_share_times_their_rate():
     by_kind = dict.fromkeys(WORK_KINDS, 0.0) | {MATMULS: 5.0, OPTIMIZER: 2.0, GELU: 2.5}
-    profile = StepProfile(steps=10, seconds=10.0, training_flops=1.8e12, peak_gflops=400.0, by_kind=by_kind)
+    profile = StepProfile(
+        steps=10, seconds=10.0, training_flops=1.8e12, peak_gflops=400.0, by_kind=by_kind, unprofiled_gflops=198.0
+    )
     rows = {row["name"]: row for row in profile.rows()}
     step = next(row for name, row in rows.items() if name.startswith("Trainer step"))
     assert (step["value"], step["ratio"]) == ("180.0 GFLOP/s", "45%")  # 50% of the step x 90% of the peak
+    assert rows["· the same loop unprofiled (one op at a time too): model FLOP/s vs profiled"]["ratio"] == "1.10x"
     assert rows["· matmuls: share of the step; their FLOP/s vs the peak"]["ratio"] == "90%"
     assert rows[f"· {OPTIMIZER}: share of the step"]["value"] == "20.0%"
     assert rows["· between ops (executor, Python, input): share of the step"]["value"] == "5.0%"
