@@ -15,8 +15,8 @@ import dataclasses
 # loop's model FLOP/s over that peak, and every other second of the pipeline (the Trainer's validation and
 # export included).
 TRAINER_UTILIZATION = 0.48
-REFERENCE_PEAK_GFLOPS = 319.0
-REFERENCE_SECONDS_OUTSIDE_TRAINING = 37.5
+REFERENCE_PEAK_GFLOPS = 344.0
+REFERENCE_SECONDS_OUTSIDE_TRAINING = 35.3
 
 
 @dataclasses.dataclass(frozen=True)
