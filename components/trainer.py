@@ -338,8 +338,9 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     )
 
     with placement.strategy.scope():
-        model, report = build_classifier(files, label_names)
-        print(f"[Trainer] {report.describe()}", flush=True)
+        model, report = build_classifier(files, label_names, dropout=training.dropout)
+        dropout = "the checkpoint's" if training.dropout is None else f"{training.dropout} (training.dropout)"
+        print(f"[Trainer] {report.describe()}; dropout {dropout}", flush=True)
         check_disk_space(model, [fn_args.model_run_dir, fn_args.serving_model_dir])
         compile_for_training(model, training, total_steps)
     # The peak of the device that runs the matmuls, in the precision training uses; a TPU's is not measured.

@@ -119,10 +119,11 @@ def model_files(directory: Path) -> ModelFiles:
     return ModelFiles(directory=directory, config=config, vocab=vocab, weights=weights)
 
 
-def build_classifier(files: ModelFiles, label_names: Sequence[str]):
+def build_classifier(files: ModelFiles, label_names: Sequence[str], dropout: float | None = None):
     """The HF TF sequence classifier with pretrained encoder weights and a fresh head for `label_names`.
 
-    Returns (model, LoadReport). The global Keras mixed-precision policy in force is used.
+    Returns (model, LoadReport). The global Keras mixed-precision policy in force is used. `dropout` None keeps
+    the checkpoint's own rates; a number sets every dropout layer to it (see set_dropout).
     """
     from transformers import AutoConfig, TFAutoModelForSequenceClassification
 
@@ -152,7 +153,24 @@ def build_classifier(files: ModelFiles, label_names: Sequence[str]):
             f"pretrained weights in {files.weights} do not cover the encoder: missing {encoder_missing[:10]} "
             f"({len(encoder_missing)} in all). The checkpoint does not match config.json's architecture."
         )
+    if dropout is not None:
+        set_dropout(model, dropout)
     return model, report
+
+
+def set_dropout(model, rate: float) -> int:
+    """Sets every Keras dropout layer of `model` (embeddings, attention, hidden, head) to `rate`; returns how
+    many. On the built layers, not the config: each architecture names its dropout settings differently
+    (BERT's hidden_dropout_prob, DistilBERT's dropout, ...), while every TF transformers model uses Keras'
+    Dropout, which reads its rate when the training step is traced."""
+    import tf_keras
+
+    layers = [m for m in model.submodules if isinstance(m, tf_keras.layers.Dropout)]
+    if not layers:
+        raise WeightsError(f"{type(model).__name__} has no Keras dropout layers: training.dropout cannot act on it")
+    for layer in layers:
+        layer.rate = rate
+    return len(layers)
 
 
 def weights_only_copy(model):

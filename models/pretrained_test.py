@@ -74,3 +74,27 @@ def test_checkpoint_that_does_not_fit_the_encoder_is_an_error(packaged_model_dir
     (copy / "config.json").write_text(json.dumps(config))
     with pytest.raises(WeightsError, match="do not cover the encoder"):
         build_classifier(model_files(copy), ["a", "b"])
+
+
+def test_the_dropout_setting_reaches_every_dropout_layer_and_a_training_pass_sees_it(tiny_bert_dir):
+    import tf_keras
+
+    from models.pretrained import WeightsError, set_dropout
+
+    files = model_files(tiny_bert_dir)
+    checkpoints, _ = build_classifier(files, ["a", "b"])
+    off, _ = build_classifier(files, ["a", "b"], dropout=0.0)
+
+    def rates(model):
+        return [layer.rate for layer in model.submodules if isinstance(layer, tf_keras.layers.Dropout)]
+
+    assert len(rates(checkpoints)) >= 4 and set(rates(checkpoints)) == {0.1}  # embeddings, attention, hidden, head
+    assert rates(off) == [0.0] * len(rates(checkpoints))
+    ids = tf.constant([[101, 2204, 3185, 102], [101, 6659, 102, 0]])
+    inputs = {"input_ids": ids, "attention_mask": tf.cast(ids > 0, tf.int32)}
+    tf_keras.utils.set_random_seed(0)
+    assert not np.allclose(checkpoints(inputs, training=True).logits, checkpoints(inputs, training=True).logits)
+    np.testing.assert_array_equal(off(inputs, training=True).logits, off(inputs, training=True).logits)
+    np.testing.assert_allclose(off(inputs, training=True).logits, off(inputs, training=False).logits, rtol=1e-6)
+    with pytest.raises(WeightsError, match="no Keras dropout layers"):
+        set_dropout(tf_keras.Sequential([tf_keras.layers.Dense(2)]), 0.0)

@@ -112,6 +112,9 @@ class TrainingConfig:
     # Token widths a training batch may be cut to when all its examples fit (padding is masked, so only
     # speed changes); empty means every batch is max_seq_length wide.
     length_buckets: tuple[int, ...] = (32,)
+    # None keeps the checkpoint's dropout rates (0.1 in MiniLM-L6); a number sets every dropout layer to it. 0 made
+    # the default run's steps ~10% faster on a CPU and was as accurate over five seeds (README, issue #14).
+    dropout: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -406,6 +409,8 @@ def validate(config: PipelineConfig) -> None:
         problems.append("training.length_buckets must be increasing token widths of at least 8")
     if not 0 <= tr.warmup_ratio < 1:
         problems.append("training.warmup_ratio must be in [0, 1)")
+    if tr.dropout is not None and not 0 <= tr.dropout < 1:
+        problems.append(f"training.dropout {tr.dropout} is outside [0, 1) (null keeps the checkpoint's rates)")
     if tr.precision not in ("auto", "bf16", "fp32"):
         problems.append(f"training.precision must be auto, bf16 or fp32, not '{tr.precision}'")
     for name in ("min_accuracy", "min_auc", "max_auc_regression"):

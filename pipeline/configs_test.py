@@ -37,6 +37,7 @@ def test_unknown_keys_and_wrong_types_are_named():
         ({"dataset.split_ratios": {"dev": 0.1}}, "split_ratios"),
         ({"dataset.limits": {"validation": 10}}, "not TFX splits"),
         ({"training.length_buckets": [48, 32]}, "length_buckets"),
+        ({"training.dropout": 1.0}, r"training.dropout 1.0 is outside \[0, 1\)"),
         ({"dataset.label_names": ["a", "a"]}, "label_names"),
         ({"dataset.text_column": "label"}, "columns must differ: text_column='label', label_column='label'"),
     ],
