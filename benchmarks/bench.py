@@ -68,14 +68,24 @@ def _utilization_row(name: str, model, records, steps: int, examples_per_second:
     return Row(name, f"{gflops:.1f} GFLOP/s", f"{peak.gflops:.0f} GFLOP/s peak", f"{gflops / peak.gflops:.0%}")
 
 
-def trainer_throughput(steps: int) -> list[Row]:
+def training_examples(steps: int):
+    """The packaged MiniLM's files and enough real reviews for `steps` batches (tokenized, labels alternating),
+    repeated: what the Trainer-loop benchmarks train on. Without tf.data's autotuning, as in the Trainer:
+    with it each timed fit could end up to 10 s after its last step."""
     files = model_files(packaged_model_dir("all-MiniLM-L6-v2"))
-    spec = tokenizer_spec(files.directory)
     texts = corpus(steps * BATCH * 2)
-    features = tokenized(texts, spec)
+    features = tokenized(texts, tokenizer_spec(files.directory))
     labels = np.arange(len(texts)) % 2
-    # As the Trainer's: without it each timed fit could end up to 10 s after its last step (both sides).
-    examples = without_autotuning(tf.data.Dataset.from_tensor_slices((features, labels)).repeat())
+    return files, without_autotuning(tf.data.Dataset.from_tensor_slices((features, labels)).repeat())
+
+
+def trainer_batches(examples: tf.data.Dataset, training: TrainingConfig) -> tf.data.Dataset:
+    """Batches as the Trainer's loop cuts them: length buckets of the default config."""
+    return bucket_by_length(examples.batch(BATCH), BATCH, training.length_buckets, MAX_LEN)
+
+
+def trainer_throughput(steps: int) -> list[Row]:
+    files, examples = training_examples(steps)
     training = TrainingConfig()
 
     def fresh_model(policy="float32"):
@@ -91,7 +101,7 @@ def trainer_throughput(steps: int) -> list[Row]:
 
     ours = fresh_model()  # the Trainer's way: length buckets, AdamW schedule
     compile_for_training(ours, training, steps)
-    pipeline_data = bucket_by_length(examples.batch(BATCH), BATCH, training.length_buckets, MAX_LEN)
+    pipeline_data = trainer_batches(examples, training)
     fp32_records, bf16_records = [], []
     fp32 = _examples_per_second(ours, pipeline_data, steps, fp32_records)
 

@@ -127,25 +127,20 @@ class StepProfile:
 
 def profile_steps(steps: int, warmup_steps: int = 30) -> StepProfile:
     """Profiles `steps` steady steps of the Trainer's fp32 loop after `warmup_steps` (tracing, both widths)."""
-    import numpy as np
     import tensorflow as tf
     import tf_keras
 
-    from benchmarks.bench import BATCH, MAX_LEN, corpus, tokenized
-    from components.trainer import bucket_by_length, compile_for_training, without_autotuning
+    from benchmarks.bench import trainer_batches, training_examples
+    from components.trainer import compile_for_training
     from components.training_meter import TrainingMeter, record_batch_shapes
     from models.flops import EncoderShape
-    from models.pretrained import build_classifier, model_files, packaged_model_dir
-    from models.tokenizer import tokenizer_spec
+    from models.pretrained import build_classifier
     from pipeline.configs import TrainingConfig
     from pipeline.machine.machine_peak import matmul_peak
 
-    files = model_files(packaged_model_dir("all-MiniLM-L6-v2"))
-    texts = corpus((steps + warmup_steps) * BATCH * 2)
-    features = tokenized(texts, tokenizer_spec(files.directory))
-    examples = without_autotuning(tf.data.Dataset.from_tensor_slices((features, np.arange(len(texts)) % 2)).repeat())
+    files, examples = training_examples(steps + warmup_steps)
     training = TrainingConfig()
-    data = bucket_by_length(examples.batch(BATCH), BATCH, training.length_buckets, MAX_LEN)
+    data = trainer_batches(examples, training)
     tf_keras.utils.set_random_seed(0)
     model = build_classifier(files, ["rotten", "fresh"])[0]
     compile_for_training(model, training, steps + warmup_steps)
