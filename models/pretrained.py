@@ -158,9 +158,9 @@ def build_classifier(files: ModelFiles, label_names: Sequence[str], dropout: flo
     return model, report
 
 
-def set_dropout(model, rate: float) -> int:
-    """Sets every Keras dropout layer of `model` (embeddings, attention, hidden, head) to `rate`; returns how
-    many. On the built layers, not the config: each architecture names its dropout settings differently
+def set_dropout(model, rate: float) -> None:
+    """Sets every Keras dropout layer of `model` (embeddings, attention, hidden, head) to `rate`. On the built
+    layers, not the config: each architecture names its dropout settings differently
     (BERT's hidden_dropout_prob, DistilBERT's dropout, ...), while every TF transformers model uses Keras'
     Dropout, which reads its rate when the training step is traced."""
     import tf_keras
@@ -170,7 +170,6 @@ def set_dropout(model, rate: float) -> int:
         raise WeightsError(f"{type(model).__name__} has no Keras dropout layers: training.dropout cannot act on it")
     for layer in layers:
         layer.rate = rate
-    return len(layers)
 
 
 def weights_only_copy(model):
