@@ -338,16 +338,19 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     )
 
     with placement.strategy.scope():
-        model, report = build_classifier(files, label_names, dropout=training.dropout)
+        model, report = build_classifier(
+            files, label_names, dropout=training.dropout, freeze_embeddings=training.freeze_embeddings
+        )
         dropout = "the checkpoint's" if training.dropout is None else f"{training.dropout} (training.dropout)"
-        print(f"[Trainer] {report.describe()}; dropout {dropout}", flush=True)
+        embeddings = "frozen (training.freeze_embeddings)" if training.freeze_embeddings else "trained"
+        print(f"[Trainer] {report.describe()}; dropout {dropout}; input embeddings {embeddings}", flush=True)
         check_disk_space(model, [fn_args.model_run_dir, fn_args.serving_model_dir])
         compile_for_training(model, training, total_steps)
     # The peak of the device that runs the matmuls, in the precision training uses; a TPU's is not measured.
     peak = None if placement.kind == "tpu" else matmul_peak("bfloat16" if precision == "bf16" else "float32")
     if peak is not None:
         print(f"[Trainer] {peak.describe()} (measured now)", flush=True)
-    meter = TrainingMeter(EncoderShape.from_config(model.config), peak)
+    meter = TrainingMeter(EncoderShape.from_config(model.config, not training.freeze_embeddings), peak)
     train_data = record_batch_shapes(train_data, meter.records)
     progress = ProgressLogger(total_steps, global_batch, training.log_every_steps, meter)
     callbacks = [

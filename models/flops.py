@@ -4,8 +4,10 @@ Counts the matrix multiplications, which are all but a sliver of the work: per l
 and output projections (4 h^2 multiply-adds) and the feed-forward (2 h i), per layer and token pair the
 attention scores and their weighting of V (2 h), per example the pooler and the head (h^2 + h K). A
 multiply-add is 2 FLOPs; a training step is forward + backward = 3x the forward pass (the usual accounting,
-as in the PaLM / Megatron MFU papers). Embedding lookups, softmax, layer norm and the optimizer are left out,
-so utilization against the matmul peak is, if anything, understated.
+as in the PaLM / Megatron MFU papers), less the first layer's input gradients through Q, K and V when the
+embeddings are frozen (nothing below them trains, so TensorFlow does not compute them). Embedding lookups,
+softmax, layer norm and the optimizer are left out, so utilization against the matmul peak is, if anything,
+understated.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ class EncoderShape:
     intermediate: int
     heads: int
     num_labels: int
+    embeddings_trained: bool = True
 
     @classmethod
-    def from_config(cls, config: Any) -> EncoderShape:
+    def from_config(cls, config: Any, embeddings_trained: bool = True) -> EncoderShape:
         """From a transformers config; BERT/MiniLM/ELECTRA/MobileBERT names, and DistilBERT's own."""
 
         def first(*names: str) -> int:
@@ -38,6 +41,7 @@ class EncoderShape:
             intermediate=first("intermediate_size", "hidden_dim"),
             heads=first("num_attention_heads", "n_heads"),
             num_labels=first("num_labels"),
+            embeddings_trained=embeddings_trained,
         )
 
     def forward_flops(self, examples: float, padded_tokens: float, padded_token_pairs: float) -> float:
@@ -50,7 +54,8 @@ class EncoderShape:
         return per_token * padded_tokens + per_token_pair * padded_token_pairs + per_example * examples
 
     def training_flops(self, examples: float, padded_tokens: float, padded_token_pairs: float) -> float:
-        return 3 * self.forward_flops(examples, padded_tokens, padded_token_pairs)
+        skipped = 0 if self.embeddings_trained else 3 * 2 * self.hidden * self.hidden * padded_tokens
+        return 3 * self.forward_flops(examples, padded_tokens, padded_token_pairs) - skipped
 
 
 @dataclasses.dataclass

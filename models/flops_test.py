@@ -37,6 +37,47 @@ def test_forward_flops_match_tensorflows_count_of_the_matmuls(tiny_bert_dir, bat
     assert ours == pytest.approx(counted, rel=0.02)
 
 
+def _tf_training_matmul_flops(model, batch: int, width: int) -> float:
+    """TF's profiler: FLOPs of every MatMul/BatchMatMul in the forward pass and the gradients of the loss with
+    respect to the model's trainable variables (what a training step computes before the optimizer)."""
+    spec = {name: tf.TensorSpec([batch, width], tf.int32) for name in ("input_ids", "attention_mask", "token_type_ids")}
+
+    def gradients(inputs):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(inputs, training=True).logits)
+        return tape.gradient(loss, model.trainable_variables)
+
+    graph = tf.function(gradients).get_concrete_function(spec).graph
+    options = option_builder.ProfileOptionBuilder(option_builder.ProfileOptionBuilder.float_operation())
+    options = options.with_empty_output().with_node_names(show_name_regexes=[".*"]).build()
+    profile = model_analyzer.profile(graph, options=options)
+    # The gradient graph holds both products of every MatMul's gradient; the runtime prunes those no output
+    # needs, so only the ancestors of the outputs count.
+    needed, pending = set(), [t.op for t in graph.outputs]
+    while pending:
+        op = pending.pop()
+        if op.name not in needed:
+            needed.add(op.name)
+            pending.extend([t.op for t in op.inputs] + list(op.control_inputs))
+    matmuls = [n for n in _walk(profile) if "MatMul" in n.name.rsplit("/", 1)[-1] and n.name in needed]
+    return float(sum(node.float_ops for node in matmuls))
+
+
+def test_training_flops_follow_tensorflows_count_when_the_embeddings_are_frozen(tiny_bert_dir):
+    """Frozen embeddings: TensorFlow no longer computes the first layer's input gradients, and the FLOP model
+    drops exactly those (Q, K and V: 3 x 2h^2 per token), so utilization is not inflated by work never done."""
+    batch, width = 4, 16
+    files = model_files(tiny_bert_dir)
+    trained, _ = build_classifier(files, ["a", "b"])
+    frozen, _ = build_classifier(files, ["a", "b"], freeze_embeddings=True)
+    counted_saving = _tf_training_matmul_flops(trained, batch, width) - _tf_training_matmul_flops(frozen, batch, width)
+    totals = (batch, batch * width, batch * width * width)
+    ours_trained = EncoderShape.from_config(trained.config).training_flops(*totals)
+    ours_frozen = EncoderShape.from_config(frozen.config, embeddings_trained=False).training_flops(*totals)
+    assert counted_saving > 0
+    assert ours_trained - ours_frozen == pytest.approx(counted_saving, rel=0.02)
+
+
 def test_batch_shapes_sum_padding_and_training_is_three_forward_passes():
     shapes = BatchShapes()
     shapes.add(batch=4, width=16, real_tokens=40)

@@ -98,3 +98,36 @@ def test_the_dropout_setting_reaches_every_dropout_layer_and_a_training_pass_see
     np.testing.assert_allclose(off(inputs, training=True).logits, off(inputs, training=False).logits, rtol=1e-6)
     with pytest.raises(WeightsError, match="no Keras dropout layers"):
         set_dropout(tf_keras.Sequential([tf_keras.layers.Dense(2)]), 0.0)
+
+
+def test_frozen_embeddings_leave_training_and_stay_as_pretrained_while_the_encoder_learns(tiny_bert_dir):
+    import tf_keras
+
+    from components.trainer import compile_for_training
+    from models.pretrained import WeightsError, freeze_input_embeddings, weights_only_copy
+    from pipeline.configs import TrainingConfig
+
+    files = model_files(tiny_bert_dir)
+    trained, _ = build_classifier(files, ["a", "b"])
+    frozen, _ = build_classifier(files, ["a", "b"], freeze_embeddings=True)
+    embeddings = frozen.get_input_embeddings().weights
+    assert {w.name.split("/")[-2] for w in embeddings} >= {"word_embeddings", "position_embeddings", "LayerNorm"}
+    frozen_names = {w.name for w in embeddings}
+
+    def names(variables):  # without the model's own name, which Keras numbers per instance
+        return {v.name.split("/", 1)[1] for v in variables}
+
+    assert names(trained.trainable_variables) - names(frozen.trainable_variables) == names(embeddings)
+    assert len(frozen.trainable_variables) == len(trained.trainable_variables) - len(embeddings) > 0
+
+    before = {w.name: w.numpy() for w in frozen.weights}
+    compile_for_training(frozen, TrainingConfig(learning_rate=0.01, warmup_ratio=0.0), total_steps=10)
+    ids = tf.constant([[101, 2204, 3185, 102], [101, 6659, 102, 0]])
+    inputs = {"input_ids": ids, "attention_mask": tf.cast(ids > 0, tf.int32)}
+    frozen.fit(tf.data.Dataset.from_tensors((inputs, tf.constant([0, 1]))).repeat(2), epochs=1, verbose=0)
+    changed = {w.name for w in frozen.weights if not np.array_equal(w.numpy(), before[w.name])}
+    assert changed and not changed & frozen_names  # the encoder and head learned; the embeddings did not move
+    copy = weights_only_copy(frozen)  # what the Trainer exports: the same weights, each in its place
+    np.testing.assert_array_equal(copy(inputs, training=False).logits, frozen(inputs, training=False).logits)
+    with pytest.raises(WeightsError, match="no trainable input embeddings"):
+        freeze_input_embeddings(tf_keras.Sequential([tf_keras.layers.Dense(2)]))

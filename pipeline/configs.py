@@ -115,6 +115,9 @@ class TrainingConfig:
     # None keeps the checkpoint's dropout rates (0.1 in MiniLM-L6); a number sets every dropout layer to it. 0 made
     # the default run's steps ~10% faster on a CPU and was as accurate over five seeds (README, issue #14).
     dropout: float | None = None
+    # True keeps the input embeddings (word, position, token-type tables) as pretrained: half of MiniLM-L6's
+    # weights leave AdamW's update, and the first layer's input gradients are not computed (README, issue #14).
+    freeze_embeddings: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

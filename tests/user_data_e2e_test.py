@@ -164,12 +164,17 @@ def test_pair_model_reads_the_second_text(pairs):
 def integer_labels(tmp_path_factory, tiny_bert_dir):
     workdir = tmp_path_factory.mktemp("jsonl")
     pattern = user_datasets.write_int_label_jsonl(workdir / "data", per_class=110)
-    # training.dropout set: the Trainer builds the model with every dropout layer at 0 (the other runs keep the
-    # checkpoint's rates).
+    # training.dropout and training.freeze_embeddings set: the Trainer builds the model with every dropout layer
+    # at 0 and its input embeddings frozen (the other runs keep the checkpoint's rates and train everything).
     config = run_config(
-        workdir, tiny_bert_dir, {"training.dropout": 0.0}, name=pattern, text_column="sentence", label_column="score"
+        workdir,
+        tiny_bert_dir,
+        {"training.dropout": 0.0, "training.freeze_embeddings": "true"},  # a string, as --set passes it
+        name=pattern,
+        text_column="sentence",
+        label_column="score",
     )
-    assert config.training.dropout == 0.0
+    assert config.training.dropout == 0.0 and config.training.freeze_embeddings is True
     return config, run_local(config)
 
 
@@ -178,5 +183,7 @@ def test_integer_labels_from_jsonl_glob(integer_labels):
     assert config.dataset.name == "json"
     assert summary.label_names == ["0", "1", "2"]
     assert summary.blessed is True
+    # the Trainer froze the embeddings and counted its FLOPs without the gradients it then skips
+    assert summary.throughput["encoder"]["embeddings_trained"] is False
     answer = ask(summary.pushed_dir, {"instances": ["a tedious mess"]})
     assert answer["predictions"][0]["label"] in {"0", "1", "2"}
