@@ -350,7 +350,8 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     peak = None if placement.kind == "tpu" else matmul_peak("bfloat16" if precision == "bf16" else "float32")
     if peak is not None:
         print(f"[Trainer] {peak.describe()} (measured now)", flush=True)
-    meter = TrainingMeter(EncoderShape.from_config(model.config, not training.freeze_embeddings), peak)
+    shape = EncoderShape.from_config(model.config, embeddings_trained=not training.freeze_embeddings)
+    meter = TrainingMeter(shape, peak)
     train_data = record_batch_shapes(train_data, meter.records)
     progress = ProgressLogger(total_steps, global_batch, training.log_every_steps, meter)
     callbacks = [

@@ -62,7 +62,8 @@ def default_training_flops(config) -> float:
     shapes = BatchShapes()
     for width in padded_widths(counts, config.model.max_seq_length, config.training.length_buckets):
         shapes.add(batch=1, width=width, real_tokens=0)
-    shape = EncoderShape.from_config(AutoConfig.from_pretrained(model_dir, num_labels=2))
+    model_config = AutoConfig.from_pretrained(model_dir, num_labels=2)
+    shape = EncoderShape.from_config(model_config, embeddings_trained=not config.training.freeze_embeddings)
     steps = len(texts) // config.training.batch_size
     used = steps * config.training.batch_size / len(texts)  # the last partial batch is dropped
     return shapes.training_flops(shape) * used * config.training.epochs

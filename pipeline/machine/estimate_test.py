@@ -25,3 +25,11 @@ def test_estimate_scales_with_the_peak():
     slow, fast = estimate.estimate_default_run(60.0), estimate.estimate_default_run(150.0)
     assert slow.training_flops == fast.training_flops > 1e12  # MiniLM-L6 over ~10k reviews: tens of TFLOP
     assert slow.total_seconds == pytest.approx(fast.total_seconds * 150 / 60)
+
+
+def test_frozen_embeddings_are_estimated_without_the_gradients_the_trainer_skips():
+    from pipeline.configs import load_config
+
+    trained = estimate.default_training_flops(load_config())
+    frozen = estimate.default_training_flops(load_config(overrides={"training.freeze_embeddings": True}))
+    assert 0.98 < frozen / trained < 0.99  # MiniLM-L6: the first layer's Q/K/V input gradients, ~1.4%
