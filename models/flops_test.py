@@ -10,15 +10,39 @@ from models.pretrained import build_classifier, model_files
 from pipeline.machine.machine_peak import MatmulPeak, matmul_peak
 
 
-def _tf_matmul_flops(model, batch: int, width: int) -> float:
-    """TF's profiler: floating-point operations of every MatMul/BatchMatMul in one forward pass."""
+def _tf_matmul_flops(fn, batch: int, width: int) -> float:
+    """TF's profiler: floating-point operations of every MatMul/BatchMatMul that `fn(token ids)` runs. Only ops
+    its outputs need count: a gradient graph holds both products of every MatMul's gradient, and the runtime
+    prunes those nothing reads."""
     spec = {name: tf.TensorSpec([batch, width], tf.int32) for name in ("input_ids", "attention_mask", "token_type_ids")}
-    graph = tf.function(lambda inputs: model(inputs, training=False).logits).get_concrete_function(spec).graph
+    graph = tf.function(fn).get_concrete_function(spec).graph
     options = option_builder.ProfileOptionBuilder(option_builder.ProfileOptionBuilder.float_operation())
     options = options.with_empty_output().with_node_names(show_name_regexes=[".*"]).build()
     profile = model_analyzer.profile(graph, options=options)
-    matmuls = [node for node in _walk(profile) if "MatMul" in node.name.rsplit("/", 1)[-1] or "einsum" in node.name]
-    return float(sum(node.float_ops for node in matmuls))
+    needed, pending = set(), [t.op for t in graph.outputs]
+    while pending:
+        op = pending.pop()
+        if op.name not in needed:
+            needed.add(op.name)
+            pending.extend([t.op for t in op.inputs] + list(op.control_inputs))
+    matmuls = [n for n in _walk(profile) if "MatMul" in n.name.rsplit("/", 1)[-1] or "einsum" in n.name]
+    return float(sum(node.float_ops for node in matmuls if node.name in needed))
+
+
+def _forward(model):
+    return lambda inputs: model(inputs, training=False).logits
+
+
+def _gradients(model):
+    """The gradients of the loss with respect to the model's trainable variables: what a training step computes
+    before the optimizer."""
+
+    def gradients(inputs):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(inputs, training=True).logits)
+        return tape.gradient(loss, model.trainable_variables)
+
+    return gradients
 
 
 def _walk(node):
@@ -32,35 +56,9 @@ def test_forward_flops_match_tensorflows_count_of_the_matmuls(tiny_bert_dir, bat
     model, _ = build_classifier(model_files(tiny_bert_dir), ["a", "b", "c"])
     shape = EncoderShape.from_config(model.config)
     assert (shape.layers, shape.hidden, shape.intermediate, shape.num_labels) == (2, 64, 128, 3)
-    counted = _tf_matmul_flops(model, batch, width)
+    counted = _tf_matmul_flops(_forward(model), batch, width)
     ours = shape.forward_flops(batch, batch * width, batch * width * width)
     assert ours == pytest.approx(counted, rel=0.02)
-
-
-def _tf_training_matmul_flops(model, batch: int, width: int) -> float:
-    """TF's profiler: FLOPs of every MatMul/BatchMatMul in the forward pass and the gradients of the loss with
-    respect to the model's trainable variables (what a training step computes before the optimizer)."""
-    spec = {name: tf.TensorSpec([batch, width], tf.int32) for name in ("input_ids", "attention_mask", "token_type_ids")}
-
-    def gradients(inputs):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(model(inputs, training=True).logits)
-        return tape.gradient(loss, model.trainable_variables)
-
-    graph = tf.function(gradients).get_concrete_function(spec).graph
-    options = option_builder.ProfileOptionBuilder(option_builder.ProfileOptionBuilder.float_operation())
-    options = options.with_empty_output().with_node_names(show_name_regexes=[".*"]).build()
-    profile = model_analyzer.profile(graph, options=options)
-    # The gradient graph holds both products of every MatMul's gradient; the runtime prunes those no output
-    # needs, so only the ancestors of the outputs count.
-    needed, pending = set(), [t.op for t in graph.outputs]
-    while pending:
-        op = pending.pop()
-        if op.name not in needed:
-            needed.add(op.name)
-            pending.extend([t.op for t in op.inputs] + list(op.control_inputs))
-    matmuls = [n for n in _walk(profile) if "MatMul" in n.name.rsplit("/", 1)[-1] and n.name in needed]
-    return float(sum(node.float_ops for node in matmuls))
 
 
 def test_training_flops_follow_tensorflows_count_when_the_embeddings_are_frozen(tiny_bert_dir):
@@ -70,7 +68,8 @@ def test_training_flops_follow_tensorflows_count_when_the_embeddings_are_frozen(
     files = model_files(tiny_bert_dir)
     trained, _ = build_classifier(files, ["a", "b"])
     frozen, _ = build_classifier(files, ["a", "b"], freeze_embeddings=True)
-    counted_saving = _tf_training_matmul_flops(trained, batch, width) - _tf_training_matmul_flops(frozen, batch, width)
+    counted_trained = _tf_matmul_flops(_gradients(trained), batch, width)
+    counted_saving = counted_trained - _tf_matmul_flops(_gradients(frozen), batch, width)
     totals = (batch, batch * width, batch * width * width)
     ours_trained = EncoderShape.from_config(trained.config).training_flops(*totals)
     ours_frozen = EncoderShape.from_config(frozen.config, embeddings_trained=False).training_flops(*totals)
