@@ -38,3 +38,18 @@ def packaged_model_dir():
     from models.pretrained import packaged_model_dir as locate
 
     return locate("all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="session")
+def family_model_dir(tmp_path_factory):
+    """family -> a tiny model folder of that tokenizer family (tests/model_families.py), built once a session."""
+    from tests.model_families import write_tiny_model
+
+    built = {}
+
+    def build(family: str):
+        if family not in built:
+            built[family] = write_tiny_model(family, tmp_path_factory.mktemp(family))
+        return built[family]
+
+    return build

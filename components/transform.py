@@ -50,9 +50,12 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
     model_dir = resolve_model_dir(custom_config["model"], custom_config.get("revision"))
     spec = tokenizer_spec(model_dir)
     max_seq_length = int(custom_config["max_seq_length"])
-    # The vocab becomes an asset of the transform graph (copied into it, path relocated on load).
-    vocab_path = tf.constant(spec.vocab_path)
-    tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.ASSET_FILEPATHS, vocab_path)
+    # A vocab file the graph reads (WordPiece's) becomes an asset of the transform graph (copied into it, path
+    # relocated on load); the other families' tables are constants of the graph.
+    vocab_path = None
+    if spec.asset_path is not None:
+        vocab_path = tf.constant(spec.asset_path)
+        tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.ASSET_FILEPATHS, vocab_path)
 
     texts = tf.reshape(inputs[TEXT_FEATURE], [-1])
     # Sentence-pair data carries text_pair (the ExampleGen writes it when dataset.text_pair_column is set).

@@ -23,7 +23,8 @@ PACKAGED_MODELS = {
 }
 TF_WEIGHTS = "tf_model.h5"
 SAFETENSORS_WEIGHTS = "model.safetensors"
-_HUB_FILES = ["*.json", "vocab.txt", SAFETENSORS_WEIGHTS, TF_WEIGHTS]
+# config and tokenizer files of every tokenizer family (vocab.txt, merges.txt, SentencePiece .model), the weights
+_HUB_FILES = ["*.json", "*.txt", "*.model", SAFETENSORS_WEIGHTS, TF_WEIGHTS]
 
 
 class ModelFilesError(UserError, FileNotFoundError):
@@ -34,11 +35,14 @@ class WeightsError(UserError, RuntimeError):
     """Pretrained weights did not load fully into the encoder."""
 
 
+class UnsupportedModelError(UserError, ValueError):
+    """The architecture has no TF sequence-classification model in transformers; the message says why."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelFiles:
     directory: Path
     config: Path
-    vocab: Path
     weights: Path
 
     @property
@@ -76,8 +80,9 @@ def packaged_model_dir(name: str) -> Path:
     return directory
 
 
-def resolve_model_dir(name: str, revision: str | None = None) -> Path:
-    """A local directory for `name`: packaged:<model>, an existing directory, or a hub id (downloaded)."""
+def resolve_model_dir(name: str, revision: str | None = None, weights: bool = True) -> Path:
+    """A local directory for `name`: packaged:<model>, an existing directory, or a hub id (downloaded; without
+    the weights when `weights` is False, for checks that read only the config and the tokenizer)."""
     if name.startswith(PACKAGED_PREFIX):
         return packaged_model_dir(name.removeprefix(PACKAGED_PREFIX))
     local = Path(name).expanduser()
@@ -89,7 +94,8 @@ def resolve_model_dir(name: str, revision: str | None = None) -> Path:
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     try:
-        return Path(snapshot_download(name, revision=revision, allow_patterns=_HUB_FILES))
+        patterns = _HUB_FILES if weights else [p for p in _HUB_FILES if p not in (SAFETENSORS_WEIGHTS, TF_WEIGHTS)]
+        return Path(snapshot_download(name, revision=revision, allow_patterns=patterns))
     except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as error:
         hint = " (HF_HUB_OFFLINE=1 is set: only cached models work)" if environment.offline_hub() else ""
         raise ModelFilesError(
@@ -99,14 +105,13 @@ def resolve_model_dir(name: str, revision: str | None = None) -> Path:
 
 
 def model_files(directory: Path) -> ModelFiles:
-    """Checks that a model directory has what fine-tuning and in-graph tokenization need."""
-    config, vocab = directory / "config.json", directory / "vocab.txt"
+    """Checks that a model directory has what fine-tuning needs (the tokenizer's files are its family's to
+    check: models/tokenizer.py)."""
+    config = directory / "config.json"
     weights = next((directory / n for n in (TF_WEIGHTS, SAFETENSORS_WEIGHTS) if (directory / n).is_file()), None)
     missing = []
     if not config.is_file():
         missing.append("config.json (the model's architecture)")
-    if not vocab.is_file():
-        missing.append("vocab.txt (the WordPiece vocabulary the in-graph tokenizer uses)")
     if weights is None:
         extra = " (pytorch_model.bin is not read: it needs torch)" if (directory / "pytorch_model.bin").exists() else ""
         missing.append(f"{TF_WEIGHTS} or {SAFETENSORS_WEIGHTS} (pretrained weights){extra}")
@@ -116,7 +121,50 @@ def model_files(directory: Path) -> ModelFiles:
             + "; ".join(missing)
             + ". Point model.name at a complete Hugging Face model directory or hub id."
         )
-    return ModelFiles(directory=directory, config=config, vocab=vocab, weights=weights)
+    return ModelFiles(directory=directory, config=config, weights=weights)
+
+
+def check_architecture(directory: Path) -> str:
+    """The TF sequence-classification class transformers has for the model's architecture, or a refusal."""
+    from transformers.models.auto.modeling_tf_auto import TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES
+
+    model_type = read_config(directory).get("model_type")
+    if model_type not in TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES:
+        raise UnsupportedModelError(
+            f"the model in {directory} is a '{model_type}' model, for which transformers has no TensorFlow "
+            "sequence-classification class (TFAutoModelForSequenceClassification): it cannot be fine-tuned here. "
+            "Pick an encoder such as BERT, RoBERTa, XLM-RoBERTa, DeBERTa-v2/v3, ALBERT, ELECTRA or DistilBERT"
+        )
+    return TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES[model_type]
+
+
+def position_limit(directory: Path) -> int | None:
+    """The longest input (special tokens included) the model's position embeddings hold.
+
+    Architectures whose TF embeddings number positions from the padding id up (RoBERTa, XLM-R, CamemBERT,
+    MPNet: their embeddings class has `create_position_ids_from_input_ids`) lose padding id + 1 positions;
+    told by the family's own code, not by a list of names.
+    """
+    import importlib
+    import inspect
+
+    from transformers.models.auto.modeling_tf_auto import TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES
+
+    config = read_config(directory)
+    limit = config.get("max_position_embeddings")
+    if limit is None:
+        return None
+    model_type = config.get("model_type")
+    class_name = TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES.get(model_type)
+    if class_name is None:
+        return limit
+    import transformers
+
+    module = importlib.import_module(getattr(transformers, class_name).__module__)
+    embeddings = [c for name, c in inspect.getmembers(module, inspect.isclass) if name.endswith("Embeddings")]
+    if any(hasattr(c, "create_position_ids_from_input_ids") for c in embeddings):
+        return limit - (config.get("pad_token_id") or 0) - 1
+    return limit
 
 
 def build_classifier(

@@ -52,7 +52,7 @@ def test_forward_pass_gives_logits_per_label(loaded, packaged_model_dir):
 
 @pytest.mark.parametrize(
     ("removed", "message"),
-    [("vocab.txt", "vocab.txt"), ("config.json", "config.json"), ("model.safetensors", "pretrained weights")],
+    [("config.json", "config.json"), ("model.safetensors", "pretrained weights")],
 )
 def test_incomplete_model_directory_names_what_is_missing(packaged_model_dir, tmp_path, removed, message):
     copy = tmp_path / "model"

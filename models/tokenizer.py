@@ -1,61 +1,65 @@
-"""In-graph WordPiece tokenization that reproduces Hugging Face's BertTokenizerFast id for id.
+"""In-graph tokenization that reproduces a Hugging Face model's fast tokenizer id for id, for every family.
 
-Built once from a model directory's vocab and tokenizer settings, used by Transform's preprocessing_fn and
-therefore inside the exported serving graph. Uses the steps of the plain `tensorflow_text.BertTokenizer`
-(its ops ship in TF Serving; FastBertTokenizer's do not): its BasicTokenizer's split op for words and its
-WordpieceTokenizer. Its own `lower_case=True` applies NFKC case folding, which HF does not ('…' -> '...'),
-so lower-casing and accent stripping are done here the way HF does them; characters the two libraries'
-Unicode tables classify differently are rewritten first (models/unicode_compat.py).
+Built once from a model directory's tokenizer files, used by Transform's preprocessing_fn and therefore inside
+the exported serving graph. The family comes from what the tokenizer declares (its tokenizer.json: model type,
+normalizer, pre-tokenizer), never from a class name:
+- WordPiece with BERT's normalizer (models/wordpiece.py): BERT, MiniLM, DistilBERT, ELECTRA, MPNet, Funnel ...
+- SentencePiece, Unigram or BPE, with a Metaspace pre-tokenizer (models/spm_tokenizer.py): XLM-R, ALBERT,
+  DeBERTa-v2/v3, CamemBERT ...
+- byte-level BPE (models/byte_level_bpe.py): RoBERTa, DistilRoBERTa ...
+Special tokens, pair layout and token types come from the tokenizer's post-processor (models/special_tokens.py);
+truncation is HF's `longest_first`, padding on the right.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
+import json
 from pathlib import Path
 
 import tensorflow as tf
-import tensorflow_text as tf_text
-from tensorflow_text.python.ops import regex_split_ops
-from tensorflow_text.python.ops.bert_tokenizer import _DELIM_REGEX_PATTERN, _KEEP_DELIM_NO_WHITESPACE_PATTERN
 
-from models import unicode_compat
+from models import byte_level_bpe, special_tokens, spm_tokenizer, wordpiece
 from models.contract import ATTENTION_MASK, INPUT_IDS, TOKEN_COUNT, TOKEN_TYPE_IDS, TRUNCATED
 from models.pretrained import ModelFilesError
 from pipeline.errors import UserError
 
-log = logging.getLogger(__name__)
+WORDPIECE, SENTENCEPIECE, BYTE_LEVEL_BPE = "WordPiece", "SentencePiece", "byte-level BPE"
+SUPPORTED = (
+    "WordPiece (BERT, MiniLM, DistilBERT, ELECTRA, MPNet, Funnel), SentencePiece (XLM-R, ALBERT, DeBERTa-v3, "
+    "CamemBERT) and byte-level BPE (RoBERTa, DistilRoBERTa)"
+)
 
 
 class UnsupportedTokenizerError(UserError, ValueError):
-    """The model's tokenizer is not WordPiece; the message names what is supported."""
+    """The model's tokenizer is not one the in-graph tokenizer reproduces; the message names what is supported."""
 
 
 @dataclasses.dataclass(frozen=True)
 class TokenizerSpec:
-    """The settings of a model's HF tokenizer that decide its ids."""
+    """What decides a model's ids: its family's settings, its special-token layout, padding and inputs."""
 
-    vocab_path: str
+    family: str
+    pieces: wordpiece.WordPieceSpec | spm_tokenizer.SentencePieceSpec | byte_level_bpe.ByteLevelBPESpec
+    layout: special_tokens.Layout
     vocab_size: int
-    lower_case: bool
-    strip_accents: bool
-    cls_id: int
-    sep_id: int
     pad_id: int
-    unk_token: str
     unk_id: int
     model_input_names: tuple[str, ...]
-    max_input_chars_per_word: int = 100
-    placeholder: str = unicode_compat.PLACEHOLDER_CANDIDATES[0]
 
     @property
     def takes_token_type_ids(self) -> bool:
         return TOKEN_TYPE_IDS in self.model_input_names
 
+    @property
+    def asset_path(self) -> str | None:
+        """The file the graph reads at run time (the WordPiece vocab); the other families embed theirs."""
+        return self.pieces.vocab_path if self.family == WORDPIECE else None
+
 
 def tokenizer_spec(model_dir: str | Path) -> TokenizerSpec:
-    """Reads the tokenizer settings through transformers itself, so they mean what HF means by them.
+    """Reads the tokenizer through transformers itself, so its settings mean what HF means by them.
 
     Remembered per folder while its files are unchanged: Transform traces preprocessing_fn nine times a run,
     and each read loads the HF tokenizer (about 0.1 s).
@@ -74,85 +78,82 @@ def _files_stamp(directory: Path) -> tuple[tuple[str, int, int], ...]:
 
 @functools.lru_cache(maxsize=8)
 def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
-    from tokenizers import models as tokenizer_models
+    hf = _load_fast_tokenizer(model_dir)
+    declared = json.loads(hf.backend_tokenizer.to_str())
+    family = _family(declared, model_dir)
+    if getattr(hf, "padding_side", "right") != "right":
+        raise UnsupportedTokenizerError(f"the tokenizer in {model_dir} pads on the {hf.padding_side}; only right")
+    try:
+        if family == WORDPIECE:
+            pieces = wordpiece.read_spec(declared, model_dir, hf.unk_token)
+        elif family == SENTENCEPIECE:
+            pieces = spm_tokenizer.read_spec(
+                declared, _sentencepiece_file(hf, model_dir), hf.get_vocab(), hf.unk_token_id
+            )
+        else:
+            pieces = byte_level_bpe.ByteLevelBPESpec.from_tokenizer_json(declared, hf.unk_token_id)
+    except (wordpiece.UnsupportedWordPieceError, spm_tokenizer.UnsupportedStepError) as error:
+        raise UnsupportedTokenizerError(
+            f"the {family} tokenizer in {model_dir} has {error}; supported: {SUPPORTED}"
+        ) from error
+    except FileNotFoundError as error:
+        raise ModelFilesError(str(error)) from error
+    return TokenizerSpec(
+        family=family,
+        pieces=pieces,
+        layout=special_tokens.read_layout(hf.backend_tokenizer),
+        vocab_size=len(hf),
+        pad_id=hf.pad_token_id if hf.pad_token_id is not None else 0,
+        unk_id=hf.unk_token_id if hf.unk_token_id is not None else -1,
+        model_input_names=tuple(hf.model_input_names),
+    )
+
+
+def _load_fast_tokenizer(model_dir: Path):
     from transformers import AutoTokenizer
 
     try:
         hf = AutoTokenizer.from_pretrained(model_dir, use_fast=True)
-    except (OSError, ValueError) as error:
-        raise ModelFilesError(f"cannot read the tokenizer in {model_dir}: {error}") from error
-    backend = getattr(hf, "backend_tokenizer", None)
-    if backend is None or not isinstance(backend.model, tokenizer_models.WordPiece):
-        kind = type(backend.model).__name__ if backend is not None else type(hf).__name__
+    except (OSError, ValueError, AttributeError, ImportError) as error:
+        raise ModelFilesError(
+            f"cannot read the tokenizer in {model_dir}: {type(error).__name__}: {error}. A Hugging Face model "
+            "folder holds tokenizer.json, or the vocab files its tokenizer class reads (vocab.txt; "
+            "vocab.json + merges.txt; a SentencePiece .model), with tokenizer_config.json"
+        ) from error
+    if getattr(hf, "backend_tokenizer", None) is None:
         raise UnsupportedTokenizerError(
-            f"the model in {model_dir} uses a {kind} tokenizer; the in-graph tokenizer supports WordPiece "
-            "(BERT, DistilBERT, MiniLM, ELECTRA, MobileBERT families). Pick a WordPiece model."
+            f"the tokenizer in {model_dir} ({type(hf).__name__}) has no fast (tokenizers) form to reproduce; "
+            f"supported: {SUPPORTED}"
         )
-    vocab = model_dir / "vocab.txt"
-    if not vocab.is_file():
-        raise ModelFilesError(f"{model_dir} has no vocab.txt, which the in-graph WordPiece tokenizer reads")
-    vocab_characters = set("".join(vocab.read_text(encoding="utf-8").splitlines()))  # read once, used twice
-    differing = unicode_compat.vocab_characters_in_disagreement(vocab_characters)
-    if differing:
-        log.warning(
-            "%d characters of %s's vocab are classified differently by tokenizers' and TensorFlow's Unicode "
-            "tables; words holding them become [UNK] in-graph: %s",
-            len(differing),
-            model_dir,
-            " ".join(f"U+{ord(c):04X}" for c in sorted(differing)[:10]),
-        )
-    lower_case = bool(getattr(hf, "do_lower_case", False))
-    strip_accents = getattr(hf, "strip_accents", None)
-    return TokenizerSpec(
-        vocab_path=str(vocab),
-        vocab_size=len(hf),
-        lower_case=lower_case,
-        strip_accents=lower_case if strip_accents is None else bool(strip_accents),
-        cls_id=hf.cls_token_id,
-        sep_id=hf.sep_token_id,
-        pad_id=hf.pad_token_id,
-        unk_token=hf.unk_token,
-        unk_id=hf.unk_token_id,
-        model_input_names=tuple(hf.model_input_names),
-        max_input_chars_per_word=backend.model.max_input_chars_per_word,
-        placeholder=unicode_compat.placeholder_for(vocab_characters),
+    return hf
+
+
+def _family(declared: dict, model_dir: Path) -> str:
+    model_type = declared["model"]["type"]
+    pre = declared.get("pre_tokenizer") or {}
+    pre_steps = {step.get("type") for step in pre.get("pretokenizers", [pre])}
+    if model_type == "WordPiece":
+        return WORDPIECE
+    if model_type == "BPE" and "ByteLevel" in pre_steps:
+        return BYTE_LEVEL_BPE
+    if model_type in ("Unigram", "BPE") and "Metaspace" in pre_steps:
+        return SENTENCEPIECE
+    raise UnsupportedTokenizerError(
+        f"the model in {model_dir} uses a {model_type} tokenizer with pre-tokenizer {sorted(pre_steps - {None})}; "
+        f"the in-graph tokenizer supports {SUPPORTED}. Pick a model of one of these families."
     )
 
 
-def clean_and_fold(texts: tf.Tensor, lower_case: bool, strip_accents: bool) -> tf.Tensor:
-    """HF BertNormalizer: clean text, lower-case and strip accents (without NFKC folding)."""
-    # clean_text: tab/newline/CR are spaces; every other control, format or private-use character and
-    # U+FFFD are dropped (a NUL would otherwise end the text early inside tensorflow_text).
-    texts = tf.strings.regex_replace(texts, r"[\t\n\r]", " ")
-    texts = tf.strings.regex_replace(texts, r"[\p{C}\x{FFFD}]", "")
-    texts = tf.strings.regex_replace(texts, r"\p{Z}", " ")  # NBSP, em space, line separator ...
-    if lower_case:
-        # HF lower-cases char by char; ICU's string lowering turns a word-final capital sigma into 'ς'.
-        texts = tf.strings.lower(tf.strings.regex_replace(texts, "Σ", "σ"), encoding="utf-8")  # noqa: RUF001
-    if strip_accents:
-        texts = tf_text.normalize_utf8(texts, "NFD")
-        texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
-    return texts
-
-
-def normalize(texts: tf.Tensor, spec: TokenizerSpec) -> tf.Tensor:
-    """HF's normalization, characters whose Unicode category the two libraries disagree on first made HF's."""
-    texts = unicode_compat.rewrite_for_hf(texts, spec.placeholder, spec.strip_accents)
-    return clean_and_fold(texts, spec.lower_case, spec.strip_accents)
-
-
-def split_words(texts: tf.Tensor) -> tf.RaggedTensor:
-    """HF's BertPreTokenizer: whitespace, punctuation and CJK ideographs end words ([N] -> [N, words]).
-
-    tensorflow_text's BasicTokenizer split (its op and patterns; texts arrive with control characters already
-    dropped by `normalize`), keeping only the words: BasicTokenizer also builds the offsets, each of the three
-    as a validated ragged tensor, and those asserts were most of the graph each trace of preprocessing_fn built
-    (and ran at serving). The op's row splits are valid by construction.
-    """
-    words, _, _, row_splits = regex_split_ops.gen_regex_split_ops.regex_split_with_offsets(
-        tf.reshape(texts, [-1]), f"({_DELIM_REGEX_PATTERN})", f"({_KEEP_DELIM_NO_WHITESPACE_PATTERN})"
-    )
-    return tf.RaggedTensor.from_row_splits(words, row_splits, validate=False)
+def _sentencepiece_file(hf, model_dir: Path) -> Path:
+    """The SentencePiece model the hub ships beside tokenizer.json (spiece.model, sentencepiece.bpe.model ...)."""
+    names = [name for name in getattr(hf, "vocab_files_names", {}).values() if name.endswith(".model")]
+    found = [model_dir / name for name in names if (model_dir / name).is_file()] or sorted(model_dir.glob("*.model"))
+    if not found:
+        raise FileNotFoundError(
+            f"{model_dir} has no SentencePiece model file ({' or '.join(names) or '*.model'}), which the in-graph "
+            "SentencePiece tokenizer runs; the hub ships it beside tokenizer.json: download it too"
+        )
+    return found[0]
 
 
 def longest_first_lengths(first: tf.Tensor, second: tf.Tensor, budget: int) -> tuple[tf.Tensor, tf.Tensor]:
@@ -175,44 +176,36 @@ def longest_first_lengths(first: tf.Tensor, second: tf.Tensor, budget: int) -> t
 
 
 class InGraphTokenizer:
-    """texts [N] (and text_pairs [N]) -> fixed-length input_ids / attention_mask (/ token_type_ids) and the
-    untruncated token count ([CLS] a [SEP] b [SEP] for pairs, as HF builds it) and whether tokens were cut."""
+    """texts [N] (and text_pairs [N]) -> fixed-length input_ids / attention_mask (/ token_type_ids) laid out as
+    the model's tokenizer lays them out, the untruncated token count (special tokens excluded) and whether
+    tokens were cut."""
 
     def __init__(self, spec: TokenizerSpec, max_seq_length: int, vocab_path: str | tf.Tensor | None = None):
         self.spec = spec
         self.max_seq_length = max_seq_length
-        # HF limits words in characters, tensorflow_text in bytes: the byte bound admits every word HF
-        # admits and _pieces applies HF's character bound.
-        self._wordpiece = tf_text.WordpieceTokenizer(
-            vocab_path if vocab_path is not None else spec.vocab_path,
-            token_out_type=tf.int64,
-            unknown_token=spec.unk_token,
-            max_bytes_per_word=4 * spec.max_input_chars_per_word,
-        )
-
-    def _pieces(self, texts: tf.Tensor) -> tf.RaggedTensor:
-        words = split_words(normalize(tf.reshape(texts, [-1]), self.spec))
-        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > self.spec.max_input_chars_per_word
-        words = words.with_flat_values(tf.where(too_long, self.spec.unk_token, words.flat_values))
-        pieces = self._wordpiece.tokenize(words)  # [N, words, pieces]
-        # [N, pieces] as merge_dims(-2, -1) builds it (each text's words' pieces in a row), minus its validation
-        # asserts: the composed splits are valid whenever both levels are.
-        row_splits = tf.gather(pieces.values.row_splits, pieces.row_splits)
-        return tf.RaggedTensor.from_row_splits(pieces.flat_values, row_splits, validate=False)
+        if spec.family == WORDPIECE:
+            self._pieces = wordpiece.WordPiece(spec.pieces, vocab_path)
+        elif spec.family == SENTENCEPIECE:
+            self._pieces = spm_tokenizer.SentencePiece(spec.pieces)
+        else:
+            self._pieces = byte_level_bpe.ByteLevelBPE(spec.pieces)
 
     def __call__(self, texts: tf.Tensor, text_pairs: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
-        pieces = self._pieces(texts)
-        if text_pairs is None:
-            token_count = pieces.row_lengths()
-            budget = self.max_seq_length - 2  # [CLS] a [SEP]
-            second, kept_first, kept_second = None, tf.minimum(token_count, budget), None
+        first = self._pieces(texts)
+        pair = text_pairs is not None
+        budget = self.max_seq_length - self.spec.layout.special_count(pair)
+        if not pair:
+            segments, token_count = [first], first.row_lengths()
+            kept = [tf.minimum(token_count, budget)]
         else:
             second = self._pieces(text_pairs)
-            first_count, second_count = pieces.row_lengths(), second.row_lengths()
-            token_count = first_count + second_count
-            budget = self.max_seq_length - 3  # [CLS] a [SEP] b [SEP]
-            kept_first, kept_second = longest_first_lengths(first_count, second_count, budget)
-        input_ids, attention_mask, token_type_ids = self._assemble(pieces, kept_first, second, kept_second)
+            first_count, second_count = first.row_lengths(), second.row_lengths()
+            segments, token_count = [first, second], first_count + second_count
+            kept = list(longest_first_lengths(first_count, second_count, budget))
+        slots = self.spec.layout.pair if pair else self.spec.layout.single
+        input_ids, attention_mask, token_type_ids = special_tokens.assemble(
+            slots, segments, kept, self.max_seq_length, self.spec.pad_id
+        )
         features = {
             INPUT_IDS: input_ids,
             ATTENTION_MASK: attention_mask,
@@ -222,37 +215,3 @@ class InGraphTokenizer:
         if self.spec.takes_token_type_ids:
             features[TOKEN_TYPE_IDS] = token_type_ids
         return features
-
-    def _assemble(
-        self,
-        first: tf.RaggedTensor,
-        kept_first: tf.Tensor,
-        second: tf.RaggedTensor | None,
-        kept_second: tf.Tensor | None,
-    ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        """[CLS] a [SEP] (b [SEP]) [PAD]... from the kept token counts: input_ids, attention_mask, token_type_ids.
-
-        Hand-written as dense position arithmetic: tensorflow_text's combine_segments and pad_model_inputs build
-        ragged ops with validation asserts, 40% of the tokenizer's graph building in each trace of preprocessing_fn
-        (TFT traces it nine times a run), and run at serving. tokenizer_test checks it against HF's ids for singles
-        and pairs.
-        """
-        length = self.max_seq_length
-        cls, sep, pad = (tf.constant(i, tf.int64) for i in (self.spec.cls_id, self.spec.sep_id, self.spec.pad_id))
-        positions = tf.range(length, dtype=tf.int64)[tf.newaxis, :]
-        first_sep = kept_first[:, tf.newaxis] + 1
-        # [CLS], then a's tokens (a's token i at position i + 1), then [SEP] from the first [SEP] on
-        first_ids = first.to_tensor(default_value=pad, shape=[None, length])
-        ids = tf.concat([tf.fill([tf.shape(first_ids)[0], 1], cls), first_ids[:, :-1]], axis=1)
-        ids = tf.where(positions < first_sep, ids, sep)
-        last_sep, token_type_ids = first_sep, tf.zeros_like(ids)
-        if second is not None:
-            last_sep = first_sep + kept_second[:, tf.newaxis] + 1
-            in_second = (positions > first_sep) & (positions <= last_sep)  # b's tokens and its [SEP]: type 1
-            # b's token i at position first_sep + 1 + i
-            offsets = tf.clip_by_value(positions - first_sep - 1, 0, length - 1) + tf.zeros_like(ids)
-            second_ids = tf.gather(second.to_tensor(default_value=pad, shape=[None, length]), offsets, batch_dims=1)
-            ids = tf.where(in_second & (positions < last_sep), second_ids, ids)
-            token_type_ids = tf.cast(in_second, tf.int64)
-        in_sequence = positions <= last_sep
-        return tf.where(in_sequence, ids, pad), tf.cast(in_sequence, tf.int64), token_type_ids

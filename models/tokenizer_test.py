@@ -91,8 +91,16 @@ def test_token_count_reports_length_before_truncation(spec, hf_tokenizer):
 
 
 def test_spec_reads_the_hf_tokenizer_settings(spec):
-    assert spec.lower_case and spec.strip_accents
-    assert (spec.cls_id, spec.sep_id, spec.pad_id, spec.unk_token) == (101, 102, 0, "[UNK]")
+    assert spec.family == "WordPiece"
+    assert spec.pieces.lower_case and spec.pieces.strip_accents
+    assert (spec.pad_id, spec.pieces.unk_token, spec.unk_id) == (0, "[UNK]", 100)
+    assert [(slot.segment, slot.token_id) for slot in spec.layout.pair] == [
+        (None, 101),
+        (0, -1),
+        (None, 102),
+        (1, -1),
+        (None, 102),
+    ]
     assert spec.takes_token_type_ids
 
 
@@ -106,7 +114,9 @@ def test_non_wordpiece_tokenizers_are_refused_by_name(tmp_path):
         ["a small corpus for a byte pair model"] * 10, trainers.BpeTrainer(special_tokens=["<unk>"])
     )
     PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>").save_pretrained(tmp_path)
-    with pytest.raises(UnsupportedTokenizerError, match=r"BPE tokenizer.*supports WordPiece"):
+    with pytest.raises(
+        UnsupportedTokenizerError, match=r"BPE tokenizer with pre-tokenizer \['Whitespace'\].*supports WordPiece"
+    ):
         tokenizer_spec(tmp_path)
 
 
@@ -127,7 +137,7 @@ def test_fuzzed_text_keeps_fixed_shapes_and_ids_in_the_vocab(spec, hf_tokenizer,
     lengths = mask.sum(axis=1)
     assert (lengths >= 2).all()  # [CLS] and [SEP] at least
     for row, length in zip(ids, lengths, strict=True):
-        assert row[0] == spec.cls_id and row[length - 1] == spec.sep_id and (row[length:] == spec.pad_id).all()
+        assert row[0] == 101 and row[length - 1] == 102 and (row[length:] == spec.pad_id).all()  # [CLS] [SEP]
     # and still HF's ids, id for id
     expected = np.array(hf_tokenizer(texts, padding="max_length", truncation=True, max_length=max_len)["input_ids"])
     np.testing.assert_array_equal(ids, expected)
@@ -151,9 +161,9 @@ def test_the_settings_are_read_again_when_the_tokenizer_files_change(tmp_path, p
     for name in TOKENIZER_FILES:
         if (packaged_model_dir / name).exists():
             shutil.copy(packaged_model_dir / name, tmp_path / name)
-    assert tokenizer_spec(tmp_path).lower_case
+    assert tokenizer_spec(tmp_path).pieces.lower_case
     assert tokenizer_spec(tmp_path) is tokenizer_spec(str(tmp_path))
     settings = json.loads((tmp_path / "tokenizer_config.json").read_text())
     settings["do_lower_case"] = False
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(settings))
-    assert not tokenizer_spec(tmp_path).lower_case
+    assert not tokenizer_spec(tmp_path).pieces.lower_case

@@ -305,7 +305,7 @@ def _write_table(table: dict[str, tuple[tuple[int, int], ...]]) -> None:
 
 
 if __name__ == "__main__":
-    from models import tokenizer
+    from models import wordpiece as tokenizer
 
     table = derive_disagreements(tokenizer.clean_and_fold, tokenizer.split_words)
     _write_table(table)

@@ -6,7 +6,7 @@ import tensorflow as tf
 from transformers import AutoTokenizer
 
 from models import tokenizer as in_graph
-from models import unicode_compat
+from models import unicode_compat, wordpiece
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +15,7 @@ def hf_tokenizer(packaged_model_dir):
 
 
 def test_table_matches_the_installed_tokenizers_and_tensorflow():
-    derived = unicode_compat.derive_disagreements(in_graph.clean_and_fold, in_graph.split_words)
+    derived = unicode_compat.derive_disagreements(wordpiece.clean_and_fold, wordpiece.split_words)
     assert derived == unicode_compat.DISAGREEMENTS, "regenerate with: bin/in-env python -m models.unicode_compat"
     assert set(derived) <= set(unicode_compat.TREATMENTS)
 
@@ -28,7 +28,8 @@ def test_every_code_point_inside_a_word_gets_hf_ids(packaged_model_dir, cased):
     hf_tokenizer = AutoTokenizer.from_pretrained(packaged_model_dir, **options)
     spec = in_graph.tokenizer_spec(packaged_model_dir)
     if cased:
-        spec = in_graph.dataclasses.replace(spec, lower_case=False, strip_accents=False)
+        pieces = in_graph.dataclasses.replace(spec.pieces, lower_case=False, strip_accents=False)
+        spec = in_graph.dataclasses.replace(spec, pieces=pieces)
     tokenizer = in_graph.InGraphTokenizer(spec, 8)
     texts = [f"a{chr(p)}b" for p in range(0x110000) if not 0xD800 <= p < 0xE000]
     differing = []

@@ -113,10 +113,19 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_model(config: configs.PipelineConfig) -> None:
+    """The run's model checks (tokenizer family, architecture, position limit) before a spec goes to the cloud,
+    where they would otherwise fail in the Transform or the Trainer; config and tokenizer files only."""
+    from pipeline.orchestration.probe import probe_model
+
+    probe_model(config, weights=False)
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
     from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, default_template
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    _check_model(config)
     output = args.output or default_template(args.config)
     spec = compile_pipeline(config, output)
     tasks = spec["root"]["dag"]["tasks"]
@@ -136,6 +145,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from pipeline.cloud import submit
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    _check_model(config)
     values = run_parameters.values(config, _assignments(args.param, "--param", yaml.safe_load))
     note = None if args.kfp_host else submit.span_caching_note(config, values)
     if note:

@@ -14,7 +14,7 @@ import tempfile
 
 from components import evaluation
 from components.hf_example_gen import beam_rows, sources, spans, splitting
-from models.pretrained import model_files, read_config, resolve_model_dir
+from models.pretrained import check_architecture, model_files, position_limit, resolve_model_dir
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ConfigError, PipelineConfig
 
@@ -37,11 +37,16 @@ class ProbeResult:
         return f"{self.shards} shard(s), {self.sampled_rows} rows sampled (split sizes come from the ExampleGen)"
 
 
-def probe_model(config: PipelineConfig) -> None:
-    directory = resolve_model_dir(config.model.name, config.model.revision)
-    model_files(directory)
-    tokenizer_spec(directory)  # WordPiece or a clear error
-    limit = read_config(directory).get("max_position_embeddings")
+def probe_model(config: PipelineConfig, weights: bool = True) -> None:
+    """The model checks, tokenizer first (its family names the real reason when files are missing): a family
+    the in-graph tokenizer reproduces, a TF sequence-classification class, the weights (unless `weights` is
+    False: compile and submit read only config and tokenizer), max_seq_length within the position limit."""
+    directory = resolve_model_dir(config.model.name, config.model.revision, weights=weights)
+    tokenizer_spec(directory)
+    if not (directory / "config.json").is_file() or weights:
+        model_files(directory)
+    check_architecture(directory)
+    limit = position_limit(directory)
     if limit is not None and config.model.max_seq_length > limit:
         raise ConfigError(
             f"model.max_seq_length {config.model.max_seq_length} is over the model's position limit {limit}; "

@@ -1,0 +1,213 @@
+"""In-graph byte-level BPE (RoBERTa, DistilRoBERTa, GPT-2 style): texts -> the ids HF's fast tokenizer gives.
+
+Read from the model's tokenizer.json (vocab, merges, ByteLevel's add_prefix_space) and written with TF core
+ops plus tensorflow_text's RegexSplitWithOffsets, which TF Serving links. Hand-written because no library
+offers it as TF ops that run inside a Transform: keras-hub's BytePairTokenizer keeps a mutable cache table
+that TFT cannot trace, and tensorflow_text has no BPE op.
+
+The steps are the `tokenizers` library's: the GPT-2 split regex (its `\\s+(?!\\S)` lookahead, which RE2 lacks,
+done by cutting text at whitespace runs first), each byte mapped to GPT-2's printable stand-in, then merges
+applied lowest rank first. Each distinct word of a batch is merged once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import tensorflow as tf
+from tensorflow_text.python.ops.regex_split_ops import gen_regex_split_ops
+
+from models.spm_tokenizer import WHITE_SPACE
+
+_WS = WHITE_SPACE  # what the tokenizers library's `\s` means
+# GPT-2's pattern without its lookahead alternative (see _segments).
+_GPT2_SPLIT = rf"'s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+| ?[^{_WS}\p{{L}}\p{{N}}]+|[{_WS}]+"
+_NO_RANK = 2**62
+
+
+def bytes_to_unicode() -> list[str]:
+    """GPT-2's printable stand-in for each byte value (the table `tokenizers`' ByteLevel uses)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    stand_ins, extra = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            stand_ins[byte] = chr(byte)
+        else:
+            stand_ins[byte] = chr(256 + extra)
+            extra += 1
+    return [stand_ins[byte] for byte in range(256)]
+
+
+@dataclasses.dataclass(frozen=True)
+class ByteLevelBPESpec:
+    """What a byte-level BPE tokenizer.json declares: its vocab, merges and whether a space is prepended."""
+
+    vocab: tuple[tuple[str, int], ...]
+    merges: tuple[tuple[str, str], ...]
+    add_prefix_space: bool
+    unk_id: int
+
+    @classmethod
+    def from_tokenizer_json(cls, tokenizer_json: dict, unk_id: int) -> ByteLevelBPESpec:
+        model = tokenizer_json["model"]
+        merges = tuple(tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in model["merges"])
+        return cls(
+            vocab=tuple(model["vocab"].items()),
+            merges=merges,
+            add_prefix_space=bool(_byte_level_step(tokenizer_json["pre_tokenizer"]).get("add_prefix_space")),
+            unk_id=unk_id,
+        )
+
+
+def _byte_level_step(pre_tokenizer: dict) -> dict:
+    steps = pre_tokenizer.get("pretokenizers", [pre_tokenizer])
+    return next(step for step in steps if step["type"] == "ByteLevel")
+
+
+def is_byte_level_bpe(tokenizer_json: dict) -> bool:
+    pre = tokenizer_json.get("pre_tokenizer") or {}
+    steps = pre.get("pretokenizers", [pre])
+    return tokenizer_json["model"]["type"] == "BPE" and any(step.get("type") == "ByteLevel" for step in steps)
+
+
+def read_tokenizer_json(model_dir: Path) -> dict:
+    return json.loads((model_dir / "tokenizer.json").read_text(encoding="utf-8"))
+
+
+def _split_regex(strings: tf.Tensor, pattern: str) -> tf.RaggedTensor:
+    """strings [N] -> the matches of `pattern` and the text between them, as a ragged [N, pieces]."""
+    pieces, _, _, row_splits = gen_regex_split_ops.regex_split_with_offsets(strings, f"({pattern})", f"({pattern})")
+    return tf.RaggedTensor.from_row_splits(pieces, row_splits, validate=False)
+
+
+def _segments(texts: tf.Tensor) -> tf.RaggedTensor:
+    """texts [N] -> [N, segments], each a stretch the GPT-2 regex splits on its own.
+
+    GPT-2's `\\s+(?!\\S)|\\s+` leaves a whitespace run's last character to start the word after it. Cutting the
+    text into whitespace runs and the rest, then moving each run's last character onto the following word,
+    gives stretches in which that lookahead never decides anything, so RE2 (no lookahead) splits them alike.
+    """
+    runs = _split_regex(texts, f"[{_WS}]+")
+    flat, row_ids = runs.flat_values, runs.value_rowids()
+    # Runs alternate between whitespace and the rest, so a run is whitespace when its place in the text and
+    # whether the text starts with whitespace say so (one regex per text rather than one per run).
+    starts_with_space = tf.strings.regex_full_match(texts, f"(?s)[{_WS}].*")
+    place = tf.range(tf.size(flat, out_type=tf.int64)) - tf.gather(runs.row_splits, row_ids)
+    is_space = tf.equal(place % 2, 1 - tf.cast(tf.gather(starts_with_space, row_ids), tf.int64))
+    same_text = tf.concat([tf.equal(row_ids[1:], row_ids[:-1]), [False]], axis=0)
+    gives_last = is_space & same_text  # a run followed by a word in the same text: its last char goes on
+    chars = tf.strings.length(flat, unit="UTF8_CHAR")
+    head = tf.strings.substr(flat, tf.zeros_like(chars), chars - 1, unit="UTF8_CHAR")
+    last = tf.strings.substr(flat, chars - 1, tf.ones_like(chars), unit="UTF8_CHAR")
+    received = tf.concat([[""], tf.where(gives_last, last, "")[:-1]], axis=0)
+    stretches = tf.where(gives_last, head, received + flat)
+    return tf.ragged.boolean_mask(runs.with_flat_values(stretches), runs.with_flat_values(stretches != ""))
+
+
+def pre_tokenize(texts: tf.Tensor, add_prefix_space: bool) -> tf.RaggedTensor:
+    """texts [N] -> the words ByteLevel's pre-tokenizer makes, [N, words] (raw UTF-8, before byte mapping)."""
+    if add_prefix_space:
+        texts = tf.where(tf.strings.regex_full_match(texts, "(?s) .*"), texts, " " + texts)
+    # tensorflow_text's regex split ends a string at a NUL byte: split a copy with NUL as U+0001 (also a
+    # control character, also one byte), then cut the words out of the original text by their lengths.
+    has_nul = tf.strings.regex_full_match(texts, r"(?s).*\x00.*")
+    segments = _segments(tf.where(has_nul, tf.strings.regex_replace(texts, r"\x00", "\x01"), texts))
+    words = _split_regex(segments.flat_values, _GPT2_SPLIT)
+    words = tf.RaggedTensor.from_row_splits(
+        words.flat_values, tf.gather(words.row_splits, segments.row_splits), validate=False
+    )
+    return tf.cond(tf.reduce_any(has_nul), lambda: _cut_from(texts, words), lambda: words)
+
+
+def _cut_from(texts: tf.Tensor, words: tf.RaggedTensor) -> tf.RaggedTensor:
+    """The same words taken from `texts` by their byte lengths (the words of a text concatenate to it)."""
+    lengths = tf.strings.length(words.flat_values)
+    ends = tf.cumsum(lengths)
+    text_starts = tf.gather(tf.concat([[0], ends], axis=0), tf.gather(words.row_splits, words.value_rowids()))
+    starts = ends - lengths - text_starts
+    return words.with_flat_values(tf.strings.substr(tf.gather(texts, words.value_rowids()), starts, lengths))
+
+
+class ByteLevelBPE:
+    """texts [N] -> HF ids [N, tokens] (ragged), special tokens not added.
+
+    Merges work on token ids: every symbol a merge makes is in the vocab, so a pair is the int64 key
+    left * vocab_size + right, looked up for its rank and the id it merges into (no string work per round).
+    """
+
+    def __init__(self, spec: ByteLevelBPESpec):
+        self.spec = spec
+        vocab = dict(spec.vocab)
+        self._size = max(vocab.values()) + 1
+        stand_ins = bytes_to_unicode()
+        self._byte_ids = tf.constant([vocab.get(c, spec.unk_id) for c in stand_ins], tf.int64)
+        merges = [(a, b) for a, b in spec.merges if a in vocab and b in vocab and a + b in vocab]
+        keys = tf.constant([vocab[a] * self._size + vocab[b] for a, b in merges], tf.int64)
+        self._ranks = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(keys, tf.range(len(merges), dtype=tf.int64)), _NO_RANK
+        )
+        self._merged = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(keys, tf.constant([vocab[a + b] for a, b in merges], tf.int64)),
+            spec.unk_id,
+        )
+
+    def __call__(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        words = pre_tokenize(tf.reshape(texts, [-1]), self.spec.add_prefix_space)
+        distinct, where = tf.unique(words.flat_values)
+        byte_values = _bytes_of(distinct)
+        ids = self._merge(byte_values.with_flat_values(tf.gather(self._byte_ids, byte_values.flat_values)))
+        per_word = tf.gather(ids, where)  # [words, tokens]
+        row_splits = tf.gather(per_word.row_splits, words.row_splits)
+        return tf.RaggedTensor.from_row_splits(per_word.flat_values, row_splits, validate=False)
+
+    def _merge(self, symbols: tf.RaggedTensor) -> tf.RaggedTensor:
+        """Applies merges to every word until none applies, as `tokenizers`' BPE does.
+
+        Each round merges, in every word, all occurrences of that word's lowest-ranked pair, left to right
+        without overlap. `tokenizers` merges one occurrence at a time, lowest (rank, position) first; the two
+        agree because a merge that uses a merged token always ranks after the merge that made it.
+        """
+        words = symbols.nrows()
+
+        def round_(ids, row_ids, _):
+            keys = ids[:-1] * self._size + ids[1:]
+            same_word = tf.equal(row_ids[1:], row_ids[:-1])
+            ranks = tf.where(same_word, self._ranks.lookup(keys), _NO_RANK)
+            best = tf.math.unsorted_segment_min(ranks, row_ids[:-1], words)
+            chosen = (ranks < _NO_RANK) & tf.equal(ranks, tf.gather(best, row_ids[:-1]))
+            starts = tf.concat([_every_other_in_runs(chosen), [False]], axis=0)  # pairs merged this round
+            absorbed = tf.concat([[False], starts[:-1]], axis=0)  # their right halves
+            merged = tf.where(starts, self._merged.lookup(tf.concat([keys, [0]], axis=0)), ids)
+            keep = tf.logical_not(absorbed)
+            return tf.boolean_mask(merged, keep), tf.boolean_mask(row_ids, keep), tf.reduce_any(starts)
+
+        ids, row_ids, _ = tf.while_loop(
+            lambda ids, row_ids, changed: changed,
+            round_,
+            (symbols.flat_values, symbols.value_rowids(), tf.size(symbols.flat_values) > 1),
+            shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]), tf.TensorShape([])),
+        )
+        return tf.RaggedTensor.from_value_rowids(ids, row_ids, nrows=words, validate=False)
+
+
+def _bytes_of(strings: tf.Tensor) -> tf.RaggedTensor:
+    """strings [N] -> their byte values, ragged [N, bytes]."""
+    single_bytes = tf.strings.bytes_split(strings)
+    values = tf.reshape(tf.io.decode_raw(single_bytes.flat_values, tf.uint8, fixed_length=1), [-1])
+    return single_bytes.with_flat_values(tf.cast(values, tf.int32))
+
+
+def _every_other_in_runs(chosen: tf.Tensor) -> tf.Tensor:
+    """In each run of consecutive True, the 1st, 3rd, 5th ...: the leftmost non-overlapping pairs."""
+    positions = tf.range(tf.size(chosen))
+    run_start = tf.logical_and(chosen, tf.logical_not(tf.concat([[False], chosen[:-1]], axis=0)))
+    run_ids = tf.cumsum(tf.cast(run_start, tf.int32)) - 1
+    first = tf.math.unsorted_segment_min(
+        tf.where(run_start, positions, tf.size(chosen)),
+        tf.maximum(run_ids, 0),
+        tf.maximum(tf.reduce_max(run_ids), 0) + 1,
+    )
+    offset = positions - tf.gather(first, tf.maximum(run_ids, 0))
+    return chosen & tf.equal(offset % 2, 0)

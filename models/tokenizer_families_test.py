@@ -1,0 +1,132 @@
+"""Every tokenizer family gives transformers' own ids, masks and token types, id for id, single texts and pairs.
+
+Models are built offline (tests/model_families.py): tokenizers trained on the packaged corpus plus a
+multilingual sample, saved by each family's transformers tokenizer class. The reference is the tokenizer
+transformers loads by default (`AutoTokenizer`, the fast one), except where SentencePiece's segmentation ties:
+there two orders of the same pieces score the same, `tokenizers`' Viterbi keeps one and SentencePiece (and so
+transformers' slow tokenizer) the other. The in-graph tokenizer runs SentencePiece, so those rows may differ
+from the fast tokenizer, only as a reordering of the same pieces (the same total score), at most two rows.
+"""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from transformers import AutoTokenizer
+
+from models.tokenizer import BYTE_LEVEL_BPE, SENTENCEPIECE, WORDPIECE, InGraphTokenizer, tokenizer_spec
+from models.tokenizer_test import EDGE_CASES
+from tests.model_families import FAMILIES, MULTILINGUAL
+
+FAMILY_OF = {
+    "roberta": BYTE_LEVEL_BPE,
+    "xlm-roberta": SENTENCEPIECE,
+    "albert": SENTENCEPIECE,
+    "deberta-v2": SENTENCEPIECE,
+    "mpnet": WORDPIECE,
+    "funnel": WORDPIECE,
+}
+WHITESPACE_CASES = ["a  b", "a \n b", " lead", "trail ", "x\n\ny", "  ", " . ", "x\u200b", "x \x00", "don't 's  'll"]
+
+
+def _texts():
+    from components.hf_example_gen.sources import rotten_tomatoes_reviews
+
+    return list(rotten_tomatoes_reviews()["text"]) + EDGE_CASES + MULTILINGUAL + WHITESPACE_CASES
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def family(request, family_model_dir):
+    directory = family_model_dir(request.param)
+    return request.param, directory, tokenizer_spec(directory), AutoTokenizer.from_pretrained(directory)
+
+
+def _ties(ours: np.ndarray, theirs: np.ndarray, rows) -> list[int]:
+    """Rows holding the same ids in another order: the same pieces, so the same SentencePiece score."""
+    return [row for row in rows if sorted(ours[row]) == sorted(theirs[row])]
+
+
+def _compare(family, texts, max_len, pairs=None):
+    name, _, spec, hf = family
+    ours = InGraphTokenizer(spec, max_len)(tf.constant(texts), None if pairs is None else tf.constant(pairs))
+    theirs = hf(texts, pairs, padding="max_length", truncation="longest_first", max_length=max_len)
+    keys = ["input_ids", "attention_mask"] + (["token_type_ids"] if "token_type_ids" in hf.model_input_names else [])
+    assert set(ours) >= set(keys) and ("token_type_ids" in ours) == ("token_type_ids" in keys)
+    differing = set()
+    for key in keys:
+        actual, expected = ours[key].numpy(), np.array(theirs[key])
+        assert actual.shape == (len(texts), max_len)
+        differing |= set(np.where((actual != expected).any(axis=1))[0].tolist())
+    if differing and spec.family == SENTENCEPIECE:
+        ties = _ties(ours["input_ids"].numpy(), np.array(theirs["input_ids"]), sorted(differing))
+        assert len(ties) <= 2, f"{name}: {len(ties)} tie rows is more than the corpus held when this was written"
+        differing -= set(ties)
+    assert not differing, f"{name}: differs for {[texts[i][:60] for i in sorted(differing)[:5]]}"
+
+
+def test_the_family_is_read_from_the_tokenizer_files(family):
+    name, _, spec, _ = family
+    assert spec.family == FAMILY_OF[name]
+
+
+def test_single_text_parity(family):
+    _compare(family, _texts(), 64)
+
+
+@pytest.mark.parametrize("max_len", [16, 48])
+def test_pair_parity_with_longest_first_truncation(family, max_len):
+    texts = _texts()[:2000]
+    firsts = texts[::2] + MULTILINGUAL + WHITESPACE_CASES
+    seconds = texts[1::2][: len(texts[::2])] + MULTILINGUAL[::-1] + WHITESPACE_CASES[::-1]
+    _compare(family, firsts, max_len, pairs=seconds)
+
+
+def test_layouts_are_the_models_own(family_model_dir):
+    """RoBERTa/MPNet pairs keep both separators, Funnel's first token has type 2 (as HF gives them)."""
+    mpnet = InGraphTokenizer(tokenizer_spec(family_model_dir("mpnet")), 12)(tf.constant(["a"]), tf.constant(["b"]))
+    hf = AutoTokenizer.from_pretrained(family_model_dir("mpnet"))
+    ids = mpnet["input_ids"].numpy()[0].tolist()
+    assert ids[:6] == hf("a", "b")["input_ids"] and ids.count(hf.sep_token_id) == 3  # <s> a </s></s> b </s>
+    funnel = InGraphTokenizer(tokenizer_spec(family_model_dir("funnel")), 8)(tf.constant(["a"]), tf.constant(["b"]))
+    assert funnel["token_type_ids"].numpy()[0].tolist()[:5] == [2, 0, 0, 1, 1]
+
+
+def test_the_sentencepiece_model_is_required_beside_tokenizer_json(family_model_dir, tmp_path):
+    import shutil
+
+    from models.pretrained import ModelFilesError
+
+    copy = shutil.copytree(family_model_dir("xlm-roberta"), tmp_path / "model")
+    (copy / "sentencepiece.bpe.model").unlink()
+    with pytest.raises(ModelFilesError, match=r"no SentencePiece model file \(sentencepiece\.bpe\.model\)"):
+        tokenizer_spec(copy)
+
+
+def test_a_sentencepiece_folder_without_tokenizer_json_is_converted(family_model_dir, tmp_path):
+    """The slow tokenizer's files alone (the .model file): transformers converts them; same ids."""
+    import shutil
+
+    copy = shutil.copytree(family_model_dir("albert"), tmp_path / "model")
+    (copy / "tokenizer.json").unlink()
+    texts = _texts()[:300]
+    ours = InGraphTokenizer(tokenizer_spec(copy), 32)(tf.constant(texts))["input_ids"].numpy()
+    hf = AutoTokenizer.from_pretrained(family_model_dir("albert"))
+    np.testing.assert_array_equal(
+        ours, np.array(hf(texts, padding="max_length", truncation=True, max_length=32)["input_ids"])
+    )
+
+
+def test_declared_steps_outside_the_families_are_refused(family_model_dir, tmp_path):
+    import shutil
+
+    from models.tokenizer import UnsupportedTokenizerError
+
+    copy = shutil.copytree(family_model_dir("deberta-v2"), tmp_path / "model")
+    declared = json.loads((copy / "tokenizer.json").read_text())
+    declared["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Punctuation", "behavior": "Isolated"})
+    (copy / "tokenizer.json").write_text(json.dumps(declared))
+    with pytest.raises(
+        UnsupportedTokenizerError, match=r"SentencePiece tokenizer .* pre-tokenizer \['Punctuation', 'Metaspace'\]"
+    ):
+        tokenizer_spec(copy)

@@ -1,0 +1,174 @@
+# ruff: noqa: RUF001  (look-alike characters are the point of the multilingual sample)
+"""Tiny models of each tokenizer family, built offline and laid out as the hub lays them out.
+
+No hub here: each family's tokenizer is trained at test time with `tokenizers` or `sentencepiece` on the
+packaged corpus plus a multilingual sample, wrapped in that family's transformers tokenizer class and saved
+with `save_pretrained` (tokenizer.json beside the files the hub ships: vocab.json + merges.txt, the
+SentencePiece .model, vocab.txt), next to config.json and a random-weight tf_model.h5 (2 layers, hidden 64).
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+# Text in the scripts and forms the families must handle: accents, CJK, RTL, emoji, full-width, combining marks.
+MULTILINGUAL = [
+    "Le film est très réussi, une œuvre émouvante et drôle.",
+    "Una película, se diría, más allá de toda lógica. ¡Qué pena!",
+    "Der Film ist großartig – überraschend und bewegend.",
+    "Фильм превосходный, но слишком длинный.",
+    "Η ταινία ήταν ΥΠΈΡΟΧΗ, ΣΑΣ λέω.",
+    "この映画はとても面白かったです。",
+    "这部电影非常精彩，值得一看。",
+    "영화가 정말 재미있었어요!",
+    "الفيلم كان رائعا جدا",
+    "הסרט היה מצוין",
+    "फ़िल्म बहुत अच्छी थी १२३",
+    "ภาพยนตร์เรื่องนี้ดีมาก",
+    "I ❤️ this 🍕 movie 😀🏽👍🏿",
+    "ＦＵＬＬ ｗｉｄｔｈ　ｔｅｘｔ １２３",
+    "e\u0301 a\u0308 n\u0303 combining marks",
+    "ﬁne ﬀ ½ ™ Ⅻ … “quotes” ‘single’ ``latex''",
+]
+
+# family -> (transformers config class, tokenizer kind, tokenizer class, files the hub ships beside the weights)
+FAMILIES = ("roberta", "xlm-roberta", "albert", "deberta-v2", "mpnet", "funnel")
+
+
+def training_texts() -> list[str]:
+    from components.hf_example_gen.sources import rotten_tomatoes_reviews
+
+    return list(rotten_tomatoes_reviews()["text"]) + MULTILINGUAL * 20
+
+
+def _sentencepiece(texts: list[str], **options) -> bytes:
+    import sentencepiece
+
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts),
+        model_writer=model,
+        vocab_size=1200,
+        character_coverage=0.9995,
+        minloglevel=2,
+        **options,
+    )
+    return model.getvalue()
+
+
+def _wordpiece_vocab(texts: list[str], directory: Path, special_tokens: list[str]) -> Path:
+    from tokenizers import BertWordPieceTokenizer
+
+    trainer = BertWordPieceTokenizer(lowercase=True)
+    trainer.train_from_iterator(texts, vocab_size=2000, special_tokens=special_tokens)
+    trainer.save_model(str(directory))
+    return directory / "vocab.txt"
+
+
+def write_tokenizer(family: str, directory: Path) -> int:
+    """Trains and saves `family`'s tokenizer into `directory`; returns its vocab size."""
+    import transformers
+
+    directory.mkdir(parents=True, exist_ok=True)
+    texts = training_texts()
+    if family == "roberta":
+        from tokenizers import ByteLevelBPETokenizer
+
+        bpe = ByteLevelBPETokenizer()
+        bpe.train_from_iterator(texts, vocab_size=2000, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+        bpe.save_model(str(directory))
+        tokenizer = transformers.RobertaTokenizerFast(
+            vocab_file=str(directory / "vocab.json"), merges_file=str(directory / "merges.txt")
+        )
+    elif family == "xlm-roberta":  # fairseq layout: <s> <pad> </s> <unk>, SentencePiece ids shifted by one
+        path = directory / "sentencepiece.bpe.model"
+        path.write_bytes(_sentencepiece(texts, model_type="unigram", unk_id=0, bos_id=1, eos_id=2, pad_id=-1))
+        tokenizer = transformers.XLMRobertaTokenizerFast(vocab_file=str(path))
+    elif family == "albert":  # lower-cased, accents stripped outside SentencePiece
+        path = directory / "spiece.model"
+        path.write_bytes(
+            _sentencepiece(
+                texts,
+                model_type="unigram",
+                pad_id=0,
+                unk_id=1,
+                bos_id=-1,
+                eos_id=-1,
+                user_defined_symbols=["[CLS]", "[SEP]", "[MASK]"],
+            )
+        )
+        tokenizer = transformers.AlbertTokenizerFast(vocab_file=str(path))
+    elif family == "deberta-v2":  # DeBERTa-v3's layout: [PAD] [CLS] [SEP] [UNK]
+        path = directory / "spm.model"
+        path.write_bytes(
+            _sentencepiece(
+                texts,
+                model_type="unigram",
+                pad_id=0,
+                pad_piece="[PAD]",
+                bos_id=1,
+                bos_piece="[CLS]",
+                eos_id=2,
+                eos_piece="[SEP]",
+                unk_id=3,
+                unk_piece="[UNK]",
+                user_defined_symbols=["[MASK]"],
+            )
+        )
+        tokenizer = transformers.DebertaV2TokenizerFast(vocab_file=str(path))
+    elif family == "mpnet":
+        vocab = _wordpiece_vocab(texts, directory, ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "[UNK]"])
+        tokenizer = transformers.MPNetTokenizerFast(vocab_file=str(vocab))
+    elif family == "funnel":
+        vocab = _wordpiece_vocab(texts, directory, ["<pad>", "<cls>", "<sep>", "<unk>", "<mask>", "<s>", "</s>"])
+        tokenizer = transformers.FunnelTokenizerFast(vocab_file=str(vocab))
+    else:
+        raise ValueError(f"unknown family {family}")
+    tokenizer.save_pretrained(directory)
+    return len(tokenizer)
+
+
+def _config(family: str, vocab_size: int):
+    import transformers
+
+    small = {"num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128, "hidden_size": 64}
+    if family == "roberta":
+        return transformers.RobertaConfig(vocab_size=vocab_size, max_position_embeddings=130, pad_token_id=1, **small)
+    if family == "xlm-roberta":
+        return transformers.XLMRobertaConfig(
+            vocab_size=vocab_size, max_position_embeddings=130, pad_token_id=1, type_vocab_size=1, **small
+        )
+    if family == "albert":
+        return transformers.AlbertConfig(vocab_size=vocab_size, embedding_size=32, max_position_embeddings=128, **small)
+    if family == "deberta-v2":
+        return transformers.DebertaV2Config(
+            vocab_size=vocab_size, max_position_embeddings=128, relative_attention=True, position_biased_input=False,
+            pos_att_type=["p2c", "c2p"], max_relative_positions=-1, position_buckets=32, type_vocab_size=0, **small,
+        )  # fmt: skip
+    if family == "mpnet":
+        return transformers.MPNetConfig(vocab_size=vocab_size, max_position_embeddings=130, pad_token_id=1, **small)
+    if family == "funnel":
+        return transformers.FunnelConfig(
+            vocab_size=vocab_size,
+            block_sizes=[1, 1],
+            d_model=64,
+            n_head=2,
+            d_head=32,
+            d_inner=128,
+            architectures=["FunnelModel"],
+        )
+    raise ValueError(f"unknown family {family}")
+
+
+def write_tiny_model(family: str, directory: Path, seed: int = 0) -> Path:
+    """A complete model folder of `family`: tokenizer files, config.json and a random-weight tf_model.h5."""
+    import tf_keras
+    import transformers
+
+    vocab_size = write_tokenizer(family, directory)
+    tf_keras.utils.set_random_seed(seed)
+    model = transformers.TFAutoModel.from_config(_config(family, vocab_size))
+    model(model.dummy_inputs)
+    model.save_pretrained(directory)
+    return directory
