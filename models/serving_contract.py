@@ -22,9 +22,26 @@ from models.signatures import TEXT_INPUT, TEXT_PAIR_INPUT
 from pipeline.errors import UserError
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
-# The tensorflow_text ops the in-graph WordPiece tokenizer uses; TF Serving's builds link these (and not the
-# FastBert* ops of FastBertTokenizer, which is why the plain BertTokenizer is used).
-TEXT_OPS_IN_TF_SERVING = frozenset({"NormalizeUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets"})
+# The tensorflow_text ops TF Serving's model server provides: SUPPORTED_TENSORFLOW_OPS in
+# tensorflow_serving/model_servers/BUILD links `@org_tensorflow_text//tensorflow_text:ops_lib`, pinned to
+# tensorflow_text v2.20.0 in tensorflow_serving/workspace.bzl (tensorflow/serving 9d981c5, 2026-07-30); these
+# are the ops that target's deps register at v2.20.0 (REGISTER_OP and the TF op shims' kOpName under
+# tensorflow_text/core). serving_contract_test checks the installed tensorflow_text registers each of them.
+TEXT_OPS_IN_TF_SERVING = frozenset(
+    {
+        "CaseFoldUTF8", "ConstrainedSequence", "FastBertNormalize", "FastWordpieceTokenizeWithOffsets",
+        "FindSourceOffsets", "MaxSpanningTree", "NormalizeUTF8", "NormalizeUTF8WithOffsetsMap", "PhraseTokenize",
+        "RegexSplitWithOffsets", "RougeL", "SentenceFragments", "SentenceFragmentsV2", "SentencepieceDetokenizeOp",
+        "SentencepieceIdToStringOp", "SentencepieceOp", "SentencepieceStringToIdOp", "SentencepieceTokenizeOp",
+        "SentencepieceTokenizeWithOffsetsOp", "SentencepieceVocabSizeOp", "SplitMergeTokenizeWithOffsets",
+        "TFText>BoiseTagsToOffsets", "TFText>ByteSplitByOffsets", "TFText>ByteSplitWithOffsets",
+        "TFText>FastSentencepieceDetokenize", "TFText>FastSentencepieceTokenize", "TFText>FastWordpieceDetokenize",
+        "TFText>NgramsStringJoin", "TFText>OffsetsToBoiseTags", "TFText>PhraseDetokenize",
+        "TFText>RoundRobinGenerateMasks", "TFText>RoundRobinTrim", "TFText>Utf8Binarize",
+        "TFText>WhitespaceTokenizeWithOffsetsV2", "TokenizerFromLogits", "UnicodeScriptTokenizeWithOffsets",
+        "WhitespaceTokenizeWithOffsets", "WordpieceTokenizeWithOffsets",
+    }
+)  # fmt: skip
 WARMUP_TEXTS = ("a warm, funny and moving film", "")
 
 

@@ -18,3 +18,16 @@ def test_predictions_show_label_confidence_probabilities_and_the_shortened_texts
     lines = prediction_lines([single, pair])
     assert lines[0] == "  fresh        91.2%  [0.09  0.91]  " + "x" * 67 + "..."
     assert lines[1] == "  entailment   50.0%  [0.50  0.30  0.20]  first text  |  " + "y" * 31 + "..."
+
+
+def test_the_tf_serving_text_ops_are_registered_by_the_installed_tensorflow_text():
+    """TF Serving's op list (its pinned tensorflow_text's ops_lib) is what the installed tensorflow_text registers
+    too, and it is more than core TensorFlow: an export using any of them loads in both."""
+    from tensorflow.python.framework import op_def_registry
+
+    from models import serving_contract
+
+    assert all(op_def_registry.get(op) is not None for op in serving_contract.TEXT_OPS_IN_TF_SERVING)
+    assert not any(serving_contract.is_core_op(op) for op in serving_contract.TEXT_OPS_IN_TF_SERVING)
+    assert serving_contract.unsupported_ops({"SentencepieceTokenizeOp", "MatMul"}) == []
+    assert serving_contract.unsupported_ops({"SomeCustomOp"}) == ["SomeCustomOp"]

@@ -226,3 +226,56 @@ def test_the_probe_reads_a_bounded_sample_and_leaves_the_rest_to_the_example_gen
     assert "rows sampled" in result.describe()
     with pytest.raises(Exception, match=r"missing values: text in 1 row\(s\), first row 45 of data.csv"):
         run_example_gen(tmp_path, result.config.dataset)
+
+
+def _t5_folder(directory, family_model_dir):
+    """A T5 folder as the hub lays it out: a SentencePiece tokenizer the in-graph tokenizer reads, an
+    encoder-decoder architecture with no TF sequence-classification class."""
+    import transformers
+
+    directory.mkdir()
+    shutil.copy(family_model_dir("deberta-v2") / "spm.model", directory / "spiece.model")
+    transformers.T5TokenizerFast(vocab_file=str(directory / "spiece.model")).save_pretrained(directory)
+    transformers.T5Config(d_model=32, num_layers=1, num_heads=2, d_ff=64, d_kv=16).save_pretrained(directory)
+    return directory
+
+
+def test_an_architecture_without_a_tf_sequence_classifier_is_refused_before_any_component(tmp_path, family_model_dir):
+    from models.pretrained import UnsupportedModelError
+
+    model = _t5_folder(tmp_path / "t5", family_model_dir)  # and no weights: the architecture is the reason
+    with pytest.raises(UnsupportedModelError, match=r"'t5' model.*no TensorFlow sequence-classification class"):
+        probe(configs.load_config(overrides={"model.name": str(model)}))
+
+
+def test_roberta_style_positions_start_after_the_padding_id(family_model_dir):
+    """max_position_embeddings 130 with pad id 1: RoBERTa's embeddings number positions 2.., so 128 fit."""
+    model = family_model_dir("roberta")
+    with pytest.raises(configs.ConfigError, match="over the model's position limit 128; use at most 128"):
+        probe(configs.load_config(overrides={"model.name": str(model), "model.max_seq_length": 130}))
+
+
+def test_the_tokenizer_is_checked_before_the_weights(tmp_path, family_model_dir):
+    """A SentencePiece folder missing both its .model file and its weights is told about the tokenizer file
+    first: the reason a user must fix before anything else can run."""
+    copy = shutil.copytree(family_model_dir("xlm-roberta"), tmp_path / "model")
+    (copy / "sentencepiece.bpe.model").unlink()
+    (copy / "tf_model.h5").unlink()
+    with pytest.raises(ModelFilesError, match=r"no SentencePiece model file \(sentencepiece\.bpe\.model\)"):
+        probe(configs.load_config(overrides={"model.name": str(copy)}))
+
+
+def test_compile_runs_the_model_preflight(tmp_path, family_model_dir):
+    """`hftfx compile` refuses a model the cloud run could not train, before writing a spec, exit 2."""
+    import subprocess
+    import sys
+
+    model = _t5_folder(tmp_path / "t5", family_model_dir)
+    output = tmp_path / "pipeline.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "compile", "--config", "configs/vertex.yaml",
+         "--set", f"model.name={model}", "--output", str(output)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr[-2000:]
+    assert "no TensorFlow sequence-classification class" in done.stderr and not output.exists()

@@ -38,14 +38,15 @@ class ProbeResult:
 
 
 def probe_model(config: PipelineConfig, weights: bool = True) -> None:
-    """The model checks, tokenizer first (its family names the real reason when files are missing): a family
-    the in-graph tokenizer reproduces, a TF sequence-classification class, the weights (unless `weights` is
-    False: compile and submit read only config and tokenizer), max_seq_length within the position limit."""
+    """The model checks, most fundamental first, so the real reason is named: an architecture with a TF
+    sequence-classification class, a tokenizer family the in-graph tokenizer reproduces, the weights (unless `weights`
+    is False: compile and submit read only config and tokenizer), max_seq_length within the position limit."""
     directory = resolve_model_dir(config.model.name, config.model.revision, weights=weights)
+    if (directory / "config.json").is_file():
+        check_architecture(directory)
     tokenizer_spec(directory)
-    if not (directory / "config.json").is_file() or weights:
+    if weights or not (directory / "config.json").is_file():
         model_files(directory)
-    check_architecture(directory)
     limit = position_limit(directory)
     if limit is not None and config.model.max_seq_length > limit:
         raise ConfigError(

@@ -1,0 +1,46 @@
+"""A RoBERTa-style and an XLM-R-style model end to end under LocalDagRunner: preflight, Transform with their
+in-graph tokenizer, training, blessing (thresholds at 0), push, and TF Serving's view of the export in a
+fresh process (ops TF Serving links, signatures, warm-up, a raw-text request) - the byte-level BPE and the
+SentencePiece graphs are what the Transform and serving run."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pipeline import configs
+from pipeline.orchestration.local_runner import run_local
+from tests.tiny_model import tiny_overrides
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module", params=["roberta", "xlm-roberta"])
+def family_run(request, tmp_path_factory, family_model_dir):
+    model_dir = family_model_dir(request.param)
+    workdir = tmp_path_factory.mktemp(f"{request.param}-run")
+    overrides = {**tiny_overrides(workdir, model_dir, 32), "dataset.limits": {"train": 256, "eval": 64, "test": 96}}
+    return request.param, run_local(configs.load_config(overrides=overrides))
+
+
+def test_trains_blesses_and_pushes(family_run):
+    _, summary = family_run
+    assert summary.blessed is True and summary.pushed_dir
+    assert 0 <= summary.metrics["accuracy"] <= 1
+
+
+def test_the_export_serves_as_tf_serving_would(family_run):
+    name, summary = family_run
+    request = {"instances": ["a warm, funny and moving film", "Ein großartiger Film 😀"]}
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "serve-check", summary.pushed_dir, "--request", json.dumps(request)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    ops_line = next(line for line in done.stdout.splitlines() if line.startswith("ops:"))
+    expected = "SentencepieceTokenizeOp" if name == "xlm-roberta" else "RegexSplitWithOffsets"
+    assert expected in ops_line
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("response:")]
+    predictions = json.loads(line.removeprefix("response:").strip())["predictions"]
+    assert len(predictions) == 2 and all(p["label"] in summary.label_names for p in predictions)
