@@ -182,6 +182,92 @@ def tokenization_throughput() -> list[Row]:
     ]
 
 
+def _texts_per_second(fn, texts: list[str], batch: int = 1024) -> float:
+    """Best of three passes over `texts` in batches of `batch`."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        for i in range(0, len(texts), batch):
+            fn(texts[i : i + batch])
+        best = min(best, time.perf_counter() - started)
+    return len(texts) / best
+
+
+def _transform_seconds(model_dir: Path, texts: list[str]) -> float:
+    """The Transform's own work on `texts`: preprocessing_fn analysed and applied by tf.Transform on Beam's
+    local runner (the TFX component adds its artifact I/O around the same pass)."""
+    import tempfile
+
+    import tensorflow_transform.beam as tft_beam
+    from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
+
+    from components.transform import preprocessing_fn, transform_custom_config
+    from models.contract import LABEL_FEATURE, TEXT_FEATURE
+
+    custom_config = transform_custom_config(str(model_dir), None, 128, (16, 32))
+    schema = schema_utils.schema_from_feature_spec(
+        {TEXT_FEATURE: tf.io.FixedLenFeature([], tf.string), LABEL_FEATURE: tf.io.FixedLenFeature([], tf.int64)}
+    )
+    rows = [{TEXT_FEATURE: text.encode(), LABEL_FEATURE: i % 2} for i, text in enumerate(texts)]
+    with tempfile.TemporaryDirectory() as scratch, tft_beam.Context(temp_dir=scratch, force_tf_compat_v1=False):
+        started = time.perf_counter()
+        (transformed, _), _ = (rows, dataset_metadata.DatasetMetadata(schema)) | tft_beam.AnalyzeAndTransformDataset(
+            lambda inputs: preprocessing_fn(inputs, custom_config)
+        )
+        assert len(transformed) == len(texts)
+        return time.perf_counter() - started
+
+
+def family_tokenization() -> list[Row]:
+    """Each tokenizer family in-graph against HF's fast tokenizer on the same texts (batches of 1,024, max
+    length 128), and the Transform's pass over the corpus against WordPiece's. The models are built as the
+    tests build them (tests/model_families.py): only their tokenizers matter here."""
+    import tempfile
+
+    from transformers import AutoTokenizer
+
+    from tests.model_families import write_tokenizer
+
+    texts = corpus()
+    rows, transform_seconds = [], {}
+    with tempfile.TemporaryDirectory() as scratch:
+        families = {"wordpiece (packaged MiniLM)": packaged_model_dir("all-MiniLM-L6-v2")}
+        for family in ("roberta", "xlm-roberta", "albert", "deberta-v2"):
+            write_tokenizer(family, Path(scratch) / family)
+            families[family] = Path(scratch) / family
+        for name, directory in families.items():
+            spec, hf = tokenizer_spec(directory), AutoTokenizer.from_pretrained(directory)
+            tokenizer = InGraphTokenizer(spec, 128)
+            graph = tf.function(
+                lambda t, tokenizer=tokenizer: tokenizer(t), input_signature=[tf.TensorSpec([None], tf.string)]
+            )
+            graph(tf.constant(texts[:8]))
+            ours = _texts_per_second(lambda batch, graph=graph: graph(tf.constant(batch)), texts)
+            theirs = _texts_per_second(
+                lambda batch, hf=hf: hf(batch, padding="max_length", truncation=True, max_length=128), texts
+            )
+            rows.append(
+                Row(
+                    f"tokenization, {spec.family} {name} vs HF fast (texts/s)",
+                    f"{ours:,.0f}",
+                    f"{theirs:,.0f}",
+                    f"{ours / theirs:.2f}x",
+                )
+            )
+            transform_seconds[name] = _transform_seconds(directory, texts)
+    wordpiece = transform_seconds.pop("wordpiece (packaged MiniLM)")
+    for name, seconds in transform_seconds.items():
+        rows.append(
+            Row(
+                f"Transform pass over {len(texts):,} texts, {name} vs WordPiece (s)",
+                f"{seconds:.1f}",
+                f"{wordpiece:.1f}",
+                f"{seconds / wordpiece:.2f}x",
+            )
+        )
+    return rows
+
+
 def _percentiles(fn, repeats: int) -> tuple[float, float]:
     fn()
     times = []
@@ -298,6 +384,7 @@ def main(argv=None) -> int:
     rows = []
     for section in (
         lambda: tokenization_throughput(),
+        lambda: family_tokenization(),
         lambda: serving_latency(Path(args.serving_dir), args.repeats),
         lambda: trainer_throughput(args.steps),
         lambda: step_breakdown(args.profiled_steps),

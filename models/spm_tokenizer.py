@@ -22,13 +22,11 @@ from pathlib import Path
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from models.tokenizer_errors import UnsupportedTokenizerError
+
 METASPACE = "▁"
 # Unicode White_Space, what `tokenizers` (Rust's char::is_whitespace) strips; RE2's `\s` is ASCII only.
 WHITE_SPACE = r"\t\n\x{0B}\f\r \x{85}\p{Z}"
-
-
-class UnsupportedStepError(ValueError):
-    """A tokenizer.json step this in-graph tokenizer does not reproduce."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +50,7 @@ def _pre_normalizer(step: dict) -> tuple[str, ...]:
     if kind == "Replace":
         pattern = step["pattern"]
         if "String" not in pattern:
-            raise UnsupportedStepError(f"normalizer Replace with a regex {pattern} before Precompiled")
+            raise UnsupportedTokenizerError(f"normalizer Replace with a regex {pattern} before Precompiled")
         return ("replace", pattern["String"], step["content"])
     if kind in ("NFKD", "NFKC", "NFD", "NFC"):
         return (kind.lower(),)
@@ -62,7 +60,7 @@ def _pre_normalizer(step: dict) -> tuple[str, ...]:
         return ("lowercase",)
     if kind == "Strip":
         return ("strip", str(step.get("strip_left", True)), str(step.get("strip_right", True)))
-    raise UnsupportedStepError(f"normalizer step {kind}")
+    raise UnsupportedTokenizerError(f"normalizer step {kind}")
 
 
 def read_spec(tokenizer_json: dict, model_path: Path, hf_vocab: dict[str, int], unk_id: int) -> SentencePieceSpec:
@@ -78,17 +76,17 @@ def read_spec(tokenizer_json: dict, model_path: Path, hf_vocab: dict[str, int], 
         at = kinds.index("Precompiled")
         charsmap = base64.b64decode(normalizers[at]["precompiled_charsmap"] or "")
         if charsmap != proto.normalizer_spec.precompiled_charsmap:
-            raise UnsupportedStepError(f"tokenizer.json's Precompiled normalizer differs from {model_path.name}'s")
+            raise UnsupportedTokenizerError(f"tokenizer.json's Precompiled normalizer differs from {model_path.name}'s")
         before, after = normalizers[:at], normalizers[at + 1 :]
     elif proto.normalizer_spec.precompiled_charsmap:
-        raise UnsupportedStepError(f"{model_path.name} normalizes text but tokenizer.json does not")
+        raise UnsupportedTokenizerError(f"{model_path.name} normalizes text but tokenizer.json does not")
     else:
         before, after = normalizers, []
     for step in after:
         if step["type"] not in ("Strip", "Replace") or (
             step["type"] == "Replace" and step["pattern"].get("Regex") != " {2,}"
         ):
-            raise UnsupportedStepError(f"normalizer step {step['type']} after Precompiled")
+            raise UnsupportedTokenizerError(f"normalizer step {step['type']} after Precompiled")
     _check_metaspace(tokenizer_json.get("pre_tokenizer"))
     # A Strip before Precompiled leaves characters that the charsmap then turns into spaces (DeBERTa-v3).
     strips_end = any(step["type"] == "Strip" and step.get("strip_right", True) for step in after)
@@ -106,10 +104,12 @@ def read_spec(tokenizer_json: dict, model_path: Path, hf_vocab: dict[str, int], 
 def _check_metaspace(pre_tokenizer: dict | None) -> None:
     steps = _steps(pre_tokenizer, "pretokenizers")
     if [step["type"] for step in steps] != ["Metaspace"]:
-        raise UnsupportedStepError(f"pre-tokenizer {[step['type'] for step in steps]} (SentencePiece needs Metaspace)")
+        raise UnsupportedTokenizerError(
+            f"pre-tokenizer {[step['type'] for step in steps]} (SentencePiece needs Metaspace)"
+        )
     step = steps[0]
     if step.get("prepend_scheme", "always" if step.get("add_prefix_space", True) else "never") != "always":
-        raise UnsupportedStepError(f"Metaspace prepend_scheme {step.get('prepend_scheme')!r}")
+        raise UnsupportedTokenizerError(f"Metaspace prepend_scheme {step.get('prepend_scheme')!r}")
 
 
 def _model_proto(model_bytes: bytes):

@@ -23,17 +23,13 @@ import tensorflow as tf
 from models import byte_level_bpe, special_tokens, spm_tokenizer, wordpiece
 from models.contract import ATTENTION_MASK, INPUT_IDS, TOKEN_COUNT, TOKEN_TYPE_IDS, TRUNCATED
 from models.pretrained import ModelFilesError
-from pipeline.errors import UserError
+from models.tokenizer_errors import UnsupportedTokenizerError
 
 WORDPIECE, SENTENCEPIECE, BYTE_LEVEL_BPE = "WordPiece", "SentencePiece", "byte-level BPE"
 SUPPORTED = (
     "WordPiece (BERT, MiniLM, DistilBERT, ELECTRA, MPNet, Funnel), SentencePiece (XLM-R, ALBERT, DeBERTa-v3, "
     "CamemBERT) and byte-level BPE (RoBERTa, DistilRoBERTa)"
 )
-
-
-class UnsupportedTokenizerError(UserError, ValueError):
-    """The model's tokenizer is not one the in-graph tokenizer reproduces; the message names what is supported."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +88,7 @@ def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
             )
         else:
             pieces = byte_level_bpe.ByteLevelBPESpec.from_tokenizer_json(declared, hf.unk_token_id)
-    except (wordpiece.UnsupportedWordPieceError, spm_tokenizer.UnsupportedStepError) as error:
+    except UnsupportedTokenizerError as error:
         raise UnsupportedTokenizerError(
             f"the {family} tokenizer in {model_dir} has {error}; supported: {SUPPORTED}"
         ) from error

@@ -19,12 +19,9 @@ from tensorflow_text.python.ops import regex_split_ops
 from tensorflow_text.python.ops.bert_tokenizer import _DELIM_REGEX_PATTERN, _KEEP_DELIM_NO_WHITESPACE_PATTERN
 
 from models import unicode_compat
+from models.tokenizer_errors import UnsupportedTokenizerError
 
 log = logging.getLogger(__name__)
-
-
-class UnsupportedWordPieceError(ValueError):
-    """A WordPiece tokenizer whose normalizer or pre-tokenizer is not BERT's."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +40,7 @@ def read_spec(tokenizer_json: dict, model_dir: Path, unk_token: str) -> WordPiec
     """BertNormalizer's and WordPiece's settings from tokenizer.json, the vocab from vocab.txt beside it."""
     normalizer, pre_tokenizer = tokenizer_json.get("normalizer") or {}, tokenizer_json.get("pre_tokenizer") or {}
     if normalizer.get("type") != "BertNormalizer" or pre_tokenizer.get("type") != "BertPreTokenizer":
-        raise UnsupportedWordPieceError(
+        raise UnsupportedTokenizerError(
             f"WordPiece with normalizer {normalizer.get('type')} and pre-tokenizer {pre_tokenizer.get('type')} "
             "(the in-graph WordPiece reproduces BertNormalizer + BertPreTokenizer)"
         )

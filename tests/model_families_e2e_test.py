@@ -1,7 +1,7 @@
-"""A RoBERTa-style and an XLM-R-style model end to end under LocalDagRunner: preflight, Transform with their
-in-graph tokenizer, training, blessing (thresholds at 0), push, and TF Serving's view of the export in a
-fresh process (ops TF Serving links, signatures, warm-up, a raw-text request) - the byte-level BPE and the
-SentencePiece graphs are what the Transform and serving run."""
+"""Models of each tokenizer family end to end under LocalDagRunner: preflight, Transform with their in-graph
+tokenizer, training, blessing (thresholds at 0), push, and TF Serving's view of the export in a fresh process
+(ops TF Serving links, signatures, warm-up, a raw-text request). RoBERTa-style (byte-level BPE) and
+XLM-R-style (SentencePiece) run in `make test`; ALBERT, DeBERTa-v3, MPNet and Funnel in `make test-all`."""
 
 import json
 import subprocess
@@ -16,7 +16,20 @@ from tests.tiny_model import tiny_overrides
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture(scope="module", params=["roberta", "xlm-roberta"])
+SLOW = pytest.mark.slow
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        "roberta",
+        "xlm-roberta",
+        pytest.param("albert", marks=SLOW),
+        pytest.param("deberta-v2", marks=SLOW),
+        pytest.param("mpnet", marks=SLOW),
+        pytest.param("funnel", marks=SLOW),
+    ],
+)
 def family_run(request, tmp_path_factory, family_model_dir):
     model_dir = family_model_dir(request.param)
     workdir = tmp_path_factory.mktemp(f"{request.param}-run")
@@ -39,7 +52,7 @@ def test_the_export_serves_as_tf_serving_would(family_run):
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     ops_line = next(line for line in done.stdout.splitlines() if line.startswith("ops:"))
-    expected = "SentencepieceTokenizeOp" if name == "xlm-roberta" else "RegexSplitWithOffsets"
+    expected = "SentencepieceTokenizeOp" if name in ("xlm-roberta", "albert", "deberta-v2") else "RegexSplitWithOffsets"
     assert expected in ops_line
     (line,) = [x for x in done.stdout.splitlines() if x.startswith("response:")]
     predictions = json.loads(line.removeprefix("response:").strip())["predictions"]

@@ -37,10 +37,11 @@ class RunEstimate:
         )
 
 
-def padded_widths(token_counts, max_seq_length: int, length_buckets) -> list[int]:
-    """The width each example is padded to: the smallest of the Trainer's bucket widths that holds it."""
+def padded_widths(token_counts, max_seq_length: int, length_buckets, special_tokens: int = 2) -> list[int]:
+    """The width each example is padded to: the smallest of the Trainer's bucket widths that holds it with its
+    `special_tokens` (the model's layout: [CLS] text [SEP] for BERT)."""
     widths = sorted({*(w for w in length_buckets if w < max_seq_length), max_seq_length})
-    tokens = [min(count + 2, max_seq_length) for count in token_counts]  # [CLS] text [SEP]
+    tokens = [min(count + special_tokens, max_seq_length) for count in token_counts]
     return [next(w for w in widths if w >= length) for length in tokens]
 
 
@@ -58,9 +59,11 @@ def default_training_flops(config) -> float:
 
     model_dir = resolve_model_dir(config.model.name, config.model.revision)
     texts = [row.text for row in read_in_process(config.dataset)[1].rows["train"]]
-    counts = InGraphTokenizer(tokenizer_spec(model_dir), 8)(tf.constant(texts))[TOKEN_COUNT].numpy()
+    spec = tokenizer_spec(model_dir)
+    counts = InGraphTokenizer(spec, 8)(tf.constant(texts))[TOKEN_COUNT].numpy()
     shapes = BatchShapes()
-    for width in padded_widths(counts, config.model.max_seq_length, config.training.length_buckets):
+    special = spec.layout.special_count(pair=False)
+    for width in padded_widths(counts, config.model.max_seq_length, config.training.length_buckets, special):
         shapes.add(batch=1, width=width, real_tokens=0)
     model_config = AutoConfig.from_pretrained(model_dir, num_labels=2)
     shape = EncoderShape.from_config(model_config, embeddings_trained=not config.training.freeze_embeddings)
