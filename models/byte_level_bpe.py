@@ -48,6 +48,8 @@ class ByteLevelBPESpec:
     merges: tuple[tuple[str, str], ...]
     add_prefix_space: bool
     unk_id: int
+    # Words (raw text) that BPE turns into one token, and that token's id: looked up before any merging.
+    whole_words: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def from_tokenizer_json(cls, tokenizer_json: dict, unk_id: int) -> ByteLevelBPESpec:
@@ -58,7 +60,43 @@ class ByteLevelBPESpec:
             merges=merges,
             add_prefix_space=bool(_byte_level_step(tokenizer_json["pre_tokenizer"]).get("add_prefix_space")),
             unk_id=unk_id,
+            whole_words=_whole_words(tokenizer_json),
         )
+
+
+def _whole_words(tokenizer_json: dict) -> tuple[tuple[str, int], ...]:
+    """Vocab entries that the model's own BPE (run by `tokenizers`) gives back as themselves, as raw text.
+
+    Most words of a text are such entries ("Ġthe", "Ġmovie"): a hash lookup gives their id, and only the
+    rest go through the merge rounds. Asking `tokenizers` for each entry keeps this exact: an entry the merges
+    would not rebuild is left to them.
+    """
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(
+        json.dumps(
+            {
+                **tokenizer_json,
+                "normalizer": None,
+                "pre_tokenizer": None,
+                "post_processor": None,
+                "decoder": None,
+                "added_tokens": [],
+            }
+        )
+    )
+    raw_byte = {stand_in: byte for byte, stand_in in enumerate(bytes_to_unicode())}
+    found = []
+    for token, token_id in tokenizer_json["model"]["vocab"].items():
+        if not all(c in raw_byte for c in token):
+            continue
+        try:
+            text = bytes(raw_byte[c] for c in token).decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if backend.model.tokenize(token) and [t.id for t in backend.model.tokenize(token)] == [token_id]:
+            found.append((text, token_id))
+    return tuple(found)
 
 
 def _byte_level_step(pre_tokenizer: dict) -> dict:
@@ -113,7 +151,16 @@ def pre_tokenize(texts: tf.Tensor, add_prefix_space: bool) -> tf.RaggedTensor:
     # tensorflow_text's regex split ends a string at a NUL byte: split a copy with NUL as U+0001 (also a
     # control character, also one byte), then cut the words out of the original text by their lengths.
     has_nul = tf.strings.regex_full_match(texts, r"(?s).*\x00.*")
-    segments = _segments(tf.where(has_nul, tf.strings.regex_replace(texts, r"\x00", "\x01"), texts))
+    safe = tf.where(has_nul, tf.strings.regex_replace(texts, r"\x00", "\x01"), texts)
+    # The lookahead decides only where two or more whitespace characters precede a word (3% of the corpus's
+    # reviews): only those texts are cut into stretches, the rest go to the split whole.
+    needs_cut = tf.strings.regex_full_match(safe, f"(?s).*[{_WS}][{_WS}][^{_WS}].*")
+    cut_rows, whole_rows = tf.where(needs_cut)[:, 0], tf.where(~needs_cut)[:, 0]
+    whole = tf.RaggedTensor.from_row_lengths(tf.gather(safe, whole_rows), tf.ones_like(whole_rows))
+    segments = tf.gather(
+        tf.concat([_segments(tf.gather(safe, cut_rows)), whole], axis=0),
+        tf.math.invert_permutation(tf.concat([cut_rows, whole_rows], axis=0)),
+    )
     words = _split_regex(segments.flat_values, _GPT2_SPLIT)
     words = tf.RaggedTensor.from_row_splits(
         words.flat_values, tf.gather(words.row_splits, segments.row_splits), validate=False
@@ -152,12 +199,25 @@ class ByteLevelBPE:
             tf.lookup.KeyValueTensorInitializer(keys, tf.constant([vocab[a + b] for a, b in merges], tf.int64)),
             spec.unk_id,
         )
+        words, ids = zip(*spec.whole_words, strict=True) if spec.whole_words else ((), ())
+        self._whole_words = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(words, tf.string), tf.constant(ids, tf.int64), tf.string, tf.int64
+            ),
+            -1,
+        )
 
     def __call__(self, texts: tf.Tensor) -> tf.RaggedTensor:
         words = pre_tokenize(tf.reshape(texts, [-1]), self.spec.add_prefix_space)
         distinct, where = tf.unique(words.flat_values)
-        byte_values = _bytes_of(distinct)
-        ids = self._merge(byte_values.with_flat_values(tf.gather(self._byte_ids, byte_values.flat_values)))
+        whole = self._whole_words.lookup(distinct)
+        hit_rows, miss_rows = tf.where(whole >= 0)[:, 0], tf.where(whole < 0)[:, 0]
+        hits = tf.RaggedTensor.from_row_lengths(tf.gather(whole, hit_rows), tf.ones_like(hit_rows))
+        byte_values = _bytes_of(tf.gather(distinct, miss_rows))
+        merged = self._merge(byte_values.with_flat_values(tf.gather(self._byte_ids, byte_values.flat_values)))
+        ids = tf.gather(
+            tf.concat([hits, merged], axis=0), tf.math.invert_permutation(tf.concat([hit_rows, miss_rows], axis=0))
+        )
         per_word = tf.gather(ids, where)  # [words, tokens]
         row_splits = tf.gather(per_word.row_splits, words.row_splits)
         return tf.RaggedTensor.from_row_splits(per_word.flat_values, row_splits, validate=False)

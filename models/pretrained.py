@@ -138,6 +138,18 @@ def check_architecture(directory: Path) -> str:
     return TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES[model_type]
 
 
+def encoder_shape(directory: Path):
+    """The encoder's sizes as the FLOP count reads them (models/flops.py), or a refusal naming the reason."""
+    from transformers import AutoConfig
+
+    from models.flops import EncoderShape
+
+    try:
+        return EncoderShape.from_config(AutoConfig.from_pretrained(directory, num_labels=2))
+    except ValueError as error:
+        raise UnsupportedModelError(f"the model in {directory}: {error}") from error
+
+
 def position_limit(directory: Path) -> int | None:
     """The longest input (special tokens included) the model's position embeddings hold.
 

@@ -279,3 +279,13 @@ def test_compile_runs_the_model_preflight(tmp_path, family_model_dir):
     )  # fmt: skip
     assert done.returncode == 2, done.stdout + done.stderr[-2000:]
     assert "no TensorFlow sequence-classification class" in done.stderr and not output.exists()
+
+
+def test_a_config_the_flop_count_cannot_read_is_refused_by_name(tmp_path, family_model_dir):
+    """The Trainer's FLOP meter reads the encoder's sizes after building the model: the probe reads them first
+    (a T5 config names its feed-forward width d_ff, which no encoder config uses)."""
+    from models.pretrained import UnsupportedModelError, encoder_shape
+
+    with pytest.raises(UnsupportedModelError, match=r"T5Config has none of \('intermediate_size'"):
+        encoder_shape(_t5_folder(tmp_path / "t5", family_model_dir))
+    assert encoder_shape(family_model_dir("funnel")).intermediate == 128  # Funnel's d_inner

@@ -14,7 +14,7 @@ import tempfile
 
 from components import evaluation
 from components.hf_example_gen import beam_rows, sources, spans, splitting
-from models.pretrained import check_architecture, model_files, position_limit, resolve_model_dir
+from models.pretrained import check_architecture, encoder_shape, model_files, position_limit, resolve_model_dir
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ConfigError, PipelineConfig
 
@@ -44,6 +44,7 @@ def probe_model(config: PipelineConfig, weights: bool = True) -> None:
     directory = resolve_model_dir(config.model.name, config.model.revision, weights=weights)
     if (directory / "config.json").is_file():
         check_architecture(directory)
+        encoder_shape(directory)  # the Trainer's FLOP meter reads it after building the model
     tokenizer_spec(directory)
     if weights or not (directory / "config.json").is_file():
         model_files(directory)
