@@ -20,11 +20,38 @@ import tensorflow as tf
 from tensorflow_text.python.ops.regex_split_ops import gen_regex_split_ops
 
 from models.spm_tokenizer import WHITE_SPACE
+from models.unicode_compat import BYTE_LEVEL_DISAGREEMENTS, character_class
 
 _WS = WHITE_SPACE  # what the tokenizers library's `\s` means
 # GPT-2's pattern without its lookahead alternative (see _segments).
 _GPT2_SPLIT = rf"'s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+| ?[^{_WS}\p{{L}}\p{{N}}]+|[{_WS}]+"
 _NO_RANK = 2**62
+
+# Characters `tokenizers`' regex engine sorts into another GPT-2 class than RE2 does (newer Unicode tables) are
+# split as stand-ins RE2 sorts into HF's class, of the same UTF-8 length, and the words are then cut from the
+# original text by their lengths. NUL too: tensorflow_text's split op ends a string there.
+_STAND_INS = {
+    "letter": ("a", "\u00e9", "\u4e00", "\U00010000"),
+    "number": ("1", "\u0660", "\u0966", "\U0001d7ce"),
+    "space": ("\t", "\x85", "\u2000", ""),
+    "other": ("!", "\u00a7", "\u2600", "\U0001f600"),
+}
+_UTF8_LENGTHS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
+
+
+def _compat_rewrites() -> tuple[tuple[str, str], ...]:
+    """(RE2 character class, stand-in) pairs for BYTE_LEVEL_DISAGREEMENTS, by class and UTF-8 length."""
+    rewrites = [(r"\x00", "\x01")]
+    for name, runs in BYTE_LEVEL_DISAGREEMENTS.items():
+        for (low, high), stand_in in zip(_UTF8_LENGTHS, _STAND_INS[name], strict=True):
+            clipped = [(max(a, low), min(b, high)) for a, b in runs if a <= high and b >= low]
+            if clipped:
+                rewrites.append((character_class(clipped), stand_in))
+    return tuple(rewrites)
+
+
+_REWRITES = _compat_rewrites()
+_NEEDS_REWRITE = "(?s).*(?:" + "|".join(pattern for pattern, _ in _REWRITES) + ").*"
 
 
 def bytes_to_unicode() -> list[str]:
@@ -148,10 +175,9 @@ def pre_tokenize(texts: tf.Tensor, add_prefix_space: bool) -> tf.RaggedTensor:
     """texts [N] -> the words ByteLevel's pre-tokenizer makes, [N, words] (raw UTF-8, before byte mapping)."""
     if add_prefix_space:
         texts = tf.where(tf.strings.regex_full_match(texts, "(?s) .*"), texts, " " + texts)
-    # tensorflow_text's regex split ends a string at a NUL byte: split a copy with NUL as U+0001 (also a
-    # control character, also one byte), then cut the words out of the original text by their lengths.
-    has_nul = tf.strings.regex_full_match(texts, r"(?s).*\x00.*")
-    safe = tf.where(has_nul, tf.strings.regex_replace(texts, r"\x00", "\x01"), texts)
+    rewritten = tf.strings.regex_full_match(texts, _NEEDS_REWRITE)
+    any_rewritten = tf.reduce_any(rewritten)
+    safe = tf.cond(any_rewritten, lambda: tf.where(rewritten, _rewrite(texts), texts), lambda: texts)
     # The lookahead decides only where two or more whitespace characters precede a word (3% of the corpus's
     # reviews): only those texts are cut into stretches, the rest go to the split whole.
     needs_cut = tf.strings.regex_full_match(safe, f"(?s).*[{_WS}][{_WS}][^{_WS}].*")
@@ -165,7 +191,22 @@ def pre_tokenize(texts: tf.Tensor, add_prefix_space: bool) -> tf.RaggedTensor:
     words = tf.RaggedTensor.from_row_splits(
         words.flat_values, tf.gather(words.row_splits, segments.row_splits), validate=False
     )
-    return tf.cond(tf.reduce_any(has_nul), lambda: _cut_from(texts, words), lambda: words)
+    return tf.cond(any_rewritten, lambda: _cut_from(texts, words), lambda: words)
+
+
+def _rewrite(texts: tf.Tensor) -> tf.Tensor:
+    for pattern, stand_in in _REWRITES:
+        texts = tf.strings.regex_replace(texts, pattern, stand_in)
+    return texts
+
+
+def split_word_counts(texts: list[str]) -> list[int]:
+    """How many words RE2's GPT-2 split (no rewrites) makes of each text: unicode_compat derives its
+    byte-level table from it."""
+    counts: list[int] = []
+    for start in range(0, len(texts), 65536):
+        counts += _split_regex(tf.constant(texts[start : start + 65536]), _GPT2_SPLIT).row_lengths().numpy().tolist()
+    return counts
 
 
 def _cut_from(texts: tf.Tensor, words: tf.RaggedTensor) -> tf.RaggedTensor:

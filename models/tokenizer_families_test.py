@@ -8,15 +8,18 @@ transformers' slow tokenizer) the other. The in-graph tokenizer runs SentencePie
 from the fast tokenizer, only as a reordering of the same pieces (the same total score), at most two rows.
 """
 
+import functools
 import json
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from transformers import AutoTokenizer
 
 from models.tokenizer import BYTE_LEVEL_BPE, SENTENCEPIECE, WORDPIECE, InGraphTokenizer, tokenizer_spec
-from models.tokenizer_test import EDGE_CASES
+from models.tokenizer_test import EDGE_CASES, FUZZ_TEXT
 from tests.model_families import FAMILIES, MULTILINGUAL
 
 FAMILY_OF = {
@@ -130,3 +133,24 @@ def test_declared_steps_outside_the_families_are_refused(family_model_dir, tmp_p
         UnsupportedTokenizerError, match=r"SentencePiece tokenizer .* pre-tokenizer \['Punctuation', 'Metaspace'\]"
     ):
         tokenizer_spec(copy)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(pairs=st.lists(st.tuples(FUZZ_TEXT, FUZZ_TEXT), min_size=1, max_size=6))
+@example(pairs=[("\U000105e5'll", "a\u1c89 b")])  # letters to tokenizers' Unicode tables, not yet to RE2's
+@example(pairs=[("nul\x00'll", "  'll \x00")])
+def test_fuzzed_text_gets_byte_level_bpe_ids(family_model_dir, pairs):
+    """Random text of every Unicode category: byte-level BPE gives HF's ids, singles and pairs, whatever the
+    characters (models/unicode_compat.py's byte-level table covers where the regex engines' tables differ)."""
+    directory = family_model_dir("roberta")
+    family = ("roberta", directory, tokenizer_spec(directory), _roberta_tokenizer(directory))
+    firsts, seconds = [a for a, _ in pairs], [b for _, b in pairs]
+    _compare(family, firsts, 24)
+    _compare(family, firsts, 24, pairs=seconds)
+
+
+@functools.cache
+def _roberta_tokenizer(directory):
+    return AutoTokenizer.from_pretrained(directory)
