@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import tensorflow as tf
 from tensorflow_text.python.ops.regex_split_ops import gen_regex_split_ops
 
 from models.spm_tokenizer import WHITE_SPACE
+from models.tokenizer_errors import UnsupportedTokenizerError
 from models.unicode_compat import BYTE_LEVEL_DISAGREEMENTS, character_class
 
 _WS = WHITE_SPACE  # what the tokenizers library's `\s` means
@@ -80,6 +80,7 @@ class ByteLevelBPESpec:
 
     @classmethod
     def from_tokenizer_json(cls, tokenizer_json: dict, unk_id: int) -> ByteLevelBPESpec:
+        _check_declared_steps(tokenizer_json)
         model = tokenizer_json["model"]
         merges = tuple(tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in model["merges"])
         return cls(
@@ -121,24 +122,29 @@ def _whole_words(tokenizer_json: dict) -> tuple[tuple[str, int], ...]:
             text = bytes(raw_byte[c] for c in token).decode("utf-8")
         except UnicodeDecodeError:
             continue
-        if backend.model.tokenize(token) and [t.id for t in backend.model.tokenize(token)] == [token_id]:
+        if [t.id for t in backend.model.tokenize(token)] == [token_id]:
             found.append((text, token_id))
     return tuple(found)
+
+
+def _check_declared_steps(tokenizer_json: dict) -> None:
+    """Refuses what this graph does not reproduce: a normalizer, pre-tokenizer steps besides ByteLevel's regex
+    split, subword prefixes or suffixes, dropout."""
+    if tokenizer_json.get("normalizer"):
+        raise UnsupportedTokenizerError(f"normalizer {tokenizer_json['normalizer'].get('type')} before ByteLevel")
+    pre = tokenizer_json["pre_tokenizer"]
+    steps = pre.get("pretokenizers", [pre])
+    if [step["type"] for step in steps] != ["ByteLevel"] or not steps[0].get("use_regex", True):
+        raise UnsupportedTokenizerError(f"pre-tokenizer {[step['type'] for step in steps]} without GPT-2's split")
+    model = tokenizer_json["model"]
+    for option in ("continuing_subword_prefix", "end_of_word_suffix", "dropout"):
+        if model.get(option):
+            raise UnsupportedTokenizerError(f"BPE option {option}={model[option]!r}")
 
 
 def _byte_level_step(pre_tokenizer: dict) -> dict:
     steps = pre_tokenizer.get("pretokenizers", [pre_tokenizer])
     return next(step for step in steps if step["type"] == "ByteLevel")
-
-
-def is_byte_level_bpe(tokenizer_json: dict) -> bool:
-    pre = tokenizer_json.get("pre_tokenizer") or {}
-    steps = pre.get("pretokenizers", [pre])
-    return tokenizer_json["model"]["type"] == "BPE" and any(step.get("type") == "ByteLevel" for step in steps)
-
-
-def read_tokenizer_json(model_dir: Path) -> dict:
-    return json.loads((model_dir / "tokenizer.json").read_text(encoding="utf-8"))
 
 
 def _split_regex(strings: tf.Tensor, pattern: str) -> tf.RaggedTensor:

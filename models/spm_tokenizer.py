@@ -31,6 +31,8 @@ WHITE_SPACE = r"\t\n\x{0B}\f\r \x{85}\p{Z}"
 
 @dataclasses.dataclass(frozen=True)
 class SentencePieceSpec:
+    """What the in-graph SentencePiece reads: the model file, the id mapping and HF's steps around it."""
+
     model_path: str
     hf_ids: tuple[int, ...]  # SentencePiece id -> HF id
     pre_normalizers: tuple[tuple[str, ...], ...]  # ("replace", old, new) | ("nfkd",) | ("strip_accents",) | ...
@@ -134,7 +136,8 @@ def _whitespace_treatment(processor) -> tuple[str, str]:
     return "".join(spaces), "".join(dropped)
 
 
-def _char_class(characters: str) -> str:
+def _escaped(characters: str) -> str:
+    """Each character as an RE2 \\x{...} escape: literal text in a pattern, or a character class's body."""
     return "".join(f"\\x{{{ord(c):X}}}" for c in characters)
 
 
@@ -151,7 +154,7 @@ def pre_normalize(texts: tf.Tensor, steps: tuple[tuple[str, ...], ...]) -> tf.Te
     for step in steps:
         kind = step[0]
         if kind == "replace":
-            texts = tf.strings.regex_replace(texts, _literal(step[1]), step[2].replace("\\", "\\\\"))
+            texts = tf.strings.regex_replace(texts, _escaped(step[1]), step[2].replace("\\", "\\\\"))
         elif kind in ("nfkd", "nfkc", "nfd", "nfc"):
             texts = tf_text.normalize_utf8(texts, kind.upper())
         elif kind == "strip_accents":  # `tokenizers`' StripAccents drops every mark (Mn, Mc, Me)
@@ -165,10 +168,6 @@ def pre_normalize(texts: tf.Tensor, steps: tuple[tuple[str, ...], ...]) -> tf.Te
             if step[2] == "True":
                 texts = tf.strings.regex_replace(texts, f"[{WHITE_SPACE}]+$", "")
     return tf.strings.regex_replace(texts, _NUL_STAND_IN, "\x00")
-
-
-def _literal(text: str) -> str:
-    return "".join(f"\\x{{{ord(c):X}}}" for c in text)
 
 
 class SentencePiece:
@@ -186,8 +185,8 @@ class SentencePiece:
         if self.spec.trailing_space_id is None:
             return ids
         # HF's fast tokenizer keeps one "▁" for whitespace at the end when its normalizer does not strip it.
-        dropped = f"[{_char_class(self.spec.dropped)}]*" if self.spec.dropped else ""
-        ends_in_space = tf.strings.regex_full_match(texts, f"(?s).*[{_char_class(self.spec.spaces)}]{dropped}")
+        dropped = f"[{_escaped(self.spec.dropped)}]*" if self.spec.dropped else ""
+        ends_in_space = tf.strings.regex_full_match(texts, f"(?s).*[{_escaped(self.spec.spaces)}]{dropped}")
         extra = tf.RaggedTensor.from_row_lengths(
             tf.fill(
                 [tf.reduce_sum(tf.cast(ends_in_space, tf.int64))], tf.constant(self.spec.trailing_space_id, tf.int64)

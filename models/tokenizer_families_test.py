@@ -120,18 +120,40 @@ def test_a_sentencepiece_folder_without_tokenizer_json_is_converted(family_model
     )
 
 
-def test_declared_steps_outside_the_families_are_refused(family_model_dir, tmp_path):
+def _with_punctuation_split(declared):
+    declared["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Punctuation", "behavior": "Isolated"})
+
+
+def _with_nfc(declared):
+    declared["normalizer"] = {"type": "NFC"}
+
+
+def _without_clean_text(declared):
+    declared["normalizer"]["clean_text"] = False
+
+
+@pytest.mark.parametrize(
+    ("family", "change", "message"),
+    [
+        (
+            "deberta-v2",
+            _with_punctuation_split,
+            r"SentencePiece tokenizer .* pre-tokenizer \['Punctuation', 'Metaspace'\]",
+        ),
+        ("roberta", _with_nfc, r"byte-level BPE tokenizer .* has normalizer NFC before ByteLevel"),
+        ("mpnet", _without_clean_text, r"WordPiece tokenizer .* BertNormalizer clean_text=false"),
+    ],
+)
+def test_declared_steps_outside_the_families_are_refused(family_model_dir, tmp_path, family, change, message):
     import shutil
 
     from models.tokenizer import UnsupportedTokenizerError
 
-    copy = shutil.copytree(family_model_dir("deberta-v2"), tmp_path / "model")
+    copy = shutil.copytree(family_model_dir(family), tmp_path / "model")
     declared = json.loads((copy / "tokenizer.json").read_text())
-    declared["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Punctuation", "behavior": "Isolated"})
+    change(declared)
     (copy / "tokenizer.json").write_text(json.dumps(declared))
-    with pytest.raises(
-        UnsupportedTokenizerError, match=r"SentencePiece tokenizer .* pre-tokenizer \['Punctuation', 'Metaspace'\]"
-    ):
+    with pytest.raises(UnsupportedTokenizerError, match=message):
         tokenizer_spec(copy)
 
 

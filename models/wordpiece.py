@@ -33,6 +33,7 @@ class WordPieceSpec:
     strip_accents: bool
     unk_token: str
     max_input_chars_per_word: int = 100
+    continuing_prefix: str = "##"
     placeholder: str = unicode_compat.PLACEHOLDER_CANDIDATES[0]
 
 
@@ -44,6 +45,9 @@ def read_spec(tokenizer_json: dict, model_dir: Path, unk_token: str) -> WordPiec
             f"WordPiece with normalizer {normalizer.get('type')} and pre-tokenizer {pre_tokenizer.get('type')} "
             "(the in-graph WordPiece reproduces BertNormalizer + BertPreTokenizer)"
         )
+    for option in ("clean_text", "handle_chinese_chars"):
+        if not normalizer.get(option, True):
+            raise UnsupportedTokenizerError(f"BertNormalizer {option}=false (the in-graph WordPiece always does it)")
     vocab = model_dir / "vocab.txt"
     if not vocab.is_file():
         raise FileNotFoundError(f"{model_dir} has no vocab.txt, which the in-graph WordPiece tokenizer reads")
@@ -65,6 +69,7 @@ def read_spec(tokenizer_json: dict, model_dir: Path, unk_token: str) -> WordPiec
         strip_accents=lower_case if strip_accents is None else bool(strip_accents),
         unk_token=unk_token,
         max_input_chars_per_word=tokenizer_json["model"].get("max_input_chars_per_word", 100),
+        continuing_prefix=tokenizer_json["model"].get("continuing_subword_prefix", "##"),
         placeholder=unicode_compat.placeholder_for(vocab_characters),
     )
 
@@ -117,6 +122,7 @@ class WordPiece:
             vocab_path if vocab_path is not None else spec.vocab_path,
             token_out_type=tf.int64,
             unknown_token=spec.unk_token,
+            suffix_indicator=spec.continuing_prefix,
             max_bytes_per_word=4 * spec.max_input_chars_per_word,
         )
 
