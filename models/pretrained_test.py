@@ -131,3 +131,19 @@ def test_frozen_embeddings_leave_training_and_stay_as_pretrained_while_the_encod
     np.testing.assert_array_equal(copy(inputs, training=False).logits, frozen(inputs, training=False).logits)
     with pytest.raises(WeightsError, match="no trainable input embeddings"):
         freeze_input_embeddings(tf_keras.Sequential([tf_keras.layers.Dense(2)]))
+
+
+@pytest.mark.parametrize("family", ["roberta", "mpnet", "albert"])
+def test_the_position_limit_is_the_longest_input_the_model_runs(family_model_dir, family):
+    """The limit read from the architecture's code is what its TF model really accepts: RoBERTa and MPNet
+    count positions from the padding id up (130 embeddings hold 128 tokens), ALBERT from 0."""
+    from transformers import TFAutoModel
+
+    from models.pretrained import position_limit
+
+    directory = family_model_dir(family)
+    limit = position_limit(directory)
+    model = TFAutoModel.from_pretrained(directory)
+    model(tf.fill([1, limit], 5), training=False)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        model(tf.fill([1, limit + 1], 5), training=False)
