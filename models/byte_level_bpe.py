@@ -1,13 +1,13 @@
 """In-graph byte-level BPE (RoBERTa, DistilRoBERTa, GPT-2 style): texts -> the ids HF's fast tokenizer gives.
 
 Read from the model's tokenizer.json (vocab, merges, ByteLevel's add_prefix_space) and written with TF core
-ops plus tensorflow_text's RegexSplitWithOffsets, which TF Serving links. Hand-written because no library
-offers it as TF ops that run inside a Transform: keras-hub's BytePairTokenizer keeps a mutable cache table
-that TFT cannot trace, and tensorflow_text has no BPE op.
+ops only. Hand-written because no library offers it as TF ops that run inside a Transform: keras-hub's
+BytePairTokenizer keeps a mutable cache table that TFT cannot trace, and tensorflow_text has no BPE op.
 
-The steps are the `tokenizers` library's: the GPT-2 split regex (its `\\s+(?!\\S)` lookahead, which RE2 lacks,
-done by cutting text at whitespace runs first), each byte mapped to GPT-2's printable stand-in, then merges
-applied lowest rank first. Each distinct word of a batch is merged once.
+The steps are the `tokenizers` library's: the GPT-2 split (its regex's rules applied to code points classed
+by `tokenizers`' own Unicode tables, see pre_tokenize), each byte mapped to GPT-2's printable stand-in, then
+merges applied lowest rank first. Each distinct word of a batch is merged once; words that are whole vocab
+entries are looked up.
 """
 
 from __future__ import annotations
@@ -16,42 +16,14 @@ import dataclasses
 import json
 
 import tensorflow as tf
-from tensorflow_text.python.ops.regex_split_ops import gen_regex_split_ops
 
-from models.spm_tokenizer import WHITE_SPACE
+from models import gpt2_classes
 from models.tokenizer_errors import UnsupportedTokenizerError
-from models.unicode_compat import BYTE_LEVEL_DISAGREEMENTS, character_class
 
-_WS = WHITE_SPACE  # what the tokenizers library's `\s` means
-# GPT-2's pattern without its lookahead alternative (see _segments).
-_GPT2_SPLIT = rf"'s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+| ?[^{_WS}\p{{L}}\p{{N}}]+|[{_WS}]+"
 _NO_RANK = 2**62
-
-# Characters `tokenizers`' regex engine sorts into another GPT-2 class than RE2 does (newer Unicode tables) are
-# split as stand-ins RE2 sorts into HF's class, of the same UTF-8 length, and the words are then cut from the
-# original text by their lengths. NUL too: tensorflow_text's split op ends a string there.
-_STAND_INS = {
-    "letter": ("a", "\u00e9", "\u4e00", "\U00010000"),
-    "number": ("1", "\u0660", "\u0966", "\U0001d7ce"),
-    "space": ("\t", "\x85", "\u2000", ""),
-    "other": ("!", "\u00a7", "\u2600", "\U0001f600"),
-}
-_UTF8_LENGTHS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
-
-
-def _compat_rewrites() -> tuple[tuple[str, str], ...]:
-    """(RE2 character class, stand-in) pairs for BYTE_LEVEL_DISAGREEMENTS, by class and UTF-8 length."""
-    rewrites = [(r"\x00", "\x01")]
-    for name, runs in BYTE_LEVEL_DISAGREEMENTS.items():
-        for (low, high), stand_in in zip(_UTF8_LENGTHS, _STAND_INS[name], strict=True):
-            clipped = [(max(a, low), min(b, high)) for a, b in runs if a <= high and b >= low]
-            if clipped:
-                rewrites.append((character_class(clipped), stand_in))
-    return tuple(rewrites)
-
-
-_REWRITES = _compat_rewrites()
-_NEEDS_REWRITE = "(?s).*(?:" + "|".join(pattern for pattern, _ in _REWRITES) + ").*"
+_APOSTROPHE, _SPACE = ord("'"), ord(" ")
+# GPT-2's contractions after the apostrophe: one letter, or two
+_CONTRACTIONS_1, _CONTRACTIONS_2 = tuple(map(ord, "stmd")), tuple((ord(a), ord(b)) for a, b in ("re", "ve", "ll"))
 
 
 def bytes_to_unicode() -> list[str]:
@@ -147,81 +119,86 @@ def _byte_level_step(pre_tokenizer: dict) -> dict:
     return next(step for step in steps if step["type"] == "ByteLevel")
 
 
-def _split_regex(strings: tf.Tensor, pattern: str) -> tf.RaggedTensor:
-    """strings [N] -> the matches of `pattern` and the text between them, as a ragged [N, pieces]."""
-    pieces, _, _, row_splits = gen_regex_split_ops.regex_split_with_offsets(strings, f"({pattern})", f"({pattern})")
-    return tf.RaggedTensor.from_row_splits(pieces, row_splits, validate=False)
-
-
-def _segments(texts: tf.Tensor) -> tf.RaggedTensor:
-    """texts [N] -> [N, segments], each a stretch the GPT-2 regex splits on its own.
-
-    GPT-2's `\\s+(?!\\S)|\\s+` leaves a whitespace run's last character to start the word after it. Cutting the
-    text into whitespace runs and the rest, then moving each run's last character onto the following word,
-    gives stretches in which that lookahead never decides anything, so RE2 (no lookahead) splits them alike.
-    """
-    runs = _split_regex(texts, f"[{_WS}]+")
-    flat, row_ids = runs.flat_values, runs.value_rowids()
-    # Runs alternate between whitespace and the rest, so a run is whitespace when its place in the text and
-    # whether the text starts with whitespace say so (one regex per text rather than one per run).
-    starts_with_space = tf.strings.regex_full_match(texts, f"(?s)[{_WS}].*")
-    place = tf.range(tf.size(flat, out_type=tf.int64)) - tf.gather(runs.row_splits, row_ids)
-    is_space = tf.equal(place % 2, 1 - tf.cast(tf.gather(starts_with_space, row_ids), tf.int64))
-    same_text = tf.concat([tf.equal(row_ids[1:], row_ids[:-1]), [False]], axis=0)
-    gives_last = is_space & same_text  # a run followed by a word in the same text: its last char goes on
-    chars = tf.strings.length(flat, unit="UTF8_CHAR")
-    head = tf.strings.substr(flat, tf.zeros_like(chars), chars - 1, unit="UTF8_CHAR")
-    last = tf.strings.substr(flat, chars - 1, tf.ones_like(chars), unit="UTF8_CHAR")
-    received = tf.concat([[""], tf.where(gives_last, last, "")[:-1]], axis=0)
-    stretches = tf.where(gives_last, head, received + flat)
-    return tf.ragged.boolean_mask(runs.with_flat_values(stretches), runs.with_flat_values(stretches != ""))
-
-
 def pre_tokenize(texts: tf.Tensor, add_prefix_space: bool) -> tf.RaggedTensor:
-    """texts [N] -> the words ByteLevel's pre-tokenizer makes, [N, words] (raw UTF-8, before byte mapping)."""
+    """texts [N] -> the words ByteLevel's pre-tokenizer makes, [N, words] (raw UTF-8, before byte mapping).
+
+    GPT-2's regex applied as arithmetic on code points: each character's class (letter, number, whitespace,
+    other) from `tokenizers`' own Unicode tables (models/gpt2_classes.py), then where the pattern starts a
+    word. Hand-written because RE2, the only regex engine in TensorFlow, has older Unicode tables and no
+    lookahead (`\\s+(?!\\S)`), and its capturing split was most of the tokenizer's time.
+    """
     if add_prefix_space:
         texts = tf.where(tf.strings.regex_full_match(texts, "(?s) .*"), texts, " " + texts)
-    rewritten = tf.strings.regex_full_match(texts, _NEEDS_REWRITE)
-    any_rewritten = tf.reduce_any(rewritten)
-    safe = tf.cond(any_rewritten, lambda: tf.where(rewritten, _rewrite(texts), texts), lambda: texts)
-    # The lookahead decides only where two or more whitespace characters precede a word (3% of the corpus's
-    # reviews): only those texts are cut into stretches, the rest go to the split whole.
-    needs_cut = tf.strings.regex_full_match(safe, f"(?s).*[{_WS}][{_WS}][^{_WS}].*")
-    cut_rows, whole_rows = tf.where(needs_cut)[:, 0], tf.where(~needs_cut)[:, 0]
-    whole = tf.RaggedTensor.from_row_lengths(tf.gather(safe, whole_rows), tf.ones_like(whole_rows))
-    segments = tf.gather(
-        tf.concat([_segments(tf.gather(safe, cut_rows)), whole], axis=0),
-        tf.math.invert_permutation(tf.concat([cut_rows, whole_rows], axis=0)),
+    points, offsets = tf.strings.unicode_decode_with_offsets(texts, "UTF-8")
+    point, row = points.flat_values, points.value_rowids()
+    boundaries, classes = (tf.constant(values, tf.int32) for values in _CLASS_TABLE)
+    kind = tf.gather(classes, tf.searchsorted(boundaries, point, side="right") - 1)
+    first = tf.concat([[True], tf.not_equal(row[1:], row[:-1])], axis=0)
+    last = tf.concat([tf.not_equal(row[1:], row[:-1]), [True]], axis=0)
+    before = tf.where(first, -1, _shifted(kind, 1, -1))  # the previous character's class in the same text
+    before_point = tf.where(first, -1, _shifted(point, 1, -1))
+    after = tf.where(last, -1, _shifted(kind, -1, -1))
+    space = tf.equal(kind, gpt2_classes.SPACE)
+    # A whitespace run's last character before a word: `\\s+(?!\\S)` leaves it out of the run, so it starts a
+    # word of its own, or, when it is " ", the word after it (` ?\\p{L}+` and its siblings take it).
+    last_before_word = space & tf.logical_not(last) & tf.not_equal(after, gpt2_classes.SPACE)
+    joined = _shifted(last_before_word & tf.equal(point, _SPACE), 1, False)
+    # A contraction ('s 't 're 've 'm 'll 'd) is matched where a word starts at the apostrophe: at the text's
+    # start, after a letter or number, or after whitespace that stays a word of its own.
+    next1, next2 = _shifted(point, -1, -1), _shifted(point, -2, -1)
+    row_has_1 = tf.logical_not(last)
+    row_has_2 = row_has_1 & tf.logical_not(_shifted(last, -1, True))
+    word_starts_here = (
+        first
+        | tf.equal(before, gpt2_classes.LETTER)
+        | tf.equal(before, gpt2_classes.NUMBER)
+        | (tf.equal(before, gpt2_classes.SPACE) & tf.not_equal(before_point, _SPACE))
     )
-    words = _split_regex(segments.flat_values, _GPT2_SPLIT)
-    words = tf.RaggedTensor.from_row_splits(
-        words.flat_values, tf.gather(words.row_splits, segments.row_splits), validate=False
+    apostrophe = tf.equal(point, _APOSTROPHE) & word_starts_here
+    short = apostrophe & row_has_1 & _any_equal(next1, _CONTRACTIONS_1)  # 's 't 'm 'd
+    long = apostrophe & row_has_2 & _any_pair_equal(next1, next2, _CONTRACTIONS_2)  # 're 've 'll
+    inside = _shifted(short | long, 1, False) | _shifted(long, 2, False)
+    after_contraction = _shifted(short, 2, False) | _shifted(long, 3, False)
+    new_class = tf.not_equal(before, kind)
+    starts_word = tf.where(
+        space,
+        first | new_class | last_before_word,
+        (first | new_class) & tf.logical_not(joined) & tf.logical_not(inside),
     )
-    return tf.cond(any_rewritten, lambda: _cut_from(texts, words), lambda: words)
+    return _cut(texts, offsets, starts_word | short | long | after_contraction, row)
 
 
-def _rewrite(texts: tf.Tensor) -> tf.Tensor:
-    for pattern, stand_in in _REWRITES:
-        texts = tf.strings.regex_replace(texts, pattern, stand_in)
-    return texts
+def _shifted(values: tf.Tensor, by: int, fill) -> tf.Tensor:
+    """values moved `by` places (right if positive, left if negative), `fill` coming in: values[i - by]."""
+    padding = tf.fill([abs(by)], tf.constant(fill, values.dtype))
+    if by > 0:
+        return tf.concat([padding, values], axis=0)[: tf.size(values)]
+    return tf.concat([values, padding], axis=0)[-by:]
 
 
-def split_word_counts(texts: list[str]) -> list[int]:
-    """How many words RE2's GPT-2 split (no rewrites) makes of each text: unicode_compat derives its
-    byte-level table from it."""
-    counts: list[int] = []
-    for start in range(0, len(texts), 65536):
-        counts += _split_regex(tf.constant(texts[start : start + 65536]), _GPT2_SPLIT).row_lengths().numpy().tolist()
-    return counts
+def _any_equal(values: tf.Tensor, candidates: tuple[int, ...]) -> tf.Tensor:
+    return tf.reduce_any(tf.equal(values[:, tf.newaxis], tf.constant(candidates)), axis=1)
 
 
-def _cut_from(texts: tf.Tensor, words: tf.RaggedTensor) -> tf.RaggedTensor:
-    """The same words taken from `texts` by their byte lengths (the words of a text concatenate to it)."""
-    lengths = tf.strings.length(words.flat_values)
-    ends = tf.cumsum(lengths)
-    text_starts = tf.gather(tf.concat([[0], ends], axis=0), tf.gather(words.row_splits, words.value_rowids()))
-    starts = ends - lengths - text_starts
-    return words.with_flat_values(tf.strings.substr(tf.gather(texts, words.value_rowids()), starts, lengths))
+def _any_pair_equal(first: tf.Tensor, second: tf.Tensor, pairs: tuple[tuple[int, int], ...]) -> tf.Tensor:
+    firsts, seconds = (tf.constant(values) for values in zip(*pairs, strict=True))
+    return tf.reduce_any(tf.equal(first[:, tf.newaxis], firsts) & tf.equal(second[:, tf.newaxis], seconds), axis=1)
+
+
+def _cut(texts: tf.Tensor, offsets: tf.RaggedTensor, starts_word: tf.Tensor, row: tf.Tensor) -> tf.RaggedTensor:
+    """The words that begin at the characters flagged in `starts_word`, cut from `texts` by byte offsets."""
+    at = tf.where(starts_word)[:, 0]
+    word_row = tf.gather(row, at)
+    begin = tf.gather(offsets.flat_values, at)
+    next_begin = tf.concat([begin[1:], [-1]], axis=0)
+    same_row = tf.concat([tf.equal(word_row[1:], word_row[:-1]), [False]], axis=0)
+    text_length = tf.gather(tf.strings.length(texts), word_row)
+    end = tf.where(same_row, next_begin, tf.cast(text_length, begin.dtype))
+    words = tf.strings.substr(tf.gather(texts, word_row), begin, end - begin)
+    return tf.RaggedTensor.from_value_rowids(words, word_row, nrows=tf.size(texts, out_type=tf.int64), validate=False)
+
+
+_CLASS_TABLE = gpt2_classes.boundaries()
 
 
 class ByteLevelBPE:

@@ -165,7 +165,7 @@ def test_declared_steps_outside_the_families_are_refused(family_model_dir, tmp_p
 @example(pairs=[("nul\x00'll", "  'll \x00")])
 def test_fuzzed_text_gets_byte_level_bpe_ids(family_model_dir, pairs):
     """Random text of every Unicode category: byte-level BPE gives HF's ids, singles and pairs, whatever the
-    characters (models/unicode_compat.py's byte-level table covers where the regex engines' tables differ)."""
+    characters (models/gpt2_classes.py holds tokenizers' own classes, newer than RE2's)."""
     directory = family_model_dir("roberta")
     family = ("roberta", directory, tokenizer_spec(directory), _roberta_tokenizer(directory))
     firsts, seconds = [a for a, _ in pairs], [b for _, b in pairs]

@@ -20,14 +20,6 @@ def test_table_matches_the_installed_tokenizers_and_tensorflow():
     assert set(derived) <= set(unicode_compat.TREATMENTS)
 
 
-def test_byte_level_table_matches_the_installed_tokenizers_and_tensorflow():
-    from models import byte_level_bpe
-
-    derived = unicode_compat.derive_byte_level_disagreements(byte_level_bpe.split_word_counts)
-    assert derived == unicode_compat.BYTE_LEVEL_DISAGREEMENTS, "regenerate: bin/in-env python -m models.unicode_compat"
-    assert set(derived) <= set(unicode_compat.GPT2_CLASSES)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("cased", [False, True], ids=["uncased", "cased"])
 def test_every_code_point_inside_a_word_gets_hf_ids(packaged_model_dir, cased):
