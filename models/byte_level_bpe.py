@@ -41,26 +41,38 @@ def bytes_to_unicode() -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class ByteLevelBPESpec:
-    """What a byte-level BPE tokenizer.json declares: its vocab, merges and whether a space is prepended."""
+    """A byte-level BPE tokenizer.json as the graph's tables want it, worked out once per model (the Transform
+    builds the graph about nine times): merges as int64 pair keys (left id * vocab_size + right id) with the
+    id each makes, in rank order."""
 
-    vocab: tuple[tuple[str, int], ...]
-    merges: tuple[tuple[str, str], ...]
+    vocab_size: int
+    byte_ids: tuple[int, ...]  # the id of each byte's GPT-2 stand-in
+    merge_keys: tuple[int, ...]
+    merged_ids: tuple[int, ...]
     add_prefix_space: bool
     unk_id: int
     # Words (raw text) that BPE turns into one token, and that token's id: looked up before any merging.
-    whole_words: tuple[tuple[str, int], ...] = ()
+    whole_words: tuple[str, ...] = ()
+    whole_word_ids: tuple[int, ...] = ()
 
     @classmethod
     def from_tokenizer_json(cls, tokenizer_json: dict, unk_id: int) -> ByteLevelBPESpec:
         _check_declared_steps(tokenizer_json)
         model = tokenizer_json["model"]
-        merges = tuple(tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in model["merges"])
+        vocab: dict[str, int] = model["vocab"]
+        size = max(vocab.values()) + 1
+        merges = [m.split(" ", 1) if isinstance(m, str) else m for m in model["merges"]]
+        merges = [(a, b) for a, b in merges if a in vocab and b in vocab and a + b in vocab]
+        whole = _whole_words(tokenizer_json)
         return cls(
-            vocab=tuple(model["vocab"].items()),
-            merges=merges,
+            vocab_size=size,
+            byte_ids=tuple(vocab.get(c, unk_id) for c in bytes_to_unicode()),
+            merge_keys=tuple(vocab[a] * size + vocab[b] for a, b in merges),
+            merged_ids=tuple(vocab[a + b] for a, b in merges),
             add_prefix_space=bool(_byte_level_step(tokenizer_json["pre_tokenizer"]).get("add_prefix_space")),
             unk_id=unk_id,
-            whole_words=_whole_words(tokenizer_json),
+            whole_words=tuple(text for text, _ in whole),
+            whole_word_ids=tuple(token_id for _, token_id in whole),
         )
 
 
@@ -204,29 +216,27 @@ _CLASS_TABLE = gpt2_classes.boundaries()
 class ByteLevelBPE:
     """texts [N] -> HF ids [N, tokens] (ragged), special tokens not added.
 
-    Merges work on token ids: every symbol a merge makes is in the vocab, so a pair is the int64 key
-    left * vocab_size + right, looked up for its rank and the id it merges into (no string work per round).
+    Merges work on token ids: every symbol a merge makes is in the vocab, so a pair is an int64 key looked up
+    for its rank and the id it merges into (no string work per round).
     """
 
     def __init__(self, spec: ByteLevelBPESpec):
         self.spec = spec
-        vocab = dict(spec.vocab)
-        self._size = max(vocab.values()) + 1
-        stand_ins = bytes_to_unicode()
-        self._byte_ids = tf.constant([vocab.get(c, spec.unk_id) for c in stand_ins], tf.int64)
-        merges = [(a, b) for a, b in spec.merges if a in vocab and b in vocab and a + b in vocab]
-        keys = tf.constant([vocab[a] * self._size + vocab[b] for a, b in merges], tf.int64)
+        self._size = spec.vocab_size
+        self._byte_ids = tf.constant(spec.byte_ids, tf.int64)
+        keys = tf.constant(spec.merge_keys, tf.int64)
         self._ranks = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(keys, tf.range(len(merges), dtype=tf.int64)), _NO_RANK
+            tf.lookup.KeyValueTensorInitializer(keys, tf.range(len(spec.merge_keys), dtype=tf.int64)), _NO_RANK
         )
         self._merged = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(keys, tf.constant([vocab[a + b] for a, b in merges], tf.int64)),
-            spec.unk_id,
+            tf.lookup.KeyValueTensorInitializer(keys, tf.constant(spec.merged_ids, tf.int64)), spec.unk_id
         )
-        words, ids = zip(*spec.whole_words, strict=True) if spec.whole_words else ((), ())
         self._whole_words = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
-                tf.constant(words, tf.string), tf.constant(ids, tf.int64), tf.string, tf.int64
+                tf.constant(spec.whole_words, tf.string),
+                tf.constant(spec.whole_word_ids, tf.int64),
+                tf.string,
+                tf.int64,
             ),
             -1,
         )

@@ -160,19 +160,13 @@ def position_limit(directory: Path) -> int | None:
     import importlib
     import inspect
 
-    from transformers.models.auto.modeling_tf_auto import TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES
+    import transformers
 
     config = read_config(directory)
     limit = config.get("max_position_embeddings")
     if limit is None:
         return None
-    model_type = config.get("model_type")
-    class_name = TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES.get(model_type)
-    if class_name is None:
-        return limit
-    import transformers
-
-    module = importlib.import_module(getattr(transformers, class_name).__module__)
+    module = importlib.import_module(getattr(transformers, check_architecture(directory)).__module__)
     embeddings = [c for name, c in inspect.getmembers(module, inspect.isclass) if name.endswith("Embeddings")]
     if any(hasattr(c, "create_position_ids_from_input_ids") for c in embeddings):
         return limit - (config.get("pad_token_id") or 0) - 1

@@ -77,8 +77,9 @@ def test_single_text_parity(family):
     _compare(family, _texts(), 64)
 
 
-@pytest.mark.parametrize("max_len", [16, 48])
-def test_pair_parity_with_longest_first_truncation(family, max_len):
+def test_pair_parity_with_longest_first_truncation(family):
+    """At 24 tokens most corpus pairs are cut (on either side, or both) and the short ones fit."""
+    max_len = 24
     texts = _texts()[:2000]
     firsts = texts[::2] + MULTILINGUAL + WHITESPACE_CASES
     seconds = texts[1::2][: len(texts[::2])] + MULTILINGUAL[::-1] + WHITESPACE_CASES[::-1]
@@ -158,7 +159,7 @@ def test_declared_steps_outside_the_families_are_refused(family_model_dir, tmp_p
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 @given(pairs=st.lists(st.tuples(FUZZ_TEXT, FUZZ_TEXT), min_size=1, max_size=6))
 @example(pairs=[("\U000105e5'll", "a\u1c89 b")])  # letters to tokenizers' Unicode tables, not yet to RE2's
