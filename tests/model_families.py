@@ -32,7 +32,7 @@ MULTILINGUAL = [
     "ﬁne ﬀ ½ ™ Ⅻ … “quotes” ‘single’ ``latex''",
 ]
 
-# family -> (transformers config class, tokenizer kind, tokenizer class, files the hub ships beside the weights)
+# the model_type of each family built here (transformers names: deberta-v2 is DeBERTa-v3's too)
 FAMILIES = ("roberta", "xlm-roberta", "albert", "deberta-v2", "mpnet", "funnel")
 
 
