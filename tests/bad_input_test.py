@@ -289,3 +289,12 @@ def test_a_config_the_flop_count_cannot_read_is_refused_by_name(tmp_path, family
     with pytest.raises(UnsupportedModelError, match=r"T5Config has none of \('intermediate_size'"):
         encoder_shape(_t5_folder(tmp_path / "t5", family_model_dir))
     assert encoder_shape(family_model_dir("funnel")).intermediate == 128  # Funnel's d_inner
+
+
+def test_float_scores_are_refused_at_preflight_as_regression(tmp_path, tiny_bert_dir):
+    """An STS-B-like file (similarity scores 0-5 in steps of 0.2) is refused before any component instead of
+    becoming 26 classes."""
+    rows = [(f"pair of sentences {i}", round((i % 26) * 0.2, 1)) for i in range(200)]
+    config = _config(tmp_path, tiny_bert_dir, name=str(_csv(tmp_path, rows)))
+    with pytest.raises(DatasetContentError, match=r"'label' holds numbers with fractions .* regression"):
+        probe(config)

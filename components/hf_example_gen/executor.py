@@ -74,7 +74,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             logging.info("span %d: reading spans %s", config.span, list(window))
         logging.info("%d shard(s) to read: %s", len(read.shards), [s.name for s in read.shards][:20])
         names = read.known_labels or splitting.names_from_values(
-            beam_rows.distinct_label_values(self._make_beam_pipeline(), read, self._get_tmp_dir())
+            beam_rows.distinct_label_values(self._make_beam_pipeline(), read, self._get_tmp_dir()),
+            config.label_column,
         )
         splitting.check_label_count(names, config)
         examples = artifact_utils.get_single_instance(output_dict["examples"])

@@ -346,6 +346,8 @@ def read_in_process(config: DatasetConfig) -> tuple[list[str], Placed]:
     span for a drift check); the ExampleGen itself reads through Beam."""
     read = open_dataset(config)
     sample(read, max_rows=1, max_seconds=60)  # the columns, before the label pass reads them
-    names = read.known_labels or splitting.names_from_values(label_values(read, iter_records(read)))
+    names = read.known_labels or splitting.names_from_values(
+        label_values(read, iter_records(read)), read.config.label_column
+    )
     splitting.check_label_count(names, read.config)
     return names, place(read, names, iter_records(read))

@@ -69,9 +69,17 @@ def known_label_names(config: DatasetConfig, label_features: Iterable[object]) -
     return None
 
 
-def names_from_values(values: Iterable[object]) -> list[str]:
-    """Sorted distinct label values; integer labels keep their numeric order (2 before 10)."""
+def names_from_values(values: Iterable[object], column: str = "label") -> list[str]:
+    """Sorted distinct label values; integer labels keep their numeric order (2 before 10). Numbers with a
+    fraction are scores, not classes: refused rather than each becoming a class of its own."""
     distinct = {v for v in values if v is not None}
+    scores = sorted(v for v in distinct if isinstance(v, float) and not v.is_integer())
+    if scores:
+        raise DatasetContentError(
+            f"the label column '{column}' holds numbers with fractions ({', '.join(map(str, scores[:5]))}"
+            f"{', ...' if len(scores) > 5 else ''}): scores for regression, which this pipeline does not train. "
+            "Point dataset.label_column at a column of classes, or bin the scores into named classes first"
+        )
     if all(isinstance(v, int | bool) for v in distinct):
         return [str(v) for v in sorted(distinct)]
     return sorted({str(v) for v in distinct})

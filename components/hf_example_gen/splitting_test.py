@@ -38,6 +38,14 @@ def test_string_labels_take_sorted_ids_and_declared_sets_win():
     assert [r.label_id for r in rows] == [0, 1, 2]
 
 
+def test_scores_with_fractions_are_refused_and_whole_floats_stay_classes():
+    """STS-B-style scores are regression targets, not 26 classes; 0.0 / 1.0 (a CSV integer column with gaps is
+    read as floats) stay two classes."""
+    assert splitting.names_from_values([1.0, 0.0, None, 1.0]) == ["0.0", "1.0"]
+    with pytest.raises(splitting.DatasetContentError, match=r"column 'score' holds numbers with fractions \(0\.4, "):
+        splitting.names_from_values([0.4, 2.0, 3.8, 5.0], "score")
+
+
 def test_integer_and_bool_labels_keep_their_numeric_order():
     assert splitting.names_from_values([10, 2, 0, 1, 2]) == ["0", "1", "2", "10"]
     assert splitting.names_from_values([True, False]) == ["False", "True"]

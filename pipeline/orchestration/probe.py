@@ -62,12 +62,13 @@ def label_names(read: sources.DatasetRead, sample: sources.Sample, beam_args) ->
     if read.known_labels is not None:
         return read.known_labels
     if sample.complete:
-        return splitting.names_from_values(sources.label_values(read, sample.rows()))
+        return splitting.names_from_values(sources.label_values(read, sample.rows()), read.config.label_column)
     import apache_beam as beam
 
     with tempfile.TemporaryDirectory() as scratch:
         pipeline = beam.Pipeline(argv=list(beam_args))
-        return splitting.names_from_values(beam_rows.distinct_label_values(pipeline, read, scratch))
+        values = beam_rows.distinct_label_values(pipeline, read, scratch)
+        return splitting.names_from_values(values, read.config.label_column)
 
 
 def probe(config: PipelineConfig) -> ProbeResult:
