@@ -57,7 +57,7 @@ class ByteLevelBPESpec:
 
     @classmethod
     def from_tokenizer_json(cls, tokenizer_json: dict, unk_id: int) -> ByteLevelBPESpec:
-        _check_declared_steps(tokenizer_json)
+        byte_level = _checked_byte_level_step(tokenizer_json)
         model = tokenizer_json["model"]
         vocab: dict[str, int] = model["vocab"]
         size = max(vocab.values()) + 1
@@ -69,7 +69,7 @@ class ByteLevelBPESpec:
             byte_ids=tuple(vocab.get(c, unk_id) for c in bytes_to_unicode()),
             merge_keys=tuple(vocab[a] * size + vocab[b] for a, b in merges),
             merged_ids=tuple(vocab[a + b] for a, b in merges),
-            add_prefix_space=bool(_byte_level_step(tokenizer_json["pre_tokenizer"]).get("add_prefix_space")),
+            add_prefix_space=bool(byte_level.get("add_prefix_space")),
             unk_id=unk_id,
             whole_words=tuple(text for text, _ in whole),
             whole_word_ids=tuple(token_id for _, token_id in whole),
@@ -111,9 +111,9 @@ def _whole_words(tokenizer_json: dict) -> tuple[tuple[str, int], ...]:
     return tuple(found)
 
 
-def _check_declared_steps(tokenizer_json: dict) -> None:
-    """Refuses what this graph does not reproduce: a normalizer, pre-tokenizer steps besides ByteLevel's regex
-    split, subword prefixes or suffixes, dropout."""
+def _checked_byte_level_step(tokenizer_json: dict) -> dict:
+    """The ByteLevel pre-tokenizer step, after refusing what this graph does not reproduce: a normalizer,
+    pre-tokenizer steps besides ByteLevel's regex split, subword prefixes or suffixes, dropout."""
     if tokenizer_json.get("normalizer"):
         raise UnsupportedTokenizerError(f"normalizer {tokenizer_json['normalizer'].get('type')} before ByteLevel")
     pre = tokenizer_json["pre_tokenizer"]
@@ -124,11 +124,7 @@ def _check_declared_steps(tokenizer_json: dict) -> None:
     for option in ("continuing_subword_prefix", "end_of_word_suffix", "dropout"):
         if model.get(option):
             raise UnsupportedTokenizerError(f"BPE option {option}={model[option]!r}")
-
-
-def _byte_level_step(pre_tokenizer: dict) -> dict:
-    steps = pre_tokenizer.get("pretokenizers", [pre_tokenizer])
-    return next(step for step in steps if step["type"] == "ByteLevel")
+    return steps[0]
 
 
 def pre_tokenize(texts: tf.Tensor, add_prefix_space: bool) -> tf.RaggedTensor:
