@@ -19,6 +19,7 @@ from tfx.proto import trainer_pb2
 from tfx.types import component_spec, standard_artifacts, standard_component_specs
 from tfx.utils import json_utils
 
+from components.same_task import record_exported_task
 from pipeline.run_parameters import EPOCHS, LEARNING_RATE
 
 TRAINING_PARAMETERS = (EPOCHS, LEARNING_RATE)  # the run parameters the Trainer takes as its own
@@ -45,6 +46,7 @@ def with_overrides(exec_properties: dict[str, Any]) -> dict[str, Any]:
 class Executor(trainer_executor.GenericExecutor):
     def Do(self, input_dict, output_dict, exec_properties) -> None:
         super().Do(input_dict, output_dict, with_overrides(exec_properties))
+        record_exported_task(output_dict)
 
 
 class VertexExecutor(vertex_trainer_executor.GenericExecutor):
@@ -52,6 +54,10 @@ class VertexExecutor(vertex_trainer_executor.GenericExecutor):
 
     def _GetExecutorClass(self):
         return Executor
+
+    def Do(self, input_dict, output_dict, exec_properties) -> None:
+        super().Do(input_dict, output_dict, exec_properties)
+        record_exported_task(output_dict)  # the CustomJob wrote the export; the launcher records its task
 
 
 class HFTrainer(trainer_component.Trainer):

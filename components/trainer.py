@@ -29,6 +29,7 @@ from models import distribution, serving_contract, signatures
 from models.contract import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES
 from models.flops import EncoderShape
 from models.pretrained import build_classifier, model_files, resolve_model_dir, weights_only_copy
+from models.task import task_contract, write_contract
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ModelConfig, TrainingConfig, build_config, to_dict
 from pipeline.errors import UserError
@@ -386,6 +387,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     )
     signatures.export(module, fn_args.serving_model_dir)
     serving_contract.write_warmup_requests(fn_args.serving_model_dir, module.text_inputs)
+    write_contract(fn_args.serving_model_dir, task_contract(label_names, module.text_inputs))
     print(
         f"[Trainer] exported SavedModel to {fn_args.serving_model_dir} in {time.monotonic() - export_started:.1f}s",
         flush=True,

@@ -202,6 +202,10 @@ class PipelineConfig:
     metadata_path: str = ""  # default: <pipeline_root>/metadata.sqlite
     serving_dir: str = "serving"
     model_name: str = "text_classifier"
+    # A run whose task (label set and order, single texts or pairs) differs from the version served under
+    # model_name is refused before any component runs: pushing it would break that name's clients. True
+    # replaces the served contract on purpose.
+    replace_serving_contract: bool = False
     # The local runner's defaults (in_memory, one worker) need no arguments, and none should be given without a
     # reason: with any, every TFX 1.21 Beam component copies the installed tfx package into a new temp dir and
     # builds an sdist of it for remote workers (~1 s each, 42 MB left in the temp dir per component per run).

@@ -585,3 +585,22 @@ def test_a_k_class_sentence_pair_config_compiles_with_its_runtime_parameters():
     macro = [s for s in evaluator["metrics_specs"] if "aggregate" in s]
     assert macro and set(macro[0]["aggregate"]["class_weights"]) == {"0", "1", "2"}
     assert evaluator["model_specs"][0]["prediction_key"] == "probabilities"
+
+
+def test_the_baseline_query_takes_only_blessings_of_the_runs_task(committed, profile):
+    """Vertex compiles TFX's own latest-blessed strategy into ML Metadata filters; ours adds the task key the
+    Evaluator writes on each blessing, so a 3-class run never meets a binary baseline there either."""
+    from google.cloud.aiplatform_v1.types import PipelineJob
+
+    from pipeline.orchestration.dag import task_of
+
+    query = _executor(committed, "latest_blessed_model_resolver-model-blessing-resolver")["resolver"]
+    blessing_filter = query["outputArtifactQueries"]["model_blessing"]["filter"]
+    assert blessing_filter.endswith(f'AND metadata.task_key.string_value="{task_of(profile).key}"')
+    three_class = dataclasses.replace(
+        profile, dataset=dataclasses.replace(profile.dataset, label_names=("a", "b", "c"))
+    )
+    other = _executor(compile_spec(three_class), "latest_blessed_model_resolver-model-blessing-resolver")
+    assert task_of(three_class).key in other["resolver"]["outputArtifactQueries"]["model_blessing"]["filter"]
+    assert task_of(profile).key not in json.dumps(other)
+    PipelineJob(pipeline_spec=committed)  # the spec with the filter is still a PipelineJob's pipeline_spec

@@ -12,9 +12,10 @@ from pathlib import Path
 import yaml
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
+from models.task import TASK_KEY_PROPERTY
 from pipeline.cloud.profile import trainer_image
 from pipeline.configs import ConfigError, PipelineConfig
-from pipeline.orchestration.dag import TRAINER, create_cloud_pipeline
+from pipeline.orchestration.dag import BASELINE_RESOLVER, TRAINER, create_cloud_pipeline, task_of
 from pipeline.run_parameters import runtime_parameters
 
 PIPELINE_YAML = "pipeline.yaml"
@@ -67,7 +68,20 @@ def compile_spec(config: PipelineConfig) -> dict:
         if name in defaults:
             definition["defaultValue"] = defaults[name]
             definition["isOptional"] = True
+    scope_baseline_to_task(spec, task_of(config).key)
     return spec
+
+
+def scope_baseline_to_task(spec: dict, task_key: str) -> None:
+    """Narrows the compiled latest-blessing query to blessings of this task (the Evaluator writes the key on
+    each blessing): what SameTaskLatestBlessedModelStrategy does locally, as Vertex's ML Metadata filter.
+    TFX compiles only its own strategy class, into this query."""
+    executors = spec["deploymentSpec"]["executors"]
+    for label, executor in executors.items():
+        queries = executor.get("resolver", {}).get("outputArtifactQueries", {})
+        if label.startswith(BASELINE_RESOLVER) and "model_blessing" in queries:
+            query = queries["model_blessing"]
+            query["filter"] += f' AND metadata.{TASK_KEY_PROPERTY}.string_value="{task_key}"'
 
 
 def compile_pipeline(config: PipelineConfig, output: str | Path = PIPELINE_YAML) -> dict:

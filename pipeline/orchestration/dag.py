@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import tensorflow_data_validation as tfdv
 from tfx import v1 as tfx
+from tfx.dsl.components.base import executor_spec
 from tfx.orchestration import pipeline as tfx_pipeline
 
-from components import evaluation
+from components import evaluation, same_task
 from components.endpoint_pusher import EndpointPusher
 from components.example_validator import StrictExampleValidator
 from components.hf_example_gen.component import HFDatasetExampleGen
@@ -14,6 +15,8 @@ from components.hf_trainer import HFTrainer, VertexHFTrainer
 from components.pusher import ServingPusher
 from components.trainer import TrainerSettings
 from components.transform import transform_custom_config
+from models.contract import TEXT_FEATURE, TEXT_PAIR_FEATURE
+from models.task import TaskContract, task_contract
 from pipeline.cloud.profile import beam_args, on_vertex, validate_cloud, vertex_serving_config, vertex_training_config
 from pipeline.configs import PipelineConfig
 from pipeline.errors import UserError
@@ -25,6 +28,8 @@ EVALUATOR_MODULE = "components.evaluation"
 # Node ids other modules address: run summaries, the per-component images, the benchmarks.
 TRANSFORMED_STATISTICS_GEN = "TransformedStatisticsGen"
 TRAINER = "Trainer"
+EVALUATOR = "Evaluator"
+BASELINE_RESOLVER = "latest_blessed_model_resolver"
 PUSHER = "Pusher"
 
 
@@ -39,6 +44,18 @@ def bounded_statistics_options() -> tfdv.StatsOptions:
 
 class LabelSetUnknownError(UserError, ValueError):
     pass
+
+
+class TaskEvaluator(tfx.components.Evaluator):
+    """TFX's Evaluator whose blessing records the task it blessed for (components/same_task.py)."""
+
+    EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(same_task.Executor)
+
+
+def task_of(config: PipelineConfig) -> TaskContract:
+    """The run's task contract, known before any component runs (label set declared or probed)."""
+    inputs = (TEXT_FEATURE, TEXT_PAIR_FEATURE) if config.dataset.text_pair_column else (TEXT_FEATURE,)
+    return task_contract(config.dataset.label_names, inputs)
 
 
 def create_components(
@@ -111,24 +128,32 @@ def create_components(
         eval_args=tfx.proto.EvalArgs(splits=["eval"]),
         custom_config=trainer_config,
     ).with_id(TRAINER)
-    # The latest blessed model, so a new model must not be worse than what serves now. Kubeflow's v2 backend
-    # runs no resolver nodes: there the Evaluator has no baseline and TFX skips the change thresholds.
+    # The latest blessed model of the same task, so a new model must not be worse than what serves now; with
+    # none, the run is the first of its task. Kubeflow's v2 backend runs no resolver nodes: there the Evaluator
+    # has no baseline and TFX skips the change thresholds. Vertex compiles only TFX's own strategy class: the
+    # compiled query is scoped to the task there (pipeline/cloud/kubeflow_v2_runner.py).
     baseline_resolver = None
     if not cloud or vertex:
+        strategy = {
+            "strategy_class": same_task.SameTaskLatestBlessedModelStrategy,
+            "config": {"task_key": task_of(config).key},
+        }
+        if vertex:
+            strategy = {"strategy_class": tfx.dsl.experimental.LatestBlessedModelStrategy}
         baseline_resolver = tfx.dsl.Resolver(
-            strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+            **strategy,
             model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
             model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
-        ).with_id("latest_blessed_model_resolver")
+        ).with_id(BASELINE_RESOLVER)
     # Measures the model on the held-out test split and blesses it only if it clears every threshold.
-    evaluator = tfx.components.Evaluator(
+    evaluator = TaskEvaluator(
         examples=example_gen.outputs["examples"],
         model=trainer.outputs["model"],
         baseline_model=baseline_resolver.outputs["model"] if baseline_resolver else None,
         eval_config=evaluation.eval_config(len(config.dataset.label_names), config.evaluation),
         example_splits=[evaluation.EVAL_SPLIT],
         module_path=EVALUATOR_MODULE,
-    )
+    ).with_id(EVALUATOR)
     # Copies a blessed model into the TF Serving layout (or deploys it to a Vertex endpoint); an unblessed
     # model is never pushed.
     if vertex and config.cloud.push_to == "endpoint":

@@ -17,7 +17,7 @@ from models import distribution
 from pipeline.configs import PipelineConfig
 from pipeline.orchestration import preflight, probe
 from pipeline.orchestration.beam_runner import local_beam_runner
-from pipeline.orchestration.dag import create_pipeline
+from pipeline.orchestration.dag import create_pipeline, task_of
 from pipeline.reporting.run_summary import RunSummary, summarize
 
 
@@ -103,6 +103,7 @@ def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool
         file=stream,
         flush=True,
     )
+    preflight.check_serving_contract(config, task_of(config))
     connection = metadata.sqlite_metadata_connection_config(config.metadata_sqlite)
     tfx_pipeline = create_pipeline(config, connection, probed.input_fingerprint)
     lock = contextlib.nullcontext() if lock_held else preflight.pipeline_root_lock(config.pipeline_root)

@@ -8,10 +8,61 @@ import fcntl
 import os
 from pathlib import Path
 
+from models.task import TaskContract, exported_shape, read_contract
 from pipeline.configs import ConfigError, PipelineConfig
 from pipeline.errors import UserError
 
 LOCK_NAME = ".hftfx-run.lock"
+
+
+class ServingContractError(UserError, ValueError):
+    """The run would push a model its serving name's clients cannot call the same way."""
+
+
+def served_version(base_directory: str) -> Path | None:
+    """The newest numbered TF Serving version under a local model base path (what clients get now)."""
+    base = Path(base_directory)
+    versions = [p for p in base.iterdir() if p.name.isdigit()] if base.is_dir() else []
+    return max(versions, key=lambda p: int(p.name)) if versions else None
+
+
+def serving_contract_change(config: PipelineConfig, contract: TaskContract) -> str | None:
+    """How this run's contract differs from the version served under its serving name; None if it does not
+    (or nothing is served there yet, or the serving folder is remote: a gs:// folder is not read here)."""
+    if "://" in config.serving_dir:
+        return None
+    version = served_version(config.push_base_directory)
+    if version is None:
+        return None
+    served = read_contract(str(version))
+    if served is not None:
+        differences = contract.differences(served)
+        shown = served.describe()
+    else:  # exported before contracts were recorded: inputs and label count are still in saved_model.pb
+        inputs, width = exported_shape(str(version))
+        differences = []
+        if inputs != tuple(sorted(contract.text_inputs)):
+            differences.append(f"inputs {list(inputs)} -> {list(contract.text_inputs)}")
+        if width is not None and width != len(contract.label_names):
+            differences.append(f"{width} labels -> {len(contract.label_names)}")
+        shown = f"inputs {list(inputs)}, {width} labels"
+    if not differences:
+        return None
+    return (
+        f"version {version.name} under {config.push_base_directory} serves {shown}; this run: {'; '.join(differences)}"
+    )
+
+
+def check_serving_contract(config: PipelineConfig, contract: TaskContract) -> None:
+    """Before any component: a blessed model of another task must not replace the served one unasked."""
+    change = serving_contract_change(config, contract)
+    if change is None or config.replace_serving_contract:
+        return
+    raise ServingContractError(
+        f"{change}. Pushing it would break the clients of '{config.model_name}'. Serve it under another name "
+        "(--set model_name=NAME, or another --serving-dir), or replace the contract on purpose with "
+        "--set replace_serving_contract=true"
+    )
 
 
 class PipelineRootBusyError(UserError, RuntimeError):

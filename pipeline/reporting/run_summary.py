@@ -9,6 +9,7 @@ from typing import Any
 
 import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
+from tfx.components.evaluator import constants as evaluator_constants
 
 from components.evaluation import ACCURACY, AUC, metric_names, top1_precision_recall
 from components.training_meter import THROUGHPUT_FILE
@@ -19,6 +20,7 @@ from models.contract import (
     SPANS_PROPERTY,
     SPLIT_COUNTS_PROPERTY,
 )
+from models.task import MULTI_LABEL, SINGLE_LABEL, TASK_CONTRACT_PROPERTY, TaskContract
 
 _STATE_NAMES = {
     metadata_store_pb2.Execution.COMPLETE: "done",
@@ -59,6 +61,8 @@ class RunSummary:
     dropped_counts: dict[str, int] = dataclasses.field(default_factory=dict)  # rows left out for missing values
     per_class: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # K > 2 (see _read_metrics)
     throughput: dict[str, Any] = dataclasses.field(default_factory=dict)  # the Trainer's, see training_meter
+    task: str = ""  # single_label | multi_label: the trained model's task contract (models/task.py)
+    baseline_uri: str | None = None  # the blessed model of the same task the Evaluator compared; None: first
 
     @property
     def outcome(self) -> str:
@@ -93,6 +97,8 @@ class RunSummary:
             "pushed_version": self.pushed_version,
             "peak_rss_bytes": self.peak_rss_bytes,
             "throughput": self.throughput,
+            "task": self.task,
+            "baseline_uri": self.baseline_uri,
         }
 
     def render(self) -> str:
@@ -103,7 +109,8 @@ class RunSummary:
         lines.append(f"  {'total wall time':<42}{self.wall_seconds:>9.1f}")
         lines.append("")
         counts = ", ".join(f"{k} {v:,}" for k, v in self.split_counts.items())
-        lines.append(f"  examples      {counts}   labels {self.label_names}")
+        task = f"{self.task.replace('_', '-')}, " if self.task else ""
+        lines.append(f"  examples      {counts}   {task}labels {self.label_names}")
         if any(self.dropped_counts.values()):
             dropped = ", ".join(f"{k} {v:,}" for k, v in self.dropped_counts.items())
             lines.append(f"  dropped       {dropped} (rows with a missing text or label; dataset.missing_text: drop)")
@@ -121,6 +128,9 @@ class RunSummary:
         for label, values in self.per_class.items():
             shown = "  ".join(f"{k} {values[k]:.3f}" for k in ("auc", "precision", "recall") if k in values)
             lines.append(f"    class {label:<18} {shown}")
+        if self.blessed is not None:
+            baseline = self.baseline_uri or "none: the first blessed model of this task, judged on thresholds alone"
+            lines.append(f"  baseline      {baseline}")
         verdict = {True: "BLESSED", False: "NOT blessed", None: "not evaluated"}[self.blessed]
         lines.append(f"  blessing      {verdict}: {self.blessing_reason}")
         pushed = f"{self.pushed_dir} (version {self.pushed_version})" if self.pushed_dir else "nothing pushed"
@@ -379,8 +389,13 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
             summary.span = examples.properties["span"].int_value if "span" in examples.properties else None
             recorded = json.loads(_custom(examples, SPANS_PROPERTY) or "[]")
             summary.spans = recorded or ([summary.span] if summary.span is not None else [])
+        if "model" in outputs and _custom(outputs["model"], TASK_CONTRACT_PROPERTY):
+            summary.task = TaskContract.from_json(_custom(outputs["model"], TASK_CONTRACT_PROPERTY)).task
         if "blessing" in outputs and "evaluation" in outputs:
             summary.blessed = bool(_custom(outputs["blessing"], "blessed"))
+            summary.baseline_uri = (
+                _custom(outputs["blessing"], evaluator_constants.ARTIFACT_PROPERTY_BASELINE_MODEL_URI_KEY) or None
+            )
             summary.blessing_reason = "see the run report"
             if with_metrics:
                 uri = outputs["evaluation"].uri
@@ -395,7 +410,22 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
     return summary
 
 
-RUN_COLUMNS = (("run", 28), ("started (UTC)", 17), ("spans", 9), ("outcome", 12), ("accuracy", 9), ("auc", 7))
+RUN_COLUMNS = (
+    ("run", 28),
+    ("started (UTC)", 17),
+    ("spans", 9),
+    ("task", 13),
+    ("labels", 24),
+    ("outcome", 12),
+    ("accuracy", 9),
+    ("auc", 7),
+)
+TASK_SHORT = {SINGLE_LABEL: "single-label", MULTI_LABEL: "multi-label"}
+
+
+def _shown_labels(names: list[str], width: int) -> str:
+    text = ",".join(names) or "-"
+    return text if len(text) < width else text[: width - 4] + "..."
 
 
 def render_runs(summaries: list[RunSummary]) -> str:
@@ -409,6 +439,8 @@ def render_runs(summaries: list[RunSummary]) -> str:
             s.run_id[:28],
             started,
             ",".join(map(str, s.spans)) or "-",
+            TASK_SHORT.get(s.task, "-"),
+            _shown_labels(s.label_names, 24),
             s.outcome,
             f"{s.metrics[ACCURACY]:.4f}" if ACCURACY in s.metrics else "-",
             f"{s.metrics[AUC]:.4f}" if AUC in s.metrics else "-",

@@ -1,0 +1,76 @@
+"""Baselines of the same task only: models of other tasks in one pipeline root never meet in the Evaluator.
+
+A binary model blessed earlier is no baseline for a 3-class one (TFMA's multi-class combiner crashes on the
+pair, after training), nor is a model whose labels come in another order, or one reading sentence pairs. The
+Trainer records the model's task contract (models/task.py) on the Model artifact; the Evaluator copies it onto
+the ModelBlessing it writes; the resolver picks the latest blessed model whose blessing carries this run's
+task key. With none, the run is the first of its task and is judged on the absolute thresholds alone.
+"""
+
+from __future__ import annotations
+
+from absl import logging
+from tfx.components.evaluator import executor as evaluator_executor
+from tfx.dsl.input_resolution.strategies.latest_blessed_model_strategy import LatestBlessedModelStrategy
+from tfx.types import artifact_utils, standard_component_specs
+from tfx.utils import path_utils
+
+from models.task import TASK_CONTRACT_PROPERTY, TASK_KEY_PROPERTY, TaskContract, read_contract
+
+_BLESSED = "blessed"
+_CURRENT_MODEL_ID = "current_model_id"
+
+
+def record_task(model_artifact, contract: TaskContract) -> None:
+    model_artifact.set_string_custom_property(TASK_KEY_PROPERTY, contract.key)
+    model_artifact.set_string_custom_property(TASK_CONTRACT_PROPERTY, contract.to_json())
+
+
+def record_exported_task(output_dict) -> TaskContract:
+    """After training: the contract the export carries, recorded on the Model artifact."""
+    model = artifact_utils.get_single_instance(output_dict[standard_component_specs.MODEL_KEY])
+    contract = read_contract(path_utils.serving_model_dir(model.uri))
+    if contract is None:
+        raise RuntimeError(f"the export under {model.uri} carries no task contract; run_fn must write it")
+    record_task(model, contract)
+    return contract
+
+
+def task_key_of(artifact) -> str | None:
+    value = artifact.get_string_custom_property(TASK_KEY_PROPERTY)
+    return value or None
+
+
+class SameTaskLatestBlessedModelStrategy(LatestBlessedModelStrategy):
+    """TFX's latest-blessed-model resolution over the blessings of one task (config `task_key`).
+
+    Blessings written before task contracts existed carry no key: they are never a baseline (comparing against
+    a model of unknown task is how the crash this prevents happened).
+    """
+
+    def __init__(self, task_key: str):
+        self._task_key = task_key
+
+    def _resolve(self, input_dict, model_channel_key: str, model_blessing_channel_key: str):
+        same_task = [a for a in input_dict[model_blessing_channel_key] if task_key_of(a) == self._task_key]
+        return super()._resolve(
+            {**input_dict, model_blessing_channel_key: same_task}, model_channel_key, model_blessing_channel_key
+        )
+
+
+class Executor(evaluator_executor.Executor):
+    """TFX's Evaluator, whose blessing carries the candidate's task contract; a baseline of another task is
+    dropped (the resolver already excludes it; this keeps a hand-wired pipeline from crashing TFMA)."""
+
+    def Do(self, input_dict, output_dict, exec_properties) -> None:
+        candidate = artifact_utils.get_single_instance(input_dict[standard_component_specs.MODEL_KEY])
+        key = task_key_of(candidate)
+        baselines = input_dict.get(standard_component_specs.BASELINE_MODEL_KEY) or []
+        if baselines and task_key_of(baselines[0]) != key:
+            logging.warning("baseline model %s is of another task: evaluating without it", baselines[0].uri)
+            input_dict = {k: v for k, v in input_dict.items() if k != standard_component_specs.BASELINE_MODEL_KEY}
+        super().Do(input_dict, output_dict, exec_properties)
+        blessing = artifact_utils.get_single_instance(output_dict[standard_component_specs.BLESSING_KEY])
+        blessing.set_string_custom_property(TASK_KEY_PROPERTY, key or "")
+        contract = candidate.get_string_custom_property(TASK_CONTRACT_PROPERTY)
+        blessing.set_string_custom_property(TASK_CONTRACT_PROPERTY, contract)
