@@ -7,6 +7,8 @@ Also passed to the Evaluator as its `module_path`, so the Evaluator's process im
 
 from __future__ import annotations
 
+import json
+
 import apache_beam as beam
 import tensorflow_model_analysis as tfma
 import tensorflow_text  # noqa: F401  (registers TF.Text ops before TFMA loads the model)
@@ -25,6 +27,7 @@ from models.contract import (
 from pipeline.configs import EvaluationConfig
 
 EVAL_SPLIT = "test"
+CLASS_METRICS_MODULE = "components.class_metrics"
 # Rows per model call in the Evaluator. The serving signature runs a request shortest texts first, 32 at a
 # time: the larger the request, the less padding each group of 32 carries.
 INFERENCE_BATCH_ROWS = 2048
@@ -107,10 +110,22 @@ def top1_precision_recall(matrix, label_names: list[str]) -> dict[str, dict[str,
     return result
 
 
+def class_f1(num_labels: int, evaluation: EvaluationConfig) -> config_pb2.MetricConfig:
+    """Each class's precision / recall / F1 of the served answer and their macro F1 (components/class_metrics.py),
+    gated by evaluation.min_macro_f1 when set."""
+    metric = config_pb2.MetricConfig(
+        class_name="ClassF1", module=CLASS_METRICS_MODULE, config=json.dumps({"num_classes": num_labels})
+    )
+    if evaluation.min_macro_f1 is not None:
+        metric.per_slice_thresholds.extend(_bound(evaluation.min_macro_f1))
+    return metric
+
+
 def metrics_specs(num_labels: int, evaluation: EvaluationConfig) -> list[config_pb2.MetricsSpec]:
     """Binary: metrics of the positive score. K classes: top-1 accuracy and the K x K confusion matrix (from
     which the summary takes each class's top-1 precision and recall); per class (one-vs-rest) AUC, AUC-PR and
-    ROC points; their macro averages, on which the AUC thresholds and the baseline gate act."""
+    ROC points; their macro averages, on which the AUC thresholds and the baseline gate act. Both: each class's
+    precision, recall and F1 of the served answer, and their macro F1."""
     if num_labels < 2:
         raise ValueError(f"a classifier needs at least two labels, got {num_labels}")
     if num_labels == 2:
@@ -122,6 +137,7 @@ def metrics_specs(num_labels: int, evaluation: EvaluationConfig) -> list[config_
             config_pb2.MetricConfig(class_name="Calibration"),
             config_pb2.MetricConfig(class_name="CalibrationPlot"),
             config_pb2.MetricConfig(class_name="ConfusionMatrixPlot"),
+            class_f1(num_labels, evaluation),
         ]
         return [config_pb2.MetricsSpec(metrics=metrics)]
     classes = list(range(num_labels))
@@ -133,6 +149,7 @@ def metrics_specs(num_labels: int, evaluation: EvaluationConfig) -> list[config_
                     class_name="SparseCategoricalAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)
                 ),
                 config_pb2.MetricConfig(class_name="MultiClassConfusionMatrixPlot"),
+                class_f1(num_labels, evaluation),
             ]
         ),
         # Per class, one-vs-rest: read, not thresholded (a rare class's AUC is noisy).

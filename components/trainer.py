@@ -24,14 +24,17 @@ from absl import logging
 from tfx import v1 as tfx
 from tfx_bsl.public import tfxio
 
+from components.best_epoch import BestEpoch
+from components.class_weights import class_weight_map, train_label_counts
 from components.training_meter import TrainingMeter, record_batch_shapes
+from components.training_record import TrainingRecord
 from models import distribution, serving_contract, signatures
 from models.contract import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES
 from models.flops import EncoderShape
 from models.pretrained import build_classifier, model_files, resolve_model_dir, weights_only_copy
 from models.task import task_contract, write_contract
 from models.tokenizer import tokenizer_spec
-from pipeline.configs import ModelConfig, TrainingConfig, build_config, to_dict
+from pipeline.configs import EARLY_STOPPING_METRICS, ModelConfig, TrainingConfig, build_config, to_dict
 from pipeline.errors import UserError
 from pipeline.machine.machine_peak import matmul_peak
 
@@ -270,6 +273,51 @@ def compile_for_training(model, training: TrainingConfig, total_steps: int) -> N
     )
 
 
+def early_stopping(training: TrainingConfig, checkpoints: str, *, has_eval: bool) -> BestEpoch | None:
+    """The early-stopping callback when training.early_stopping.patience is set; its state lives beside the
+    training checkpoints (not inside: BackupAndRestore deletes those when training ends)."""
+    stopping = training.early_stopping
+    if not stopping.patience:
+        return None
+    if not has_eval:
+        raise ValueError("training.early_stopping needs eval examples to watch; the eval split is empty")
+    mode = EARLY_STOPPING_METRICS[stopping.metric]
+    return BestEpoch(stopping.metric, mode, stopping.patience, stopping.min_delta, checkpoints.rstrip("/") + "-best")
+
+
+def class_weights(training: TrainingConfig, label_names: list[str], train_files: list[str]) -> dict[int, float] | None:
+    """Keras' class_weight for training.class_weights; `balanced` counts the train split's labels first."""
+    counts = train_label_counts(train_files, len(label_names)) if training.class_weights == "balanced" else None
+    weights = class_weight_map(training.class_weights, label_names, counts)
+    if weights is not None:
+        shown = ", ".join(f"{label_names[i]} {w:.3f}" for i, w in weights.items())
+        counted = f" (train counts {dict(zip(label_names, counts, strict=True))})" if counts else ""
+        print(f"[Trainer] class weights {shown}{counted}", flush=True)
+    return weights
+
+
+def training_record(
+    training: TrainingConfig, label_names: list[str], weights: dict[int, float] | None, best: BestEpoch | None
+) -> TrainingRecord:
+    setting = training.class_weights if isinstance(training.class_weights, str) else "mapping"
+    record = TrainingRecord(
+        epochs=training.epochs,
+        epochs_run=training.epochs,
+        class_weights={label_names[i]: w for i, w in weights.items()} if weights else None,
+        class_weight_setting=setting,
+    )
+    if best is not None:
+        stopping = training.early_stopping
+        record.epochs_run = best.last_epoch + 1
+        record.monitor, record.best_value, record.best_epoch = best.monitor, best.best_value, best.best_epoch + 1
+        record.stopped_early, record.patience, record.min_delta = (
+            best.stopped_early,
+            stopping.patience,
+            stopping.min_delta,
+        )
+    return record
+
+
 def run_fn(fn_args: tfx.components.FnArgs) -> None:
     settings = TrainerSettings.from_custom_config(fn_args.custom_config)
     training = settings.training
@@ -355,15 +403,19 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     meter = TrainingMeter(shape, peak)
     train_data = record_batch_shapes(train_data, meter.records)
     progress = ProgressLogger(total_steps, global_batch, training.log_every_steps, meter)
+    checkpoints = resume_dir(fn_args, settings)
+    best_epoch = early_stopping(training, checkpoints, has_eval=eval_data is not None)
     callbacks = [
         # First, so the others see the restored state: a rerun after a crash continues from the last
         # checkpoint (weights, optimizer, step), not from step 0.
-        tf_keras.callbacks.BackupAndRestore(resume_dir(fn_args, settings), save_freq=training.checkpoint_every_steps),
+        tf_keras.callbacks.BackupAndRestore(checkpoints, save_freq=training.checkpoint_every_steps),
         progress,
+        *([best_epoch] if best_epoch else []),
         tf_keras.callbacks.TensorBoard(
             log_dir=os.path.join(fn_args.model_run_dir, "logs"), update_freq=training.log_every_steps
         ),
     ]
+    weights = class_weights(training, label_names, fn_args.train_files)
     model.fit(
         train_data,
         epochs=training.epochs,
@@ -371,10 +423,12 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         validation_data=eval_data,
         validation_steps=eval_steps if static_validation else None,
         callbacks=callbacks,
+        class_weight=weights,
         verbose=0,
     )
     logging.info("training throughput: %.1f examples/s", progress.examples_per_second)
     meter.write(fn_args.model_run_dir)
+    training_record(training, label_names, weights, best_epoch).write(fn_args.model_run_dir)
 
     export_started = time.monotonic()
     module = signatures.ServingModule(

@@ -48,6 +48,7 @@ PROBABILITIES = "probabilities"
 LABEL_NAMES_PROPERTY = "label_names"
 FINGERPRINT_PROPERTY = "dataset_fingerprint"
 SPLIT_COUNTS_PROPERTY = "split_counts"
+LABEL_COUNTS_PROPERTY = "label_counts"  # {split: {label name: examples}}
 DROPPED_COUNTS_PROPERTY = "dropped_counts"  # rows left out per split for a missing text or label
 SPANS_PROPERTY = "spans"  # the window of spans read, as JSON; the artifact's `span` is the newest of them
 INPUT_FINGERPRINT_PROPERTY = "input_fingerprint"

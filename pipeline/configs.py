@@ -93,6 +93,20 @@ class ModelConfig:
     max_seq_length: int = 64
 
 
+CLASS_WEIGHT_MODES = ("none", "balanced")
+EARLY_STOPPING_METRICS = {"val_loss": "min", "val_accuracy": "max"}  # Keras' names of the eval split's metrics
+
+
+@dataclasses.dataclass(frozen=True)
+class EarlyStoppingConfig:
+    """Stops training once the eval split's `metric` has not improved by more than `min_delta` for `patience`
+    epochs; the exported model is then the best epoch's, not the last one's."""
+
+    patience: int = 0  # 0: off (every epoch runs and the last is exported)
+    metric: str = "val_loss"  # val_loss (lower is better) or val_accuracy (higher is better)
+    min_delta: float = 0.0
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainingConfig:
     epochs: int = 1
@@ -118,6 +132,10 @@ class TrainingConfig:
     # True keeps the input embeddings (word, position, token-type tables) as pretrained: half of MiniLM-L6's
     # weights leave AdamW's update, and the first layer's input gradients are not computed (README, issue #14).
     freeze_embeddings: bool = False
+    # Loss weight per class: none; balanced (n_train / (K x n_class), from the train split's counts); or a
+    # mapping {label name: weight} (labels left out weigh 1).
+    class_weights: str | Mapping[str, float] = "none"
+    early_stopping: EarlyStoppingConfig = dataclasses.field(default_factory=EarlyStoppingConfig)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +146,9 @@ class EvaluationConfig:
     min_auc: float = 0.75
     # How much AUC a new model may lose against the baseline and still be blessed.
     max_auc_regression: float = 0.0
+    # Blessing also needs this macro F1 (the unweighted mean of each class's F1 of the served answer); None: not
+    # gated, still reported.
+    min_macro_f1: float | None = None
     length_buckets: tuple[int, ...] = (16, 32)  # token-count bucket edges for the text-length slices
 
 
@@ -240,8 +261,11 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
     if origin in (types.UnionType, typing.Union):
         if value is None and type(None) in args:
             return None
-        (inner,) = [a for a in args if a is not type(None)]
-        return _coerce(value, inner, key)
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) > 1:  # e.g. str | Mapping: a mapping value takes the mapping type, anything else the other
+            mapping = isinstance(value, Mapping)
+            inner = [a for a in inner if (typing.get_origin(a) in (Mapping, dict)) == mapping][:1] or inner[:1]
+        return _coerce(value, inner[0], key)
     if origin is tuple:
         items = [value] if isinstance(value, str) else list(value)
         return tuple(_coerce(v, args[0], key) for v in items)
@@ -366,6 +390,42 @@ def load_dataset_config(text: str) -> DatasetConfig:
     return build_config(DatasetConfig, json.loads(text), "dataset")
 
 
+def _training_problems(tr: TrainingConfig) -> list[str]:
+    """Class weights and early stopping; label names in class_weights are checked once the label set is known."""
+    problems = []
+    if isinstance(tr.class_weights, str) and tr.class_weights not in CLASS_WEIGHT_MODES:
+        problems.append(
+            f"training.class_weights must be {' or '.join(CLASS_WEIGHT_MODES)} or a mapping {{label: weight}}, "
+            f"not '{tr.class_weights}'"
+        )
+    if isinstance(tr.class_weights, Mapping) and any(w <= 0 for w in tr.class_weights.values()):
+        problems.append(f"training.class_weights must be positive, got {dict(tr.class_weights)}")
+    stopping = tr.early_stopping
+    if stopping.patience < 0 or stopping.min_delta < 0:
+        problems.append("training.early_stopping.patience and min_delta must be >= 0 (patience 0: off)")
+    if stopping.metric not in EARLY_STOPPING_METRICS:
+        problems.append(
+            f"training.early_stopping.metric must be one of {list(EARLY_STOPPING_METRICS)}, not '{stopping.metric}'"
+        )
+    if stopping.patience and tr.epochs < 2:
+        problems.append(
+            f"training.early_stopping.patience {stopping.patience} needs training.epochs >= 2 (it is {tr.epochs}): "
+            "early stopping chooses among epochs"
+        )
+    return problems
+
+
+def check_class_weight_labels(training: TrainingConfig, label_names) -> None:
+    """A class_weights mapping names only labels of the run's label set (known after the probe)."""
+    if isinstance(training.class_weights, Mapping):
+        unknown = sorted(set(training.class_weights) - set(label_names))
+        if unknown:
+            raise ConfigError(
+                f"training.class_weights names {unknown}, which are not labels of this run; its labels are "
+                f"{list(label_names)}"
+            )
+
+
 def validate(config: PipelineConfig) -> None:
     """Cheap checks that need no data and no model: fail before anything expensive starts."""
     problems = []
@@ -420,6 +480,14 @@ def validate(config: PipelineConfig) -> None:
         problems.append(f"training.dropout {tr.dropout} is outside [0, 1) (null keeps the checkpoint's rates)")
     if tr.precision not in ("auto", "bf16", "fp32"):
         problems.append(f"training.precision must be auto, bf16 or fp32, not '{tr.precision}'")
+    problems += _training_problems(tr)
+    try:
+        if ds.label_names:
+            check_class_weight_labels(tr, ds.label_names)
+    except ConfigError as error:
+        problems.append(str(error))
+    if ev.min_macro_f1 is not None and not 0 <= ev.min_macro_f1 <= 1:
+        problems.append(f"evaluation.min_macro_f1 = {ev.min_macro_f1} is outside [0, 1] (null: not gated)")
     for name in ("min_accuracy", "min_auc", "max_auc_regression"):
         value = getattr(ev, name)
         if not 0 <= value <= 1:

@@ -84,3 +84,40 @@ def test_hub_ids_and_builders_are_left_alone():
 def test_bad_dataset_values_are_named(overrides, message):
     with pytest.raises(configs.ConfigError, match=message):
         configs.load_config(overrides=overrides)
+
+
+def test_class_weights_take_a_mode_or_a_mapping_and_early_stopping_is_a_section(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "training:\n  epochs: 4\n  class_weights: {neg: 2, pos: 0.5}\n"
+        "  early_stopping: {patience: 2, metric: val_accuracy}\n"
+        "dataset:\n  label_names: [neg, pos]\n"
+    )
+    config = configs.load_config(path)
+    assert config.training.class_weights == {"neg": 2.0, "pos": 0.5}
+    assert config.training.early_stopping == configs.EarlyStoppingConfig(patience=2, metric="val_accuracy")
+    flags = configs.load_config(
+        overrides={"training.class_weights": "balanced", "training.early_stopping.patience": "1", "training.epochs": 2}
+    )
+    assert flags.training.class_weights == "balanced" and flags.training.early_stopping.patience == 1
+    assert configs.load_config().training.early_stopping.patience == 0  # off by default
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"training.class_weights": "balance"}, "training.class_weights must be none or balanced or a mapping"),
+        ({"training.class_weights": {"neg": 0}}, "training.class_weights must be positive"),
+        (
+            {"training.class_weights": {"negative": 2}, "dataset.label_names": ["neg", "pos"]},
+            r"training.class_weights names \['negative'\], which are not labels of this run",
+        ),
+        ({"training.early_stopping.patience": 1}, "needs training.epochs >= 2"),
+        ({"training.early_stopping.metric": "val_auc", "training.epochs": 2}, "early_stopping.metric must be one of"),
+        ({"training.early_stopping.min_delta": -1}, "patience and min_delta must be >= 0"),
+        ({"evaluation.min_macro_f1": 1.2}, "evaluation.min_macro_f1 = 1.2 is outside"),
+    ],
+)
+def test_training_controls_are_checked_before_anything_runs(overrides, message):
+    with pytest.raises(configs.ConfigError, match=message):
+        configs.load_config(overrides=overrides)

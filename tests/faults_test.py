@@ -92,20 +92,22 @@ def test_second_run_on_the_same_root_is_refused_and_a_dead_holder_does_not_block
 
 @pytest.mark.e2e
 def test_killed_trainer_resumes_from_its_checkpoint_and_finished_components_come_from_cache(tmp_path, tiny_bert_dir):
+    """Killed after its first epoch, with early stopping on: the rerun resumes both the training checkpoint and
+    the early-stopping state (best epoch, patience), and exports the best epoch."""
     root = tmp_path / "root"
     args = tiny_run_command(
-        tiny_bert_dir, tmp_path, "--epochs", "4",
+        tiny_bert_dir, tmp_path, "--epochs", "4", "--set", "training.early_stopping.patience=4",
         "--set", "training.checkpoint_every_steps=10", "--set", "training.log_every_steps=10", train=480,
     )  # fmt: skip
     first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + 600
-    checkpoint = []
-    while not checkpoint and time.monotonic() < deadline and first.poll() is None:
+    state = []
+    while not state and time.monotonic() < deadline and first.poll() is None:
         time.sleep(0.2)
-        checkpoint = glob.glob(str(root / "Trainer" / ".resume" / "*" / "chief" / "checkpoint"))
-    assert checkpoint, "the Trainer wrote no checkpoint before the run ended"
-    time.sleep(1.0)  # past the first checkpoint, before the end of 240 steps
-    os.killpg(first.pid, signal.SIGKILL)
+        state = glob.glob(str(root / "Trainer" / ".resume" / "*-best" / "state.json"))
+    assert state, "the Trainer ended no epoch before the run ended"
+    assert glob.glob(str(root / "Trainer" / ".resume" / "*" / "chief" / "checkpoint"))
+    os.killpg(first.pid, signal.SIGKILL)  # in the second of 4 epochs of 60 steps
     first.wait()
     assert not (tmp_path / "serving").exists() or not os.listdir(tmp_path / "serving" / "text_classifier")
 
@@ -114,7 +116,9 @@ def test_killed_trainer_resumes_from_its_checkpoint_and_finished_components_come
     resumed = [line for line in second.stdout.splitlines() if "resumed from the checkpoint at step" in line]
     assert resumed, second.stdout[-3000:]
     step = int(resumed[0].split("at step ")[1].split("/")[0])
-    assert 10 <= step < 240
+    assert 60 <= step < 240
+    assert "early stopping resumed: best val_loss" in second.stdout and "at epoch 1" in second.stdout
+    assert "epoch(s) exported" not in second.stdout and "all 4 epochs ran; epoch " in second.stdout
     states = {
         line.split()[0]: line.split()[1]
         for line in second.stdout.splitlines()
@@ -124,6 +128,7 @@ def test_killed_trainer_resumes_from_its_checkpoint_and_finished_components_come
     assert states["Trainer"] == "done"
     assert "BLESSED" in second.stdout
     assert not glob.glob(str(root / "Trainer" / ".resume" / "*" / "chief" / "checkpoint")), "checkpoint cleaned up"
+    assert not glob.glob(str(root / "Trainer" / ".resume" / "*-best")), "early-stopping state cleaned up"
 
     # Beside the run's page, its summary with what ML Metadata does not hold, for `make bench`.
     config = load_config(overrides={"pipeline_root": str(root)})

@@ -28,6 +28,7 @@ from models.contract import (
     DROPPED_COUNTS_PROPERTY,
     FINGERPRINT_PROPERTY,
     INPUT_FINGERPRINT_PROPERTY,
+    LABEL_COUNTS_PROPERTY,
     LABEL_FEATURE,
     LABEL_NAME_FEATURE,
     LABEL_NAMES_PROPERTY,
@@ -110,6 +111,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         examples.set_string_custom_property(
             SPLIT_COUNTS_PROPERTY, json.dumps({n: sum(label_counts[n].values()) for n in TFX_SPLITS})
         )
+        per_label = {n: {names[i]: c for i, c in sorted(label_counts[n].items())} for n in TFX_SPLITS}
+        examples.set_string_custom_property(LABEL_COUNTS_PROPERTY, json.dumps(per_label, ensure_ascii=False))
         examples.set_string_custom_property(DROPPED_COUNTS_PROPERTY, json.dumps(dropped))
         examples.set_string_custom_property(FINGERPRINT_PROPERTY, fingerprint(read.fingerprint_sources, config, names))
         examples.set_string_custom_property(SPANS_PROPERTY, json.dumps(list(window)))

@@ -16,7 +16,7 @@ from components import evaluation
 from components.hf_example_gen import beam_rows, sources, spans, splitting
 from models.pretrained import check_architecture, encoder_shape, model_files, position_limit, resolve_model_dir
 from models.tokenizer import tokenizer_spec
-from pipeline.configs import ConfigError, PipelineConfig
+from pipeline.configs import ConfigError, PipelineConfig, check_class_weight_labels
 
 SAMPLE_ROWS = 20_000
 SAMPLE_SECONDS = 30.0
@@ -79,6 +79,7 @@ def probe(config: PipelineConfig) -> ProbeResult:
     sample = sources.sample(read, SAMPLE_ROWS, SAMPLE_SECONDS)
     names = label_names(read, sample, config.beam_args)
     splitting.check_label_count(names, read.config)
+    check_class_weight_labels(config.training, names)
     placed = sources.place(read, names, sample.rows())
     if sample.complete:
         splitting.check_split_counts(placed.label_counts(), names, read.plan)

@@ -13,8 +13,10 @@ from tfx.components.evaluator import constants as evaluator_constants
 
 from components.evaluation import ACCURACY, AUC, metric_names, top1_precision_recall
 from components.training_meter import THROUGHPUT_FILE
+from components.training_record import TrainingRecord
 from models.contract import (
     DROPPED_COUNTS_PROPERTY,
+    LABEL_COUNTS_PROPERTY,
     LABEL_NAME_FEATURE,
     LABEL_NAMES_PROPERTY,
     SPANS_PROPERTY,
@@ -59,8 +61,10 @@ class RunSummary:
     started_ms: int = 0  # when the run's first execution was created (ms since the epoch)
     examples_uri: str | None = None  # what the ExampleGen wrote (drift compares new data with it)
     dropped_counts: dict[str, int] = dataclasses.field(default_factory=dict)  # rows left out for missing values
+    label_counts: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)  # {split: {label: n}}
     per_class: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # K > 2 (see _read_metrics)
     throughput: dict[str, Any] = dataclasses.field(default_factory=dict)  # the Trainer's, see training_meter
+    training: TrainingRecord | None = None  # epochs run, best epoch, class weights (components/training_record)
     task: str = ""  # single_label | multi_label: the trained model's task contract (models/task.py)
     baseline_uri: str | None = None  # the blessed model of the same task the Evaluator compared; None: first
 
@@ -86,6 +90,7 @@ class RunSummary:
             "component_states": {c.name: c.state for c in self.components},
             "split_counts": self.split_counts,
             "dropped_counts": self.dropped_counts,
+            "label_counts": self.label_counts,
             "label_names": self.label_names,
             "metrics": self.metrics,
             "slices": self.slices,
@@ -98,6 +103,7 @@ class RunSummary:
             "peak_rss_bytes": self.peak_rss_bytes,
             "throughput": self.throughput,
             "task": self.task,
+            "training": dataclasses.asdict(self.training) if self.training else None,
             "baseline_uri": self.baseline_uri,
         }
 
@@ -111,6 +117,9 @@ class RunSummary:
         counts = ", ".join(f"{k} {v:,}" for k, v in self.split_counts.items())
         task = f"{self.task.replace('_', '-')}, " if self.task else ""
         lines.append(f"  examples      {counts}   {task}labels {self.label_names}")
+        if self.label_counts.get("train"):
+            shown = ", ".join(f"{label} {n:,}" for label, n in self.label_counts["train"].items())
+            lines.append(f"  train labels  {shown}")
         if any(self.dropped_counts.values()):
             dropped = ", ".join(f"{k} {v:,}" for k, v in self.dropped_counts.items())
             lines.append(f"  dropped       {dropped} (rows with a missing text or label; dataset.missing_text: drop)")
@@ -126,7 +135,7 @@ class RunSummary:
                 f"{values.get(ACCURACY, float('nan')):.3f}{auc}"
             )
         for label, values in self.per_class.items():
-            shown = "  ".join(f"{k} {values[k]:.3f}" for k in ("auc", "precision", "recall") if k in values)
+            shown = "  ".join(f"{k} {values[k]:.3f}" for k in ("auc", "precision", "recall", "f1") if k in values)
             lines.append(f"    class {label:<18} {shown}")
         if self.blessed is not None:
             baseline = self.baseline_uri or "none: the first blessed model of this task, judged on thresholds alone"
@@ -135,6 +144,9 @@ class RunSummary:
         lines.append(f"  blessing      {verdict}: {self.blessing_reason}")
         pushed = f"{self.pushed_dir} (version {self.pushed_version})" if self.pushed_dir else "nothing pushed"
         lines.append(f"  pushed        {pushed}")
+        if self.training:
+            lines.append(f"  epochs        {self.training.describe_epochs()}")
+            lines.append(f"  class weights {self.training.describe_class_weights()}")
         if self.throughput:
             lines.append(f"  training      {describe_throughput(self.throughput)}")
         if self.peak_rss_bytes:
@@ -386,6 +398,7 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
             summary.split_counts = json.loads(_custom(examples, SPLIT_COUNTS_PROPERTY))
             summary.label_names = json.loads(_custom(examples, LABEL_NAMES_PROPERTY) or "[]")
             summary.dropped_counts = json.loads(_custom(examples, DROPPED_COUNTS_PROPERTY) or "{}")
+            summary.label_counts = json.loads(_custom(examples, LABEL_COUNTS_PROPERTY) or "{}")
             summary.span = examples.properties["span"].int_value if "span" in examples.properties else None
             recorded = json.loads(_custom(examples, SPANS_PROPERTY) or "[]")
             summary.spans = recorded or ([summary.span] if summary.span is not None else [])
@@ -404,6 +417,7 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
                 summary.blessing_reason = _blessing_reason(uri, summary.blessed)
         if "model_run" in outputs:
             summary.throughput = _read_throughput(outputs["model_run"].uri)
+            summary.training = TrainingRecord.read(outputs["model_run"].uri)
         if "pushed_model" in outputs and _custom(outputs["pushed_model"], "pushed"):
             summary.pushed_dir = _custom(outputs["pushed_model"], "pushed_destination")
             summary.pushed_version = _custom(outputs["pushed_model"], "pushed_version")

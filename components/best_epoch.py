@@ -1,0 +1,86 @@
+"""Early stopping whose exported model is the best epoch's, and which survives a crash and a resumed run.
+
+Keras' EarlyStopping keeps its best weights and its patience count in memory (lost when a crashed run resumes
+from BackupAndRestore's checkpoint) and restores them only when it stops early (a run whose best epoch was
+not the last, but which never ran out of patience, exports the last). Here the best weights and the state
+are written to a folder beside the training checkpoints at each epoch's end, read back when training
+resumes, and the best weights are loaded at the end whichever way training ended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import tensorflow as tf
+import tf_keras
+
+STATE_FILE = "state.json"
+WEIGHTS_PREFIX = "best"
+
+
+class BestEpoch(tf_keras.callbacks.Callback):
+    """Tracks `monitor` on the eval split per epoch; stops after `patience` epochs without an improvement of more
+    than `min_delta`; ends training with the best epoch's weights loaded."""
+
+    def __init__(self, monitor: str, mode: str, patience: int, min_delta: float, state_dir: str):
+        super().__init__()
+        self.monitor, self.patience, self.min_delta, self.state_dir = monitor, patience, min_delta, state_dir
+        self.sign = 1.0 if mode == "min" else -1.0  # compares sign * value: smaller is better
+        self.best_value: float | None = None
+        self.best_epoch: int | None = None  # 0-based
+        self.wait = 0
+        self.last_epoch: int | None = None
+        self.stopped_early = False
+
+    def on_train_begin(self, logs=None):
+        state_path = os.path.join(self.state_dir, STATE_FILE)
+        resumed = int(self.model.optimizer.iterations.numpy()) > 0  # BackupAndRestore restored a checkpoint
+        if resumed and tf.io.gfile.exists(state_path):
+            with tf.io.gfile.GFile(state_path) as handle:
+                state = json.load(handle)
+            self.best_value, self.best_epoch = state["best_value"], state["best_epoch"]
+            self.wait, self.last_epoch = state["wait"], state["last_epoch"]
+            print(
+                f"[Trainer] early stopping resumed: best {self.monitor} {self.best_value:.4f} at epoch "
+                f"{self.best_epoch + 1}, {self.wait} epoch(s) without improvement",
+                flush=True,
+            )
+        elif tf.io.gfile.exists(self.state_dir):  # left by an earlier attempt that did not resume: start anew
+            tf.io.gfile.rmtree(self.state_dir)
+
+    def improved(self, value: float) -> bool:
+        return self.best_value is None or self.sign * (self.best_value - value) > self.min_delta
+
+    def on_epoch_end(self, epoch, logs=None):
+        value = (logs or {}).get(self.monitor)
+        if value is None:
+            raise ValueError(f"early stopping watches '{self.monitor}', which this epoch did not report: {logs}")
+        if self.improved(float(value)):
+            self.best_value, self.best_epoch, self.wait = float(value), epoch, 0
+            tf.io.gfile.makedirs(self.state_dir)
+            self.model.save_weights(os.path.join(self.state_dir, WEIGHTS_PREFIX))
+        else:
+            self.wait += 1
+        self.last_epoch = epoch
+        self._write_state()
+        if self.wait >= self.patience:
+            self.stopped_early = epoch + 1 < self.params.get("epochs", epoch + 1)
+            self.model.stop_training = True
+            print(
+                f"[Trainer] early stopping: {self.monitor} has not improved by more than {self.min_delta:g} for "
+                f"{self.wait} epoch(s); best was epoch {self.best_epoch + 1} ({self.best_value:.4f})",
+                flush=True,
+            )
+
+    def _write_state(self) -> None:
+        state = {"best_value": self.best_value, "best_epoch": self.best_epoch, "wait": self.wait}
+        with tf.io.gfile.GFile(os.path.join(self.state_dir, STATE_FILE), "w") as handle:
+            handle.write(json.dumps({**state, "last_epoch": self.last_epoch}))
+
+    def on_train_end(self, logs=None):
+        if self.best_epoch is not None and self.best_epoch != self.last_epoch:
+            self.model.load_weights(os.path.join(self.state_dir, WEIGHTS_PREFIX))
+            print(f"[Trainer] restored the best epoch's weights (epoch {self.best_epoch + 1})", flush=True)
+        if tf.io.gfile.exists(self.state_dir):
+            tf.io.gfile.rmtree(self.state_dir)

@@ -1,0 +1,55 @@
+"""What the Trainer decided, written beside its logs for the run summary: epochs run, the best epoch and why
+training stopped, the class weights it used."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+RECORD_FILE = "training_record.json"
+
+
+@dataclasses.dataclass
+class TrainingRecord:
+    epochs: int  # asked for
+    epochs_run: int
+    class_weights: dict[str, float] | None = None  # by label name; None: unweighted
+    class_weight_setting: str = "none"  # none | balanced | mapping
+    monitor: str = ""  # the early-stopping metric; '' when early stopping was off
+    best_epoch: int | None = None  # 1-based; the epoch whose weights were exported
+    best_value: float | None = None
+    stopped_early: bool = False
+    patience: int = 0
+    min_delta: float = 0.0
+
+    def describe_epochs(self) -> str:
+        if not self.monitor:
+            return f"{self.epochs_run} of {self.epochs} epoch(s); the last one exported (early stopping off)"
+        exported = f"epoch {self.best_epoch} exported: best {self.monitor} {self.best_value:.4f}"
+        if self.stopped_early:
+            return (
+                f"stopped after epoch {self.epochs_run} of {self.epochs}: {self.monitor} did not improve by more "
+                f"than {self.min_delta:g} for {self.patience} epoch(s); {exported}"
+            )
+        return f"all {self.epochs_run} epochs ran; {exported}"
+
+    def describe_class_weights(self) -> str:
+        if not self.class_weights:
+            return "none (every example weighs 1)"
+        shown = ", ".join(f"{name} {weight:.3f}" for name, weight in self.class_weights.items())
+        return f"{self.class_weight_setting}: {shown}"
+
+    def write(self, directory: str) -> None:
+        import tensorflow as tf
+
+        with tf.io.gfile.GFile(os.path.join(directory, RECORD_FILE), "w") as handle:
+            handle.write(json.dumps(dataclasses.asdict(self), indent=2, ensure_ascii=False))
+
+    @classmethod
+    def read(cls, directory: str) -> TrainingRecord | None:
+        path = os.path.join(directory, RECORD_FILE)
+        if not os.path.isfile(path):
+            return None
+        with open(path, encoding="utf-8") as handle:
+            return cls(**json.load(handle))

@@ -1,0 +1,87 @@
+"""Training controls end to end under LocalDagRunner with the tiny BERT, on imbalanced data (3 fresh : 1 rotten):
+balanced class weights from the train split's counts, early stopping that stops before the last epoch and
+exports the best one, per-class recall and macro F1 in the Evaluator, and the macro-F1 gate."""
+
+import csv
+
+import pytest
+
+from pipeline import configs
+from pipeline.orchestration.local_runner import run_local
+from tests import user_datasets
+from tests.tiny_model import tiny_overrides
+
+pytestmark = pytest.mark.e2e
+
+
+def write_imbalanced_csv(path, fresh: int = 300, rotten: int = 100):
+    rows = [r for r in user_datasets.corpus().to_list() if r["text"] and r["category"] in ("fresh", "rotten")]
+    chosen = [r for r in rows if r["category"] == "fresh"][:fresh] + [r for r in rows if r["category"] == "rotten"][
+        :rotten
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label"])
+        writer.writerows([r["text"], r["category"]] for r in chosen)
+    return path
+
+
+def config_for(workdir, model_dir, csv_path, **evaluation):
+    overrides = {
+        **tiny_overrides(workdir, model_dir, 32, **evaluation),
+        "dataset.name": str(csv_path),
+        "training.epochs": 3,
+        "training.class_weights": "balanced",
+        # min_delta 10 makes every epoch after the first "no improvement": patience 1 stops after epoch 2.
+        "training.early_stopping": {"patience": 1, "min_delta": 10.0, "metric": "val_loss"},
+    }
+    return configs.load_config(overrides=overrides)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, tiny_bert_dir):
+    workdir = tmp_path_factory.mktemp("controls")
+    csv_path = write_imbalanced_csv(workdir / "data" / "imbalanced.csv")
+    gated = run_local(config_for(workdir, tiny_bert_dir, csv_path, min_macro_f1=0.0))
+    impossible = run_local(config_for(workdir, tiny_bert_dir, csv_path, min_macro_f1=1.0))
+    return gated, impossible
+
+
+def test_balanced_class_weights_come_from_the_train_split_counts(runs):
+    summary, _ = runs
+    counts = summary.label_counts["train"]
+    assert counts["fresh"] > 2 * counts["rotten"]
+    total = sum(counts.values())
+    expected = {label: total / (2 * n) for label, n in counts.items()}
+    assert summary.training.class_weights == pytest.approx(expected)
+    assert summary.training.class_weights["rotten"] > 1 > summary.training.class_weights["fresh"]
+    assert "class weights balanced: " in summary.render()
+
+
+def test_early_stopping_stops_before_the_last_epoch_and_exports_the_best(runs):
+    summary, _ = runs
+    record = summary.training
+    assert (record.epochs, record.epochs_run, record.best_epoch, record.stopped_early) == (3, 2, 1, True)
+    assert "stopped after epoch 2 of 3: val_loss did not improve by more than 10 for 1 epoch(s); epoch 1" in (
+        summary.render()
+    )
+
+
+def test_the_evaluator_reports_per_class_recall_and_macro_f1(runs):
+    summary, _ = runs
+    assert summary.blessed is True
+    assert 0 <= summary.metrics["macro_f1"] <= 1
+    assert set(summary.per_class) == {"fresh", "rotten"}
+    for values in summary.per_class.values():
+        assert {"precision", "recall", "f1"} <= set(values)
+    mean_f1 = sum(v["f1"] for v in summary.per_class.values()) / 2
+    assert summary.metrics["macro_f1"] == pytest.approx(mean_f1)
+
+
+def test_the_macro_f1_gate_refuses_a_model_below_it(runs):
+    _, summary = runs
+    assert summary.components[-1].state == "done"
+    assert [c.state for c in summary.components if c.name == "Trainer"] == ["cached"]
+    assert summary.blessed is False and not summary.pushed_dir
+    assert "macro_f1" in summary.blessing_reason and "needs >= 1" in summary.blessing_reason
