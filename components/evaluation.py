@@ -110,24 +110,50 @@ def top1_precision_recall(matrix, label_names: list[str]) -> dict[str, dict[str,
     return result
 
 
-def class_f1(num_labels: int, evaluation: EvaluationConfig) -> config_pb2.MetricConfig:
+def class_f1(
+    num_labels: int, evaluation: EvaluationConfig, thresholds: tuple[float, ...] | None = None
+) -> config_pb2.MetricConfig:
     """Each class's precision / recall / F1 of the served answer and their macro F1 (components/class_metrics.py),
-    gated by evaluation.min_macro_f1 when set."""
-    metric = config_pb2.MetricConfig(
-        class_name="ClassF1", module=CLASS_METRICS_MODULE, config=json.dumps({"num_classes": num_labels})
-    )
+    gated by evaluation.min_macro_f1 when set; with per-label `thresholds`, a multi-label model's."""
+    settings = {"num_classes": num_labels, **({"thresholds": list(thresholds)} if thresholds is not None else {})}
+    metric = config_pb2.MetricConfig(class_name="ClassF1", module=CLASS_METRICS_MODULE, config=json.dumps(settings))
     if evaluation.min_macro_f1 is not None:
         metric.per_slice_thresholds.extend(_bound(evaluation.min_macro_f1))
     return metric
 
 
-def metrics_specs(num_labels: int, evaluation: EvaluationConfig) -> list[config_pb2.MetricsSpec]:
+def multi_label_specs(thresholds: tuple[float, ...], evaluation: EvaluationConfig) -> list[config_pb2.MetricsSpec]:
+    """Multi-label: per label (one column of the 0/1 label vector against its probability) AUC and AUC-PR; their
+    macro means, the headline on which min_auc and the baseline gate act; each label's precision / recall / F1
+    at its decision threshold, macro F1, subset accuracy and hamming loss. min_accuracy does not apply: no
+    single accuracy means for label sets what it means for one label."""
+    classes = list(range(len(thresholds)))
+    return [
+        config_pb2.MetricsSpec(
+            metrics=[config_pb2.MetricConfig(class_name="ExampleCount"), class_f1(len(classes), evaluation, thresholds)]
+        ),
+        config_pb2.MetricsSpec(
+            metrics=[*_curve_metrics(None), config_pb2.MetricConfig(class_name="ConfusionMatrixPlot")],
+            binarize=config_pb2.BinarizationOptions(class_ids={"values": classes}),
+        ),
+        config_pb2.MetricsSpec(
+            metrics=_curve_metrics(evaluation),
+            aggregate=config_pb2.AggregationOptions(macro_average=True, class_weights={c: 1.0 for c in classes}),
+        ),
+    ]
+
+
+def metrics_specs(
+    num_labels: int, evaluation: EvaluationConfig, thresholds: tuple[float, ...] | None = None
+) -> list[config_pb2.MetricsSpec]:
     """Binary: metrics of the positive score. K classes: top-1 accuracy and the K x K confusion matrix (from
     which the summary takes each class's top-1 precision and recall); per class (one-vs-rest) AUC, AUC-PR and
     ROC points; their macro averages, on which the AUC thresholds and the baseline gate act. Both: each class's
     precision, recall and F1 of the served answer, and their macro F1."""
     if num_labels < 2:
         raise ValueError(f"a classifier needs at least two labels, got {num_labels}")
+    if thresholds is not None:
+        return multi_label_specs(thresholds, evaluation)
     if num_labels == 2:
         metrics = [
             config_pb2.MetricConfig(class_name="ExampleCount"),
@@ -165,9 +191,12 @@ def metrics_specs(num_labels: int, evaluation: EvaluationConfig) -> list[config_
     ]
 
 
-def eval_config(num_labels: int, evaluation: EvaluationConfig) -> config_pb2.EvalConfig:
-    """The Evaluator's config: the model's evaluator signature, slices by label and by token length."""
-    binary = num_labels == 2
+def eval_config(
+    num_labels: int, evaluation: EvaluationConfig, thresholds: tuple[float, ...] | None = None
+) -> config_pb2.EvalConfig:
+    """The Evaluator's config: the model's evaluator signature, slices by label and by token length. Per-label
+    decision `thresholds` make it a multi-label model's (a label slice then holds the rows tagged with it)."""
+    binary = num_labels == 2 and thresholds is None
     model_spec = config_pb2.ModelSpec(
         signature_name=SERVING_EVALUATOR,
         preprocessing_function_names=[TRANSFORM_FEATURES],
@@ -181,16 +210,18 @@ def eval_config(num_labels: int, evaluation: EvaluationConfig) -> config_pb2.Eva
         config_pb2.SlicingSpec(feature_keys=[LENGTH_BUCKET]),
     ]
     return config_pb2.EvalConfig(
-        model_specs=[model_spec], slicing_specs=slicing, metrics_specs=metrics_specs(num_labels, evaluation)
+        model_specs=[model_spec], slicing_specs=slicing, metrics_specs=metrics_specs(num_labels, evaluation, thresholds)
     )
 
 
-def check_eval_config(num_labels: int, evaluation: EvaluationConfig) -> None:
+def check_eval_config(
+    num_labels: int, evaluation: EvaluationConfig, thresholds: tuple[float, ...] | None = None
+) -> None:
     """Builds the Evaluator's metric computations and thresholds the way TFMA will, with no data and no
     model: a config TFMA rejects fails here in seconds, not after training."""
     from tensorflow_model_analysis.metrics import metric_specs
 
-    config = eval_config(num_labels, evaluation)
+    config = eval_config(num_labels, evaluation, thresholds)
     metric_specs.to_computations(list(config.metrics_specs), eval_config=config)
     metric_specs.metric_thresholds_from_metrics_specs(list(config.metrics_specs))
 

@@ -48,9 +48,20 @@ class TrainerSettings:
     model: ModelConfig
     training: TrainingConfig
     label_names: tuple[str, ...]
+    # Multi-label: a sigmoid per label, binary cross-entropy, and serving answers the labels whose probability
+    # reaches their decision threshold (one per label, in id order).
+    multi_label: bool = False
+    decision_thresholds: tuple[float, ...] = ()
 
     def to_custom_config(self) -> dict[str, Any]:
-        return {"model": to_dict(self.model), "training": to_dict(self.training), "label_names": list(self.label_names)}
+        config = {
+            "model": to_dict(self.model),
+            "training": to_dict(self.training),
+            "label_names": list(self.label_names),
+        }
+        if self.multi_label:
+            config.update(multi_label=True, decision_thresholds=list(self.decision_thresholds))
+        return config
 
     @classmethod
     def from_custom_config(cls, custom_config: dict[str, Any]) -> TrainerSettings:
@@ -58,6 +69,8 @@ class TrainerSettings:
             model=build_config(ModelConfig, custom_config["model"], "model"),
             training=build_config(TrainingConfig, custom_config["training"], "training"),
             label_names=tuple(custom_config["label_names"]),
+            multi_label=bool(custom_config.get("multi_label", False)),
+            decision_thresholds=tuple(custom_config.get("decision_thresholds", ())),
         )
 
 
@@ -255,7 +268,33 @@ def dense_gradients(grads_and_vars):
     return [(tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, v) for g, v in grads_and_vars]
 
 
-def compile_for_training(model, training: TrainingConfig, total_steps: int) -> None:
+def weighted_binary_crossentropy(positive_weights: list[float] | None):
+    """Multi-label loss: per label binary cross-entropy on logits, positives weighed by `positive_weights`
+    (class weights of a multi-label task), averaged over labels."""
+    weights = tf.constant(positive_weights or 1.0, tf.float32)
+
+    def loss(labels, logits):
+        labels, logits = tf.cast(labels, tf.float32), tf.cast(logits, tf.float32)
+        return tf.reduce_mean(tf.nn.weighted_cross_entropy_with_logits(labels, logits, weights), axis=-1)
+
+    return loss
+
+
+def loss_and_metrics(multi_label: bool, positive_weights: list[float] | None = None):
+    """Single label: softmax cross-entropy and top-1 accuracy. Multi-label: weighted binary cross-entropy and
+    the share of right (row, label) decisions at probability 0.5 (logit 0), both named `accuracy`."""
+    if multi_label:
+        return weighted_binary_crossentropy(positive_weights), [
+            tf_keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0)
+        ]
+    return tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True), [
+        tf_keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+    ]
+
+
+def compile_for_training(
+    model, training: TrainingConfig, total_steps: int, multi_label: bool = False, positive_weights=None
+) -> None:
     """AdamW with linear warm-up and decay (transformers' own schedule), cross-entropy on logits."""
     from transformers import create_optimizer
 
@@ -266,11 +305,8 @@ def compile_for_training(model, training: TrainingConfig, total_steps: int) -> N
         weight_decay_rate=training.weight_decay,
     )
     optimizer.gradient_transformers = [dense_gradients]  # create_optimizer does not pass it through
-    model.compile(
-        optimizer=optimizer,
-        loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=[tf_keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-    )
+    loss, metrics = loss_and_metrics(multi_label, positive_weights)
+    model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
 
 
 def early_stopping(training: TrainingConfig, checkpoints: str, *, has_eval: bool) -> BestEpoch | None:
@@ -285,21 +321,33 @@ def early_stopping(training: TrainingConfig, checkpoints: str, *, has_eval: bool
     return BestEpoch(stopping.metric, mode, stopping.patience, stopping.min_delta, checkpoints.rstrip("/") + "-best")
 
 
-def class_weights(training: TrainingConfig, label_names: list[str], train_files: list[str]) -> dict[int, float] | None:
-    """Keras' class_weight for training.class_weights; `balanced` counts the train split's labels first."""
-    counts = train_label_counts(train_files, len(label_names)) if training.class_weights == "balanced" else None
-    weights = class_weight_map(training.class_weights, label_names, counts)
+def class_weights(
+    training: TrainingConfig, label_names: list[str], train_files: list[str], multi_label: bool = False
+) -> dict[int, float] | None:
+    """{label id: weight} for training.class_weights; `balanced` counts the train split's labels first. Single
+    label: Keras' class_weight. Multi-label: each label's positive weight in the loss."""
+    counts = None
+    if training.class_weights == "balanced":
+        counts = train_label_counts(train_files, len(label_names), multi_label)
+    weights = class_weight_map(training.class_weights, label_names, counts, multi_label)
     if weights is not None:
         shown = ", ".join(f"{label_names[i]} {w:.3f}" for i, w in weights.items())
-        counted = f" (train counts {dict(zip(label_names, counts, strict=True))})" if counts else ""
-        print(f"[Trainer] class weights {shown}{counted}", flush=True)
+        counted = f" (train counts {dict(zip(label_names, counts.tagged, strict=True))})" if counts else ""
+        kind = "positive weights per label" if multi_label else "class weights"
+        print(f"[Trainer] {kind} {shown}{counted}", flush=True)
     return weights
 
 
 def training_record(
-    training: TrainingConfig, label_names: list[str], weights: dict[int, float] | None, best: BestEpoch | None
+    training: TrainingConfig,
+    label_names: list[str],
+    weights: dict[int, float] | None,
+    best: BestEpoch | None,
+    multi_label: bool = False,
 ) -> TrainingRecord:
     setting = training.class_weights if isinstance(training.class_weights, str) else "mapping"
+    if multi_label and weights:
+        setting += ", positive weight per label"
     record = TrainingRecord(
         epochs=training.epochs,
         epochs_run=training.epochs,
@@ -386,15 +434,21 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         else None
     )
 
+    weights = class_weights(training, label_names, fn_args.train_files, settings.multi_label)
     with placement.strategy.scope():
         model, report = build_classifier(
-            files, label_names, dropout=training.dropout, freeze_embeddings=training.freeze_embeddings
+            files,
+            label_names,
+            dropout=training.dropout,
+            freeze_embeddings=training.freeze_embeddings,
+            multi_label=settings.multi_label,
         )
         dropout = "the checkpoint's" if training.dropout is None else f"{training.dropout} (training.dropout)"
         embeddings = "frozen (training.freeze_embeddings)" if training.freeze_embeddings else "trained"
         print(f"[Trainer] {report.describe()}; dropout {dropout}; input embeddings {embeddings}", flush=True)
         check_disk_space(model, [fn_args.model_run_dir, fn_args.serving_model_dir])
-        compile_for_training(model, training, total_steps)
+        positive_weights = [weights[i] for i in range(len(label_names))] if weights and settings.multi_label else None
+        compile_for_training(model, training, total_steps, settings.multi_label, positive_weights)
     # The peak of the device that runs the matmuls, in the precision training uses; a TPU's is not measured.
     peak = None if placement.kind == "tpu" else matmul_peak("bfloat16" if precision == "bf16" else "float32")
     if peak is not None:
@@ -415,7 +469,6 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
             log_dir=os.path.join(fn_args.model_run_dir, "logs"), update_freq=training.log_every_steps
         ),
     ]
-    weights = class_weights(training, label_names, fn_args.train_files)
     model.fit(
         train_data,
         epochs=training.epochs,
@@ -423,12 +476,12 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         validation_data=eval_data,
         validation_steps=eval_steps if static_validation else None,
         callbacks=callbacks,
-        class_weight=weights,
+        class_weight=None if settings.multi_label else weights,
         verbose=0,
     )
     logging.info("training throughput: %.1f examples/s", progress.examples_per_second)
     meter.write(fn_args.model_run_dir)
-    training_record(training, label_names, weights, best_epoch).write(fn_args.model_run_dir)
+    training_record(training, label_names, weights, best_epoch, settings.multi_label).write(fn_args.model_run_dir)
 
     export_started = time.monotonic()
     module = signatures.ServingModule(
@@ -438,10 +491,11 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         model_input_names=model_inputs,
         text_features=[f for f in TEXT_FEATURES if f in tf_transform_output.raw_feature_spec()],
         label_features=LABEL_FEATURES,
+        decision_thresholds=settings.decision_thresholds if settings.multi_label else None,
     )
     signatures.export(module, fn_args.serving_model_dir)
     serving_contract.write_warmup_requests(fn_args.serving_model_dir, module.text_inputs)
-    write_contract(fn_args.serving_model_dir, task_contract(label_names, module.text_inputs))
+    write_contract(fn_args.serving_model_dir, task_contract(label_names, module.text_inputs, settings.multi_label))
     print(
         f"[Trainer] exported SavedModel to {fn_args.serving_model_dir} in {time.monotonic() - export_started:.1f}s",
         flush=True,

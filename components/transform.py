@@ -25,14 +25,17 @@ from models.pretrained import resolve_model_dir
 from models.tokenizer import InGraphTokenizer, tokenizer_spec
 
 
-def transform_custom_config(model_name: str, revision: str | None, max_seq_length: int, length_buckets) -> dict:
+def transform_custom_config(
+    model_name: str, revision: str | None, max_seq_length: int, length_buckets, multi_label: bool = False
+) -> dict:
     """What preprocessing_fn needs, as the JSON-able dict the Transform component carries."""
-    return {
+    config = {
         "model": model_name,
         "revision": revision,
         "max_seq_length": max_seq_length,
         "length_buckets": list(length_buckets),
     }
+    return {**config, "multi_label": True} if multi_label else config
 
 
 def length_bucket_names(edges) -> list[str]:
@@ -68,6 +71,7 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
     # How many kept tokens the vocab could not represent: the statistics show how well it covers the data.
     outputs[UNKNOWN_TOKENS] = tf.reduce_sum(tf.cast(tf.equal(features[INPUT_IDS], spec.unk_id), tf.int64), axis=1)
     outputs[LENGTH_BUCKET] = length_bucket(token_count, custom_config.get("length_buckets", (16, 32)))
-    if LABEL_FEATURE in inputs:
-        outputs[LABEL_FEATURE] = tf.reshape(inputs[LABEL_FEATURE], [-1])
+    if LABEL_FEATURE in inputs:  # a label id, or for multi-label the 0/1 vector over the label set
+        label = inputs[LABEL_FEATURE]
+        outputs[LABEL_FEATURE] = label if custom_config.get("multi_label") else tf.reshape(label, [-1])
     return outputs

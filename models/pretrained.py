@@ -174,7 +174,11 @@ def position_limit(directory: Path) -> int | None:
 
 
 def build_classifier(
-    files: ModelFiles, label_names: Sequence[str], dropout: float | None = None, freeze_embeddings: bool = False
+    files: ModelFiles,
+    label_names: Sequence[str],
+    dropout: float | None = None,
+    freeze_embeddings: bool = False,
+    multi_label: bool = False,
 ):
     """The HF TF sequence classifier with pretrained encoder weights and a fresh head for `label_names`.
 
@@ -189,6 +193,8 @@ def build_classifier(
         num_labels=len(label_names),
         id2label=dict(enumerate(label_names)),
         label2id={name: i for i, name in enumerate(label_names)},
+        # transformers' own name for a sigmoid per label (what its PyTorch heads and pipelines read back).
+        problem_type="multi_label_classification" if multi_label else "single_label_classification",
     )
     if files.weights_format == "tf-h5":
         model, info = TFAutoModelForSequenceClassification.from_pretrained(

@@ -22,6 +22,7 @@ class Prediction:
     confidence: float
     probabilities: tuple[float, ...]
     text_pair: str | None = None
+    labels: tuple[str, ...] | None = None  # multi-label models: every label at or over its threshold
 
 
 def resolve_version_dir(path: str | Path) -> Path:
@@ -50,8 +51,19 @@ def predict_texts(model, texts: Sequence[str], text_pairs: Sequence[str] | None 
     if text_pairs is not None:
         inputs[TEXT_PAIR_INPUT] = tf.constant(list(text_pairs))
     outputs = model.signatures[SERVING_DEFAULT](**inputs)
-    labels = [v.decode("utf-8") for v in outputs["label"].numpy()]
     pairs = list(text_pairs) if text_pairs is not None else [None] * len(texts)
+    if "labels" in outputs:  # a multi-label model
+        return [
+            Prediction(text, ", ".join(chosen), -1, max(probabilities, default=0.0), probabilities, pair, chosen)
+            for text, pair, chosen, probabilities in zip(
+                texts,
+                pairs,
+                [tuple(v.decode("utf-8") for v in row if v) for row in outputs["labels"].numpy()],
+                [tuple(float(p) for p in row) for row in outputs[PROBABILITIES].numpy()],
+                strict=True,
+            )
+        ]
+    labels = [v.decode("utf-8") for v in outputs["label"].numpy()]
     return [
         Prediction(text, label, int(label_id), float(confidence), tuple(float(p) for p in probabilities), pair)
         for text, pair, label, label_id, confidence, probabilities in zip(
@@ -91,5 +103,8 @@ def prediction_lines(predictions: Sequence[Prediction]) -> list[str]:
         else:
             shown = _shorten(prediction.text, 34) + "  |  " + _shorten(prediction.text_pair, 34)
         probabilities = "  ".join(f"{p:.2f}" for p in prediction.probabilities)
+        if prediction.labels is not None:  # multi-label: the labels answered, no single confidence
+            lines.append(f"  {prediction.label or '(no label)':<{width}}  [{probabilities}]  {shown}")
+            continue
         lines.append(f"  {prediction.label:<{width}} {prediction.confidence:6.1%}  [{probabilities}]  {shown}")
     return lines

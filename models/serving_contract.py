@@ -151,8 +151,15 @@ def predict(model, payload: dict[str, Any]) -> dict[str, Any]:
     outputs = model.signatures[signature_name](**inputs)
     columns = {key: value.numpy().tolist() for key, value in outputs.items()}
     rows = len(next(iter(columns.values()))) if columns else 0
-    decoded = {k: [v.decode("utf-8") if isinstance(v, bytes) else v for v in vs] for k, vs in columns.items()}
+    decoded = {k: _decoded(vs) for k, vs in columns.items()}
     return {"predictions": [{k: decoded[k][i] for k in decoded} for i in range(rows)]}
+
+
+def _decoded(value):
+    """String tensors of any rank as JSON strings, as TF Serving's REST API writes them."""
+    if isinstance(value, list):
+        return [_decoded(v) for v in value]
+    return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
 def warmup_logs(

@@ -1,7 +1,9 @@
 """The exported model's serving signatures; this module owns every one of them.
 
 - `serving_default`: raw texts [N] (and `text_pair` [N] for sentence-pair models) -> probabilities [N, K],
-  label_id, label, confidence (people, REST).
+  label_id, label, confidence (people, REST). Multi-label models: probabilities [N, K] (a sigmoid per label),
+  labels [N, K] (the labels at or over their decision threshold, in label order, then "" to fill the row) and
+  label_count [N].
 - `serving_tf_example`: serialized tf.Examples -> the same (TF Serving's classify/predict with examples).
 - `serving_evaluator`: tf.Examples -> `positive_score` (binary) or `probabilities` (multiclass), for TFMA.
 - `transform_features`: tf.Examples -> the Transform outputs TFMA slices on (length bucket, truncation).
@@ -72,6 +74,7 @@ class ServingModule(tf.Module):
         model_input_names: Sequence[str],
         text_features: Sequence[str],
         label_features: Sequence[str],
+        decision_thresholds: Sequence[float] | None = None,
     ):
         super().__init__()
         self.model = model
@@ -81,7 +84,9 @@ class ServingModule(tf.Module):
         self.text_inputs = tuple(text_features)  # (text,) or (text, text_pair)
         raw_spec = tf_transform_output.raw_feature_spec()
         self._example_spec = {k: v for k, v in raw_spec.items() if k not in label_features}
-        self._binary = len(label_names) == 2
+        # Multi-label models answer every label whose probability reaches its threshold (None: one label per row).
+        self.decision_thresholds = None if decision_thresholds is None else tf.constant(list(decision_thresholds))
+        self._binary = len(label_names) == 2 and decision_thresholds is None
         # The three classifying signatures share one traced function from raw features on: the model and the
         # Transform graph are traced and stored once instead of three times (smaller, faster to save and load).
         raw_specs = {
@@ -103,6 +108,8 @@ class ServingModule(tf.Module):
             transformed[ATTENTION_MASK],
             num_labels=int(self.label_names.shape[0]),
         )
+        if self.decision_thresholds is not None:
+            return self._labels_over_thresholds(tf.sigmoid(logits))
         probabilities = tf.nn.softmax(logits, axis=-1)
         label_id = tf.argmax(probabilities, axis=-1)
         return {
@@ -110,6 +117,17 @@ class ServingModule(tf.Module):
             "label_id": label_id,
             "label": tf.gather(self.label_names, label_id),
             "confidence": tf.reduce_max(probabilities, axis=-1),
+        }
+
+    def _labels_over_thresholds(self, probabilities: tf.Tensor) -> dict[str, tf.Tensor]:
+        """Multi-label answers: each row's labels at or over their threshold, first and in label order."""
+        chosen = probabilities >= self.decision_thresholds
+        order = tf.argsort(tf.cast(chosen, tf.int32), axis=-1, direction="DESCENDING", stable=True)
+        names = tf.where(tf.gather(chosen, order, batch_dims=1), tf.gather(self.label_names, order), "")
+        return {
+            PROBABILITIES: probabilities,
+            "labels": names,
+            "label_count": tf.reduce_sum(tf.cast(chosen, tf.int64), axis=-1),
         }
 
     def _parse(self, examples: tf.Tensor) -> dict[str, tf.Tensor]:

@@ -62,6 +62,11 @@ class DatasetConfig:
     # The second text of sentence-pair tasks (paraphrase, entailment); empty for single-text classification.
     text_pair_column: str = ""
     label_column: str = "label"
+    # Multi-label classification (topic tags, toxicity categories): either label_column holds a list of label
+    # names or ids per row ([] for none of them), or label_columns names several 0/1 columns, each a label.
+    # The probe sets multi_label when it sees lists; a compiled (cloud) pipeline declares it.
+    multi_label: bool = False
+    label_columns: tuple[str, ...] = ()
     # Rows whose text (or pair text) or label is missing: `error` stops with the rows named, `drop` leaves
     # them out and reports how many per split.
     missing_text: str = "error"
@@ -149,6 +154,9 @@ class EvaluationConfig:
     # Blessing also needs this macro F1 (the unweighted mean of each class's F1 of the served answer); None: not
     # gated, still reported.
     min_macro_f1: float | None = None
+    # Multi-label: a label is predicted when its probability is at least its threshold here (default 0.5);
+    # serving and the Evaluator's per-label precision / recall / F1 use the same values.
+    decision_thresholds: Mapping[str, float] = dataclasses.field(default_factory=dict)
     length_buckets: tuple[int, ...] = (16, 32)  # token-count bucket edges for the text-length slices
 
 
@@ -364,6 +372,40 @@ def resolve_file_dataset(config: DatasetConfig) -> DatasetConfig:
     )
 
 
+def resolve_label_columns(config: DatasetConfig) -> DatasetConfig:
+    """`label_columns: [a, b]` is a multi-label task whose label set is those columns, in that order."""
+    if not config.label_columns:
+        return config
+    if config.label_names and tuple(config.label_names) != tuple(config.label_columns):
+        raise ConfigError(
+            f"dataset.label_columns {list(config.label_columns)} are the label set; dataset.label_names "
+            f"{list(config.label_names)} says otherwise: leave label_names out"
+        )
+    return dataclasses.replace(config, multi_label=True, label_names=tuple(config.label_columns))
+
+
+def threshold_per_label(evaluation: EvaluationConfig, label_names) -> tuple[float, ...]:
+    """evaluation.decision_thresholds in label id order, 0.5 where not given."""
+    return tuple(float(evaluation.decision_thresholds.get(name, 0.5)) for name in label_names)
+
+
+def check_label_settings(config: PipelineConfig, label_names, multi_label: bool | None = None) -> None:
+    """Settings that name labels name labels of this run (known once the label set is declared or probed);
+    with `multi_label` known (after the probe), settings of the other task kind are refused."""
+    check_class_weight_labels(config.training, label_names)
+    if multi_label is False and config.evaluation.decision_thresholds:
+        raise ConfigError(
+            "evaluation.decision_thresholds is for multi-label tasks; this run's labels are one per row "
+            "(the served label is the most probable one)"
+        )
+    unknown = sorted(set(config.evaluation.decision_thresholds) - set(label_names))
+    if unknown:
+        raise ConfigError(
+            f"evaluation.decision_thresholds names {unknown}, which are not labels of this run; its labels are "
+            f"{list(label_names)}"
+        )
+
+
 def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> PipelineConfig:
     """Defaults, then the YAML file, then overrides (nested or dotted keys); validated."""
     values = to_dict(PipelineConfig())
@@ -376,7 +418,7 @@ def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | N
     if overrides:
         values = _merge(values, dotted_to_nested(overrides))
     config = build_config(PipelineConfig, values)
-    config = dataclasses.replace(config, dataset=resolve_file_dataset(config.dataset))
+    config = dataclasses.replace(config, dataset=resolve_label_columns(resolve_file_dataset(config.dataset)))
     validate(config)
     return config
 
@@ -432,11 +474,20 @@ def validate(config: PipelineConfig) -> None:
     ds, tr, ev = config.dataset, config.training, config.evaluation
     if not ds.text_column or not ds.label_column:
         problems.append("dataset.text_column and dataset.label_column must be set")
-    roles = {"text_column": ds.text_column, "label_column": ds.label_column}
+    roles = {"text_column": ds.text_column}
     if ds.text_pair_column:
         roles["text_pair_column"] = ds.text_pair_column
+    if ds.label_columns:
+        roles.update({f"label_columns[{i}]": column for i, column in enumerate(ds.label_columns)})
+    else:
+        roles["label_column"] = ds.label_column
     if len(set(roles.values())) != len(roles):
         problems.append(f"dataset columns must differ: {', '.join(f'{k}={v!r}' for k, v in roles.items())}")
+    if ds.label_columns and len(ds.label_columns) < 2:
+        problems.append("dataset.label_columns names at least two 0/1 columns (one column is a binary label_column)")
+    for name, value in ev.decision_thresholds.items():
+        if not 0 < value < 1:
+            problems.append(f"evaluation.decision_thresholds.{name} = {value} is outside (0, 1)")
     if ds.missing_text not in MISSING_TEXT_POLICIES:
         problems.append(f"dataset.missing_text must be one of {list(MISSING_TEXT_POLICIES)}, not '{ds.missing_text}'")
     bad_splits = sorted(set(ds.split_sources) - set(TFX_SPLITS)) + sorted(set(ds.limits) - set(TFX_SPLITS))
@@ -483,7 +534,7 @@ def validate(config: PipelineConfig) -> None:
     problems += _training_problems(tr)
     try:
         if ds.label_names:
-            check_class_weight_labels(tr, ds.label_names)
+            check_label_settings(config, ds.label_names)
     except ConfigError as error:
         problems.append(str(error))
     if ev.min_macro_f1 is not None and not 0 <= ev.min_macro_f1 <= 1:

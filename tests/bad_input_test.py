@@ -298,3 +298,45 @@ def test_float_scores_are_refused_at_preflight_as_regression(tmp_path, tiny_bert
     config = _config(tmp_path, tiny_bert_dir, name=str(_csv(tmp_path, rows)))
     with pytest.raises(DatasetContentError, match=r"'label' holds numbers with fractions .* regression"):
         probe(config)
+
+
+def _jsonl(tmp_path, rows, name="tags.jsonl"):
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def test_malformed_multi_label_rows_are_refused_at_preflight_naming_the_row(tmp_path, tiny_bert_dir):
+    """A JSON-lines row whose tags are a bare string among lists is named by the reader itself; a file declared
+    multi-label whose rows hold single labels is named by the ExampleGen's own row check; both in seconds."""
+    import time
+
+    rows = [{"text": f"text {i}", "label": [["a"], ["b"], ["a", "b"], []][i % 4]} for i in range(200)]
+    rows[37]["label"] = "a"
+    started = time.monotonic()
+    with pytest.raises(DatasetSourceError, match=r"Column\(/label\) changed from array to string in row 37"):
+        probe(_config(tmp_path, tiny_bert_dir, name=str(_jsonl(tmp_path, rows))))
+    declared = _config(tmp_path, tiny_bert_dir, name=str(_csv(tmp_path, _balanced())), multi_label=True)
+    with pytest.raises(
+        DatasetContentError, match=r"holds 'neg' \(row 0 of data.csv \('train'\)\), not a list of labels"
+    ):
+        probe(declared)
+    assert time.monotonic() - started < 30
+
+
+def test_multi_label_settings_are_checked_against_the_probed_task(tmp_path, tiny_bert_dir):
+    rows = [{"text": f"text {i}", "label": [["a"], ["b"], ["a", "b"], []][i % 4]} for i in range(200)]
+    path = str(_jsonl(tmp_path, rows))
+    probed = probe(_config(tmp_path, tiny_bert_dir, name=path))
+    assert probed.config.dataset.multi_label and probed.config.dataset.label_names == ("a", "b")
+    single = [{"text": f"text {i}", "label": "ab"[i % 2]} for i in range(200)]
+    single_path = str(_jsonl(tmp_path, single, "single.jsonl"))
+
+    def with_thresholds(name, thresholds):
+        values = configs.to_dict(_config(tmp_path, tiny_bert_dir, name=name))
+        return configs.load_config(overrides={**values, "evaluation": {"decision_thresholds": thresholds}})
+
+    with pytest.raises(configs.ConfigError, match="decision_thresholds is for multi-label tasks"):
+        probe(with_thresholds(single_path, {"a": 0.3}))
+    with pytest.raises(configs.ConfigError, match=r"decision_thresholds names \['c'\]"):
+        probe(with_thresholds(path, {"c": 0.3}))

@@ -85,3 +85,41 @@ def write_review_plot_pairs(directory: Path, pairs: int, seed: int = 2) -> Path:
     dataset = datasets.Dataset.from_list(rows, features=features)
     dataset.save_to_disk(str(directory))
     return directory
+
+
+# Multi-label tags a review can carry together: praise (a fresh review), synopsis (a plot synopsis) and long
+# (over LONG_WORDS words); a short rotten review carries none ([]).
+MULTI_LABEL_TAGS = ("praise", "synopsis", "long")
+LONG_WORDS = 22
+
+
+def multi_label_rows(per_class: int, seed: int = 2) -> list[dict]:
+    rows = []
+    for row in _balanced(corpus().to_list(), per_class, seed):
+        tags = {"fresh": ["praise"], "plot": ["synopsis"], "rotten": []}[row["category"]]
+        if len(row["text"].split()) > LONG_WORDS:
+            tags = [*tags, "long"]
+        rows.append({"text": row["text"], "tags": tags})
+    return rows
+
+
+def write_multi_label_jsonl(path: Path, per_class: int) -> Path:
+    """JSON lines {"text": ..., "tags": [...]}: a list of tag names per row, [] for none."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for row in multi_label_rows(per_class):
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
+
+
+def write_tag_columns_csv(path: Path, per_class: int) -> Path:
+    """The same rows as a CSV with one 0/1 column per tag (dataset.label_columns)."""
+    import csv
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["review", *MULTI_LABEL_TAGS])
+        for row in multi_label_rows(per_class):
+            writer.writerow([row["text"], *(int(tag in row["tags"]) for tag in MULTI_LABEL_TAGS)])
+    return path

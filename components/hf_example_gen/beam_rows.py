@@ -77,7 +77,9 @@ class ReadRows(_ShardReader):
 
 
 def count_example(row: splitting.Row) -> splitting.Row:
-    Metrics.counter(METRICS_NAMESPACE, f"examples:{row.split}:{row.label_id}").inc()
+    Metrics.counter(METRICS_NAMESPACE, f"rows:{row.split}").inc()
+    for label_id in row.label_ids:
+        Metrics.counter(METRICS_NAMESPACE, f"examples:{row.split}:{label_id}").inc()
     return row
 
 
@@ -137,10 +139,12 @@ def counters(result) -> Mapping[str, int]:
     return totals
 
 
-def split_counts(totals: Mapping[str, int], splits: Sequence[str]) -> tuple[dict, dict]:
-    """(label counts per split {split: {label id: n}}, rows dropped per split) from the counters."""
+def split_counts(totals: Mapping[str, int], splits: Sequence[str]) -> tuple[dict, dict, dict]:
+    """(label counts per split {split: {label id: n}}, rows dropped per split, rows per split) from the
+    counters; a multi-label row counts once under each of its labels and once in its split's rows."""
     labels: dict[str, dict[int, int]] = {s: {} for s in splits}
     dropped = dict.fromkeys(splits, 0)
+    rows = dict.fromkeys(splits, 0)
     for name, value in totals.items():
         kind, _, rest = name.partition(":")
         if kind == "examples":
@@ -148,4 +152,6 @@ def split_counts(totals: Mapping[str, int], splits: Sequence[str]) -> tuple[dict
             labels[split][int(label)] = value
         elif kind == "dropped":
             dropped[rest] = value
-    return labels, dropped
+        elif kind == "rows":
+            rows[rest] = value
+    return labels, dropped, rows

@@ -44,11 +44,16 @@ def _bytes(value: str) -> tf.train.Feature:
     return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode("utf-8")]))
 
 
-def to_example(text: str, text_pair: str | None, label_id: int, label_names: tuple[str, ...]) -> bytes:
+def to_example(
+    text: str, text_pair: str | None, label_ids: tuple[int, ...], label_names: tuple[str, ...], multi_label: bool
+) -> bytes:
+    """`label` is the id, or for multi-label the 0/1 vector over the label set; `label_name` the name(s)."""
+    ids = [int(i in label_ids) for i in range(len(label_names))] if multi_label else list(label_ids)
+    names = [label_names[i].encode("utf-8") for i in label_ids]
     feature = {
         TEXT_FEATURE: _bytes(text),
-        LABEL_FEATURE: tf.train.Feature(int64_list=tf.train.Int64List(value=[label_id])),
-        LABEL_NAME_FEATURE: _bytes(label_names[label_id]),
+        LABEL_FEATURE: tf.train.Feature(int64_list=tf.train.Int64List(value=ids)),
+        LABEL_NAME_FEATURE: tf.train.Feature(bytes_list=tf.train.BytesList(value=names)),
     }
     if text_pair is not None:
         feature[TEXT_PAIR_FEATURE] = _bytes(text_pair)
@@ -81,13 +86,15 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         splitting.check_label_count(names, config)
         examples = artifact_utils.get_single_instance(output_dict["examples"])
         examples.split_names = artifact_utils.encode_split_names(list(TFX_SPLITS))
-        label_tuple = tuple(names)
+        label_tuple, multi_label = tuple(names), config.multi_label
         with self._make_beam_pipeline() as pipeline:
             for name, rows in beam_rows.read_rows(pipeline, read, names).items():
                 _ = (
                     rows
                     | f"ToExample[{name}]"
-                    >> beam.Map(lambda r, names=label_tuple: to_example(r.text, r.text_pair, r.label_id, names))
+                    >> beam.Map(
+                        lambda r, names=label_tuple: to_example(r.text, r.text_pair, r.label_ids, names, multi_label)
+                    )
                     | f"Write[{name}]"
                     >> beam.io.WriteToTFRecord(
                         os.path.join(artifact_utils.get_split_uri([examples], name), "data_tfrecord"),
@@ -95,22 +102,20 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                         compression_type=beam.io.filesystem.CompressionTypes.GZIP,
                     )
                 )
-        label_counts, dropped = beam_rows.split_counts(beam_rows.counters(pipeline.result), TFX_SPLITS)
+        label_counts, dropped, rows = beam_rows.split_counts(beam_rows.counters(pipeline.result), TFX_SPLITS)
         for name in TFX_SPLITS:
-            count, origin = sum(label_counts[name].values()), read.plan.origin[name]
+            count, origin = rows[name], read.plan.origin[name]
             logging.info("split %s: %d examples from %s", name, count, origin)
             if dropped[name]:
                 logging.warning("split %s: %d rows dropped for a missing text or label", name, dropped[name])
-        splitting.check_split_counts(label_counts, names, read.plan)
+        splitting.check_split_counts(label_counts, names, read.plan, rows if multi_label else None)
 
         examples.span = int(config.span)
         examples.version = 0
         examples_utils.set_payload_format(examples, example_gen_pb2.PayloadFormat.FORMAT_TF_EXAMPLE)
         examples_utils.set_file_format(examples, "tfrecords_gzip")
         examples.set_string_custom_property(LABEL_NAMES_PROPERTY, json.dumps(names))
-        examples.set_string_custom_property(
-            SPLIT_COUNTS_PROPERTY, json.dumps({n: sum(label_counts[n].values()) for n in TFX_SPLITS})
-        )
+        examples.set_string_custom_property(SPLIT_COUNTS_PROPERTY, json.dumps({n: rows[n] for n in TFX_SPLITS}))
         per_label = {n: {names[i]: c for i, c in sorted(label_counts[n].items())} for n in TFX_SPLITS}
         examples.set_string_custom_property(LABEL_COUNTS_PROPERTY, json.dumps(per_label, ensure_ascii=False))
         examples.set_string_custom_property(DROPPED_COUNTS_PROPERTY, json.dumps(dropped))

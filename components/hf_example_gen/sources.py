@@ -299,7 +299,11 @@ class Placed:
     dropped: dict[str, int]
 
     def label_counts(self) -> dict[str, dict[int, int]]:
-        return {s: dict(collections.Counter(r.label_id for r in rows)) for s, rows in self.rows.items()}
+        """{split: {label id: rows tagged with it}}."""
+        return {s: dict(collections.Counter(i for r in rows for i in r.label_ids)) for s, rows in self.rows.items()}
+
+    def totals(self) -> dict[str, int]:
+        return {s: len(rows) for s, rows in self.rows.items()}
 
 
 def place(read: DatasetRead, names: list[str], records: Iterable[tuple[str, str, dict]]) -> Placed:

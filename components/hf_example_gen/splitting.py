@@ -25,12 +25,18 @@ class DatasetContentError(UserError, ValueError):
     """The dataset's columns or values do not fit the config; the message names the fix."""
 
 
-def column_roles(config: DatasetConfig) -> list[tuple[str, str]]:
-    """(role, column) for the text columns, then the label column last."""
+def text_roles(config: DatasetConfig) -> list[tuple[str, str]]:
+    """(role, column) for the text columns, in segment order."""
     roles = [("text", config.text_column)]
     if config.text_pair_column:
         roles.append(("text_pair", config.text_pair_column))
-    return [*roles, ("label", config.label_column)]
+    return roles
+
+
+def column_roles(config: DatasetConfig) -> list[tuple[str, str]]:
+    """(role, column) for the text columns, then the label column(s)."""
+    labels = config.label_columns or (config.label_column,)
+    return [*text_roles(config), *(("label", column) for column in labels)]
 
 
 def check_features(features: datasets.Features | None, config: DatasetConfig, split_name: str) -> None:
@@ -39,7 +45,7 @@ def check_features(features: datasets.Features | None, config: DatasetConfig, sp
     if features is None:
         return
     check_columns(list(features), config, split_name)
-    for role, column in column_roles(config)[:-1]:
+    for role, column in text_roles(config):
         feature = features[column]
         if not (isinstance(feature, datasets.Value) and feature.dtype in ("string", "large_string")):
             raise DatasetContentError(
@@ -50,9 +56,10 @@ def check_features(features: datasets.Features | None, config: DatasetConfig, sp
 def check_columns(columns: Sequence[str], config: DatasetConfig, split_name: str) -> None:
     for role, column in column_roles(config):
         if column not in columns:
+            key = "dataset.label_columns" if config.label_columns and role == "label" else f"dataset.{role}_column"
             raise DatasetContentError(
                 f"{role} column '{column}' is not in split '{split_name}'; its columns are {list(columns)}. "
-                f"Set dataset.{role}_column (--{role.replace('_', '-')}-column) to one of them."
+                f"Set {key} (--{role.replace('_', '-')}-column) to one of them."
             )
 
 
@@ -64,15 +71,26 @@ def known_label_names(config: DatasetConfig, label_features: Iterable[object]) -
     if config.label_names:
         return list(config.label_names)
     for feature in label_features:
+        feature = getattr(feature, "feature", feature)  # a list of ClassLabel ids names its classes too
         if isinstance(feature, datasets.ClassLabel):
             return list(feature.names)
     return None
 
 
+def holds_lists(feature: object) -> bool:
+    """A label column whose schema says each row holds a list (a multi-label column)."""
+    return isinstance(feature, datasets.List | datasets.LargeList)
+
+
 def names_from_values(values: Iterable[object], column: str = "label") -> list[str]:
     """Sorted distinct label values; integer labels keep their numeric order (2 before 10). Numbers with a
     fraction are scores, not classes: refused rather than each becoming a class of its own."""
-    distinct = {v for v in values if v is not None}
+    distinct = set()
+    for value in values:
+        if isinstance(value, list | tuple):  # a multi-label row: each of its labels
+            distinct.update(v for v in value if v is not None)
+        elif value is not None:
+            distinct.add(value)
     scores = sorted(v for v in distinct if isinstance(v, float) and not v.is_integer())
     if scores:
         raise DatasetContentError(
@@ -95,8 +113,43 @@ def check_label_count(names: Sequence[str], config: DatasetConfig) -> None:
 
 def label_value(value: object, feature: object) -> object:
     """The raw label as the distinct-values pass sees it: ClassLabel ids become names; missing is None."""
+    inner = getattr(feature, "feature", None)
+    if isinstance(value, list | tuple) and isinstance(inner, datasets.ClassLabel):
+        return [inner.int2str(v) for v in value]
     if isinstance(feature, datasets.ClassLabel):
         return feature.int2str(value) if value is not None and value >= 0 else None
+    return value
+
+
+def row_label(record: Mapping[str, object], config: DatasetConfig, feature: object, where: str) -> object:
+    """The row's label as a name-like value, or a list of them for multi-label rows; None when missing. Rows
+    whose label has the wrong shape for the task are refused with the row named and the fix."""
+    if config.label_columns:
+        values = [record[column] for column in config.label_columns]
+        if any(v is None for v in values):
+            return None
+        for column, value in zip(config.label_columns, values, strict=True):
+            if str(value).strip().lower() not in ("0", "1", "true", "false", "0.0", "1.0"):
+                raise DatasetContentError(
+                    f"label column '{column}' holds {value!r} ({where}); each of dataset.label_columns holds 0 or 1 "
+                    "(or true/false): is the row tagged with that label"
+                )
+        flags = [str(v).strip().lower() in ("1", "true", "1.0") for v in values]
+        return [column for column, flag in zip(config.label_columns, flags, strict=True) if flag]
+    value = label_value(record[config.label_column], feature)
+    column = config.label_column
+    if config.multi_label and value is not None:
+        if not isinstance(value, list | tuple) or any(isinstance(v, list | tuple | dict) for v in value):
+            raise DatasetContentError(
+                f"label column '{column}' holds {value!r} ({where}), not a list of labels: a multi-label row holds "
+                'its labels as a list (["sports", "politics"], [] for none). Fix the row, or set '
+                "dataset.multi_label: false if each row has one label"
+            )
+    elif isinstance(value, list | tuple):
+        raise DatasetContentError(
+            f"label column '{column}' holds a list {value!r} ({where}): a multi-label task. Set dataset.multi_label:"
+            " true (--set dataset.multi_label=true); `hftfx run` sets it when its sample shows lists first"
+        )
     return value
 
 
@@ -167,8 +220,13 @@ class Row:
     split: str
     text: str
     text_pair: str | None
-    label_id: int
+    label_ids: tuple[int, ...]  # one id; for multi-label the row's labels, in id order (empty: none apply)
     rank: float
+
+    @property
+    def label_id(self) -> int:
+        (label_id,) = self.label_ids
+        return label_id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,7 +258,7 @@ def prepare_row(
     if any(column not in record for _, column in roles):
         check_columns(list(record), config, dataset_split)
     texts = []
-    for role, column in roles[:-1]:
+    for role, column in text_roles(config):
         value = record[column]
         if value is not None and not isinstance(value, str):
             raise DatasetContentError(
@@ -208,18 +266,21 @@ def prepare_row(
                 f"strings; point dataset.{role}_column at a string column"
             )
         texts.append(value)
-    label = label_value(record[config.label_column], label_feature)
-    missing = tuple(role for (role, _), v in zip(roles, [*texts, label], strict=True) if v is None)
+    label = row_label(record, config, label_feature, where)
+    missing = tuple(role for (role, _), v in zip([*text_roles(config), ("label", "")], [*texts, label], strict=True)
+                    if v is None)  # fmt: skip
     bucket_of = (*texts, None if label is None else str(label))
     split = plan.route(dataset_split, unit_hash(plan.seed, "split", bucket_of))
     if missing:
         return RowIssue(split, where, missing=missing)
-    label_id = label_index.get(str(label))
-    if label_id is None:
-        return RowIssue(split, where, unknown_label=str(label))
+    labels = label if isinstance(label, list | tuple) else [label]
+    unknown = [str(v) for v in labels if str(v) not in label_index]
+    if unknown:
+        return RowIssue(split, where, unknown_label=unknown[0])
+    label_ids = tuple(sorted({label_index[str(v)] for v in labels}))
     pair = texts[1] if config.text_pair_column else None
     rank = unit_hash(plan.seed, "limit", bucket_of) if split in plan.limits else 0.0
-    return Row(split, texts[0], pair, label_id, rank)
+    return Row(split, texts[0], pair, label_ids, rank)
 
 
 def issues_error(issues: Sequence[RowIssue], config: DatasetConfig, names: Sequence[str]) -> DatasetContentError:
@@ -251,13 +312,24 @@ def blocking(issue: RowIssue, config: DatasetConfig) -> bool:
 # ---- the whole output -----------------------------------------------------------------------------------
 
 
-def check_split_counts(label_counts: Mapping[str, Mapping[int, int]], names: Sequence[str], plan: SplitPlan) -> None:
-    """After every row is placed: no empty split, two classes or more in each, every class in train."""
+def check_split_counts(
+    label_counts: Mapping[str, Mapping[int, int]],
+    names: Sequence[str],
+    plan: SplitPlan,
+    totals: Mapping[str, int] | None = None,
+) -> None:
+    """After every row is placed: no empty split, two classes or more in each, every class in train. With
+    `totals` (rows per split), a multi-label task: every label tagged in train, and in test every label both
+    tagged and untagged somewhere (its AUC is undefined otherwise)."""
+    sizes = totals if totals is not None else {s: sum(label_counts.get(s, {}).values()) for s in TFX_SPLITS}
     for split in TFX_SPLITS:
-        if not sum(label_counts.get(split, {}).values()):
+        if not sizes.get(split):
             raise DatasetContentError(
                 f"split '{split}' ({plan.origin[split]}) is empty; give it data or change dataset.split_ratios"
             )
+    if totals is not None:
+        _check_multi_label_counts(label_counts, names, totals)
+        return
     for split in TFX_SPLITS:
         present = sorted(i for i, n in label_counts[split].items() if n)
         if len(present) < 2:
@@ -270,4 +342,21 @@ def check_split_counts(label_counts: Mapping[str, Mapping[int, int]], names: Seq
         raise DatasetContentError(
             f"the train split has no examples of {[names[i] for i in missing]}; add some or drop the class "
             "from dataset.label_names"
+        )
+
+
+def _check_multi_label_counts(label_counts, names: Sequence[str], totals: Mapping[str, int]) -> None:
+    tagged = label_counts.get("train", {})
+    never = [names[i] for i in range(len(names)) if not tagged.get(i)]
+    if never:
+        raise DatasetContentError(
+            f"no train example is tagged {never}: a model cannot learn a label it never sees. Add examples, or "
+            "leave the label out of dataset.label_names (dataset.label_columns)"
+        )
+    test = label_counts.get("test", {})
+    undefined = [names[i] for i in range(len(names)) if test.get(i, 0) in (0, totals["test"])]
+    if undefined:
+        raise DatasetContentError(
+            f"in the test split, {undefined} tag no example or every example: their AUC is undefined and the "
+            "Evaluator's macro AUC with them. Give the test split examples with and without each label"
         )

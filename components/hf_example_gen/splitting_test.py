@@ -180,3 +180,56 @@ def test_classlabel_minus_one_counts_as_missing():
 def test_a_missing_pair_column_is_named_with_the_flag():
     with pytest.raises(splitting.DatasetContentError, match=r"text_pair column 'hypothesis'.*--text-pair-column"):
         _place(_records(2, ["a", "b"]), DatasetConfig(name="x", text_pair_column="hypothesis"), ["a", "b"])
+
+
+# ---- multi-label ---------------------------------------------------------------------------------------------
+MULTI = DatasetConfig(name="x", multi_label=True)
+
+
+def test_list_labels_give_each_rows_label_ids_in_order_and_empty_lists_are_no_label():
+    records = _records(3, [["sports", "politics"], [], ["sports", "sports"]])
+    assert splitting.names_from_values([r["label"] for r in records]) == ["politics", "sports"]
+    rows = _place(records, MULTI, ["politics", "sports"])
+    assert [r.label_ids for r in rows] == [(0, 1), (), (1,)]
+
+
+def test_lists_of_classlabel_ids_name_their_labels():
+    feature = datasets.List(datasets.ClassLabel(names=["a", "b", "c"]))
+    assert splitting.holds_lists(feature) and not splitting.holds_lists(datasets.ClassLabel(names=["a"]))
+    assert splitting.known_label_names(DatasetConfig(name="x"), [feature]) == ["a", "b", "c"]
+    rows = _place(_records(2, [[2, 0], [1]]), MULTI, ["a", "b", "c"], feature=feature)
+    assert [r.label_ids for r in rows] == [(0, 2), (1,)]
+
+
+def test_malformed_multi_label_rows_are_named_with_the_fix():
+    with pytest.raises(splitting.DatasetContentError, match=r"holds 'sports' \(row 1\), not a list of labels"):
+        _place(_records(2, [["sports"], "sports"]), MULTI, ["sports"])
+    with pytest.raises(splitting.DatasetContentError, match=r"not a list of labels"):
+        _place(_records(1, [[["nested"]]]), MULTI, ["nested"])
+    with pytest.raises(splitting.DatasetContentError, match=r"holds a list \['a'\] \(row 0\).*dataset.multi_label"):
+        _place(_records(1, [["a"]]), DatasetConfig(name="x"), ["a"])
+    unknown = _place(_records(1, [["sports", "weather"]]), MULTI, ["sports"])
+    assert unknown[0].unknown_label == "weather"
+
+
+def test_label_columns_are_0_or_1_per_label():
+    config = DatasetConfig(
+        name="x", multi_label=True, label_columns=("toxic", "insult"), label_names=("toxic", "insult")
+    )
+    records = [{"text": "a", "toxic": 1, "insult": 0}, {"text": "b", "toxic": "true", "insult": "1"}]
+    assert [r.label_ids for r in _place(records, config, ["toxic", "insult"])] == [(0,), (0, 1)]
+    with pytest.raises(splitting.DatasetContentError, match=r"label column 'insult' holds 2 \(row 0\); each of"):
+        _place([{"text": "a", "toxic": 1, "insult": 2}], config, ["toxic", "insult"])
+    with pytest.raises(splitting.DatasetContentError, match=r"label column 'insult' is not in.*dataset.label_columns"):
+        _place([{"text": "a", "toxic": 1}], config, ["toxic", "insult"])
+
+
+def test_multi_label_counts_need_every_label_in_train_and_undefined_test_aucs_are_refused():
+    plan = splitting.plan_splits(["train"], MULTI)
+    totals = {"train": 10, "eval": 4, "test": 4}
+    ok = {"train": {0: 3, 1: 5}, "eval": {0: 1}, "test": {0: 1, 1: 2}}
+    splitting.check_split_counts(ok, ["a", "b"], plan, totals)
+    with pytest.raises(splitting.DatasetContentError, match=r"no train example is tagged \['b'\]"):
+        splitting.check_split_counts({**ok, "train": {0: 3}}, ["a", "b"], plan, totals)
+    with pytest.raises(splitting.DatasetContentError, match=r"test split, \['a', 'b'\] tag no example or every"):
+        splitting.check_split_counts({**ok, "test": {1: 4}}, ["a", "b"], plan, totals)

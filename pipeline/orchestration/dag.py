@@ -18,7 +18,7 @@ from components.transform import transform_custom_config
 from models.contract import TEXT_FEATURE, TEXT_PAIR_FEATURE
 from models.task import TaskContract, task_contract
 from pipeline.cloud.profile import beam_args, on_vertex, validate_cloud, vertex_serving_config, vertex_training_config
-from pipeline.configs import PipelineConfig
+from pipeline.configs import PipelineConfig, threshold_per_label
 from pipeline.errors import UserError
 from pipeline.run_parameters import RunParameters
 
@@ -55,7 +55,14 @@ class TaskEvaluator(tfx.components.Evaluator):
 def task_of(config: PipelineConfig) -> TaskContract:
     """The run's task contract, known before any component runs (label set declared or probed)."""
     inputs = (TEXT_FEATURE, TEXT_PAIR_FEATURE) if config.dataset.text_pair_column else (TEXT_FEATURE,)
-    return task_contract(config.dataset.label_names, inputs)
+    return task_contract(config.dataset.label_names, inputs, config.dataset.multi_label)
+
+
+def decision_thresholds(config: PipelineConfig) -> tuple[float, ...] | None:
+    """Per label, in id order, for a multi-label run; None for one label per row."""
+    if not config.dataset.multi_label:
+        return None
+    return threshold_per_label(config.evaluation, config.dataset.label_names)
 
 
 def create_components(
@@ -104,6 +111,7 @@ def create_components(
             config.model.revision,
             config.model.max_seq_length,
             config.evaluation.length_buckets,
+            config.dataset.multi_label,
         ),
     )
     transform.add_upstream_node(example_validator)
@@ -112,7 +120,10 @@ def create_components(
         examples=transform.outputs["transformed_examples"], stats_options=bounded_statistics_options()
     ).with_id(TRANSFORMED_STATISTICS_GEN)
     # Fine-tunes the transformers model and exports the SavedModel with its serving signatures.
-    settings = TrainerSettings(config.model, config.training, config.dataset.label_names)
+    thresholds = decision_thresholds(config)
+    settings = TrainerSettings(
+        config.model, config.training, config.dataset.label_names, config.dataset.multi_label, thresholds or ()
+    )
     trainer_class, trainer_config = HFTrainer, settings.to_custom_config()
     vertex = cloud and on_vertex(config.cloud)
     if vertex:
@@ -150,7 +161,7 @@ def create_components(
         examples=example_gen.outputs["examples"],
         model=trainer.outputs["model"],
         baseline_model=baseline_resolver.outputs["model"] if baseline_resolver else None,
-        eval_config=evaluation.eval_config(len(config.dataset.label_names), config.evaluation),
+        eval_config=evaluation.eval_config(len(config.dataset.label_names), config.evaluation, thresholds),
         example_splits=[evaluation.EVAL_SPLIT],
         module_path=EVALUATOR_MODULE,
     ).with_id(EVALUATOR)

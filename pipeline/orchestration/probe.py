@@ -16,7 +16,7 @@ from components import evaluation
 from components.hf_example_gen import beam_rows, sources, spans, splitting
 from models.pretrained import check_architecture, encoder_shape, model_files, position_limit, resolve_model_dir
 from models.tokenizer import tokenizer_spec
-from pipeline.configs import ConfigError, PipelineConfig, check_class_weight_labels
+from pipeline.configs import ConfigError, PipelineConfig, check_label_settings, threshold_per_label
 
 SAMPLE_ROWS = 20_000
 SAMPLE_SECONDS = 30.0
@@ -71,20 +71,35 @@ def label_names(read: sources.DatasetRead, sample: sources.Sample, beam_args) ->
         return splitting.names_from_values(values, read.config.label_column)
 
 
+def detect_multi_label(read: sources.DatasetRead, sample: sources.Sample) -> sources.DatasetRead:
+    """The read with dataset.multi_label set when the label column's schema, or any sampled row, holds lists."""
+    if read.config.multi_label:
+        return read
+    schema_lists = any(splitting.holds_lists(read.label_feature(s)) for s in read.plan.routes)
+    if schema_lists or any(isinstance(v, list | tuple) for v in sources.label_values(read, sample.rows())):
+        return dataclasses.replace(read, config=dataclasses.replace(read.config, multi_label=True))
+    return read
+
+
 def probe(config: PipelineConfig) -> ProbeResult:
     """Runs the model checks, the ExampleGen's own data checks on a bounded sample (no TFRecords) and builds
     the Evaluator's metrics for the label count found, so no configuration error surfaces after training."""
     probe_model(config)
     read = sources.open_dataset(config.dataset)
     sample = sources.sample(read, SAMPLE_ROWS, SAMPLE_SECONDS)
+    read = detect_multi_label(read, sample)
+    multi_label = read.config.multi_label
     names = label_names(read, sample, config.beam_args)
     splitting.check_label_count(names, read.config)
-    check_class_weight_labels(config.training, names)
+    check_label_settings(config, names, multi_label)
     placed = sources.place(read, names, sample.rows())
     if sample.complete:
-        splitting.check_split_counts(placed.label_counts(), names, read.plan)
-    evaluation.check_eval_config(len(names), config.evaluation)
-    dataset = dataclasses.replace(config.dataset, label_names=tuple(names), span=read.config.span)
+        splitting.check_split_counts(placed.label_counts(), names, read.plan, placed.totals() if multi_label else None)
+    thresholds = threshold_per_label(config.evaluation, names) if multi_label else None
+    evaluation.check_eval_config(len(names), config.evaluation, thresholds)
+    dataset = dataclasses.replace(
+        config.dataset, label_names=tuple(names), span=read.config.span, multi_label=multi_label
+    )
     return ProbeResult(
         config=dataclasses.replace(config, dataset=dataset),
         split_sizes={name: len(rows) for name, rows in placed.rows.items()} if sample.complete else None,

@@ -20,8 +20,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from components.class_metrics import PER_CLASS, SUBSET_ACCURACY
 from components.evaluation import confusion_cells
 from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE, TOKEN_COUNT, TRUNCATED, UNKNOWN_TOKENS
+from models.task import MULTI_LABEL
 from pipeline.configs import ConfigError, PipelineConfig
 from pipeline.orchestration.dag import TRANSFORMED_STATISTICS_GEN
 from pipeline.reporting.run_summary import (
@@ -154,12 +156,15 @@ def _training_section(artifacts) -> str:
 def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str, str]:
     import numpy as np
 
+    multi_label = summary.task == MULTI_LABEL
+    # Multi-label: the share of rows whose whole label set is right stands where accuracy stands.
+    accuracy = SUBSET_ACCURACY if multi_label else "accuracy"
     rows = [
         [
             "overall",
             *[
                 f"{summary.metrics.get(k, float('nan')):.4f}"
-                for k in ("accuracy", "auc", "auc_pr", "precision", "recall")
+                for k in (accuracy, "auc", "auc_pr", "precision", "recall")
             ],
             int(summary.metrics.get("example_count", 0)),
         ]
@@ -168,26 +173,33 @@ def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str,
         single_label = name.startswith(f"{LABEL_NAME_FEATURE}=")  # AUCs are undefined on one label
         cells = [
             ("n/a" if single_label and k in ("auc", "auc_pr") else f"{values.get(k, float('nan')):.4f}")
-            for k in ("accuracy", "auc", "auc_pr", "precision", "recall")
+            for k in (accuracy, "auc", "auc_pr", "precision", "recall")
         ]
         rows.append([name, *cells, int(values.get("example_count", 0))])
-    metrics_html = _table(["slice", "accuracy", "AUC", "AUC-PR", "precision", "recall", "examples"], rows)
+    headers = ["slice", accuracy.replace("_", " "), "AUC", "AUC-PR", "precision", "recall", "examples"]
+    metrics_html = _table(headers, rows)
     if summary.per_class:
+        answered = "at each label's decision threshold" if multi_label else "of the served answer"
         metrics_html += (
-            "<p>Per class: AUC and AUC-PR one-vs-rest, precision and recall of top-1 predictions (the "
-            "headline ones are their unweighted means):</p>"
+            f"<p>Per class: AUC and AUC-PR one-vs-rest, precision, recall and F1 {answered} (the headline ones "
+            "are their unweighted means):</p>"
             + _table(
-                ["class", "AUC", "AUC-PR", "precision", "recall"],
+                ["class", "AUC", "AUC-PR", "precision", "recall", "F1"],
                 [
-                    [name, *(f"{values.get(k, float('nan')):.4f}" for k in ("auc", "auc_pr", "precision", "recall"))]
+                    [name, *(f"{values.get(k, float('nan')):.4f}" for k in ("auc", "auc_pr", *PER_CLASS))]
                     for name, values in summary.per_class.items()
                 ],
             )
         )
 
     result = load_eval_result(evaluation_uri)
-    by_sub_key = dict(result.plots).get((), {}).get("", {})
+    by_sub_key = dict(result.plots or []).get((), {}).get("", {})
     overall = by_sub_key.get("", {})
+    if multi_label:
+        figure, axis = plt.subplots(figsize=(6, 4.5))
+        _roc_per_class(axis, by_sub_key, summary, "ROC per label")
+        caption = "<p>The ROC of each label: its probability against whether the row carries it.</p>"
+        return metrics_html, caption + _png(figure)
     if len(summary.label_names) > 2:
         return metrics_html, _multiclass_figure(multiclass_confusion_matrix(result), by_sub_key, summary)
     matrices = overall.get("confusionMatrixAtThresholds", {}).get("matrices", [])
@@ -271,22 +283,27 @@ def _multiclass_figure(matrix: dict, by_sub_key: dict, summary: RunSummary) -> s
     )
     axes[0].set_xticklabels(names, rotation=30, ha="right")
     axes[0].set_yticklabels(names)
-    for class_id, name in enumerate(names):
+    _roc_per_class(axes[1], by_sub_key, summary, "one-vs-rest ROC per class")
+    figure.tight_layout()
+    caption = f"<p>The confusion matrix ({k} classes) of top-1 predictions, and the one-vs-rest ROC of each class.</p>"
+    return caption + _png(figure)
+
+
+def _roc_per_class(axis, by_sub_key: dict, summary: RunSummary, title: str) -> None:
+    """Each class's (or label's) ROC from TFMA's binarized confusion matrices, its AUC in the legend."""
+    for class_id, name in enumerate(summary.label_names):
         curve = by_sub_key.get(f"classId:{class_id}", {}).get("confusionMatrixAtThresholds", {}).get("matrices", [])
         if curve:
             auc = summary.per_class.get(name, {}).get("auc", float("nan"))
-            axes[1].plot(
+            axis.plot(
                 [m.get("falsePositiveRate", 0.0) for m in curve],
                 [m.get("recall", 0.0) for m in curve],
                 label=f"{name} (AUC {auc:.3f})",
             )
-    axes[1].plot([0, 1], [0, 1], linestyle="--", color="grey")
-    axes[1].set(title="one-vs-rest ROC per class", xlabel="false positive rate", ylabel="true positive rate")
-    axes[1].legend(fontsize=8)
-    axes[1].grid(alpha=0.3)
-    figure.tight_layout()
-    caption = f"<p>The confusion matrix ({k} classes) of top-1 predictions, and the one-vs-rest ROC of each class.</p>"
-    return caption + _png(figure)
+    axis.plot([0, 1], [0, 1], linestyle="--", color="grey")
+    axis.set(title=title, xlabel="false positive rate", ylabel="true positive rate")
+    axis.legend(fontsize=8)
+    axis.grid(alpha=0.3)
 
 
 def _blessing_section(evaluation_uri: str, summary: RunSummary) -> str:

@@ -11,6 +11,7 @@ import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
 from tfx.components.evaluator import constants as evaluator_constants
 
+from components.class_metrics import SUBSET_ACCURACY
 from components.evaluation import ACCURACY, AUC, metric_names, top1_precision_recall
 from components.training_meter import THROUGHPUT_FILE
 from components.training_record import TrainingRecord
@@ -130,9 +131,10 @@ class RunSummary:
         for name, values in self.slices.items():
             # AUC is undefined on a slice that holds a single label.
             auc = "" if name.startswith(f"{LABEL_NAME_FEATURE}=") else f"  auc {values.get(AUC, float('nan')):.3f}"
+            accuracy = ACCURACY if ACCURACY in values else SUBSET_ACCURACY  # multi-label: the exact label set
             lines.append(
-                f"    {name:<24} n={int(values.get('example_count', 0)):<6} accuracy "
-                f"{values.get(ACCURACY, float('nan')):.3f}{auc}"
+                f"    {name:<24} n={int(values.get('example_count', 0)):<6} {accuracy.replace('_', ' ')} "
+                f"{values.get(accuracy, float('nan')):.3f}{auc}"
             )
         for label, values in self.per_class.items():
             shown = "  ".join(f"{k} {values[k]:.3f}" for k in ("auc", "precision", "recall", "f1") if k in values)
@@ -261,10 +263,11 @@ def _metric_name(name: str) -> str:
 
 
 def _read_metrics(
-    evaluation_uri: str, label_names: list[str], role: str = "candidate"
+    evaluation_uri: str, label_names: list[str], role: str = "candidate", multi_label: bool = False
 ) -> tuple[dict[str, float], dict[str, dict[str, float]], dict[str, dict[str, float]]]:
     """(overall, per slice, per class) metrics under our names: for K classes the headline AUC and AUC-PR are
-    macro averages of one-vs-rest ones, precision and recall macro averages of each class's top-1 ones."""
+    macro averages of one-vs-rest ones, precision and recall macro averages of each class's top-1 ones; for
+    multi-label models macro averages over labels, precision and recall at each label's decision threshold."""
     rename = metric_names(max(len(label_names), 2))
     result = load_eval_result(evaluation_uri, role)
     if result is None:
@@ -288,7 +291,10 @@ def _read_metrics(
             overall = values
         else:
             slices[", ".join(f"{k}={v}" for k, v in slice_key)] = values
-    if len(label_names) > 2:
+    if multi_label:
+        for name in ("precision", "recall"):
+            overall[name] = sum(per_class.get(label, {}).get(name, 0.0) for label in label_names) / len(label_names)
+    elif len(label_names) > 2:
         top1 = top1_precision_recall(multiclass_confusion_matrix(result), label_names)
         for label, values in top1.items():
             per_class.setdefault(label, {}).update(values)
@@ -412,8 +418,10 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
             summary.blessing_reason = "see the run report"
             if with_metrics:
                 uri = outputs["evaluation"].uri
-                summary.metrics, summary.slices, summary.per_class = _read_metrics(uri, summary.label_names)
-                summary.baseline_metrics, _, _ = _read_metrics(uri, summary.label_names, "baseline")
+                multi_label = summary.task == MULTI_LABEL
+                read = _read_metrics(uri, summary.label_names, multi_label=multi_label)
+                summary.metrics, summary.slices, summary.per_class = read
+                summary.baseline_metrics, _, _ = _read_metrics(uri, summary.label_names, "baseline", multi_label)
                 summary.blessing_reason = _blessing_reason(uri, summary.blessed)
         if "model_run" in outputs:
             summary.throughput = _read_throughput(outputs["model_run"].uri)

@@ -69,7 +69,8 @@ def read_span(config: PipelineConfig, span: int) -> tuple[list[str], list[str]]:
         dataclasses.replace(config.dataset, span=span, span_window=1, limits=limits)
     )
     train = placed.rows["train"]
-    return [row.text for row in train], [names[row.label_id] for row in train]
+    # A multi-label row's labels as one value: drift compares the distribution of label combinations.
+    return [row.text for row in train], [",".join(names[i] for i in row.label_ids) for row in train]
 
 
 def token_counts(config: PipelineConfig, texts: list[str]) -> list[int]:

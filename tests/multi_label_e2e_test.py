@@ -1,0 +1,121 @@
+"""Multi-label classification end to end under LocalDagRunner with the tiny BERT: a list of tags per row
+(JSON lines, [] for none) and several 0/1 columns (CSV, dataset.label_columns) with balanced class weights
+and a per-label decision threshold. Each trains a sigmoid per label, is evaluated with per-label and macro
+metrics, blessed, pushed, and served (fresh process, as TF Serving would) with per-label probabilities and
+the labels over their thresholds."""
+
+import subprocess
+import sys
+
+import pytest
+
+from models.task import read_contract
+from pipeline import configs
+from pipeline.orchestration.local_runner import run_local
+from pipeline.reporting.run_summary import render_runs, summarize_all
+from tests import user_datasets
+from tests.tiny_model import tiny_overrides
+from tests.user_data_e2e_test import ask
+
+pytestmark = pytest.mark.e2e
+TAGS = list(user_datasets.MULTI_LABEL_TAGS)
+
+
+def config_for(workdir, model_dir, **overrides):
+    return configs.load_config(overrides={**tiny_overrides(workdir, model_dir, 48), **overrides})
+
+
+@pytest.fixture(scope="module")
+def lists(tmp_path_factory, tiny_bert_dir):
+    workdir = tmp_path_factory.mktemp("multi-label")
+    path = user_datasets.write_multi_label_jsonl(workdir / "data" / "tags.jsonl", per_class=150)
+    config = config_for(
+        workdir, tiny_bert_dir, **{"dataset.name": str(path), "dataset.label_column": "tags", "training.epochs": 2}
+    )
+    assert not config.dataset.multi_label  # found by the probe from the rows
+    return config, run_local(config)
+
+
+@pytest.fixture(scope="module")
+def columns(tmp_path_factory, tiny_bert_dir):
+    workdir = tmp_path_factory.mktemp("tag-columns")
+    path = user_datasets.write_tag_columns_csv(workdir / "data" / "tags.csv", per_class=150)
+    config = config_for(
+        workdir,
+        tiny_bert_dir,
+        **{
+            "dataset.name": str(path),
+            "dataset.text_column": "review",
+            "dataset.label_columns": TAGS,
+            "training.class_weights": "balanced",
+            "evaluation.decision_thresholds": {"long": 0.3},
+        },
+    )
+    return config, run_local(config)
+
+
+def test_list_labels_train_a_multi_label_model_blessed_on_macro_auc(lists):
+    _, summary = lists
+    assert summary.task == "multi_label" and summary.label_names == sorted(TAGS)
+    assert summary.outcome == "complete" and summary.blessed is True and summary.pushed_dir
+    assert {"auc", "auc_pr", "macro_f1", "subset_accuracy", "hamming_loss", "precision", "recall"} <= set(
+        summary.metrics
+    )
+    assert "accuracy" not in summary.metrics
+    assert set(summary.per_class) == set(TAGS)
+    for values in summary.per_class.values():
+        assert {"auc", "precision", "recall", "f1"} <= set(values)
+    assert {f"label_name={tag}" for tag in TAGS} <= set(summary.slices)  # a slice per label: the rows tagged
+    assert summary.training.epochs_run == 2
+    assert read_contract(summary.pushed_dir).task == "multi_label"
+
+
+def test_empty_tag_lists_are_rows_with_no_label(lists):
+    _, summary = lists
+    tagged = sum(summary.label_counts["train"].values())
+    rows = summary.split_counts["train"]
+    assert rows > 0 and summary.label_counts["train"]["praise"] < rows
+    assert tagged != rows  # rows carry 0, 1 or 2 tags
+
+
+def test_served_multi_label_model_answers_per_label_probabilities_and_labels(lists):
+    _, summary = lists
+    answer = ask(summary.pushed_dir, {"instances": ["a warm and moving film", "A man travels to Rome to find"]})
+    for prediction in answer["predictions"]:
+        assert len(prediction["probabilities"]) == 3 and all(0 <= p <= 1 for p in prediction["probabilities"])
+        chosen = [label for label in prediction["labels"] if label]
+        assert len(chosen) == prediction["label_count"]
+        expected = [t for t, p in zip(summary.label_names, prediction["probabilities"], strict=True) if p >= 0.5]
+        assert chosen == expected
+
+
+def test_predict_cli_shows_the_answered_labels(lists):
+    _, summary = lists
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "predict", "--model", summary.pushed_dir, "a dull mess"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (line,) = [x for x in done.stdout.splitlines() if "a dull mess" in x]
+    assert line.count("0.") + line.count("1.0") >= 3
+
+
+def test_runs_lists_the_multi_label_task(lists):
+    config, _ = lists
+    table = render_runs(summarize_all(config.metadata_sqlite, config.pipeline_name, with_metrics=False))
+    assert "multi-label" in table and "long,praise,synopsis" in table
+
+
+def test_label_columns_with_balanced_positive_weights_and_a_threshold(columns):
+    _, summary = columns
+    assert summary.task == "multi_label" and summary.label_names == TAGS  # the columns' order
+    assert summary.blessed is True and summary.pushed_dir
+    counts, rows = summary.label_counts["train"], summary.split_counts["train"]
+    expected = {tag: (rows - counts[tag]) / counts[tag] for tag in TAGS}
+    assert summary.training.class_weights == pytest.approx(expected)
+    assert "positive weight per label" in summary.render()
+    answer = ask(summary.pushed_dir, {"instances": ["an overlong, meandering and tedious tale of a man"] * 2})
+    probabilities = answer["predictions"][0]["probabilities"]
+    chosen = [label for label in answer["predictions"][0]["labels"] if label]
+    thresholds = {"praise": 0.5, "synopsis": 0.5, "long": 0.3}
+    assert chosen == [t for t, p in zip(TAGS, probabilities, strict=True) if p >= thresholds[t]]
