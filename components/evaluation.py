@@ -127,11 +127,17 @@ def multi_label_specs(thresholds: tuple[float, ...], evaluation: EvaluationConfi
     macro means, the headline on which min_auc and the baseline gate act; each label's precision / recall / F1
     at its decision threshold, macro F1, subset accuracy and hamming loss. min_accuracy does not apply: no
     single accuracy means for label sets what it means for one label."""
-    classes = list(range(len(thresholds)))
+    k = len(thresholds)
+    metrics = [config_pb2.MetricConfig(class_name="ExampleCount"), class_f1(k, evaluation, thresholds)]
+    return [config_pb2.MetricsSpec(metrics=metrics), *_per_class_curves(k, evaluation)]
+
+
+def _per_class_curves(num_labels: int, evaluation: EvaluationConfig) -> list[config_pb2.MetricsSpec]:
+    """Per class (one-vs-rest, or one label's column) AUC, AUC-PR and ROC points, read and not thresholded (a
+    rare class's AUC is noisy); their macro averages, on which the AUC thresholds and the baseline gate act
+    (TFMA needs class weights to know which classes a macro average is over)."""
+    classes = list(range(num_labels))
     return [
-        config_pb2.MetricsSpec(
-            metrics=[config_pb2.MetricConfig(class_name="ExampleCount"), class_f1(len(classes), evaluation, thresholds)]
-        ),
         config_pb2.MetricsSpec(
             metrics=[*_curve_metrics(None), config_pb2.MetricConfig(class_name="ConfusionMatrixPlot")],
             binarize=config_pb2.BinarizationOptions(class_ids={"values": classes}),
@@ -166,29 +172,15 @@ def metrics_specs(
             class_f1(num_labels, evaluation),
         ]
         return [config_pb2.MetricsSpec(metrics=metrics)]
-    classes = list(range(num_labels))
-    return [
-        config_pb2.MetricsSpec(
-            metrics=[
-                config_pb2.MetricConfig(class_name="ExampleCount"),
-                config_pb2.MetricConfig(
-                    class_name="SparseCategoricalAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)
-                ),
-                config_pb2.MetricConfig(class_name="MultiClassConfusionMatrixPlot"),
-                class_f1(num_labels, evaluation),
-            ]
+    metrics = [
+        config_pb2.MetricConfig(class_name="ExampleCount"),
+        config_pb2.MetricConfig(
+            class_name="SparseCategoricalAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)
         ),
-        # Per class, one-vs-rest: read, not thresholded (a rare class's AUC is noisy).
-        config_pb2.MetricsSpec(
-            metrics=[*_curve_metrics(None), config_pb2.MetricConfig(class_name="ConfusionMatrixPlot")],
-            binarize=config_pb2.BinarizationOptions(class_ids={"values": classes}),
-        ),
-        # The macro averages: TFMA needs class weights to know which classes a macro average is over.
-        config_pb2.MetricsSpec(
-            metrics=_curve_metrics(evaluation),
-            aggregate=config_pb2.AggregationOptions(macro_average=True, class_weights={c: 1.0 for c in classes}),
-        ),
+        config_pb2.MetricConfig(class_name="MultiClassConfusionMatrixPlot"),
+        class_f1(num_labels, evaluation),
     ]
+    return [config_pb2.MetricsSpec(metrics=metrics), *_per_class_curves(num_labels, evaluation)]
 
 
 def eval_config(

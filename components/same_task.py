@@ -10,7 +10,9 @@ task key. With none, the run is the first of its task and is judged on the absol
 from __future__ import annotations
 
 from absl import logging
+from tfx.components.evaluator import component as evaluator_component
 from tfx.components.evaluator import executor as evaluator_executor
+from tfx.dsl.components.base import executor_spec
 from tfx.dsl.input_resolution.strategies.latest_blessed_model_strategy import LatestBlessedModelStrategy
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import path_utils
@@ -74,3 +76,9 @@ class Executor(evaluator_executor.Executor):
         blessing.set_string_custom_property(TASK_KEY_PROPERTY, key or "")
         contract = candidate.get_string_custom_property(TASK_CONTRACT_PROPERTY)
         blessing.set_string_custom_property(TASK_CONTRACT_PROPERTY, contract)
+
+
+class TaskEvaluator(evaluator_component.Evaluator):
+    """TFX's Evaluator whose blessing records the task it blessed for."""
+
+    EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(Executor)

@@ -348,22 +348,24 @@ def training_record(
     setting = training.class_weights if isinstance(training.class_weights, str) else "mapping"
     if multi_label and weights:
         setting += ", positive weight per label"
-    record = TrainingRecord(
-        epochs=training.epochs,
-        epochs_run=training.epochs,
-        class_weights={label_names[i]: w for i, w in weights.items()} if weights else None,
-        class_weight_setting=setting,
-    )
+    ran = {"epochs_run": training.epochs}
     if best is not None:
         stopping = training.early_stopping
-        record.epochs_run = best.last_epoch + 1
-        record.monitor, record.best_value, record.best_epoch = best.monitor, best.best_value, best.best_epoch + 1
-        record.stopped_early, record.patience, record.min_delta = (
-            best.stopped_early,
-            stopping.patience,
-            stopping.min_delta,
-        )
-    return record
+        ran = {
+            "epochs_run": best.last_epoch + 1,
+            "monitor": best.monitor,
+            "best_value": best.best_value,
+            "best_epoch": best.best_epoch + 1,
+            "stopped_early": best.stopped_early,
+            "patience": stopping.patience,
+            "min_delta": stopping.min_delta,
+        }
+    return TrainingRecord(
+        epochs=training.epochs,
+        class_weights={label_names[i]: w for i, w in weights.items()} if weights else None,
+        class_weight_setting=setting,
+        **ran,
+    )
 
 
 def run_fn(fn_args: tfx.components.FnArgs) -> None:

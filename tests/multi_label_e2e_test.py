@@ -12,10 +12,9 @@ import pytest
 from models.task import read_contract
 from pipeline import configs
 from pipeline.orchestration.local_runner import run_local
-from pipeline.reporting.run_summary import render_runs, summarize_all
 from tests import user_datasets
 from tests.tiny_model import tiny_overrides
-from tests.user_data_e2e_test import ask
+from tests.user_data_e2e_test import ask, predict_line
 
 pytestmark = pytest.mark.e2e
 TAGS = list(user_datasets.MULTI_LABEL_TAGS)
@@ -91,19 +90,23 @@ def test_served_multi_label_model_answers_per_label_probabilities_and_labels(lis
 
 def test_predict_cli_shows_the_answered_labels(lists):
     _, summary = lists
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "predict", "--model", summary.pushed_dir, "a dull mess"],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    (line,) = [x for x in done.stdout.splitlines() if "a dull mess" in x]
+    line = predict_line(summary.pushed_dir, "a dull mess")
+    (answer,) = ask(summary.pushed_dir, {"instances": ["a dull mess"]})["predictions"]
+    shown = ", ".join(label for label in answer["labels"] if label) or "(no label)"
+    assert line.strip().startswith(shown)
     assert line.count("0.") + line.count("1.0") >= 3
 
 
 def test_runs_lists_the_multi_label_task(lists):
     config, _ = lists
-    table = render_runs(summarize_all(config.metadata_sqlite, config.pipeline_name, with_metrics=False))
-    assert "multi-label" in table and "long,praise,synopsis" in table
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "runs", "--set", f"pipeline_root={config.pipeline_root}"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    header, row = done.stdout.strip().splitlines()[-2:]
+    assert "task" in header and "labels" in header
+    assert "multi-label" in row and "long,praise,synopsis" in row
 
 
 def test_label_columns_with_balanced_positive_weights_and_a_threshold(columns):

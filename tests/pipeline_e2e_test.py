@@ -108,7 +108,7 @@ def test_every_component_executed_and_is_in_mlmd(first_run):
     assert {
         "components.hf_example_gen.component.HFDatasetExampleGen",
         "components.hf_trainer.HFTrainer",
-        "tfx.components.evaluator.component.Evaluator",
+        "components.same_task.TaskEvaluator",
     } <= types
     assert summary.split_counts == {"train": 384, "eval": 64, "test": 160}
     assert summary.label_names == ["rotten", "fresh"]

@@ -91,14 +91,20 @@ def test_pushed_three_class_model_answers_with_k_probabilities_and_names(three_c
         assert prediction["label"] in user_datasets.THREE_CLASS_LABELS.values()
 
 
-def test_predict_cli_shows_label_names_and_k_probabilities(three_class):
-    _, _, summary = three_class
+def predict_line(pushed_dir: str, text: str) -> str:
+    """The line `hftfx predict` prints for one text, run as a user runs it."""
     done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "predict", "--model", summary.pushed_dir, "a dull mess"],
+        [sys.executable, "-m", "pipeline.cli", "predict", "--model", pushed_dir, text],
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    (line,) = [x for x in done.stdout.splitlines() if "a dull mess" in x]
+    (line,) = [x for x in done.stdout.splitlines() if text in x]
+    return line
+
+
+def test_predict_cli_shows_label_names_and_k_probabilities(three_class):
+    _, _, summary = three_class
+    line = predict_line(summary.pushed_dir, "a dull mess")
     assert any(name in line for name in user_datasets.THREE_CLASS_LABELS.values())
     assert line.count("0.") + line.count("1.0") >= 3
 

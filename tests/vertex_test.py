@@ -604,3 +604,29 @@ def test_the_baseline_query_takes_only_blessings_of_the_runs_task(committed, pro
     assert task_of(three_class).key in other["resolver"]["outputArtifactQueries"]["model_blessing"]["filter"]
     assert task_of(profile).key not in json.dumps(other)
     PipelineJob(pipeline_spec=committed)  # the spec with the filter is still a PipelineJob's pipeline_spec
+
+
+def test_a_multi_label_config_compiles_a_sigmoid_trainer_and_its_evaluator():
+    """Multi-label on Vertex: the ExampleGen, Transform, Trainer and TFMA each get the task and the thresholds."""
+    config = configs.load_config(
+        PROFILE,
+        {"dataset.label_columns": ["toxic", "insult", "threat"], "dataset.label_names": [],
+         "dataset.name": "gs://bucket/comments/*.csv",
+         "evaluation.decision_thresholds": {"threat": 0.3}, "training.class_weights": "balanced"},
+    )  # fmt: skip
+    spec = compile_spec(config)
+    json_format.ParseDict(spec, pipeline_spec_pb2.PipelineSpec(), ignore_unknown_fields=False)
+    tasks = spec["root"]["dag"]["tasks"]
+    dataset = json.loads(
+        tasks["HFDatasetExampleGen"]["inputs"]["parameters"]["dataset_config"]["runtimeValue"]["constant"]
+    )
+    assert dataset["multi_label"] is True and dataset["label_names"] == ["toxic", "insult", "threat"]
+    transform = json.loads(tasks["Transform"]["inputs"]["parameters"]["custom_config"]["runtimeValue"]["constant"])
+    assert transform["multi_label"] is True
+    trainer = _trainer_job(spec)
+    assert trainer["multi_label"] is True and trainer["decision_thresholds"] == [0.5, 0.5, 0.3]
+    evaluator = json.loads(tasks["Evaluator"]["inputs"]["parameters"]["eval_config"]["runtimeValue"]["constant"])
+    (class_f1,) = [m for s in evaluator["metrics_specs"] for m in s["metrics"] if m["class_name"] == "ClassF1"]
+    assert json.loads(class_f1["config"]) == {"num_classes": 3, "thresholds": [0.5, 0.5, 0.3]}
+    assert evaluator["model_specs"][0]["prediction_key"] == "probabilities"
+    assert not any(m["class_name"] == "BinaryAccuracy" for s in evaluator["metrics_specs"] for m in s["metrics"])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import tensorflow_data_validation as tfdv
 from tfx import v1 as tfx
-from tfx.dsl.components.base import executor_spec
 from tfx.orchestration import pipeline as tfx_pipeline
 
 from components import evaluation, same_task
@@ -44,12 +43,6 @@ def bounded_statistics_options() -> tfdv.StatsOptions:
 
 class LabelSetUnknownError(UserError, ValueError):
     pass
-
-
-class TaskEvaluator(tfx.components.Evaluator):
-    """TFX's Evaluator whose blessing records the task it blessed for (components/same_task.py)."""
-
-    EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(same_task.Executor)
 
 
 def task_of(config: PipelineConfig) -> TaskContract:
@@ -157,7 +150,7 @@ def create_components(
             model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
         ).with_id(BASELINE_RESOLVER)
     # Measures the model on the held-out test split and blesses it only if it clears every threshold.
-    evaluator = TaskEvaluator(
+    evaluator = same_task.TaskEvaluator(
         examples=example_gen.outputs["examples"],
         model=trainer.outputs["model"],
         baseline_model=baseline_resolver.outputs["model"] if baseline_resolver else None,
