@@ -3,6 +3,7 @@
 #   podman build -t REGION-docker.pkg.dev/PROJECT/hftfx/pipeline:0.1.0 .
 #   podman build --target gpu -t .../pipeline-gpu:0.1.0 .      (Trainer on GPUs: cloud.trainer_image_uri)
 #   podman build --target tpu -t .../pipeline-tpu:0.1.0 .                (Trainer on TPU VMs)
+#   podman build --target dataflow -t .../pipeline-dataflow:0.1.0 .      (Dataflow workers: cloud.dataflow_image_uri)
 #
 # Base: Python 3.13 on Debian 13 (the lock needs Python >= 3.11; TFX's own image is Python 3.10). The default
 # is the official python image; offline, bin/build-image imports the Debian 13 userland the environment
@@ -14,6 +15,8 @@
 # `python -m tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor`.
 ARG BASE_IMAGE=docker.io/library/python:3.13-slim-trixie
 ARG UV_VERSION=0.13.9
+# Beam's SDK image for the locked apache-beam version and the image's Python (tests/vertex_test.py pins both).
+ARG BEAM_SDK_IMAGE=docker.io/apache/beam_python3.13_sdk:2.77.0
 
 FROM ${BASE_IMAGE} AS base
 ARG UV_VERSION
@@ -70,6 +73,18 @@ FROM base AS gpu
 # pip wheels (TensorFlow's and-cuda extra), pinned by the TensorFlow version. Not built on the development
 # machines (no GPU, several GB).
 RUN uv pip install "tensorflow[and-cuda]==$(python -c 'import tensorflow as tf; print(tf.__version__)')"
+
+FROM ${BEAM_SDK_IMAGE} AS beam-sdk
+
+FROM base AS dataflow
+# Dataflow workers (cloud.dataflow_image_uri): Dataflow starts a custom container with Beam's boot program as
+# its entrypoint, the documented way being to copy /opt/apache/beam from the Beam SDK image of the same Beam and
+# Python versions (cloud.google.com/dataflow/docs/guides/build-container-image). Boot would run the SDK
+# harness in a fresh venv that cannot see /opt/hftfx: RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT keeps it in ours.
+# Not built on the development machines (no registry image can be pulled there).
+ENV RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT=1
+COPY --from=beam-sdk /opt/apache/beam /opt/apache/beam
+ENTRYPOINT ["/opt/apache/beam/boot"]
 
 FROM base AS cpu
 # Components and the Trainer's CustomJob run with the commands their specs give; an endpoint runs the image as

@@ -46,7 +46,7 @@ def with_overrides(exec_properties: dict[str, Any]) -> dict[str, Any]:
 class Executor(trainer_executor.GenericExecutor):
     def Do(self, input_dict, output_dict, exec_properties) -> None:
         super().Do(input_dict, output_dict, with_overrides(exec_properties))
-        record_exported_task(output_dict)
+        record_exported_task(output_dict, exec_properties)
 
 
 class VertexExecutor(vertex_trainer_executor.GenericExecutor):
@@ -57,7 +57,9 @@ class VertexExecutor(vertex_trainer_executor.GenericExecutor):
 
     def Do(self, input_dict, output_dict, exec_properties) -> None:
         super().Do(input_dict, output_dict, exec_properties)
-        record_exported_task(output_dict)  # the CustomJob wrote the export; the launcher records its task
+        record_exported_task(
+            output_dict, exec_properties
+        )  # the CustomJob wrote the export; the launcher records its task
 
 
 class HFTrainer(trainer_component.Trainer):

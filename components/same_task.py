@@ -9,6 +9,8 @@ task key. With none, the run is the first of its task and is judged on the absol
 
 from __future__ import annotations
 
+import json
+
 from absl import logging
 from tfx.components.evaluator import component as evaluator_component
 from tfx.components.evaluator import executor as evaluator_executor
@@ -19,6 +21,9 @@ from tfx.utils import path_utils
 
 from models.task import TASK_CONTRACT_PROPERTY, TASK_KEY_PROPERTY, TaskContract, read_contract
 
+# The pipeline a model was trained by, recorded like the task: Vertex's ML Metadata store holds every
+# pipeline of a project and region, and its compiled baseline query would otherwise see them all.
+BASELINE_SCOPE_PROPERTY = "baseline_scope"
 _BLESSED = "blessed"
 _CURRENT_MODEL_ID = "current_model_id"
 
@@ -28,13 +33,16 @@ def record_task(model_artifact, contract: TaskContract) -> None:
     model_artifact.set_string_custom_property(TASK_CONTRACT_PROPERTY, contract.to_json())
 
 
-def record_exported_task(output_dict) -> TaskContract:
-    """After training: the contract the export carries, recorded on the Model artifact."""
+def record_exported_task(output_dict, exec_properties) -> TaskContract:
+    """After training: the contract the export carries, and the pipeline's scope from the Trainer's
+    custom_config, recorded on the Model artifact."""
     model = artifact_utils.get_single_instance(output_dict[standard_component_specs.MODEL_KEY])
     contract = read_contract(path_utils.serving_model_dir(model.uri))
     if contract is None:
         raise RuntimeError(f"the export under {model.uri} carries no task contract; run_fn must write it")
     record_task(model, contract)
+    custom_config = json.loads(exec_properties.get(standard_component_specs.CUSTOM_CONFIG_KEY) or "{}")
+    model.set_string_custom_property(BASELINE_SCOPE_PROPERTY, custom_config.get(BASELINE_SCOPE_PROPERTY, ""))
     return contract
 
 
@@ -74,8 +82,8 @@ class Executor(evaluator_executor.Executor):
         super().Do(input_dict, output_dict, exec_properties)
         blessing = artifact_utils.get_single_instance(output_dict[standard_component_specs.BLESSING_KEY])
         blessing.set_string_custom_property(TASK_KEY_PROPERTY, key or "")
-        contract = candidate.get_string_custom_property(TASK_CONTRACT_PROPERTY)
-        blessing.set_string_custom_property(TASK_CONTRACT_PROPERTY, contract)
+        for name in (TASK_CONTRACT_PROPERTY, BASELINE_SCOPE_PROPERTY):
+            blessing.set_string_custom_property(name, candidate.get_string_custom_property(name))
 
 
 class TaskEvaluator(evaluator_component.Evaluator):

@@ -122,7 +122,8 @@ def _check_model(config: configs.PipelineConfig) -> None:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, default_template
+    from pipeline.cloud.compiled_specs import default_template
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
     _check_model(config)
@@ -136,7 +137,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def _template(args: argparse.Namespace, config_path: str) -> str:
     """--template, else the committed spec compiled from the config."""
-    from pipeline.cloud.kubeflow_v2_runner import default_template
+    from pipeline.cloud.compiled_specs import default_template
 
     return args.template or default_template(config_path)
 

@@ -199,8 +199,10 @@ class CloudConfig:
     # and metrics line up in the Experiments view. Trigger, event and scheduled runs are found by their labels.
     experiment: str = ""
     # Beam for the data components: DirectRunner inside the component (LOCAL_BEAM_RUNNER, a worker per core), or
-    # DataflowRunner.
+    # DataflowRunner, whose workers run dataflow_image_uri (the Dockerfile's dataflow target: Beam's boot
+    # program as entrypoint, which the pipeline image has not).
     beam_runner: str = "DirectRunner"
+    dataflow_image_uri: str = ""
     dataflow_machine_type: str = "n1-standard-4"
     dataflow_max_workers: int = 10
     # Dataflow workers' subnetwork (regions/<region>/subnetworks/<name> or its full URL); needed with `network`.

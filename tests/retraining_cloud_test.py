@@ -18,7 +18,8 @@ from google.cloud import aiplatform_v1
 
 from pipeline import cli, configs
 from pipeline.cloud import submit
-from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, default_template
+from pipeline.cloud.compiled_specs import default_template
+from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 from pipeline.retraining import events, vertex
 from tests import fake_vertex
 from tests.fake_vertex import FakeVertex
@@ -49,8 +50,8 @@ def clients(fake, config):
 
 def job(span, state, attempt=1):
     return aiplatform_v1.PipelineJob(
-        name=f"{PARENT}/pipelineJobs/hf-text-classifier-span-{span}-try-{attempt}",
-        labels={vertex.PIPELINE_LABEL: "hf-text-classifier", vertex.SPAN_LABEL: str(span)},
+        name=f"{PARENT}/pipelineJobs/hf-text-classifier-retraining-span-{span}-try-{attempt}",
+        labels={vertex.PIPELINE_LABEL: "hf-text-classifier-retraining", vertex.SPAN_LABEL: str(span)},
         state=getattr(aiplatform_v1.PipelineState, state),
     )
 
@@ -67,6 +68,14 @@ def template(profile, tmp_path_factory):
     return str(path)
 
 
+@pytest.fixture
+def template_at_fake(profile, fake, tmp_path):
+    """The profile's spec compiled for the fake's API host (the host is baked into the spec's Vertex calls)."""
+    path = tmp_path / "pipeline-retraining.yaml"
+    compile_pipeline(at(fake, profile), path)
+    return str(path)
+
+
 def storage_event(name, bucket="my-hftfx-bucket", kind=FINALIZED):
     return CloudEvent(
         {"type": kind, "source": f"//storage.googleapis.com/projects/_/buckets/{bucket}", "subject": f"objects/{name}"},
@@ -74,26 +83,28 @@ def storage_event(name, bucket="my-hftfx-bucket", kind=FINALIZED):
     )
 
 
-def handle(event, profile, template, fake, **kwargs):
+def handle(event, profile, template_at_fake, fake, **kwargs):
     """The storage-event handler with real GAPIC clients sending to the fake."""
     config = at(fake, profile)
-    return events.handle_storage_event(event, config, template, clients(fake, config), AnonymousCredentials(), **kwargs)
+    return events.handle_storage_event(
+        event, config, template_at_fake, clients(fake, config), AnonymousCredentials(), **kwargs
+    )
 
 
-def test_the_ready_marker_of_a_new_span_submits_exactly_this_request(profile, template, fake):
-    result = handle(storage_event("data/span-7/_SUCCESS"), profile, template, fake)
+def test_the_ready_marker_of_a_new_span_submits_exactly_this_request(profile, template_at_fake, fake):
+    result = handle(storage_event("data/span-7/_SUCCESS"), profile, template_at_fake, fake)
     assert result.submitted and result.decision.span == 7
     listed, created = fake.requests()
     assert listed.parent == PARENT
-    assert listed.filter == 'labels.hftfx-pipeline="hf-text-classifier"'
+    assert listed.filter == 'labels.hftfx-pipeline="hf-text-classifier-retraining"'
     assert created.parent == PARENT
-    assert created.pipeline_job_id == "hf-text-classifier-span-7-try-1"
+    assert created.pipeline_job_id == "hf-text-classifier-retraining-span-7-try-1"
     body = submit.request_json(created)["pipeline_job"]
-    assert body["displayName"] == "hf-text-classifier"
+    assert body["displayName"] == "hf-text-classifier-retraining"
     assert body["labels"] == {
         "team": "ml-platform",
         "app": "hf-text-classifier",
-        "hftfx-pipeline": "hf-text-classifier",
+        "hftfx-pipeline": "hf-text-classifier-retraining",
         "hftfx-span": "7",
         "hftfx-trigger": "storage-event",
     }
@@ -106,36 +117,36 @@ def test_the_ready_marker_of_a_new_span_submits_exactly_this_request(profile, te
     assert dataset["split_files"]["train"] == ["gs://my-hftfx-bucket/data/span-{SPAN}/*.csv"]
 
 
-def test_repeated_and_late_events_of_one_span_start_no_second_run(profile, template, fake):
-    handle(storage_event("data/span-7/_SUCCESS"), profile, template, fake)
-    again = handle(storage_event("data/span-7/_SUCCESS"), profile, template, fake)  # at-least-once delivery
+def test_repeated_and_late_events_of_one_span_start_no_second_run(profile, template_at_fake, fake):
+    handle(storage_event("data/span-7/_SUCCESS"), profile, template_at_fake, fake)
+    again = handle(storage_event("data/span-7/_SUCCESS"), profile, template_at_fake, fake)  # at-least-once delivery
     assert not again.submitted
-    assert again.decision.reason == "span 7 is being trained by run hf-text-classifier-span-7-try-1"
+    assert again.decision.reason == "span 7 is being trained by run hf-text-classifier-retraining-span-7-try-1"
     fake.jobs[0].state = aiplatform_v1.PipelineState.PIPELINE_STATE_SUCCEEDED
-    late = handle(storage_event("data/span-7/_SUCCESS"), profile, template, fake)
-    assert "already trained by run hf-text-classifier-span-7-try-1" in late.decision.reason
+    late = handle(storage_event("data/span-7/_SUCCESS"), profile, template_at_fake, fake)
+    assert "already trained by run hf-text-classifier-retraining-span-7-try-1" in late.decision.reason
     assert len(fake.requests("PipelineService/CreatePipelineJob")) == 1
 
 
-def test_two_handlers_deciding_at_once_create_one_job(profile, template, fake):
-    first = handle(storage_event("data/span-8/_SUCCESS"), profile, template, fake)
+def test_two_handlers_deciding_at_once_create_one_job(profile, template_at_fake, fake):
+    first = handle(storage_event("data/span-8/_SUCCESS"), profile, template_at_fake, fake)
     # The second handler listed the jobs before the first created its job: it decides "train" too.
     fake.list_pipeline_jobs = lambda request, context: aiplatform_v1.ListPipelineJobsResponse()
-    second = handle(storage_event("data/span-8/_SUCCESS"), profile, template, fake)
+    second = handle(storage_event("data/span-8/_SUCCESS"), profile, template_at_fake, fake)
     assert first.submitted and not second.submitted
     assert second.decision.reason == (
-        "run hf-text-classifier-span-8-try-1 was already submitted by a concurrent trigger"
+        "run hf-text-classifier-retraining-span-8-try-1 was already submitted by a concurrent trigger"
     )
     assert len(fake.jobs) == 1
 
 
-def test_a_failed_run_is_retried_with_the_next_attempt_id_until_max_attempts(profile, template, fake):
+def test_a_failed_run_is_retried_with_the_next_attempt_id_until_max_attempts(profile, template_at_fake, fake):
     fake.jobs = [job(9, "PIPELINE_STATE_FAILED")]
-    retry = handle(storage_event("data/span-9/_SUCCESS"), profile, template, fake)
-    assert retry.request.pipeline_job_id == "hf-text-classifier-span-9-try-2"
+    retry = handle(storage_event("data/span-9/_SUCCESS"), profile, template_at_fake, fake)
+    assert retry.request.pipeline_job_id == "hf-text-classifier-retraining-span-9-try-2"
     assert fake.requests("PipelineService/CreatePipelineJob")[-1].pipeline_job_id == retry.request.pipeline_job_id
     fake.jobs = [job(9, "PIPELINE_STATE_FAILED", a) for a in (1, 2, 3)]
-    given_up = handle(storage_event("data/span-9/_SUCCESS"), profile, template, fake)
+    given_up = handle(storage_event("data/span-9/_SUCCESS"), profile, template_at_fake, fake)
     assert not given_up.submitted and "failed 3 times" in given_up.decision.reason
 
 
@@ -147,19 +158,19 @@ def test_a_failed_run_is_retried_with_the_next_attempt_id_until_max_attempts(pro
         ("data/span-7/_SUCCESS", "google.cloud.storage.object.v1.deleted", "ignored"),
     ],
 )
-def test_objects_that_are_not_a_finished_span_are_ignored(profile, template, fake, name, kind, reason):
-    result = handle(storage_event(name, kind=kind), profile, template, fake)
+def test_objects_that_are_not_a_finished_span_are_ignored(profile, template_at_fake, fake, name, kind, reason):
+    result = handle(storage_event(name, kind=kind), profile, template_at_fake, fake)
     assert result.decision.action == "skip" and reason in result.decision.reason
     assert fake.requests() == []
 
 
-def test_without_a_marker_any_data_file_of_a_span_counts(profile, template, fake):
+def test_without_a_marker_any_data_file_of_a_span_counts(profile, template_at_fake, fake):
     dataset = dataclasses.replace(profile.dataset, ready_marker="")
     unmarked = dataclasses.replace(profile, dataset=dataset)
-    spec = Path(template).with_name("unmarked.yaml")
-    compile_pipeline(unmarked, spec)
+    spec = Path(template_at_fake).with_name("unmarked.yaml")
+    compile_pipeline(at(fake, unmarked), spec)
     result = handle(storage_event("data/span-4/part-0.csv"), unmarked, str(spec), fake)
-    assert result.submitted and result.request.pipeline_job_id == "hf-text-classifier-span-4-try-1"
+    assert result.submitted and result.request.pipeline_job_id == "hf-text-classifier-retraining-span-4-try-1"
 
 
 def test_pubsub_push_envelopes_and_structured_cloudevents_are_understood():
@@ -173,7 +184,7 @@ def test_pubsub_push_envelopes_and_structured_cloudevents_are_understood():
         events.parse_storage_event({"message": {"attributes": {}}})
 
 
-def test_eventarc_pubsub_trigger_cloudevents_unwrap_to_the_storage_notification(profile, template, fake):
+def test_eventarc_pubsub_trigger_cloudevents_unwrap_to_the_storage_notification(profile, template_at_fake, fake):
     """An Eventarc trigger on the bucket's Pub/Sub notification topic delivers messagePublished CloudEvents whose
     data is the push envelope; the storage object is in the message's attributes."""
     attributes = {
@@ -204,8 +215,8 @@ def test_eventarc_pubsub_trigger_cloudevents_unwrap_to_the_storage_notification(
         "OBJECT_FINALIZE",
         "1700000000000009",
     )
-    result = handle(event, profile, template, fake)
-    assert result.submitted and result.request.pipeline_job_id == "hf-text-classifier-span-9-try-1"
+    result = handle(event, profile, template_at_fake, fake)
+    assert result.submitted and result.request.pipeline_job_id == "hf-text-classifier-retraining-span-9-try-1"
     with pytest.raises(events.EventError, match="without a Pub/Sub message"):
         events.parse_storage_event(CloudEvent({"type": events.PUBSUB_MESSAGE_TYPE, "source": "//x"}, {"x": 1}))
 
@@ -218,18 +229,18 @@ def test_local_trigger_run_on_vertex_discovers_spans_and_dry_run_sends_nothing(p
     split_files = {**profile.dataset.split_files, "train": (f"{tmp_path}/span-{{SPAN}}/*.csv",)}
     config = dataclasses.replace(profile, dataset=dataclasses.replace(profile.dataset, split_files=split_files))
     spec = tmp_path / "spec.yaml"
-    compile_pipeline(config, spec)
+    compile_pipeline(at(fake, config), spec)
     fake.jobs = [job(1, "PIPELINE_STATE_SUCCEEDED")]
     result = vertex.cloud_trigger(at(fake, config), spec, clients(fake, config), AnonymousCredentials(), dry_run=True)
     assert (result.decision.action, result.decision.span) == ("train", 2)
-    assert result.request.pipeline_job_id == "hf-text-classifier-span-2-try-1"
+    assert result.request.pipeline_job_id == "hf-text-classifier-retraining-span-2-try-1"
     assert not result.submitted and len(fake.jobs) == 1
     assert fake.requests("PipelineService/CreatePipelineJob") == []
 
 
-def test_schedule_create_request_field_by_field(profile, template, fake):
+def test_schedule_create_request_field_by_field(profile, template_at_fake, fake):
     request = vertex.create_schedule_request(
-        profile, template, "TZ=Europe/Paris 0 3 * * 1", AnonymousCredentials(), max_runs=52
+        at(fake, profile), template_at_fake, "TZ=Europe/Paris 0 3 * * 1", AnonymousCredentials(), max_runs=52
     )
     created = vertex.send_schedule_request(clients(fake, profile), request)
     (received,) = fake.requests("ScheduleService/CreateSchedule")
@@ -237,7 +248,7 @@ def test_schedule_create_request_field_by_field(profile, template, fake):
     body = submit.request_json(received)
     assert body["parent"] == PARENT
     schedule = body["schedule"]
-    assert schedule["displayName"] == "hf-text-classifier-retrain"
+    assert schedule["displayName"] == "hf-text-classifier-retraining-retrain"
     assert schedule["cron"] == "TZ=Europe/Paris 0 3 * * 1"
     assert schedule["maxConcurrentRunCount"] == "1"
     assert schedule["maxRunCount"] == "52"
@@ -252,14 +263,14 @@ def test_schedule_create_request_field_by_field(profile, template, fake):
     assert not any(task.get("cachingOptions", {}).get("enableCache") for task in tasks.values())
 
 
-def test_schedule_commands_send_each_request_and_print_what_vertex_answered(profile, template, fake):
+def test_schedule_commands_send_each_request_and_print_what_vertex_answered(profile, template_at_fake, fake):
     """What `hftfx schedule create/list/pause/resume/delete` does, through the fake ScheduleService."""
     config, credentials = at(fake, profile), AnonymousCredentials()
 
     def command(action, **kwargs):
         return vertex.schedule_command(config, action, clients(fake, profile), credentials, **kwargs)
 
-    assert command("create", template=template, cron="TZ=UTC 0 3 * * 1") == [
+    assert command("create", template=template_at_fake, cron="TZ=UTC 0 3 * * 1") == [
         f"created {PARENT}/schedules/1 (cron 'TZ=UTC 0 3 * * 1')"
     ]
     listed = command("list")
@@ -273,13 +284,13 @@ def test_schedule_commands_send_each_request_and_print_what_vertex_answered(prof
         "ResumeScheduleRequest",
         "DeleteScheduleRequest",
     ]
-    assert fake.requests()[1].filter == 'display_name="hf-text-classifier-retrain"'
+    assert fake.requests()[1].filter == 'display_name="hf-text-classifier-retraining-retrain"'
     with pytest.raises(configs.ConfigError, match="neither a schedule id"):
         command("pause", schedule="nightly")
     with pytest.raises(configs.ConfigError, match="needs the schedule id"):
         command("delete")
     with pytest.raises(configs.ConfigError, match="needs --cron"):
-        command("create", template=template)
+        command("create", template=template_at_fake)
     assert len(fake.requests()) == 5  # refused before anything was sent
 
 
@@ -289,9 +300,12 @@ def test_bad_cron_expressions_are_refused_with_an_example(cron):
         vertex.check_cron(cron)
 
 
-def test_a_template_compiled_from_another_dataset_is_refused(profile):
-    with pytest.raises(configs.ConfigError, match=r"compiled from another dataset config \(differs in \["):
+def test_a_template_compiled_from_another_profile_is_refused_naming_the_keys(profile):
+    with pytest.raises(configs.ConfigError, match="compiled from other settings than this profile") as refused:
         submit.check_template(ROOT / "pipeline.yaml", profile)
+    for key in ("dataset.name", "dataset.split_files", "cloud.trainer_accelerator", "pipeline_name"):
+        assert f"{key} (" in str(refused.value)
+    assert "hftfx compile --config <profile> --output" in str(refused.value)
 
 
 def test_schedule_cli_dry_run_prints_the_request(template, capsys):
@@ -309,7 +323,7 @@ def test_trigger_cli_dry_run_shows_the_request_without_asking_vertex(template, c
     assert out.startswith("decision:  train span 7\n")
     assert "(dry run: past runs on Vertex not asked)" in out
     request = json.loads(out[out.index("{") :])
-    assert request["pipeline_job_id"] == "hf-text-classifier-span-7-try-1"
+    assert request["pipeline_job_id"] == "hf-text-classifier-retraining-span-7-try-1"
     assert request["pipeline_job"]["runtimeConfig"]["parameterValues"]["span"] == 7
 
 
@@ -321,8 +335,8 @@ def test_schedule_with_its_defaults_sends_the_spec_compiled_from_its_profile(cap
     printed = capsys.readouterr().out
     body, _ = json.JSONDecoder().raw_decode(printed[printed.index("{") :])
     spec = body["schedule"]["createPipelineJobRequest"]["pipelineJob"]["pipelineSpec"]
-    assert submit._compiled_dataset(spec) == configs.to_dict(configs.load_config(PROFILE).dataset)
-    with pytest.raises(configs.ConfigError, match="compiled from another dataset config"):
+    assert spec["pipelineInfo"]["name"] == "hf-text-classifier-retraining"
+    with pytest.raises(configs.ConfigError, match="compiled from other settings than this profile"):
         submit.check_template(ROOT / "pipeline.yaml", configs.load_config(PROFILE))
     with pytest.raises(configs.ConfigError, match=r"no compiled spec is committed for my\.yaml"):
         default_template("my.yaml")

@@ -72,6 +72,10 @@ def test_the_next_binary_run_is_compared_with_the_binary_model_not_the_newer_thr
     store = open_store(history["config"].metadata_sqlite)
     (baseline,) = [a for a in store.get_artifacts_by_type("Model") if a.uri == again.baseline_uri]
     assert baseline.custom_properties["task_key"].string_value == read_contract(binary.pushed_dir).key
+    # The pipeline is recorded too, on the model and on every blessing: Vertex's baseline query filters on it.
+    assert baseline.custom_properties["baseline_scope"].string_value == history["config"].pipeline_name
+    blessings = store.get_artifacts_by_type("ModelBlessing")
+    assert {b.custom_properties["baseline_scope"].string_value for b in blessings} == {history["config"].pipeline_name}
     assert again.baseline_metrics  # TFMA evaluated the baseline beside the candidate
 
 

@@ -14,14 +14,9 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from components.hf_trainer import with_overrides
 from pipeline import configs, run_parameters
 from pipeline.cloud import submit
-from pipeline.cloud.kubeflow_v2_runner import (
-    COMPILED_PROFILES,
-    KUBEFLOW_PIPELINE_YAML,
-    PIPELINE_YAML,
-    compile_pipeline,
-    compile_spec,
-)
-from pipeline.cloud.profile import dataflow_option_errors, serving_image, trainer_image, validate_cloud
+from pipeline.cloud.compiled_specs import COMPILED_PROFILES, KUBEFLOW_PIPELINE_YAML, PIPELINE_YAML
+from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, compile_spec
+from pipeline.cloud.profile import dataflow_option_errors, serving_image, validate_cloud
 from pipeline.configs import ConfigError
 from pipeline.orchestration.dag import create_components
 from tests import fake_kfp, fake_vertex
@@ -73,9 +68,39 @@ def test_every_local_component_is_in_the_spec_with_its_image(committed, profile)
     assert local <= tasks
     assert any(t.startswith("latest_blessed_model_resolver") for t in tasks)
     for task in LOCAL_COMPONENTS:
-        image = _executor(committed, task)["container"]["image"]
-        expected = trainer_image(profile.cloud) if task == "Trainer" else profile.cloud.image_uri
-        assert image == expected, task
+        assert _executor(committed, task)["container"]["image"] == profile.cloud.image_uri, task
+
+
+# What the tpu target sets (Dockerfile): none of it may reach the launcher, a CPU VM without TPU chips.
+TPU_IMAGE_VARIABLES = ("TF_PLUGGABLE_DEVICE_LIBRARY_PATH", "NEXT_PLUGGABLE_DEVICE_USE_C_API", "TPU_LOAD_LIBRARY")
+
+
+@pytest.mark.parametrize("accelerator", ["tpu-v5e-4", "l4"])
+def test_the_trainer_launcher_runs_the_pipeline_image_and_only_the_worker_pool_the_accelerator_image(
+    profile, accelerator
+):
+    worker_image = f"us-central1-docker.pkg.dev/p/hftfx/pipeline-{accelerator}:0.1.0"
+    cloud = dataclasses.replace(profile.cloud, trainer_accelerator=accelerator, trainer_image_uri=worker_image)
+    spec = compile_spec(dataclasses.replace(profile, cloud=cloud))
+    launcher = _executor(spec, "Trainer")["container"]
+    assert launcher["image"] == profile.cloud.image_uri
+    assert launcher["args"][1] == "components.hf_trainer.VertexExecutor"  # it creates and polls the CustomJob
+    assert not {e.get("name") for e in launcher.get("env", [])} & set(TPU_IMAGE_VARIABLES)
+    assert not set(json.dumps(launcher).split('"')) & set(TPU_IMAGE_VARIABLES)
+    (pool,) = _custom_job_request(spec).custom_job.job_spec.worker_pool_specs
+    assert pool.container_spec.image_uri == worker_image
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert all(variable in dockerfile for variable in TPU_IMAGE_VARIABLES[:2])  # the names above are the real ones
+
+
+def test_on_kubeflow_the_trainer_pod_trains_so_it_runs_the_trainer_image():
+    kubeflow = configs.load_config(ROOT / "configs/kubeflow.yaml")
+    image = "us-central1-docker.pkg.dev/p/hftfx/pipeline-gpu:0.1.0"
+    spec = compile_spec(
+        dataclasses.replace(kubeflow, cloud=dataclasses.replace(kubeflow.cloud, trainer_image_uri=image))
+    )
+    assert _executor(spec, "Trainer")["container"]["image"] == image
+    assert _executor(spec, "Transform")["container"]["image"] == kubeflow.cloud.image_uri
 
 
 def test_component_code_is_named_by_module_path(committed):
@@ -205,39 +230,98 @@ def test_filesystem_push_to_gcs_keeps_the_atomic_pusher(profile):
     assert "gs://my-hftfx-bucket/serving/text_classifier" in json.dumps(spec["root"]["dag"]["tasks"]["Pusher"])
 
 
-def test_dataflow_beam_args(committed):
+DATAFLOW_IMAGE = "us-central1-docker.pkg.dev/my-gcp-project/hftfx/pipeline-dataflow:0.1.0"
+
+
+@pytest.fixture(scope="module")
+def on_dataflow(profile):
+    """The profile with its data components on Dataflow, as README's "Data on Dataflow" sets it."""
+    cloud = dataclasses.replace(profile.cloud, beam_runner="DataflowRunner", dataflow_image_uri=DATAFLOW_IMAGE)
+    return dataclasses.replace(profile, cloud=cloud)
+
+
+def test_the_default_profile_runs_beam_in_each_component_the_pipeline_image_can_start(committed, profile):
+    assert profile.cloud.beam_runner == "DirectRunner"
+    assert "--runner=DataflowRunner" not in json.dumps(committed)
     args = _executor(committed, "Transform")["container"]["args"]
-    assert "--runner=DataflowRunner" in args and "--temp_location=gs://my-hftfx-bucket/pipeline-root/beam-tmp" in args
+    assert "--direct_running_mode=multi_processing" in args
 
 
-def test_dataflow_args_in_the_compiled_spec_pass_beams_own_validator(committed, profile):
+def test_dataflow_args_in_the_compiled_spec_pass_beams_own_validator(on_dataflow):
     """The args the Transform's container gets, validated as DataflowRunner validates them before submitting;
     a value Dataflow would refuse stops compiling, with Beam's message."""
     from apache_beam.options.pipeline_options import DebugOptions, PipelineOptions, SetupOptions, WorkerOptions
 
-    args = _executor(committed, "Transform")["container"]["args"]
+    args = _executor(compile_spec(on_dataflow), "Transform")["container"]["args"]
+    assert "--runner=DataflowRunner" in args and "--temp_location=gs://my-hftfx-bucket/pipeline-root/beam-tmp" in args
     beam = [a for a in args if a.startswith("--") and "=" in a and not a.startswith("--executor_class_path")]
     assert dataflow_option_errors(beam) == []
     options = PipelineOptions(beam)
-    assert options.view_as(WorkerOptions).sdk_container_image == profile.cloud.image_uri
+    assert options.view_as(WorkerOptions).sdk_container_image == DATAFLOW_IMAGE
     assert options.view_as(SetupOptions).sdk_location == "container"
     assert "use_runner_v2" in options.view_as(DebugOptions).experiments
-    bad = dataclasses.replace(profile, cloud=dataclasses.replace(profile.cloud, dataflow_max_workers=0))
+    bad = dataclasses.replace(on_dataflow, cloud=dataclasses.replace(on_dataflow.cloud, dataflow_max_workers=0))
     with pytest.raises(ConfigError, match=r"Dataflow option: Invalid value \(0\) for option: max_num_workers"):
         validate_cloud(bad)
 
 
-def test_dataflow_workers_join_the_network_through_beams_own_options(profile):
+@pytest.mark.parametrize(
+    ("image", "message"),
+    [("", "must name the pushed image of the Dockerfile's dataflow target"), (None, "no /opt/apache/beam/boot")],
+)
+def test_dataflow_without_a_worker_image_is_refused_before_compiling(on_dataflow, image, message):
+    image = on_dataflow.cloud.image_uri if image is None else image
+    config = dataclasses.replace(on_dataflow, cloud=dataclasses.replace(on_dataflow.cloud, dataflow_image_uri=image))
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        validate_cloud(config)
+
+
+def _dockerfile_stages() -> dict[str, list[tuple[str, str]]]:
+    """Dockerfile instructions by stage name (continuation lines joined), and the global ARG defaults."""
+    text = re.sub(r"\\\n", " ", (ROOT / "Dockerfile").read_text())
+    stages: dict[str, list[tuple[str, str]]] = {"": []}
+    current = ""
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        instruction, _, rest = line.strip().partition(" ")
+        if instruction.upper() == "FROM":
+            current = rest.split()[-1] if " AS " in rest.upper() else rest
+            stages[current] = []
+        stages[current].append((instruction.upper(), rest.strip()))
+    return stages
+
+
+def test_the_dataflow_target_boots_workers_with_beams_own_program_of_the_locked_version():
+    """Dataflow starts a custom container by its entrypoint, Beam's boot program, which must come from the
+    Beam SDK image of the same Beam and Python versions as the image's packages."""
+    import tomllib
+
+    stages = _dockerfile_stages()
+    args = dict(rest.split("=", 1) for instruction, rest in stages[""] if instruction == "ARG" and "=" in rest)
+    locked = {p["name"]: p["version"] for p in tomllib.loads((ROOT / "uv.lock").read_text())["package"]}
+    python = re.search(r"python:(\d+\.\d+)", args["BASE_IMAGE"]).group(1)
+    assert args["BEAM_SDK_IMAGE"] == f"docker.io/apache/beam_python{python}_sdk:{locked['apache-beam']}"
+    assert ("FROM", "${BEAM_SDK_IMAGE} AS beam-sdk") in stages["beam-sdk"]
+    dataflow = stages["dataflow"]
+    assert dataflow[0] == ("FROM", "base AS dataflow")  # the project's packages, as every component image
+    assert ("COPY", "--from=beam-sdk /opt/apache/beam /opt/apache/beam") in dataflow
+    assert ("ENTRYPOINT", '["/opt/apache/beam/boot"]') in dataflow
+    assert ("ENV", "RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT=1") in dataflow  # boot's own venv would not see ours
+    assert list(stages)[-1] == "cpu"  # a build without --target still gives the pipeline image
+
+
+def test_dataflow_workers_join_the_network_through_beams_own_options(on_dataflow):
     """Parsed by Beam's PipelineOptions, as the Dataflow runner reads them."""
     from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, WorkerOptions
 
     cloud = dataclasses.replace(
-        profile.cloud,
+        on_dataflow.cloud,
         network="projects/123/global/networks/vpc",
         dataflow_subnetwork="regions/us-central1/subnetworks/hftfx",
         encryption_key="projects/p/locations/l/keyRings/r/cryptoKeys/k",
     )
-    config = dataclasses.replace(profile, cloud=cloud)
+    config = dataclasses.replace(on_dataflow, cloud=cloud)
     spec = compile_spec(config)
     options = PipelineOptions(_executor(spec, "Transform")["container"]["args"])
     assert options.view_as(WorkerOptions).subnetwork == "regions/us-central1/subnetworks/hftfx"
@@ -247,7 +331,7 @@ def test_dataflow_workers_join_the_network_through_beams_own_options(profile):
         "us-central1",
         cloud.encryption_key,
     )
-    assert google.service_account_email == profile.cloud.service_account
+    assert google.service_account_email == on_dataflow.cloud.service_account
 
 
 def test_trainer_overrides_fold_into_custom_config():
@@ -283,7 +367,14 @@ def test_trainer_overrides_fold_into_custom_config():
         ({"cloud.trainer_accelerator": "l4"}, "l4 needs cloud.trainer_image_uri: the pipeline image's TensorFlow"),
         ({"cloud.trainer_accelerator": "tpu-v5e-4"}, "tpu-v5e-4 needs cloud.trainer_image_uri: the pipeline image's"),
         ({"cloud.beam_runner": "SparkRunner"}, "DirectRunner or DataflowRunner"),
-        ({"cloud.network": "projects/1/global/networks/vpc"}, "set cloud.dataflow_subnetwork"),
+        (
+            {
+                "cloud.network": "projects/1/global/networks/vpc",
+                "cloud.beam_runner": "DataflowRunner",
+                "cloud.dataflow_image_uri": DATAFLOW_IMAGE,
+            },
+            "set cloud.dataflow_subnetwork",
+        ),
         ({"cloud.dataflow_subnetwork": "hftfx"}, "is not regions/<region>/subnetworks/<name>"),
         ({"cloud.orchestrator": "airflow"}, "cloud.orchestrator must be one of vertex, kubeflow"),
         (
@@ -323,7 +414,13 @@ def vertex_api(monkeypatch):
     vars(initializer.global_config).update(settings)
 
 
-def test_submitted_pipeline_job_arrives_as_the_dry_run_shows_it(profile, vertex_api):
+def compiled(config, tmp_path) -> Path:
+    """The spec of `config` (the fake's API host is baked into the spec's Vertex calls)."""
+    compile_pipeline(config, tmp_path / PIPELINE_YAML)
+    return tmp_path / PIPELINE_YAML
+
+
+def test_submitted_pipeline_job_arrives_as_the_dry_run_shows_it(profile, vertex_api, tmp_path):
     """`aiplatform.PipelineJob.submit` sends the CreatePipelineJobRequest; the fake parses it off the wire."""
     fake, address = vertex_api
     cloud = dataclasses.replace(
@@ -335,7 +432,7 @@ def test_submitted_pipeline_job_arrives_as_the_dry_run_shows_it(profile, vertex_
     )
     config = dataclasses.replace(profile, cloud=cloud)
     values = run_parameters.values(config, {"epochs": 5, "span": 3})
-    job = submit.build_pipeline_job(config, ROOT / PIPELINE_YAML, values, AnonymousCredentials())
+    job = submit.build_pipeline_job(config, compiled(config, tmp_path), values, AnonymousCredentials())
     dry_run = submit.job_request(job, config)
     name = submit.submit_to_vertex(job, config)
 
@@ -367,7 +464,7 @@ def test_submitted_pipeline_job_arrives_as_the_dry_run_shows_it(profile, vertex_
     assert all(task.caching_options.enable_cache for task in spec.root.dag.tasks.values())
 
 
-def test_a_submitted_run_joins_its_vertex_experiment(profile, vertex_api):
+def test_a_submitted_run_joins_its_vertex_experiment(profile, vertex_api, tmp_path):
     """cloud.experiment: aiplatform creates the Experiment (a system.Experiment context of the default metadata
     store) when missing and adds the run's system.PipelineRun context to it; a second run reuses it."""
     fake, address = vertex_api
@@ -377,7 +474,7 @@ def test_a_submitted_run_joins_its_vertex_experiment(profile, vertex_api):
     for epochs in (2, 3):
         values = run_parameters.values(config, {"epochs": epochs})
         job = submit.build_pipeline_job(
-            config, ROOT / PIPELINE_YAML, values, AnonymousCredentials(), job_id=f"tuning-epochs-{epochs}"
+            config, compiled(config, tmp_path), values, AnonymousCredentials(), job_id=f"tuning-epochs-{epochs}"
         )
         names.append(submit.submit_to_vertex(job, config))
 
@@ -391,14 +488,16 @@ def test_a_submitted_run_joins_its_vertex_experiment(profile, vertex_api):
     assert [list(link.child_contexts) for link in links] == [[runs[name]] for name in names]
 
 
-def test_a_second_submission_of_one_job_id_is_refused_by_the_service(profile, vertex_api):
+def test_a_second_submission_of_one_job_id_is_refused_by_the_service(profile, vertex_api, tmp_path):
     from google.api_core.exceptions import AlreadyExists
 
     fake, address = vertex_api
     config = dataclasses.replace(profile, cloud=dataclasses.replace(profile.cloud, api_endpoint=address))
     values = run_parameters.values(config)
     for attempt in range(2):
-        job = submit.build_pipeline_job(config, ROOT / PIPELINE_YAML, values, AnonymousCredentials(), job_id="run-1")
+        job = submit.build_pipeline_job(
+            config, compiled(config, tmp_path), values, AnonymousCredentials(), job_id="run-1"
+        )
         if attempt == 0:
             submit.submit_to_vertex(job, config)
         else:
@@ -525,8 +624,8 @@ def test_kfp_submission_through_the_kfp_client_carries_root_parameters_and_spec(
         result = submit.submit_to_kfp(run)
     assert result.run_id == "run-1"
     (sent,) = fake.runs()
-    assert sent["experiment_id"] == fake.experiments["hf-text-classifier"]
-    assert sent["display_name"] == "hf-text-classifier-span-4"
+    assert sent["experiment_id"] == fake.experiments["hf-text-classifier-kfp"]
+    assert sent["display_name"] == "hf-text-classifier-kfp-span-4"
     assert sent["runtime_config"]["pipeline_root"] == "gs://my-hftfx-bucket/kubeflow-root"
     assert sent["runtime_config"]["parameters"] == {
         "span": 4,
@@ -596,7 +695,16 @@ def test_the_baseline_query_takes_only_blessings_of_the_runs_task(committed, pro
 
     query = _executor(committed, "latest_blessed_model_resolver-model-blessing-resolver")["resolver"]
     blessing_filter = query["outputArtifactQueries"]["model_blessing"]["filter"]
-    assert blessing_filter.endswith(f'AND metadata.task_key.string_value="{task_of(profile).key}"')
+    assert blessing_filter.endswith(
+        f' AND metadata.task_key.string_value="{task_of(profile).key}"'
+        ' AND metadata.baseline_scope.string_value="hf-text-classifier"'
+    )  # and of this pipeline: Vertex's store holds every pipeline of the project and region
+    trainer_config = json.loads(
+        committed["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]["custom_config"]["runtimeValue"][
+            "constant"
+        ]
+    )
+    assert trainer_config["baseline_scope"] == "hf-text-classifier"  # recorded on the Model, copied to the blessing
     three_class = dataclasses.replace(
         profile, dataset=dataclasses.replace(profile.dataset, label_names=("a", "b", "c"))
     )
@@ -630,3 +738,34 @@ def test_a_multi_label_config_compiles_a_sigmoid_trainer_and_its_evaluator():
     assert json.loads(class_f1["config"]) == {"num_classes": 3, "thresholds": [0.5, 0.5, 0.3]}
     assert evaluator["model_specs"][0]["prediction_key"] == "probabilities"
     assert not any(m["class_name"] == "BinaryAccuracy" for s in evaluator["metrics_specs"] for m in s["metrics"])
+
+
+def test_a_spec_compiled_from_other_cloud_settings_is_refused_and_a_fresh_compile_is_sent(profile, tmp_path):
+    """The committed pipeline.yaml sent with another project, image and service account would start a
+    PipelineJob in the new project whose CustomJob and images still named the old one."""
+    moved = configs.load_config(
+        PROFILE,
+        {
+            "cloud.project": "other-project",
+            "cloud.image_uri": "europe-docker.pkg.dev/other-project/hftfx/pipeline:0.2.0",
+            "cloud.service_account": "runner@other-project.iam.gserviceaccount.com",
+        },
+    )
+    values = run_parameters.values(moved)
+    with pytest.raises(ConfigError, match="compiled from other settings than this profile") as refused:
+        submit.build_pipeline_job(moved, ROOT / PIPELINE_YAML, values, AnonymousCredentials())
+    message = str(refused.value)
+    for key in ("cloud.project", "cloud.image_uri", "cloud.service_account"):
+        assert f"{key} (" in message
+    assert '"my-gcp-project" -> "other-project"' in message and "hftfx compile --config" in message
+    assert "dataset." not in message and "training." not in message  # only what differs is named
+    job = submit.build_pipeline_job(moved, compiled(moved, tmp_path), values, AnonymousCredentials())
+    request = submit.create_job_request(job, moved)
+    assert request.parent == "projects/other-project/locations/us-central1"
+    assert "other-project/hftfx/pipeline:0.2.0" in json.dumps(submit.request_json(request))
+
+
+def test_the_shipped_profiles_have_distinct_pipeline_names():
+    """Runs, schedules, labels and baselines on Vertex are found by pipeline name."""
+    names = {path: configs.load_config(ROOT / path).pipeline_name for path in COMPILED_PROFILES}
+    assert len(set(names.values())) == len(names), names

@@ -12,41 +12,22 @@ from pathlib import Path
 import yaml
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
+from components.same_task import BASELINE_SCOPE_PROPERTY
 from models.task import TASK_KEY_PROPERTY
-from pipeline.cloud.profile import trainer_image
-from pipeline.configs import ConfigError, PipelineConfig
+from pipeline.cloud.compiled_specs import PIPELINE_YAML, profile_header
+from pipeline.cloud.profile import on_vertex, trainer_image
+from pipeline.configs import PipelineConfig
 from pipeline.orchestration.dag import BASELINE_RESOLVER, TRAINER, create_cloud_pipeline, task_of
 from pipeline.run_parameters import runtime_parameters
 
-PIPELINE_YAML = "pipeline.yaml"
-RETRAINING_PIPELINE_YAML = "pipeline-retraining.yaml"
-KUBEFLOW_PIPELINE_YAML = "pipeline-kubeflow.yaml"
-# The committed specs and the profile each is compiled from: a command's default spec follows its config, so
-# `hftfx schedule` and the storage-event handler never send a spec compiled from another dataset.
-COMPILED_PROFILES = {
-    "configs/vertex.yaml": PIPELINE_YAML,
-    "configs/vertex-retraining.yaml": RETRAINING_PIPELINE_YAML,
-    "configs/kubeflow.yaml": KUBEFLOW_PIPELINE_YAML,
-}
-
-
-def default_template(config_path: str) -> str:
-    """The committed spec compiled from config_path; other configs name theirs."""
-    template = COMPILED_PROFILES.get(str(Path(config_path)))
-    if template is None:
-        raise ConfigError(
-            f"no compiled spec is committed for {config_path}: compile one with "
-            f"`hftfx compile --config {config_path} --output FILE` and pass --template FILE"
-        )
-    return template
-
 
 def images(config: PipelineConfig) -> dict[str, str]:
-    """Per-component images: the Trainer's may differ (a TPU build with libtpu), the rest share one."""
-    return {
-        kubeflow_v2_dag_runner._DEFAULT_IMAGE_PATH_KEY: config.cloud.image_uri,
-        TRAINER: trainer_image(config.cloud),
-    }
+    """Per-component images. On Vertex AI the Trainer task is a launcher on a CPU VM that creates and polls
+    the CustomJob: it runs the pipeline image, and only the CustomJob's worker pool runs the trainer image
+    (a TPU image's TensorFlow would wait for TPU chips at import in the launcher). On Kubeflow the Trainer
+    trains in its own pod, so that pod runs the trainer image."""
+    trainer = config.cloud.image_uri if on_vertex(config.cloud) else trainer_image(config.cloud)
+    return {kubeflow_v2_dag_runner._DEFAULT_IMAGE_PATH_KEY: config.cloud.image_uri, TRAINER: trainer}
 
 
 def compile_spec(config: PipelineConfig) -> dict:
@@ -68,20 +49,24 @@ def compile_spec(config: PipelineConfig) -> dict:
         if name in defaults:
             definition["defaultValue"] = defaults[name]
             definition["isOptional"] = True
-    scope_baseline_to_task(spec, task_of(config).key)
+    scope_baseline_to_task(spec, task_of(config).key, config.pipeline_name)
     return spec
 
 
-def scope_baseline_to_task(spec: dict, task_key: str) -> None:
-    """Narrows the compiled latest-blessing query to blessings of this task (the Evaluator writes the key on
-    each blessing): what SameTaskLatestBlessedModelStrategy does locally, as Vertex's ML Metadata filter.
-    TFX compiles only its own strategy class, into this query."""
+def scope_baseline_to_task(spec: dict, task_key: str, pipeline_name: str) -> None:
+    """Narrows the compiled latest-blessing query to blessings of this task and pipeline (the Evaluator writes
+    both on each blessing): what SameTaskLatestBlessedModelStrategy and the local pipeline context do locally,
+    as Vertex's ML Metadata filter, whose store holds every pipeline of the project and region. TFX compiles
+    only its own strategy class, into this query."""
     executors = spec["deploymentSpec"]["executors"]
     for label, executor in executors.items():
         queries = executor.get("resolver", {}).get("outputArtifactQueries", {})
         if label.startswith(BASELINE_RESOLVER) and "model_blessing" in queries:
             query = queries["model_blessing"]
-            query["filter"] += f' AND metadata.{TASK_KEY_PROPERTY}.string_value="{task_key}"'
+            query["filter"] += (
+                f' AND metadata.{TASK_KEY_PROPERTY}.string_value="{task_key}"'
+                f' AND metadata.{BASELINE_SCOPE_PROPERTY}.string_value="{pipeline_name}"'
+            )
 
 
 def compile_pipeline(config: PipelineConfig, output: str | Path = PIPELINE_YAML) -> dict:
@@ -90,6 +75,7 @@ def compile_pipeline(config: PipelineConfig, output: str | Path = PIPELINE_YAML)
     header = (
         f"# PIPELINE DEFINITION\n# Name: {spec['pipelineInfo']['name']}\n"
         "# Compiled by `hftfx compile` from the config's cloud profile; do not edit by hand.\n"
+        f"{profile_header(config)}"
     )
     Path(output).write_text(header + yaml.safe_dump(spec, sort_keys=True), encoding="utf-8")
     return spec

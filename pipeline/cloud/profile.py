@@ -81,6 +81,11 @@ _GCS = re.compile(r"^gs://[a-z0-9][-_.a-z0-9]{1,220}(/.*)?$")
 _PROJECT = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
 
 
+def _is_pushed_image(uri: str) -> bool:
+    """An image reference with a tag or digest (what a cloud service can pull)."""
+    return bool(uri) and (":" in uri.rsplit("/", 1)[-1] or "@" in uri)
+
+
 def accelerator(cloud: CloudConfig) -> Accelerator:
     """The Trainer's machine: the named placement, sized by trainer_accelerator_count and trainer_machine_type,
     refused with the reason when Vertex AI could not run it."""
@@ -148,10 +153,21 @@ def validate_cloud(config: PipelineConfig) -> None:
             problems.append(f"cloud.region '{cloud.region}' is not a region such as us-central1")
     if not _GCS.match(cloud.pipeline_root):
         problems.append(f"cloud.pipeline_root '{cloud.pipeline_root}' must be a gs://bucket/path")
-    if not cloud.image_uri or (":" not in cloud.image_uri.rsplit("/", 1)[-1] and "@" not in cloud.image_uri):
+    if not _is_pushed_image(cloud.image_uri):
         problems.append(f"cloud.image_uri '{cloud.image_uri}' must name a pushed image with a tag or digest")
     if cloud.beam_runner not in ("DirectRunner", "DataflowRunner"):
         problems.append(f"cloud.beam_runner must be DirectRunner or DataflowRunner, not '{cloud.beam_runner}'")
+    if cloud.beam_runner == "DataflowRunner" and not _is_pushed_image(cloud.dataflow_image_uri):
+        problems.append(
+            f"cloud.dataflow_image_uri '{cloud.dataflow_image_uri}' must name the pushed image of the Dockerfile's "
+            "dataflow target (Beam's boot program as entrypoint) for Dataflow workers; or set cloud.beam_runner: "
+            "DirectRunner"
+        )
+    elif cloud.beam_runner == "DataflowRunner" and cloud.dataflow_image_uri == cloud.image_uri:
+        problems.append(
+            "cloud.dataflow_image_uri is the pipeline image, which Dataflow cannot start as a worker (no "
+            "/opt/apache/beam/boot entrypoint): build the Dockerfile's dataflow target and name that image"
+        )
     if cloud.beam_runner == "DataflowRunner" and cloud.network and not cloud.dataflow_subnetwork:
         problems.append(
             "cloud.network is set but Dataflow workers would start on the project's default network: set "
@@ -313,8 +329,9 @@ def dataflow_option_errors(args: list[str]) -> list[str]:
 def beam_args(config: PipelineConfig) -> list[str]:
     """Beam arguments of the cloud components (ExampleGen, StatisticsGen, Transform, Evaluator).
 
-    Dataflow workers run the pipeline image itself (`sdk_container_image`, with `sdk_location=container` so
-    no SDK tarball is staged over it) on Runner v2, the only runner that takes a custom container.
+    Dataflow workers run the dataflow image (`sdk_container_image`: the pipeline's packages under Beam's boot
+    program; `sdk_location=container` so no SDK tarball is staged over it) on Runner v2, the only runner that
+    takes a custom container.
     """
     cloud = config.cloud
     if cloud.beam_runner == "DirectRunner":
@@ -330,7 +347,7 @@ def beam_args(config: PipelineConfig) -> list[str]:
         "--sdk_location=container",
         f"--machine_type={cloud.dataflow_machine_type}",
         f"--max_num_workers={cloud.dataflow_max_workers}",
-        f"--sdk_container_image={cloud.image_uri}",
+        f"--sdk_container_image={cloud.dataflow_image_uri}",
         *([f"--service_account_email={cloud.service_account}"] if cloud.service_account else []),
         *([f"--dataflow_kms_key={cloud.encryption_key}"] if cloud.encryption_key else []),
         *([f"--subnetwork={cloud.dataflow_subnetwork}"] if cloud.dataflow_subnetwork else []),

@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pipeline.cloud.compiled_specs import check_spec_matches
 from pipeline.cloud.profile import api_endpoint, on_vertex, validate_cloud
-from pipeline.configs import ConfigError, PipelineConfig, to_dict
+from pipeline.configs import ConfigError, PipelineConfig
 from pipeline.errors import UserError
 
 
@@ -21,29 +22,12 @@ class CredentialsError(UserError, RuntimeError):
 
 
 def check_template(template: str | Path, config: PipelineConfig) -> dict:
+    """The spec to send, once it is known to be compiled from this profile's settings (compiled_specs.py)."""
     path = Path(template)
     if not path.is_file():
         raise ConfigError(f"{path} does not exist; run `hftfx compile` first")
-    spec = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else _yaml(path)
-    spec = spec.get("pipelineSpec", spec)  # a PipelineJob JSON wraps the spec; a template is the spec
-    name = spec.get("pipelineInfo", {}).get("name")
-    if name != config.pipeline_name:
-        raise ConfigError(f"{path} holds pipeline '{name}', not '{config.pipeline_name}'; recompile it")
-    compiled, expected = _compiled_dataset(spec), to_dict(config.dataset)
-    if compiled is not None and compiled != expected:
-        changed = sorted(k for k in compiled.keys() | expected.keys() if compiled.get(k) != expected.get(k))
-        raise ConfigError(
-            f"{path} was compiled from another dataset config (differs in {changed}); "
-            f"recompile it from this config with `hftfx compile --config ... --output {path}`"
-        )
-    return spec
-
-
-def _compiled_dataset(spec: dict) -> dict | None:
-    """The dataset config the ExampleGen of a compiled spec carries."""
-    task = spec.get("root", {}).get("dag", {}).get("tasks", {}).get("HFDatasetExampleGen", {})
-    constant = task.get("inputs", {}).get("parameters", {}).get("dataset_config", {}).get("runtimeValue", {})
-    return json.loads(constant["constant"]) if "constant" in constant else None
+    check_spec_matches(path, config)
+    return _yaml(path)
 
 
 def _yaml(path: Path) -> dict:

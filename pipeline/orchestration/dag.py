@@ -117,7 +117,8 @@ def create_components(
     settings = TrainerSettings(
         config.model, config.training, config.dataset.label_names, config.dataset.multi_label, thresholds or ()
     )
-    trainer_class, trainer_config = HFTrainer, settings.to_custom_config()
+    scope = {same_task.BASELINE_SCOPE_PROPERTY: config.pipeline_name}
+    trainer_class, trainer_config = HFTrainer, {**settings.to_custom_config(), **scope}
     vertex = cloud and on_vertex(config.cloud)
     if vertex:
         trainer_class, trainer_config = VertexHFTrainer, {**trainer_config, **vertex_training_config(config.cloud)}

@@ -92,7 +92,7 @@ def on_object_finalized(cloud_event) -> str:
     spec (default: the one committed for the profile; both deployed with the function's source); the
     function's service account is used."""
     from pipeline.cloud import submit
-    from pipeline.cloud.kubeflow_v2_runner import default_template
+    from pipeline.cloud.compiled_specs import default_template
     from pipeline.retraining.vertex import vertex_clients
 
     config_path = os.environ.get("HFTFX_CONFIG", "configs/vertex-retraining.yaml")
