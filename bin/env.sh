@@ -126,6 +126,7 @@ _exec_in() {
   local -a vars=(
     PATH "$path" PYTHONPATH "$HFTFX_ROOT${PYTHONPATH:+:$PYTHONPATH}" VIRTUAL_ENV "$HFTFX_VENV"
     TF_USE_LEGACY_KERAS 1 HFTFX_ENV_DESCRIPTION "$HFTFX_ENV_DESCRIPTION" HFTFX_ENV_CACHE "$HFTFX_ENV_CACHE"
+    HFTFX_UV "${HFTFX_UV:-}"
   )
   if [ "$HFTFX_MODE" = host ]; then
     local -a assigns=()

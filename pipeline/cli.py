@@ -135,6 +135,23 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_function_source(args: argparse.Namespace) -> int:
+    from pipeline.cloud.profile import validate_cloud
+    from pipeline.retraining.function_source import ENTRY_POINT, MEMORY, write_function_source
+
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    validate_cloud(config)
+    written = write_function_source(config, Path(args.output))
+    print(f"wrote {args.output}: {', '.join(written)}")
+    print(
+        f"deploy: gcloud functions deploy {config.pipeline_name}-on-data --gen2 --runtime python313 "
+        f"--region {config.cloud.region} --source {args.output} --entry-point {ENTRY_POINT} --memory {MEMORY} "
+        f"--trigger-event-filters type=google.cloud.storage.object.v1.finalized "
+        f"--trigger-event-filters bucket=BUCKET --service-account {config.cloud.service_account or 'SA_EMAIL'}"
+    )
+    return 0
+
+
 def _template(args: argparse.Namespace, config_path: str) -> str:
     """--template, else the committed spec compiled from the config."""
     from pipeline.cloud.compiled_specs import default_template
@@ -375,6 +392,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--output", help="where to write the spec (default: the committed spec of the config, e.g. pipeline.yaml)"
     )
     compile_.set_defaults(handler=cmd_compile)
+
+    function_source = commands.add_parser(
+        "function-source",
+        parents=[_config_options("configs/vertex-retraining.yaml", "the retraining profile the function sends")],
+        help="write the storage-event Cloud Run function's source folder (main.py, requirements.txt, spec)",
+    )
+    function_source.add_argument("--output", required=True, help="a new folder: gcloud's --source")
+    function_source.set_defaults(handler=cmd_function_source)
 
     submit_ = commands.add_parser(
         "submit",

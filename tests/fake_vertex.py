@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import datetime
 import http.server
+import ipaddress
 import json
 import threading
 from concurrent import futures
@@ -31,6 +32,7 @@ SERVICE = "google.cloud.aiplatform.v1"
 class Received:
     method: str  # e.g. "PipelineService/CreatePipelineJob"
     request: object  # the aiplatform_v1 request, parsed from the bytes that arrived
+    authorization: str = ""  # the call's `authorization` metadata (credentials' bearer token)
 
 
 def _done(operation_name: str, response) -> operations_pb2.Operation:
@@ -242,7 +244,8 @@ def _handlers(fake: FakeVertex):
         # Looked up at each call, so a test can replace one method of a running fake.
         def handle(request, context, name=attribute, key=f"{service}/{method}"):
             with fake._lock:
-                fake.received.append(Received(key, request))
+                authorization = dict(context.invocation_metadata()).get("authorization", "")
+                fake.received.append(Received(key, request, authorization))
                 return getattr(fake, name)(request, context)
 
         by_service.setdefault(service, {})[method] = grpc.unary_unary_rpc_method_handler(
@@ -251,11 +254,49 @@ def _handlers(fake: FakeVertex):
     return [grpc.method_handlers_generic_handler(f"{SERVICE}.{s}", methods) for s, methods in by_service.items()]
 
 
+def loopback_certificate(directory) -> tuple[bytes, bytes]:
+    """A self-signed TLS certificate for 127.0.0.1 (key PEM, certificate PEM), also written to
+    `directory`/ca.pem: a client trusts it through GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, as it trusts Google's."""
+    from pathlib import Path
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-vertex")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=2))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    certificate_pem = certificate.public_bytes(serialization.Encoding.PEM)
+    Path(directory, "ca.pem").write_bytes(certificate_pem)
+    return key_pem, certificate_pem
+
+
 @contextlib.contextmanager
-def serve(fake: FakeVertex):
-    """Serves `fake` on a free port of 127.0.0.1; yields its address (host:port) for `cloud.api_endpoint`."""
+def serve(fake: FakeVertex, tls: tuple[bytes, bytes] | None = None):
+    """Serves `fake` on a free port of 127.0.0.1; yields its address (host:port) for `cloud.api_endpoint`.
+    With `tls` (key and certificate PEM) it speaks TLS, as Google's endpoints do, to clients in other
+    processes that cannot be handed a plaintext channel."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), handlers=_handlers(fake))
-    port = server.add_insecure_port("127.0.0.1:0")
+    if tls:
+        port = server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([tls]))
+    else:
+        port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
         yield f"127.0.0.1:{port}"
@@ -302,5 +343,47 @@ def serve_storage(monkeypatch, buckets):
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{server.server_address[1]}")
     try:
         yield asked
+    finally:
+        server.shutdown()
+
+
+@contextlib.contextmanager
+def serve_metadata_server(project: str, email: str, token: str = "fake-token"):
+    """The Compute Engine metadata server a Cloud Run function gets its credentials and project from, on
+    127.0.0.1: yields the address for GCE_METADATA_HOST / GCE_METADATA_IP (google-auth's own settings)."""
+    answers = {
+        "/": "",
+        "/computeMetadata/v1/project/project-id": project,
+        "/computeMetadata/v1/instance/service-accounts/default/": json.dumps(
+            {"email": email, "aliases": ["default"], "scopes": ["https://www.googleapis.com/auth/cloud-platform"]}
+        ),
+        "/computeMetadata/v1/instance/service-accounts/default/email": email,
+        "/computeMetadata/v1/instance/service-accounts/default/token": json.dumps(
+            {"access_token": token, "expires_in": 3599, "token_type": "Bearer"}
+        ),
+    }
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            path = self.path.split("?")[0]
+            if self.headers.get("Metadata-Flavor") != "Google" or path not in answers:
+                self.send_response(404 if path not in answers else 403)
+                self.end_headers()
+                return
+            body = answers[path].encode()
+            self.send_response(200)
+            self.send_header("Metadata-Flavor", "Google")
+            self.send_header("Content-Type", "application/json" if body.startswith(b"{") else "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()

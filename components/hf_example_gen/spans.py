@@ -13,10 +13,16 @@ import hashlib
 import json
 import re
 
-from tfx.dsl.io import fileio
-
 from pipeline.configs import DatasetConfig
 from pipeline.errors import UserError
+
+
+def _fileio():
+    """TFX's filesystems (gs://, local), imported when files are listed: the storage-event function maps an
+    object's path to its span without them (TFX pulls in TensorFlow)."""
+    from tfx.dsl.io import fileio
+
+    return fileio
 
 SPAN_TOKEN = "{SPAN}"
 
@@ -79,7 +85,7 @@ def available_spans(config: DatasetConfig) -> dict[int, dict[str, list[str]]]:
                 match = regex.match(path)
                 if not match:
                     continue
-                if ready_marker and not fileio.exists(f"{span_dir(pattern, match.group(1))}/{ready_marker}"):
+                if ready_marker and not _fileio().exists(f"{span_dir(pattern, match.group(1))}/{ready_marker}"):
                     continue
                 found.setdefault(int(match.group(1)), {}).setdefault(pattern, []).append(path)
     return dict(sorted(found.items()))
@@ -89,7 +95,7 @@ def _glob(pattern: str) -> list[str]:
     import tensorflow as tf
 
     try:
-        return sorted(fileio.glob(pattern))
+        return sorted(_fileio().glob(pattern))
     except (OSError, tf.errors.OpError) as error:
         message = getattr(error, "message", None) or str(error)
         raise SpanError(
@@ -146,8 +152,8 @@ def files_fingerprint(config: DatasetConfig) -> str:
     entries = []
     for split, files in sorted(patterns(config).items()):
         for pattern in files:
-            for path in sorted(fileio.glob(pattern)) if "://" not in pattern or pattern.startswith("gs://") else []:
-                stat = fileio.stat(path)
+            for path in sorted(_fileio().glob(pattern)) if "://" not in pattern or pattern.startswith("gs://") else []:
+                stat = _fileio().stat(path)
                 entries.append([split, path, stat.length, stat.mtime_nsec])
     if not entries:
         return ""

@@ -1,7 +1,8 @@
 """The Google Cloud side of the pipeline: accelerator catalogue, Vertex job settings, profile checks.
 
 Pure functions from the typed config to the dicts TFX's Vertex extensions and Vertex AI expect, so every
-request can be checked offline.
+request can be checked offline. TFX is imported only where its keys are needed: submitting and the
+storage-event function validate a profile without TensorFlow.
 """
 
 from __future__ import annotations
@@ -9,10 +10,6 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from tfx.extensions.google_cloud_ai_platform import constants as vertex_constants
-from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_trainer_executor
-
-from components.endpoint_pusher import KEEP_PREVIOUS_KEY
 from pipeline.configs import MULTI_PROCESSING_BEAM_ARGS, CloudConfig, ConfigError, PipelineConfig
 
 
@@ -274,6 +271,9 @@ def vertex_training_config(cloud: CloudConfig) -> dict:
         job_spec["service_account"] = cloud.service_account
     if cloud.network:
         job_spec["network"] = cloud.network
+    from tfx.extensions.google_cloud_ai_platform import constants as vertex_constants
+    from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_trainer_executor
+
     job = {"project": cloud.project, "job_spec": job_spec, "labels": dict(cloud.labels)}
     if cloud.encryption_key:
         job["encryption_spec"] = {"kms_key_name": cloud.encryption_key}
@@ -290,6 +290,10 @@ def vertex_serving_config(cloud: CloudConfig) -> dict:
     Everything in serving args but the endpoint and project goes to `aiplatform.Model.deploy` as is;
     KEEP_PREVIOUS_KEY is read by components/endpoint_pusher.py after the push.
     """
+    from tfx.extensions.google_cloud_ai_platform import constants as vertex_constants
+
+    from components.endpoint_pusher import KEEP_PREVIOUS_KEY
+
     serving_args = {
         "project_id": cloud.project,
         "endpoint_name": cloud.endpoint_name,

@@ -1,0 +1,64 @@
+"""`hftfx function-source`: the source folder of the storage-event Cloud Run function, as Cloud Run takes it.
+
+Cloud Run functions build a Python source folder with main.py at its root and its requirements.txt; they do
+not install this project. So the folder holds main.py (pipeline/retraining/function/main.py), the profile as
+resolved with its overrides (profile.yaml), the spec compiled from exactly that profile (pipeline.yaml), this
+project's packages, and requirements.txt: the lock's `function` dependency group, hash-pinned, exported by uv
+(the lock's own exporter: a hand-made resolver of uv.lock would miss its environment markers).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from pipeline.configs import ConfigError, PipelineConfig, to_dict
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("pipeline", "components", "models")
+MAIN = Path(__file__).resolve().parent / "function" / "main.py"
+ENTRY_POINT = "on_object_finalized"
+# Memory of the deployed function (`gcloud functions deploy --memory`; the default 256Mi is too little): the
+# peak of functions-framework handling an event (aiplatform's client loaded), measured by
+# tests/event_function_test.py, must stay under three quarters of it.
+MEMORY = "512Mi"
+
+
+def requirements_txt() -> str:
+    """The `function` dependency group of uv.lock, every package pinned with its hashes."""
+    uv = os.environ.get("HFTFX_UV") or shutil.which("uv")
+    if not uv:
+        raise ConfigError("uv is needed to export the function's locked requirements: run through bin/in-env")
+    exported = subprocess.run(
+        [uv, "export", "--frozen", "--only-group", "function", "--no-emit-project", "--format", "requirements-txt"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if exported.returncode:
+        raise ConfigError(f"uv export of the function's requirements failed: {exported.stderr.strip()}")
+    return exported.stdout
+
+
+def write_function_source(config: PipelineConfig, output: Path) -> list[str]:
+    """Writes the folder; returns what was written, top level."""
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
+
+    if config.retraining.policy != "new_data":
+        raise ConfigError("the storage-event function applies retraining.policy new_data; set it in the profile")
+    if output.exists() and any(output.iterdir()):
+        raise ConfigError(f"{output} is not empty: give a new folder, the function's source is written whole")
+    output.mkdir(parents=True, exist_ok=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*_test.py", "*.pyc")
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, output / package, ignore=ignore)
+    shutil.copy(MAIN, output / "main.py")
+    (output / "profile.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False), encoding="utf-8")
+    compile_pipeline(config, output / "pipeline.yaml")
+    (output / "requirements.txt").write_text(requirements_txt(), encoding="utf-8")
+    return sorted(p.name for p in output.iterdir())
