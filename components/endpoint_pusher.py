@@ -17,6 +17,8 @@ from tfx.extensions.google_cloud_ai_platform.pusher import executor as vertex_pu
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import json_utils
 
+from components.vertex_clients import VERTEX_CLIENT_KEY, configure_aiplatform
+
 KEEP_PREVIOUS_KEY = "hftfx_endpoint_keep_previous"  # our key in the Pusher's custom_config
 
 
@@ -29,8 +31,15 @@ def retire_previous_models(custom_config: dict[str, Any], pushed_model: str) -> 
     from google.cloud import aiplatform
 
     endpoint_name = custom_config[vertex_constants.SERVING_ARGS_KEY]["endpoint_name"]
-    (endpoint,) = aiplatform.Endpoint.list(filter=f'display_name="{endpoint_name}"')
-    previous = [m for m in endpoint.list_models() if m.model.split("@")[0] != pushed_model.split("@")[0]]
+    # Display names are not unique: the endpoint is the one TFX just deployed the pushed model to.
+    named = aiplatform.Endpoint.list(filter=f'display_name="{endpoint_name}"')
+    deployed = [(endpoint, endpoint.list_models()) for endpoint in named]
+    hosting = [(e, models) for e, models in deployed if any(_same_model(m.model, pushed_model) for m in models)]
+    if len(hosting) != 1:
+        logging.warning("%d endpoints named %s host %s: nothing undeployed", len(hosting), endpoint_name, pushed_model)
+        return []
+    endpoint, models = hosting[0]
+    previous = [m for m in models if not _same_model(m.model, pushed_model)]
     previous.sort(key=lambda m: m.create_time, reverse=True)
     retired = []
     for deployed in previous[custom_config.get(KEEP_PREVIOUS_KEY, 0) :]:
@@ -40,15 +49,20 @@ def retire_previous_models(custom_config: dict[str, Any], pushed_model: str) -> 
     return retired
 
 
+def _same_model(name: str, other: str) -> bool:
+    return name.split("@")[0] == other.split("@")[0]
+
+
 class Executor(vertex_pusher_executor.Executor):
     """TFX's Vertex Pusher executor, then `retire_previous_models` when a model was pushed."""
 
     def Do(self, input_dict, output_dict, exec_properties):
+        custom_config = json_utils.loads(exec_properties[standard_component_specs.CUSTOM_CONFIG_KEY])
+        configure_aiplatform(custom_config.get(VERTEX_CLIENT_KEY))
         super().Do(input_dict, output_dict, exec_properties)
         pushed = artifact_utils.get_single_instance(output_dict[standard_component_specs.PUSHED_MODEL_KEY])
         if not pushed.get_int_custom_property("pushed"):
             return
-        custom_config = json_utils.loads(exec_properties[standard_component_specs.CUSTOM_CONFIG_KEY])
         retire_previous_models(custom_config, pushed.get_string_custom_property("pushed_destination"))
 
 

@@ -20,6 +20,7 @@ from tfx.types import component_spec, standard_artifacts, standard_component_spe
 from tfx.utils import json_utils
 
 from components.same_task import record_exported_task
+from components.vertex_clients import VERTEX_CLIENT_KEY, job_client_at
 from pipeline.run_parameters import EPOCHS, LEARNING_RATE
 
 TRAINING_PARAMETERS = (EPOCHS, LEARNING_RATE)  # the run parameters the Trainer takes as its own
@@ -56,10 +57,11 @@ class VertexExecutor(vertex_trainer_executor.GenericExecutor):
         return Executor
 
     def Do(self, input_dict, output_dict, exec_properties) -> None:
-        super().Do(input_dict, output_dict, exec_properties)
-        record_exported_task(
-            output_dict, exec_properties
-        )  # the CustomJob wrote the export; the launcher records its task
+        custom_config = json.loads(exec_properties.get(standard_component_specs.CUSTOM_CONFIG_KEY) or "{}")
+        with job_client_at(custom_config.get(VERTEX_CLIENT_KEY)):
+            super().Do(input_dict, output_dict, exec_properties)
+        # The CustomJob wrote the export; the launcher records its task.
+        record_exported_task(output_dict, exec_properties)
 
 
 class HFTrainer(trainer_component.Trainer):

@@ -208,7 +208,7 @@ class CloudConfig:
     # Dataflow workers' subnetwork (regions/<region>/subnetworks/<name> or its full URL); needed with `network`.
     dataflow_subnetwork: str = ""
     # The Trainer's placement, by name: cpu, a GPU (t4, l4, v100, a100, a100-80gb, h100) or a TPU VM
-    # Vertex AI trains TensorFlow on (tpu-v5e-1, tpu-v5e-4, tpu-v5e-8, tpu-v3-8, tpu-v2-8);
+    # Vertex AI trains TensorFlow on with the tpu image's PJRT runtime (tpu-v5e-1, tpu-v5e-4, tpu-v5e-8);
     # see pipeline/cloud/profile.py.
     trainer_accelerator: str = "cpu"
     trainer_accelerator_count: int = 0  # GPUs per worker; 0 means the catalogue's default

@@ -50,8 +50,8 @@ def _find(resources, name: str, context):
 
 
 class FakeVertex:
-    """PipelineService, ScheduleService, EndpointService, ModelService and the MetadataService contexts that
-    Vertex AI Experiments are made of, of one region, in memory."""
+    """PipelineService, ScheduleService, EndpointService, ModelService, JobService's CustomJobs and the
+    MetadataService contexts that Vertex AI Experiments are made of, of one region, in memory."""
 
     def __init__(self, jobs=()):
         self.jobs = list(jobs)
@@ -59,6 +59,7 @@ class FakeVertex:
         self.endpoints: list[aiplatform_v1.Endpoint] = []
         self.models: list[aiplatform_v1.Model] = []
         self.contexts: list[aiplatform_v1.Context] = []
+        self.custom_jobs: list[aiplatform_v1.CustomJob] = []
         self._deployments = 0
         self.received: list[Received] = []
         self._lock = threading.Lock()
@@ -186,6 +187,17 @@ class FakeVertex:
             f"{endpoint.name}/operations/undeploy-{request.deployed_model_id}", aiplatform_v1.UndeployModelResponse()
         )
 
+    # JobService: a CustomJob finishes as soon as it is created (the launcher's polling ends at once)
+    def create_custom_job(self, request, context):
+        job = aiplatform_v1.CustomJob(request.custom_job)
+        job.name = f"{request.parent}/customJobs/{len(self.custom_jobs) + 1}"
+        job.state = aiplatform_v1.JobState.JOB_STATE_SUCCEEDED
+        self.custom_jobs.append(job)
+        return job
+
+    def get_custom_job(self, request, context):
+        return _find(self.custom_jobs, request.name, context)
+
     # ModelService
     def upload_model(self, request, context):
         model = aiplatform_v1.Model(request.model)
@@ -223,6 +235,8 @@ _METHODS = [
     ("EndpointService", "UndeployModel", v1.UndeployModelRequest, operations_pb2.Operation),
     ("ModelService", "UploadModel", v1.UploadModelRequest, operations_pb2.Operation),
     ("ModelService", "GetModel", v1.GetModelRequest, v1.Model),
+    ("JobService", "CreateCustomJob", v1.CreateCustomJobRequest, v1.CustomJob),
+    ("JobService", "GetCustomJob", v1.GetCustomJobRequest, v1.CustomJob),
 ]  # fmt: skip
 
 

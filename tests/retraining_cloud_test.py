@@ -300,6 +300,12 @@ def test_bad_cron_expressions_are_refused_with_an_example(cron):
         vertex.check_cron(cron)
 
 
+def test_a_schedule_time_zone_must_be_an_iana_zone():
+    assert vertex.check_cron("TZ=Europe/Paris 0 3 * * 1") == "TZ=Europe/Paris 0 3 * * 1"
+    with pytest.raises(configs.ConfigError, match="'Europe/Pariss' is not an IANA time zone"):
+        vertex.check_cron("TZ=Europe/Pariss 0 3 * * 1")
+
+
 def test_a_template_compiled_from_another_profile_is_refused_naming_the_keys(profile):
     with pytest.raises(configs.ConfigError, match="compiled from other settings than this profile") as refused:
         submit.check_template(ROOT / "pipeline.yaml", profile)

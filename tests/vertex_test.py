@@ -191,8 +191,6 @@ def test_cmek_and_network_land_where_the_custom_job_api_has_them(profile):
         ("t4", 2, {"machine_type": "n1-standard-16", "accelerator_type": "NVIDIA_TESLA_T4", "accelerator_count": 2}),
         ("h100", 0, {"machine_type": "a3-highgpu-8g", "accelerator_type": "NVIDIA_H100_80GB", "accelerator_count": 8}),
         ("cpu", 0, {"machine_type": "n1-standard-8"}),
-        ("tpu-v3-8", 0, {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V3", "accelerator_count": 8}),
-        ("tpu-v2-8", 0, {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V2", "accelerator_count": 8}),
         ("tpu-v5e-8", 0, {"machine_type": "ct5lp-hightpu-8t", "tpu_topology": "2x4"}),
     ],
 )
@@ -353,6 +351,18 @@ def test_trainer_overrides_fold_into_custom_config():
         ({"cloud.trainer_accelerator": "k80"}, "'k80' is unknown"),
         ({"cloud.trainer_accelerator": "tpu-v6e-4"}, "TPU v6e with JAX and PyTorch only, not TensorFlow"),
         ({"cloud.trainer_accelerator": "tpu-v5p-8"}, "not among the TPU VMs Vertex AI custom training offers"),
+        ({"cloud.trainer_accelerator": "tpu-v3-8"}, "older TPU runtime than the PJRT/libtpu route"),
+        (
+            {
+                "cloud.trainer_accelerator": "tpu-v5e-4",
+                "cloud.region": "europe-west1",
+                "cloud.trainer_image_uri": "r/t:1",
+            },
+            "TPU v5e VMs are in us-central1",
+        ),
+        ({"cloud.network": "projects/my-gcp-project/global/networks/vpc"}, "takes the project number, not its id"),
+        ({"cloud.labels": {"Team": "ml"}}, "cloud.labels key 'Team' must start with a lowercase letter"),
+        ({"cloud.labels": {"team": "ML Platform"}}, "cloud.labels value 'ML Platform' (of 'team')"),
         ({"cloud.trainer_accelerator": "a100", "cloud.trainer_accelerator_count": 3}, "in counts [1, 2, 4, 8, 16]"),
         ({"cloud.trainer_accelerator": "tpu-v5e-4", "cloud.trainer_accelerator_count": 2}, "is for GPUs"),
         (
@@ -506,19 +516,32 @@ def test_a_second_submission_of_one_job_id_is_refused_by_the_service(profile, ve
     assert len(fake.jobs) == 1
 
 
-def _push_to_endpoint(spec, address, version):
-    """What TFX's Vertex Pusher executor does with the compiled custom_config once a model is blessed and
-    copied to its gs:// push folder: `runner.deploy_model_for_aip_prediction` (aiplatform Endpoint.list /
-    create, Model.upload, Model.deploy). TFX initializes aiplatform with project and region only; the API
-    host of the fake is set beforehand."""
+KMS_KEY = "projects/my-gcp-project/locations/us-central1/keyRings/hftfx/cryptoKeys/models"
+
+
+def _at(profile, address, **cloud):
+    """The profile talking to the fake's API host (compiled into the components' Vertex clients)."""
+    return dataclasses.replace(profile, cloud=dataclasses.replace(profile.cloud, api_endpoint=address, **cloud))
+
+
+def _pusher_config(spec) -> dict:
+    parameters = spec["root"]["dag"]["tasks"]["Pusher"]["inputs"]["parameters"]
+    return json.loads(parameters["custom_config"]["runtimeValue"]["constant"])
+
+
+def _push_to_endpoint(spec, version):
+    """What the EndpointPusher executor does with the compiled custom_config once a model is blessed and copied
+    to its gs:// push folder: our `configure_aiplatform` (API host, CMEK key), then TFX's
+    `runner.deploy_model_for_aip_prediction` (aiplatform Endpoint.list / create, Model.upload, Model.deploy).
+    The credentials are the one stand-in (the launcher's come from its VM)."""
     from google.cloud import aiplatform
     from tfx.extensions.google_cloud_ai_platform import runner
 
-    parameters = spec["root"]["dag"]["tasks"]["Pusher"]["inputs"]["parameters"]
-    custom_config = json.loads(parameters["custom_config"]["runtimeValue"]["constant"])
-    aiplatform.init(
-        project="my-gcp-project", api_endpoint=address, api_transport="grpc", credentials=AnonymousCredentials()
-    )
+    from components.vertex_clients import VERTEX_CLIENT_KEY, configure_aiplatform
+
+    custom_config = _pusher_config(spec)
+    aiplatform.init(credentials=AnonymousCredentials(), api_transport="grpc")
+    configure_aiplatform(custom_config[VERTEX_CLIENT_KEY])
     return runner.deploy_model_for_aip_prediction(
         serving_path=f"gs://my-hftfx-bucket/pipeline-root/Pusher/pushed_model/{version}",
         model_version_name=f"v{version}",
@@ -530,14 +553,16 @@ def _push_to_endpoint(spec, address, version):
     )
 
 
-def test_endpoint_push_creates_the_endpoint_uploads_and_deploys_the_model(committed, profile, vertex_api):
+def test_endpoint_push_creates_the_endpoint_uploads_and_deploys_the_model_under_the_cmek_key(profile, vertex_api):
     fake, address = vertex_api
-    model_name = _push_to_endpoint(committed, address, 1700000000)
+    model_name = _push_to_endpoint(compile_spec(_at(profile, address, encryption_key=KMS_KEY)), 1700000000)
 
     (created,) = fake.requests("EndpointService/CreateEndpoint")
     assert created.parent == "projects/my-gcp-project/locations/us-central1"
     assert created.endpoint.display_name == "hf-text-classifier"
+    assert created.endpoint.encryption_spec.kms_key_name == KMS_KEY
     (uploaded,) = fake.requests("ModelService/UploadModel")
+    assert uploaded.model.encryption_spec.kms_key_name == KMS_KEY
     assert uploaded.model.display_name == "v1700000000"
     assert uploaded.model.artifact_uri == "gs://my-hftfx-bucket/pipeline-root/Pusher/pushed_model/1700000000"
     assert uploaded.model.container_spec.image_uri == serving_image(profile.cloud) == profile.cloud.image_uri
@@ -555,19 +580,17 @@ def test_each_push_retires_the_models_before_it_but_the_kept_ones(profile, verte
     from components.endpoint_pusher import retire_previous_models
 
     fake, address = vertex_api
-    cloud = dataclasses.replace(
-        profile.cloud,
+    config = _at(
+        profile,
+        address,
         endpoint_keep_previous=keep,
         serving_service_account="serving@my-gcp-project.iam.gserviceaccount.com",
     )
-    spec = compile_spec(dataclasses.replace(profile, cloud=cloud))
-    custom_config = json.loads(
-        spec["root"]["dag"]["tasks"]["Pusher"]["inputs"]["parameters"]["custom_config"]["runtimeValue"]["constant"]
-    )
+    spec = compile_spec(config)
     retired = []
     for version in (1700000000, 1700000100, 1700000200):
-        model_name = _push_to_endpoint(spec, address, version)
-        retired += retire_previous_models(custom_config, model_name)
+        model_name = _push_to_endpoint(spec, version)
+        retired += retire_previous_models(_pusher_config(spec), model_name)
 
     (endpoint,) = fake.endpoints
     newest = fake.models[-1].name
@@ -576,9 +599,62 @@ def test_each_push_retires_the_models_before_it_but_the_kept_ones(profile, verte
     assert endpoint.traffic_split[next(m.id for m in endpoint.deployed_models if m.model.startswith(newest))] == 100
     assert len(fake.requests("EndpointService/UndeployModel")) == len(retired) == 2 - keep
     assert all(
-        r.deployed_model.service_account == cloud.serving_service_account
+        r.deployed_model.service_account == config.cloud.serving_service_account
         for r in fake.requests("EndpointService/DeployModel")
     )
+
+
+def test_the_clean_up_finds_the_endpoint_it_pushed_to_among_endpoints_of_the_same_name(profile, vertex_api):
+    """Display names are not unique: another endpoint named alike (created by hand, say) is left alone."""
+    from google.cloud import aiplatform_v1
+
+    from components.endpoint_pusher import retire_previous_models
+
+    fake, address = vertex_api
+    spec = compile_spec(_at(profile, address))
+    retired = []
+    for version in (1700000000, 1700000100):
+        retired += retire_previous_models(_pusher_config(spec), _push_to_endpoint(spec, version))
+        if version == 1700000000:  # a second endpoint of the same display name appears after the first push
+            fake.endpoints.append(
+                aiplatform_v1.Endpoint(
+                    name="projects/my-gcp-project/locations/us-central1/endpoints/999",
+                    display_name="hf-text-classifier",
+                )
+            )
+    assert len(retired) == 1
+    assert len(fake.endpoints[0].deployed_models) == 1 and not fake.endpoints[1].deployed_models
+
+
+def test_the_trainer_launcher_creates_and_polls_its_custom_job_at_the_profiles_api_host(
+    profile, vertex_api, monkeypatch
+):
+    """TFX's own launch (`runner.start_cloud_training`: VertexJobClient, create, poll) inside our executor's
+    `job_client_at`."""
+    import copy
+
+    import google.auth
+    from tfx.extensions.google_cloud_ai_platform import runner, training_clients
+
+    from components.vertex_clients import VERTEX_CLIENT_KEY, job_client_at
+
+    fake, address = vertex_api
+    trainer = _trainer_job(compile_spec(_at(profile, address, encryption_key=KMS_KEY)))
+    assert trainer[VERTEX_CLIENT_KEY]["api_endpoint"] == address
+    factory = training_clients.get_job_client
+    # The one stand-in: credentials (the launcher's come from its VM; google.auth reads the metadata host at
+    # import, so this process cannot be pointed at a fake metadata server: the event function's test does that).
+    monkeypatch.setattr(google.auth, "default", lambda **_: (AnonymousCredentials(), "my-gcp-project"))
+    with job_client_at(trainer[VERTEX_CLIENT_KEY]):
+        runner.start_cloud_training(
+            {}, {}, {}, "components.hf_trainer.Executor", copy.deepcopy(trainer["ai_platform_training_args"]),
+            None, enable_vertex=True, vertex_region=trainer["ai_platform_vertex_region"],
+        )  # fmt: skip
+    assert training_clients.get_job_client is factory  # restored
+    (created,) = [r for r in fake.received if r.method == "JobService/CreateCustomJob"]
+    assert created.request.parent == "projects/my-gcp-project/locations/us-central1"
+    assert created.request.custom_job.encryption_spec.kms_key_name == KMS_KEY
+    assert fake.requests("JobService/GetCustomJob")[0].name == fake.custom_jobs[0].name
 
 
 def test_unknown_runtime_parameter_is_refused(profile):

@@ -24,6 +24,7 @@ def _fileio():
 
     return fileio
 
+
 SPAN_TOKEN = "{SPAN}"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from components.vertex_clients import API_ENDPOINT, ENCRYPTION_KEY, VERTEX_CLIENT_KEY
 from pipeline.configs import MULTI_PROCESSING_BEAM_ARGS, CloudConfig, ConfigError, PipelineConfig
 
 
@@ -38,8 +39,6 @@ ACCELERATORS = {
     "tpu-v5e-1": Accelerator("tpu", "ct5lp-hightpu-1t", tpu_topology="1x1"),
     "tpu-v5e-4": Accelerator("tpu", "ct5lp-hightpu-4t", tpu_topology="2x2"),
     "tpu-v5e-8": Accelerator("tpu", "ct5lp-hightpu-8t", tpu_topology="2x4"),
-    "tpu-v3-8": Accelerator("tpu", "cloud-tpu", "TPU_V3", 8),
-    "tpu-v2-8": Accelerator("tpu", "cloud-tpu", "TPU_V2", 8),
 }
 
 # Asked for by users, refused with the reason instead of emitting a job that cannot run.
@@ -50,7 +49,17 @@ REFUSED_ACCELERATORS = {
         for chips in (1, 4, 8)
     },
     "tpu-v5p-8": "TPU v5p is not among the TPU VMs Vertex AI custom training offers (v2, v3, v5e)",
+    # The tpu image runs TensorFlow on PJRT with libtpu from PyPI (tensorflow-tpu 2.20 and the libtpu it
+    # declares): the route Cloud TPU documents for TensorFlow on v5e. v2/v3 VMs are not on it.
+    **{
+        f"tpu-{version}-8": f"TPU {version} trains TensorFlow through an older TPU runtime than the PJRT/libtpu "
+        "route the Dockerfile's tpu target takes (documented for v5e); use tpu-v5e-1|4|8"
+        for version in ("v2", "v3")
+    },
 }
+# Regions with TPU v5e VMs (cloud.google.com/tpu/docs/regions-zones): a v5e placement elsewhere fails at
+# CustomJob creation, after the pipeline's data steps ran.
+TPU_V5E_REGIONS = ("us-central1", "us-south1", "us-west1", "us-west4", "europe-west4", "asia-southeast1")
 
 # GPUs per machine: A2, A3 and G2 machine types come with a fixed number; N1 machines take T4s or V100s in
 # the counts Compute Engine allows, on a machine big enough for them.
@@ -74,6 +83,10 @@ def fixed_gpu_count(machine_type: str) -> int | None:
     return None
 
 
+_NETWORK = re.compile(r"^projects/\d+/global/networks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+# Google Cloud labels: keys start with a lowercase letter; keys and values use lowercase letters, digits, '_'
+# and '-', at most 63 characters (international letters are allowed too; this checks the ASCII subset).
+_LABEL_KEY, _LABEL_VALUE = re.compile(r"^[a-z][a-z0-9_-]{0,62}$"), re.compile(r"^[a-z0-9_-]{0,63}$")
 _GCS = re.compile(r"^gs://[a-z0-9][-_.a-z0-9]{1,220}(/.*)?$")
 _PROJECT = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
 
@@ -205,6 +218,13 @@ def validate_cloud(config: PipelineConfig) -> None:
         problems.append(f"cloud.service_account '{cloud.service_account}' is not a service account email")
     if not on_vertex(cloud) and cloud.service_account and not _K8S_NAME.match(cloud.service_account):
         problems.append(f"cloud.service_account '{cloud.service_account}' is not a Kubernetes service account name")
+    if cloud.network and not _NETWORK.match(cloud.network):
+        problems.append(
+            f"cloud.network '{cloud.network}' must be projects/<project NUMBER>/global/networks/<name>: Vertex AI "
+            "peering takes the project number, not its id "
+            "(gcloud projects describe PROJECT --format='value(projectNumber)')"
+        )
+    problems += _label_problems(cloud.labels)
     if cloud.encryption_key and not cloud.encryption_key.startswith("projects/"):
         problems.append("cloud.encryption_key must be a full Cloud KMS key name (projects/.../cryptoKeys/...)")
     if not config.dataset.label_names:
@@ -219,6 +239,11 @@ def validate_cloud(config: PipelineConfig) -> None:
         problems.append("dataset files must be hub ids or gs:// paths in the cloud; local paths do not exist there")
     try:
         chosen = accelerator(cloud)
+        if chosen.kind == "tpu" and on_vertex(cloud) and cloud.region not in TPU_V5E_REGIONS:
+            problems.append(
+                f"cloud.trainer_accelerator {cloud.trainer_accelerator} in {cloud.region}: TPU v5e VMs are in "
+                f"{', '.join(TPU_V5E_REGIONS)} (cloud.google.com/tpu/docs/regions-zones); pick one as cloud.region"
+            )
         if chosen.kind == "tpu" and config.training.batch_size % 8:
             problems.append("TPU training wants training.batch_size divisible by 8 (per-core batches of equal size)")
         if chosen.kind in ACCELERATOR_IMAGE_TARGETS and cloud.trainer_image_uri in ("", cloud.image_uri):
@@ -230,6 +255,22 @@ def validate_cloud(config: PipelineConfig) -> None:
         problems.append(str(error))
     if problems:
         raise ConfigError("invalid cloud profile:\n  - " + "\n  - ".join(problems))
+
+
+def _label_problems(labels) -> list[str]:
+    problems = [f"cloud.labels has {len(labels)} labels; Google Cloud takes at most 64"] if len(labels) > 64 else []
+    for key, value in labels.items():
+        if not _LABEL_KEY.match(str(key)):
+            problems.append(
+                f"cloud.labels key '{key}' must start with a lowercase letter and hold only lowercase letters, "
+                "digits, '_' and '-' (at most 63 characters)"
+            )
+        if not _LABEL_VALUE.match(str(value)):
+            problems.append(
+                f"cloud.labels value '{value}' (of '{key}') may hold only lowercase letters, digits, '_' and '-' "
+                "(at most 63 characters)"
+            )
+    return problems
 
 
 def trainer_image(cloud: CloudConfig) -> str:
@@ -281,14 +322,21 @@ def vertex_training_config(cloud: CloudConfig) -> dict:
         vertex_constants.ENABLE_VERTEX_KEY: True,
         vertex_constants.VERTEX_REGION_KEY: cloud.region,
         vertex_trainer_executor.TRAINING_ARGS_KEY: job,
+        VERTEX_CLIENT_KEY: vertex_client_settings(cloud),
     }
+
+
+def vertex_client_settings(cloud: CloudConfig) -> dict:
+    """The API host and CMEK key the components' Vertex clients use (components/vertex_clients.py)."""
+    return {API_ENDPOINT: api_endpoint(cloud), ENCRYPTION_KEY: cloud.encryption_key}
 
 
 def vertex_serving_config(cloud: CloudConfig) -> dict:
     """The keys TFX's Vertex Pusher reads: a TF Serving prebuilt container behind an endpoint.
 
     Everything in serving args but the endpoint and project goes to `aiplatform.Model.deploy` as is;
-    KEEP_PREVIOUS_KEY is read by components/endpoint_pusher.py after the push.
+    KEEP_PREVIOUS_KEY is read by components/endpoint_pusher.py after the push, VERTEX_CLIENT_KEY before it
+    (the CMEK key goes there: aiplatform applies it to the uploaded Model and a created Endpoint).
     """
     from tfx.extensions.google_cloud_ai_platform import constants as vertex_constants
 
@@ -300,12 +348,11 @@ def vertex_serving_config(cloud: CloudConfig) -> dict:
         "machine_type": cloud.endpoint_machine_type,
         "min_replica_count": 1,
     }
-    if cloud.encryption_key:
-        serving_args["encryption_spec_key_name"] = cloud.encryption_key
     if cloud.serving_service_account:
         serving_args["service_account"] = cloud.serving_service_account
     return {
         KEEP_PREVIOUS_KEY: cloud.endpoint_keep_previous,
+        VERTEX_CLIENT_KEY: vertex_client_settings(cloud),
         vertex_constants.ENABLE_VERTEX_KEY: True,
         vertex_constants.VERTEX_REGION_KEY: cloud.region,
         vertex_constants.VERTEX_CONTAINER_IMAGE_URI_KEY: serving_image(cloud),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import zoneinfo
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,13 @@ def check_cron(cron: str) -> str:
     """Five cron fields, optionally after TZ=<zone> or CRON_TZ=<zone>, as Vertex schedules take them."""
     fields = cron.split()
     if fields and fields[0].startswith(("TZ=", "CRON_TZ=")):
+        zone = fields[0].split("=", 1)[1]
+        try:
+            zoneinfo.ZoneInfo(zone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(
+                f"--cron '{cron}': '{zone}' is not an IANA time zone (e.g. Europe/Paris, America/New_York, UTC)"
+            ) from None
         fields = fields[1:]
     if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
         raise ConfigError(
