@@ -70,9 +70,11 @@ ENV FORCE_TF_AVAILABLE=1 \
 
 FROM base AS gpu
 # The TensorFlow wheel has GPU kernels; the CUDA and cuDNN libraries it was built against come as NVIDIA's
-# pip wheels (TensorFlow's and-cuda extra), pinned by the TensorFlow version. Not built on the development
-# machines (no GPU, several GB).
-RUN uv pip install "tensorflow[and-cuda]==$(python -c 'import tensorflow as tf; print(tf.__version__)')"
+# pip wheels (TensorFlow's and-cuda extra: the project's gpu extra), hash-checked from the lock like the rest.
+# Not built on the development machines (no GPU, several GB).
+RUN uv export --frozen --no-dev --no-emit-project --extra gpu --format requirements-txt -o /tmp/requirements.txt \
+ && uv pip install --no-deps --require-hashes -r /tmp/requirements.txt \
+ && rm /tmp/requirements.txt
 
 FROM ${BEAM_SDK_IMAGE} AS beam-sdk
 

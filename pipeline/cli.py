@@ -85,6 +85,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    if args.cloud:
+        return _cloud_doctor(args)
     from pipeline.machine import doctor
 
     for line in doctor.environment_lines():
@@ -96,6 +98,23 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     failed = [c for c in checks if not c.ok]
     print(f"\n{len(checks) - len(failed)} of {len(checks)} checks OK")
     return 1 if failed else 0
+
+
+def _cloud_doctor(args: argparse.Namespace) -> int:
+    """`hftfx doctor --cloud`: the profile, its spec and credentials, offline; then the IAM roles it needs."""
+    from pipeline.cloud.compiled_specs import COMPILED_PROFILES
+    from pipeline.cloud.iam import offline_checks, role_lines
+
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    template = args.template or COMPILED_PROFILES.get(str(Path(args.config)))
+    checks = offline_checks(config, template)
+    for check in checks:
+        state = "OK" if check.ok else ("FAIL" if check.required else "WARN")
+        print(f"  [{state}] {check.name:<14} {check.detail}")
+    print("\nIAM roles this profile needs (not checked offline: gcloud projects get-iam-policy PROJECT):")
+    for line in role_lines(config):
+        print(line)
+    return 1 if any(c.required and not c.ok for c in checks) else 0
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -343,7 +362,15 @@ def build_parser() -> argparse.ArgumentParser:
     cloud_config = _config_options("configs/vertex.yaml", "config with a cloud profile")
     run_config = _config_options(about="the run's config, for pipeline_root and pipeline_name")
 
-    doctor = commands.add_parser("doctor", help="print the environment and check every import and packaged file")
+    doctor = commands.add_parser(
+        "doctor",
+        parents=[cloud_config],
+        help="print the environment and check every import and packaged file; --cloud: the cloud profile",
+    )
+    doctor.add_argument(
+        "--cloud", action="store_true", help="check the profile, its compiled spec and credentials offline; list IAM"
+    )
+    doctor.add_argument("--template", help="the compiled spec to check (default: the one committed for --config)")
     doctor.set_defaults(handler=cmd_doctor)
 
     run = commands.add_parser(

@@ -309,7 +309,7 @@ def test_a_schedule_time_zone_must_be_an_iana_zone():
 def test_a_template_compiled_from_another_profile_is_refused_naming_the_keys(profile):
     with pytest.raises(configs.ConfigError, match="compiled from other settings than this profile") as refused:
         submit.check_template(ROOT / "pipeline.yaml", profile)
-    for key in ("dataset.name", "dataset.split_files", "cloud.trainer_accelerator", "pipeline_name"):
+    for key in ("dataset.name", "dataset.split_files", "cloud.push_to", "pipeline_name"):
         assert f"{key} (" in str(refused.value)
     assert "hftfx compile --config <profile> --output" in str(refused.value)
 

@@ -12,7 +12,7 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from components.hf_trainer import with_overrides
-from pipeline import configs, run_parameters
+from pipeline import cli, configs, run_parameters
 from pipeline.cloud import submit
 from pipeline.cloud.compiled_specs import COMPILED_PROFILES, KUBEFLOW_PIPELINE_YAML, PIPELINE_YAML
 from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, compile_spec
@@ -845,3 +845,38 @@ def test_the_shipped_profiles_have_distinct_pipeline_names():
     """Runs, schedules, labels and baselines on Vertex are found by pipeline name."""
     names = {path: configs.load_config(ROOT / path).pipeline_name for path in COMPILED_PROFILES}
     assert len(set(names.values())) == len(names), names
+
+
+def test_readme_lists_the_iam_roles_the_code_declares():
+    from pipeline.cloud.iam import GRANTS
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### IAM") : readme.index("## Retraining")]
+    rows = [line.split("|")[1:4] for line in section.splitlines() if line.startswith("| ") and "`roles/" in line]
+    assert [(i.strip(), r.strip().strip("`"), w.strip()) for i, r, w in rows] == [
+        (g.identity, g.role, g.why) for g in GRANTS
+    ]
+
+
+def test_doctor_cloud_checks_the_profile_and_its_spec_offline_and_lists_the_roles(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["doctor", "--cloud", "--config", "configs/vertex.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert "[OK] profile" in out and "[OK] compiled spec" in out
+    assert "roles/aiplatform.user" in out and "roles/dataflow.worker" not in out  # the profile runs no Dataflow
+    assert cli.main(["doctor", "--cloud", "--config", "configs/vertex.yaml", "--set", "cloud.region=europe-west4"]) == 1
+    out = capsys.readouterr().out
+    assert "[FAIL] compiled spec" in out and 'cloud.region ("us-central1" -> "europe-west4")' in out
+
+
+def test_the_gpu_target_installs_cuda_wheels_hash_checked_from_the_lock():
+    """TensorFlow's and-cuda extra is the project's gpu extra: locked, and installed with --require-hashes."""
+    import tomllib
+
+    stages = _dockerfile_stages()
+    (run,) = [rest for instruction, rest in stages["gpu"] if instruction == "RUN"]
+    assert "--extra gpu" in run and "--require-hashes" in run and "--frozen" in run
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["optional-dependencies"]["gpu"] == ["tensorflow[and-cuda]==2.21.*"]
+    locked = {p["name"] for p in tomllib.loads((ROOT / "uv.lock").read_text())["package"]}
+    assert {"nvidia-cudnn-cu12", "nvidia-cublas-cu12"} <= locked

@@ -1,0 +1,105 @@
+"""Who needs which IAM roles for a cloud profile, and what `hftfx doctor --cloud` can check offline.
+
+Roles per identity, conditioned on what the profile uses (Dataflow, CMEK, an endpoint). The README's IAM
+section is this table (tests/vertex_test.py keeps the two equal). Nothing here calls Google Cloud: IAM
+policies, quotas and API enablement can only be read online (`gcloud projects get-iam-policy`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from pipeline.cloud.profile import on_vertex, validate_cloud
+from pipeline.configs import ConfigError, PipelineConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class Grant:
+    identity: str  # who, in the words of the profile
+    role: str
+    why: str
+    when: str = ""  # the profile setting it depends on; empty: always
+
+
+GRANTS = (
+    Grant("you (submit, schedule, trigger)", "roles/aiplatform.user", "create pipeline jobs and schedules"),
+    Grant("you (submit, schedule, trigger)", "roles/iam.serviceAccountUser", "run jobs as cloud.service_account"),
+    Grant("cloud.service_account (pipeline runner)", "roles/aiplatform.user", "the Trainer's CustomJob, the push"),
+    Grant("cloud.service_account (pipeline runner)", "roles/storage.objectAdmin", "pipeline_root and serving_dir"),
+    Grant("cloud.service_account (pipeline runner)", "roles/artifactregistry.reader", "pull the images"),
+    Grant("cloud.service_account (pipeline runner)", "roles/iam.serviceAccountUser", "CustomJob/Dataflow run as it"),
+    Grant("cloud.service_account (pipeline runner)", "roles/dataflow.developer", "start Dataflow jobs", "dataflow"),
+    Grant("cloud.service_account (Dataflow workers)", "roles/dataflow.worker", "run Dataflow work items", "dataflow"),
+    Grant(
+        "Vertex AI, Dataflow and Storage service agents",
+        "roles/cloudkms.cryptoKeyEncrypterDecrypter",
+        "use cloud.encryption_key",
+        "cmek",
+    ),
+    Grant("cloud.serving_service_account", "roles/storage.objectViewer", "read the pushed model", "endpoint"),
+    Grant("event function's service account", "roles/aiplatform.user", "create the span's pipeline job", "event"),
+    Grant(
+        "event function's service account", "roles/iam.serviceAccountUser", "run it as cloud.service_account", "event"
+    ),
+    Grant("event function's service account", "roles/eventarc.eventReceiver", "receive the bucket's events", "event"),
+    Grant("Cloud Storage service agent", "roles/pubsub.publisher", "Eventarc's storage trigger", "event"),
+)
+
+
+def grants_for(config: PipelineConfig) -> list[Grant]:
+    """The grants this profile needs (the event function's when it has span data)."""
+    uses = {
+        "dataflow": config.cloud.beam_runner == "DataflowRunner",
+        "cmek": bool(config.cloud.encryption_key),
+        "endpoint": config.cloud.push_to == "endpoint" and bool(config.cloud.serving_service_account),
+        "event": "{SPAN}" in str(config.dataset.split_files) or "{SPAN}" in str(config.dataset.data_files),
+    }
+    return [g for g in GRANTS if not g.when or uses[g.when]]
+
+
+@dataclasses.dataclass(frozen=True)
+class CloudCheck:
+    name: str
+    ok: bool
+    detail: str
+    required: bool = True  # a failed optional check warns (credentials may come from the VM's metadata server)
+
+
+def _credentials_file() -> Path | None:
+    """Application Default Credentials on disk (what google.auth.default finds first), without any request."""
+    explicit = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+    if explicit:
+        return Path(explicit)
+    home = Path(os.environ.get("CLOUDSDK_CONFIG", Path.home() / ".config" / "gcloud"))
+    return home / "application_default_credentials.json"
+
+
+def offline_checks(config: PipelineConfig, template: str | None) -> list[CloudCheck]:
+    """What can be known without a network: the profile, its compiled spec, credentials on disk."""
+    from pipeline.cloud.compiled_specs import check_spec_matches
+
+    checks = []
+    try:
+        validate_cloud(config)
+        checks.append(CloudCheck("profile", True, f"{config.cloud.orchestrator}, {config.cloud.project or '-'}"))
+    except ConfigError as error:
+        checks.append(CloudCheck("profile", False, str(error)))
+    if template:
+        try:
+            check_spec_matches(Path(template), config)
+            checks.append(CloudCheck("compiled spec", True, f"{template} matches the profile"))
+        except (ConfigError, OSError) as error:
+            checks.append(CloudCheck("compiled spec", False, str(error)))
+    if on_vertex(config.cloud):
+        found = _credentials_file()
+        ok = found is not None and found.is_file()
+        detail = f"{found}" if ok else "none on disk: gcloud auth application-default login (on a GCP VM: its own)"
+        checks.append(CloudCheck("credentials", ok, detail, required=False))
+    return checks
+
+
+def role_lines(config: PipelineConfig) -> list[str]:
+    width = max(len(g.identity) for g in GRANTS)
+    return [f"  {g.identity:<{width}}  {g.role:<44} {g.why}" for g in grants_for(config)]
