@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import http.server
 import json
-import threading
+
+from tests.fake_vertex import QuietHandler, http_server
 
 
 @dataclasses.dataclass
@@ -44,16 +44,11 @@ class FakeKfp:
 def serve(fake: FakeKfp):
     """Serves `fake` on a free port of 127.0.0.1; yields its URL for `--kfp-host`."""
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def _handle(self, method):
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length)) if length else None
-            data = json.dumps(fake.answer(method, self.path, body)).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.reply(200, json.dumps(fake.answer(method, self.path, body)).encode())
 
         def do_GET(self):
             self._handle("GET")
@@ -61,12 +56,5 @@ def serve(fake: FakeKfp):
         def do_POST(self):
             self._handle("POST")
 
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
+    with http_server(Handler) as port:
+        yield f"http://127.0.0.1:{port}"

@@ -332,33 +332,51 @@ def plaintext_channels(monkeypatch, address: str):
     yield
 
 
+class QuietHandler(http.server.BaseHTTPRequestHandler):
+    """An HTTP handler that answers with `reply` and keeps the test output clean."""
+
+    def reply(self, status: int, body: bytes = b"", content_type: str = "application/json", **headers: str) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name.replace("_", "-"), value)
+        if body:
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def http_server(handler: type[QuietHandler]):
+    """Serves `handler` on a free port of 127.0.0.1 in a thread; yields the port."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+
+
 @contextlib.contextmanager
 def serve_storage(monkeypatch, buckets):
     """Cloud Storage's JSON API for bucket lookups on 127.0.0.1; yields the paths it was asked for."""
     asked = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self):
             asked.append(self.path)
             name = self.path.split("?")[0].removeprefix("/storage/v1/b/")
             found = name in buckets
-            body = json.dumps({"name": name} if found else {"error": {"code": 404}}).encode()
-            self.send_response(200 if found else 404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.reply(
+                200 if found else 404, json.dumps({"name": name} if found else {"error": {"code": 404}}).encode()
+            )
 
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{server.server_address[1]}")
-    try:
+    with http_server(Handler) as port:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
         yield asked
-    finally:
-        server.shutdown()
 
 
 @contextlib.contextmanager
@@ -377,27 +395,15 @@ def serve_metadata_server(project: str, email: str, token: str = "fake-token"):
         ),
     }
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self):
             path = self.path.split("?")[0]
-            if self.headers.get("Metadata-Flavor") != "Google" or path not in answers:
-                self.send_response(404 if path not in answers else 403)
-                self.end_headers()
+            if path not in answers or self.headers.get("Metadata-Flavor") != "Google":
+                self.reply(404 if path not in answers else 403)
                 return
             body = answers[path].encode()
-            self.send_response(200)
-            self.send_header("Metadata-Flavor", "Google")
-            self.send_header("Content-Type", "application/json" if body.startswith(b"{") else "text/plain")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            kind = "application/json" if body.startswith(b"{") else "text/plain"
+            self.reply(200, body, kind, Metadata_Flavor="Google")
 
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
+    with http_server(Handler) as port:
+        yield f"127.0.0.1:{port}"
