@@ -155,11 +155,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def cmd_function_source(args: argparse.Namespace) -> int:
-    from pipeline.cloud.profile import validate_cloud
     from pipeline.retraining.function_source import ENTRY_POINT, MEMORY, write_function_source
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
-    validate_cloud(config)
+    _check_model(config)  # as `hftfx compile` does: the folder holds a compiled spec
     written = write_function_source(config, Path(args.output))
     print(f"wrote {args.output}: {', '.join(written)}")
     print(

@@ -394,17 +394,21 @@ def threshold_per_label(evaluation: EvaluationConfig, label_names) -> tuple[floa
 def check_label_settings(config: PipelineConfig, label_names, multi_label: bool | None = None) -> None:
     """Settings that name labels name labels of this run (known once the label set is declared or probed);
     with `multi_label` known (after the probe), settings of the other task kind are refused."""
-    check_class_weight_labels(config.training, label_names)
+    if isinstance(config.training.class_weights, Mapping):
+        _refuse_unknown_labels("training.class_weights", config.training.class_weights, label_names)
     if multi_label is False and config.evaluation.decision_thresholds:
         raise ConfigError(
             "evaluation.decision_thresholds is for multi-label tasks; this run's labels are one per row "
             "(the served label is the most probable one)"
         )
-    unknown = sorted(set(config.evaluation.decision_thresholds) - set(label_names))
+    _refuse_unknown_labels("evaluation.decision_thresholds", config.evaluation.decision_thresholds, label_names)
+
+
+def _refuse_unknown_labels(key: str, named, label_names) -> None:
+    unknown = sorted(set(named) - set(label_names))
     if unknown:
         raise ConfigError(
-            f"evaluation.decision_thresholds names {unknown}, which are not labels of this run; its labels are "
-            f"{list(label_names)}"
+            f"{key} names {unknown}, which are not labels of this run; its labels are {list(label_names)}"
         )
 
 
@@ -457,17 +461,6 @@ def _training_problems(tr: TrainingConfig) -> list[str]:
             "early stopping chooses among epochs"
         )
     return problems
-
-
-def check_class_weight_labels(training: TrainingConfig, label_names) -> None:
-    """A class_weights mapping names only labels of the run's label set (known after the probe)."""
-    if isinstance(training.class_weights, Mapping):
-        unknown = sorted(set(training.class_weights) - set(label_names))
-        if unknown:
-            raise ConfigError(
-                f"training.class_weights names {unknown}, which are not labels of this run; its labels are "
-                f"{list(label_names)}"
-            )
 
 
 def validate(config: PipelineConfig) -> None:

@@ -67,13 +67,12 @@ class CloudCheck:
     required: bool = True  # a failed optional check warns (credentials may come from the VM's metadata server)
 
 
-def _credentials_file() -> Path | None:
-    """Application Default Credentials on disk (what google.auth.default finds first), without any request."""
-    explicit = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
-    if explicit:
-        return Path(explicit)
-    home = Path(os.environ.get("CLOUDSDK_CONFIG", Path.home() / ".config" / "gcloud"))
-    return home / "application_default_credentials.json"
+def _credentials_file() -> Path:
+    """Application Default Credentials on disk, where google.auth.default looks first, without any request
+    (`default()` itself would go on to probe the metadata server over the network)."""
+    from google.auth import _cloud_sdk, environment_vars
+
+    return Path(os.environ.get(environment_vars.CREDENTIALS) or _cloud_sdk.get_application_default_credentials_path())
 
 
 def offline_checks(config: PipelineConfig, template: str | None) -> list[CloudCheck]:
@@ -94,7 +93,7 @@ def offline_checks(config: PipelineConfig, template: str | None) -> list[CloudCh
             checks.append(CloudCheck("compiled spec", False, str(error)))
     if on_vertex(config.cloud):
         found = _credentials_file()
-        ok = found is not None and found.is_file()
+        ok = found.is_file()
         detail = f"{found}" if ok else "none on disk: gcloud auth application-default login (on a GCP VM: its own)"
         checks.append(CloudCheck("credentials", ok, detail, required=False))
     return checks

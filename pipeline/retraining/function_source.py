@@ -46,9 +46,11 @@ def requirements_txt() -> str:
 
 
 def write_function_source(config: PipelineConfig, output: Path) -> list[str]:
-    """Writes the folder; returns what was written, top level."""
+    """Writes the folder, once the profile is known to compile; returns what was written, top level."""
     from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
+    from pipeline.cloud.profile import validate_cloud
 
+    validate_cloud(config)  # before anything is written: a refused profile leaves no half-made folder
     if config.retraining.policy != "new_data":
         raise ConfigError("the storage-event function applies retraining.policy new_data; set it in the profile")
     if output.exists() and any(output.iterdir()):
