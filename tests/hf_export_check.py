@@ -1,0 +1,67 @@
+"""The Hugging Face export read the way a transformers user reads it, in a fresh process, beside the SavedModel.
+
+`hf_probabilities` runs AutoTokenizer + TFAutoModelForSequenceClassification (`from_pretrained` on the
+exported folder) in a new interpreter that imports nothing of this project; `serving_probabilities` asks the
+pushed SavedModel's serving_default. Texts of every length bucket: short, mid-length and over max_seq_length.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+# Short (under 16 tokens), mid-length (17-32) and truncated (over 32) texts, as the tiny runs' buckets are.
+BUCKET_TEXTS = [
+    "a gem.",
+    "dull, flat and far too long for what it has to say about anything at all.",
+    "the film is a sprawling, ambitious, often gorgeous mess whose actors seem lost, whose plot forgets "
+    "itself halfway, and whose final act, for all its noise, lands with a thud that no score can lift. " * 2,
+    "",
+]
+PAIR_TEXTS = [
+    "a short synopsis.",
+    "Three blind men rob a bank in a city that never sleeps, and the police " * 3,
+    "x",
+    "",
+]
+
+_SCRIPT = """
+import json, sys
+import tensorflow as tf
+from transformers import AutoConfig, AutoTokenizer, TFAutoModelForSequenceClassification
+
+folder, texts, pairs = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+tokenizer = AutoTokenizer.from_pretrained(folder)
+model = TFAutoModelForSequenceClassification.from_pretrained(folder)
+inputs = tokenizer(texts, pairs, truncation=True, padding=True, return_tensors="tf")
+logits = model(**inputs).logits
+multi = AutoConfig.from_pretrained(folder).problem_type == "multi_label_classification"
+probabilities = tf.sigmoid(logits) if multi else tf.nn.softmax(logits)
+print(json.dumps({"probabilities": probabilities.numpy().tolist(), "id2label": model.config.id2label}))
+"""
+
+
+def hf_probabilities(folder: str, texts: list[str], pairs: list[str] | None = None) -> tuple[np.ndarray, dict]:
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    result = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, folder, json.dumps(texts), json.dumps(pairs)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd="/",  # nothing of this project on the path
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    answer = json.loads(result.stdout.strip().splitlines()[-1])
+    return np.array(answer["probabilities"]), answer["id2label"]
+
+
+def serving_probabilities(version_dir: str, texts: list[str], pairs: list[str] | None = None) -> np.ndarray:
+    from models.serving import load_serving_model, predict_texts
+
+    _, model = load_serving_model(version_dir)
+    return np.array([p.probabilities for p in predict_texts(model, texts, pairs)])
