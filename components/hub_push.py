@@ -6,6 +6,7 @@ retry, a resumed pipeline) finds its tag and pushes nothing twice.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -76,7 +77,29 @@ def push_folder(folder: str, hub: HubConfig, run_id: str, commit_message: str) -
 
     hub.check_repo_id()
     hub.check_credentials()
-    api = HfApi(endpoint=hub.endpoint or None, token=os.environ[hub.token_env])
+    with _library_endpoint(hub.endpoint):
+        api = HfApi(endpoint=hub.endpoint or None, token=os.environ[hub.token_env])
+        return _push(api, folder, hub, run_id, commit_message)
+
+
+@contextlib.contextmanager
+def _library_endpoint(endpoint: str):
+    """huggingface_hub 0.36 parses the commit URL a Hub answers against its module-level ENDPOINT (HF_ENDPOINT at
+    import), not the HfApi's own: a self-hosted Hub's URLs are refused unless that names it too."""
+    from huggingface_hub import constants
+
+    if not endpoint:
+        yield
+        return
+    saved = constants.ENDPOINT
+    constants.ENDPOINT = endpoint.rstrip("/")
+    try:
+        yield
+    finally:
+        constants.ENDPOINT = saved
+
+
+def _push(api, folder: str, hub: HubConfig, run_id: str, commit_message: str) -> HubRevision:
     repo_url = api.create_repo(hub.repo_id, private=hub.private, exist_ok=True, repo_type="model")
     tag = run_tag(run_id)
     existing = {ref.name: ref.target_commit for ref in api.list_repo_refs(hub.repo_id).tags}

@@ -93,8 +93,8 @@ def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool
     started = time.monotonic()
     # Before anything initializes TensorFlow's devices (no component has run yet).
     distribution.configure_cpu_replicas(config.training.cpu_replicas)
-    preflight.check_paths(config)
     config.hub.check_credentials()  # the push comes after training: a missing token must stop the run now
+    preflight.check_paths(config)
     probed = probe.probe(config)
     config = probed.config
     spans = f", span {config.dataset.span} (reading spans {list(probed.window)})" if probed.window else ""
