@@ -292,6 +292,68 @@ def serving_latency(serving_dir: Path, repeats: int) -> list[Row]:
     return rows
 
 
+def _useful_forward_flops(model_dir: Path, texts: list[str], max_length: int) -> float:
+    """Forward FLOPs of the texts at their own token counts (no padding): the work any scorer must do."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    lengths = np.array(
+        [
+            len(ids)
+            for ids in AutoTokenizer.from_pretrained(model_dir)(texts, truncation=True, max_length=max_length)[
+                "input_ids"
+            ]
+        ]
+    )
+    config = AutoConfig.from_pretrained(model_dir, num_labels=2)
+    return EncoderShape.from_config(config).forward_flops(len(texts), lengths.sum(), (lengths**2).sum())
+
+
+def batch_prediction_throughput(serving_dir: Path, rows: int) -> list[Row]:
+    """`hftfx predict --input` (Beam RunInference, whole job: read, score, write) against a Python loop over
+    serving_default in batches of 32, on the same rows of the corpus, with the matmul peak measured now."""
+    import tempfile
+
+    from models.serving import load_serving_model
+    from pipeline.batch_prediction import BatchJob, run_batch_prediction
+
+    try:
+        version_dir, exported = load_serving_model(serving_dir)
+    except FileNotFoundError:
+        return [Row(f"batch prediction: no pushed model under {serving_dir} (run `make run` first)", "-", "-", "-")]
+    texts = (corpus() * (rows // len(corpus()) + 1))[:rows]
+    signature = exported.signatures["serving_default"]
+    signature(text=tf.constant(texts[:32]))  # traced and warm before the clock starts
+    started = time.perf_counter()
+    for i in range(0, len(texts), BATCH):
+        signature(text=tf.constant(texts[i : i + BATCH]))["probabilities"].numpy()
+    loop_seconds = time.perf_counter() - started
+    with tempfile.TemporaryDirectory(prefix="bench-predict-") as folder:
+        source = Path(folder) / "rows.jsonl"
+        source.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)))
+        job = BatchJob(model=str(version_dir), input=str(source), output=str(Path(folder) / "scored.jsonl"))
+        summary = run_batch_prediction(job, stream=sys.stderr)
+    assert summary.rows == rows, f"batch prediction scored {summary.rows} of {rows} rows"
+    peak = matmul_peak("float32")
+    max_length = load_config().model.max_seq_length  # the default run's, which pushed the model measured
+    flops = _useful_forward_flops(packaged_model_dir("all-MiniLM-L6-v2"), texts, max_length)
+    loop_rate, job_rate = rows / loop_seconds, summary.rows_per_second
+    return [
+        Row(
+            f"batch prediction, {rows:,} corpus rows: `hftfx predict --input` (whole job) vs serving_default in "
+            "Python batches of 32, rows/s",
+            f"{job_rate:,.0f}",
+            f"{loop_rate:,.0f}",
+            f"{job_rate / loop_rate:.2f}x",
+        ),
+        Row(
+            f"batch prediction: model GFLOP/s at the texts' own lengths vs the {peak.describe()} (measured now)",
+            f"{flops * job_rate / rows / 1e9:.1f} ({flops * job_rate / rows / 1e9 / peak.gflops:.0%} of peak)",
+            f"{flops * loop_rate / rows / 1e9:.1f} ({flops * loop_rate / rows / 1e9 / peak.gflops:.0%} of peak)",
+            "-",
+        ),
+    ]
+
+
 def pipeline_figures(config: PipelineConfig) -> list[Row]:
     """The latest run's component times and utilization (ML Metadata), wall time and memory (its summary JSON)."""
     from pipeline.orchestration.dag import TRAINER
@@ -353,6 +415,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=30, help="training steps per measurement")
     parser.add_argument("--profiled-steps", type=int, default=20, help="training steps in the step profile")
     parser.add_argument("--repeats", type=int, default=50, help="requests per latency measurement")
+    parser.add_argument("--batch-rows", type=int, default=20_000, help="rows per batch prediction measurement")
     parser.add_argument("--serving-dir", default="serving/text_classifier")
     parser.add_argument("--pipeline-root", default=PipelineConfig.pipeline_root)
     parser.add_argument("--pipeline-name", default=PipelineConfig.pipeline_name)
@@ -363,6 +426,7 @@ def main(argv=None) -> int:
     for section in (
         lambda: tokenization_throughput(),
         lambda: serving_latency(Path(args.serving_dir), args.repeats),
+        lambda: batch_prediction_throughput(Path(args.serving_dir), args.batch_rows),
         lambda: trainer_throughput(args.steps),
         lambda: step_breakdown(args.profiled_steps),
         lambda: pipeline_figures(

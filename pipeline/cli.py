@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from pipeline import configs, run_parameters
+from pipeline.batch_prediction import DEFAULT_BATCH_SIZE
 from pipeline.errors import UserError
 
 # flag -> dotted config key
@@ -118,6 +119,8 @@ def _cloud_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    if args.input or args.output:
+        return _predict_file(args)
     from models import serving_contract
     from models.serving import load_serving_model, predict_texts, prediction_lines, split_pairs
 
@@ -129,6 +132,25 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print(f"model: {model_dir}")
     for line in prediction_lines(predict_texts(model, texts, pairs)):
         print(line)
+    return 0
+
+
+def _predict_file(args: argparse.Namespace) -> int:
+    from pipeline.batch_prediction import BatchInputError, BatchJob, run_batch_prediction
+
+    if not (args.input and args.output) or args.texts:
+        raise BatchInputError("batch prediction takes --input and --output together, and no texts as arguments")
+    job = BatchJob(
+        model=args.model,
+        input=args.input,
+        output=args.output,
+        text_column=args.text_column,
+        text_pair_column=args.text_pair_column or "",
+        id_columns=tuple(c for c in args.id_columns.split(",") if c) if args.id_columns is not None else None,
+        batch_size=args.batch_size,
+        beam_args=tuple(args.beam_arg or ()),
+    )
+    print(run_batch_prediction(job).render())
     return 0
 
 
@@ -388,6 +410,17 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("texts", nargs="*", help="texts to classify (default: lines from stdin)")
     predict.add_argument(
         "--pair-separator", default="\t", help="for sentence-pair models: splits TEXT and TEXT_PAIR (default: tab)"
+    )
+    predict.add_argument("--input", help="score a file, glob or save_to_disk folder (.jsonl, .csv, .parquet)")
+    predict.add_argument("--output", help="with --input: where the scored rows go (.jsonl, .csv or .parquet)")
+    predict.add_argument("--text-column", default="text", help="with --input: the column holding the text")
+    predict.add_argument("--text-pair-column", help="with --input: the second text's column (sentence-pair models)")
+    predict.add_argument(
+        "--id-columns", help="with --input: comma-separated columns copied to the output (default: all but the texts)"
+    )
+    predict.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="with --input: rows per model call")
+    predict.add_argument(
+        "--beam-arg", action="append", help="with --input: a Beam pipeline option, e.g. --beam-arg=--runner=..."
     )
     predict.set_defaults(handler=cmd_predict)
 

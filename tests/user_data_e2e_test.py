@@ -6,7 +6,9 @@ select runs through the real components, is blessed, pushed, and answers with it
 - integer labels from JSON lines shards named by a glob.
 """
 
+import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -205,3 +207,82 @@ def test_integer_labels_from_jsonl_glob(integer_labels):
     assert summary.throughput["encoder"]["embeddings_trained"] is False
     answer = ask(summary.pushed_dir, {"instances": ["a tedious mess"]})
     assert answer["predictions"][0]["label"] in {"0", "1", "2"}
+
+
+def predict_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "predict", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_batch_prediction_scores_a_csv_with_ids_through_and_bad_rows_aside(three_class, tmp_path):
+    """The training CSV itself (empty reviews included) plus a short row, scored to parquet by `hftfx predict`:
+    every row once, ids as read, the pushed model's probabilities, the short row set aside with its reason."""
+    import pyarrow.parquet as pq
+
+    _, csv_path, summary = three_class
+    source = tmp_path / "to-score.csv"
+    with csv_path.open(encoding="utf-8", newline="") as handle:
+        records = len(list(csv.DictReader(handle)))
+    extra = '9999,"a quoted review\nover two lines",fresh ✓\n10000\n'
+    source.write_text(csv_path.read_text(encoding="utf-8") + extra, encoding="utf-8")
+    output = tmp_path / "scored.parquet"
+    done = predict_cli(
+        "--model", summary.pushed_dir, "--input", str(source), "--output", str(output), "--text-column", "review",
+        "--id-columns", "id,kind",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = pq.read_table(output).to_pylist()
+    rows = records + 1  # the CSV's records and the two-line one; "10000" has no review
+    assert len(table) == rows and len({r["id"] for r in table}) == rows
+    labels = list(summary.label_names)
+    assert set(table[0]) == {"id", "kind", "label", "score", *(f"p_{n}" for n in labels)}
+    by_id = {r["id"]: r for r in table}
+    reviews = {r["id"]: r["review"] for r in csv.DictReader(source.open(encoding="utf-8", newline=""))}
+    sample = sorted(by_id)[:40]
+    served = serving_probabilities(summary.pushed_dir, [reviews[i] for i in sample])
+    scored = np.array([[by_id[i][f"p_{n}"] for n in labels] for i in sample])
+    assert np.abs(served - scored).max() < 1e-5
+    assert all(by_id[i]["label"] == labels[int(np.argmax(p))] for i, p in zip(sample, scored, strict=True))
+    bad = [json.loads(line) for line in (tmp_path / "scored.bad.jsonl").read_text().splitlines()]
+    assert bad == [{"reason": "'review' is missing (text)", "row": {"id": "10000", "review": None, "kind": None}}]
+    assert f"scored        {rows:,} rows" in done.stdout and "bad rows      1 written to" in done.stdout
+    (distribution,) = [line for line in done.stdout.splitlines() if line.startswith("labels ")]
+    assert sum(int(n.replace(",", "")) for n in re.findall(r"([\d,]+) \(", distribution)) == rows
+
+
+def test_batch_prediction_of_pairs_from_a_save_to_disk_folder(pairs, tmp_path):
+    import datasets
+
+    config, summary = pairs
+    output = tmp_path / "scored.jsonl"
+    common = ("--model", summary.pushed_dir, "--input", config.dataset.name, "--output", str(output))
+    refused = predict_cli(*common, "--text-column", "review")
+    assert refused.returncode == 2 and "sentence-pair model: name the second text with --text-pair-column" in (
+        refused.stderr
+    )
+    done = predict_cli(*common, "--text-column", "review", "--text-pair-column", "synopsis")
+    assert done.returncode == 0, done.stderr[-3000:]
+    scored = [json.loads(line) for line in output.read_text().splitlines()]
+    source = datasets.load_from_disk(config.dataset.name)
+    assert len(scored) == len(source) and not (tmp_path / "scored.bad.jsonl").exists()
+    assert set(scored[0]) == {"match", "label", "score", *(f"p_{n}" for n in user_datasets.PAIR_LABELS)}
+
+
+def test_batch_prediction_refuses_what_it_cannot_read_or_write_before_scoring(three_class, tmp_path):
+    _, csv_path, summary = three_class
+    output = str(tmp_path / "o.csv")
+    no_column = predict_cli("--model", summary.pushed_dir, "--input", str(csv_path), "--output", output)
+    assert no_column.returncode == 2 and "--input has no column ['text']; its columns: ['id', 'review', 'kind']" in (
+        no_column.stderr
+    )
+    bad_output = predict_cli(
+        "--model", summary.pushed_dir, "--input", str(csv_path), "--output", str(tmp_path / "o.xlsx"),
+        "--text-column", "review",
+    )  # fmt: skip
+    assert bad_output.returncode == 2 and "unknown format '.xlsx'" in bad_output.stderr
+    assert not list(tmp_path.iterdir())
