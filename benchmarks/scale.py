@@ -120,11 +120,8 @@ def tree_rss(pid: int) -> int:
         return 0
 
 
-def measure(pattern: str, mode: str, scratch: Path) -> dict:
-    """Runs one size in a fresh process; samples the whole process tree's memory while it runs."""
-    root = tempfile.mkdtemp(dir=scratch, prefix=f"{mode}-")
-    out = Path(root) / "result.json"
-    command = [sys.executable, "-m", "benchmarks.scale", "--child", pattern, root, mode, str(out)]
+def run_sampled(command: list[str]) -> tuple[float, int]:
+    """Runs `command` in a fresh process; (wall seconds, peak RSS of its whole process tree, sampled)."""
     started = time.monotonic()
     child = subprocess.Popen(command)
     peak = 0
@@ -142,10 +139,53 @@ def measure(pattern: str, mode: str, scratch: Path) -> dict:
     done.set()
     sampler.join()
     if code:
-        raise SystemExit(f"bench-scale: the {mode} run on {pattern} failed (exit {code})")
+        raise SystemExit(f"bench-scale: {' '.join(command[:6])} ... failed (exit {code})")
+    return time.monotonic() - started, peak
+
+
+def measure(pattern: str, mode: str, scratch: Path) -> dict:
+    """Runs one size in a fresh process; samples the whole process tree's memory while it runs."""
+    root = tempfile.mkdtemp(dir=scratch, prefix=f"{mode}-")
+    out = Path(root) / "result.json"
+    wall, peak = run_sampled([sys.executable, "-m", "benchmarks.scale", "--child", pattern, root, mode, str(out)])
     result = json.loads(out.read_text())
-    result.update(wall_seconds=time.monotonic() - started, tree_peak_bytes=peak)
+    result.update(wall_seconds=wall, tree_peak_bytes=peak)
     return result
+
+
+def measure_prediction(pattern: str, model: str, scratch: Path) -> dict:
+    """`hftfx predict --input` over the shards in a fresh process: rows/s and the process tree's peak memory."""
+    output = Path(tempfile.mkdtemp(dir=scratch, prefix="predict-")) / "scored.jsonl"
+    command = [sys.executable, "-m", "pipeline.cli", "predict", "--model", model, "--input", pattern]
+    wall, peak = run_sampled([*command, "--output", str(output), "--id-columns", "label"])
+    with output.open(encoding="utf-8") as handle:
+        rows = sum(1 for _ in handle)
+    return {"rows": rows, "wall_seconds": wall, "tree_peak_bytes": peak}
+
+
+PREDICT_SECTION = "## Scale: batch prediction as the rows grow (`make bench-scale`)"
+
+
+def render_prediction(results: list[dict], model: str, peak_gflops: float) -> str:
+    lines = [
+        PREDICT_SECTION,
+        "",
+        f"`hftfx predict --model {model} --input <CSV shards> --output scored.jsonl` in a fresh process on "
+        f"{platform.node()} ({os.cpu_count()} cores, fp32 matmul peak {peak_gflops:,.0f} GFLOP/s), the same "
+        "synthetic reviews as above. Wall time includes the process start, the model load and the writes.",
+        "",
+        "| rows | wall s | rows/s | tree peak GiB | peak growth |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+    ]
+    before = None
+    for r in results:
+        growth = f"{r['tree_peak_bytes'] / before['tree_peak_bytes']:.2f}x" if before else "-"
+        lines.append(
+            f"| {r['rows']:,} | {r['wall_seconds']:.0f} | {r['rows'] / r['wall_seconds']:,.0f} | "
+            f"{r['tree_peak_bytes'] / 2**30:.2f} | {growth} |"
+        )
+        before = r
+    return "\n".join(lines) + "\n"
 
 
 def render(results: list[dict], peak_gflops: float, seconds: float) -> str:
@@ -191,6 +231,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--predict-sizes", default="10000,100000", help="rows scored by hftfx predict --input")
+    parser.add_argument("--model", default="serving/text_classifier", help="the pushed model batch prediction uses")
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--child", nargs=4, metavar=("PATTERN", "ROOT", "MODE", "RESULT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -205,17 +247,26 @@ def main(argv=None) -> int:
     print(f"fp32 matmul peak {peak:,.0f} GFLOP/s", flush=True)
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as scratch:
-        for rows in (int(s) for s in args.sizes.split(",")):
+        for rows in (int(s) for s in args.sizes.split(",") if s):
             pattern = write_dataset(Path(scratch, f"data-{rows}"), rows)
             for mode in args.modes.split(","):
                 print(f"[bench-scale] {rows:,} rows, {mode} ...", flush=True)
                 result = {"rows": rows, "mode": mode, **measure(pattern, mode, Path(scratch))}
                 print(f"[bench-scale] {rows:,} rows, {mode}: {json.dumps(result)}", flush=True)
                 results.append(result)
+        predictions = []
+        for rows in (int(s) for s in args.predict_sizes.split(",") if s):
+            pattern = write_dataset(Path(scratch, f"predict-{rows}"), rows)
+            print(f"[bench-scale] hftfx predict, {rows:,} rows ...", flush=True)
+            predictions.append(measure_prediction(pattern, args.model, Path(scratch)))
+            print(f"[bench-scale] hftfx predict: {json.dumps(predictions[-1])}", flush=True)
     results.sort(key=lambda r: (list(MODES).index(r["mode"]), r["rows"]))
-    section = render(results, peak, time.monotonic() - started)
-    write_section(Path(args.out), section)
-    print(section)
+    sections = [render(results, peak, time.monotonic() - started)] if results else []
+    if predictions:
+        sections.append(render_prediction(predictions, args.model, peak))
+    for section in sections:
+        write_section(Path(args.out), section)
+        print(section)
     print(f"written to {args.out}")
     return 0
 

@@ -119,6 +119,10 @@ def _cloud_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    if args.on == "vertex":
+        return _predict_on_vertex(args)
+    if not args.model:
+        raise UserError("hftfx predict needs --model serving/<name> (or a version folder) of a pushed model")
     if args.input or args.output:
         return _predict_file(args)
     from models import serving_contract
@@ -151,6 +155,22 @@ def _predict_file(args: argparse.Namespace) -> int:
         beam_args=tuple(args.beam_arg or ()),
     )
     print(run_batch_prediction(job).render())
+    return 0
+
+
+def _predict_on_vertex(args: argparse.Namespace) -> int:
+    from pipeline.cloud import submit
+    from pipeline.cloud.vertex_batch import submit_batch_prediction
+
+    if not (args.config and args.input and args.output):
+        raise UserError("hftfx predict --on vertex needs --config (the cloud profile), --input gs://... and --output")
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    inputs = [uri for uri in args.input.split(",") if uri]
+    job = submit_batch_prediction(
+        config, inputs, args.output, submit.default_credentials(), model=args.model or "",
+        max_replicas=args.max_replicas,
+    )  # fmt: skip
+    print(f"batch prediction job {job.resource_name} created; results under {args.output}")
     return 0
 
 
@@ -405,7 +425,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     predict = commands.add_parser("predict", help="classify texts with a pushed model")
     predict.add_argument(
-        "--model", required=True, help="a pushed model: serving/<name> (newest version) or a version dir"
+        "--model",
+        help="a pushed model: serving/<name> (newest version) or a version dir; with --on vertex a Vertex Model "
+        "(default: the one the profile's endpoint serves)",
     )
     predict.add_argument("texts", nargs="*", help="texts to classify (default: lines from stdin)")
     predict.add_argument(
@@ -422,6 +444,13 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument(
         "--beam-arg", action="append", help="with --input: a Beam pipeline option, e.g. --beam-arg=--runner=..."
     )
+    predict.add_argument(
+        "--on", choices=("local", "vertex"), default="local",
+        help="vertex: a Vertex AI batch prediction job over gs:// JSON lines, with the profile given by --config",
+    )  # fmt: skip
+    predict.add_argument("--config", help="with --on vertex: the cloud profile (e.g. configs/vertex.yaml)")
+    predict.add_argument("--set", action="append", metavar="KEY=VALUE", help="with --on vertex: override a config key")
+    predict.add_argument("--max-replicas", type=int, default=4, help="with --on vertex: most machines the job uses")
     predict.set_defaults(handler=cmd_predict)
 
     report = commands.add_parser(

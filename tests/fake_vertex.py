@@ -50,7 +50,8 @@ def _find(resources, name: str, context):
 
 
 class FakeVertex:
-    """PipelineService, ScheduleService, EndpointService, ModelService, JobService's CustomJobs and the
+    """PipelineService, ScheduleService, EndpointService, ModelService, JobService's CustomJobs and batch
+    prediction jobs, and the
     MetadataService contexts that Vertex AI Experiments are made of, of one region, in memory."""
 
     def __init__(self, jobs=()):
@@ -60,6 +61,7 @@ class FakeVertex:
         self.models: list[aiplatform_v1.Model] = []
         self.contexts: list[aiplatform_v1.Context] = []
         self.custom_jobs: list[aiplatform_v1.CustomJob] = []
+        self.batch_jobs: list[aiplatform_v1.BatchPredictionJob] = []
         self._deployments = 0
         self.received: list[Received] = []
         self._lock = threading.Lock()
@@ -198,6 +200,17 @@ class FakeVertex:
     def get_custom_job(self, request, context):
         return _find(self.custom_jobs, request.name, context)
 
+    # JobService: a batch prediction job is accepted and left pending (the client returns once it exists)
+    def create_batch_prediction_job(self, request, context):
+        job = aiplatform_v1.BatchPredictionJob(request.batch_prediction_job)
+        job.name = f"{request.parent}/batchPredictionJobs/{len(self.batch_jobs) + 1}"
+        job.state = aiplatform_v1.JobState.JOB_STATE_PENDING
+        self.batch_jobs.append(job)
+        return job
+
+    def get_batch_prediction_job(self, request, context):
+        return _find(self.batch_jobs, request.name, context)
+
     # ModelService
     def upload_model(self, request, context):
         model = aiplatform_v1.Model(request.model)
@@ -237,6 +250,8 @@ _METHODS = [
     ("ModelService", "GetModel", v1.GetModelRequest, v1.Model),
     ("JobService", "CreateCustomJob", v1.CreateCustomJobRequest, v1.CustomJob),
     ("JobService", "GetCustomJob", v1.GetCustomJobRequest, v1.CustomJob),
+    ("JobService", "CreateBatchPredictionJob", v1.CreateBatchPredictionJobRequest, v1.BatchPredictionJob),
+    ("JobService", "GetBatchPredictionJob", v1.GetBatchPredictionJobRequest, v1.BatchPredictionJob),
 ]  # fmt: skip
 
 
