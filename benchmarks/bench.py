@@ -313,8 +313,9 @@ def batch_prediction_throughput(serving_dir: Path, rows: int) -> list[Row]:
     serving_default in batches of 32, on the same rows of the corpus, with the matmul peak measured now."""
     import tempfile
 
+    from components.batch_job import BatchJob, run_batch_prediction
     from models.serving import load_serving_model
-    from pipeline.batch_prediction import BatchJob, run_batch_prediction
+    from pipeline.configs import LOCAL_BEAM_RUNNER
 
     try:
         version_dir, exported = load_serving_model(serving_dir)
@@ -331,7 +332,7 @@ def batch_prediction_throughput(serving_dir: Path, rows: int) -> list[Row]:
         source = Path(folder) / "rows.jsonl"
         source.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)))
         job = BatchJob(model=str(version_dir), input=str(source), output=str(Path(folder) / "scored.jsonl"))
-        summary = run_batch_prediction(job, stream=sys.stderr)
+        summary = run_batch_prediction(job, [f"--runner={LOCAL_BEAM_RUNNER}"], stream=sys.stderr)
     assert summary.rows == rows, f"batch prediction scored {summary.rows} of {rows} rows"
     peak = matmul_peak("float32")
     max_length = load_config().model.max_seq_length  # the default run's, which pushed the model measured

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
+from components.batch_job import DEFAULT_BATCH_SIZE
 from pipeline import configs, run_parameters
-from pipeline.batch_prediction import DEFAULT_BATCH_SIZE
 from pipeline.errors import UserError
 
 # flag -> dotted config key
@@ -140,7 +140,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _predict_file(args: argparse.Namespace) -> int:
-    from pipeline.batch_prediction import BatchInputError, BatchJob, run_batch_prediction
+    from components.batch_job import BatchInputError, BatchJob, run_batch_prediction
 
     if not (args.input and args.output) or args.texts:
         raise BatchInputError("batch prediction takes --input and --output together, and no texts as arguments")
@@ -154,7 +154,7 @@ def _predict_file(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         beam_args=tuple(args.beam_arg or ()),
     )
-    print(run_batch_prediction(job).render())
+    print(run_batch_prediction(job, [f"--runner={configs.LOCAL_BEAM_RUNNER}"]).render())
     return 0
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from components.batch_job import ScoringConfig
 from components.hub_push import HubConfig, HubPushError
 from pipeline.errors import UserError
 
@@ -251,6 +252,7 @@ class PipelineConfig:
     retraining: RetrainingConfig = dataclasses.field(default_factory=RetrainingConfig)
     cloud: CloudConfig = dataclasses.field(default_factory=CloudConfig)
     hub: HubConfig = dataclasses.field(default_factory=HubConfig)
+    scoring: ScoringConfig = dataclasses.field(default_factory=ScoringConfig)
 
     @property
     def metadata_sqlite(self) -> str:
@@ -542,6 +544,8 @@ def validate(config: PipelineConfig) -> None:
             problems.append(f"evaluation.{name} = {value} is outside [0, 1]")
     if list(ev.length_buckets) != sorted(set(ev.length_buckets)) or any(b < 1 for b in ev.length_buckets):
         problems.append("evaluation.length_buckets must be increasing positive token counts")
+    if config.scoring.batch_size < 1:
+        problems.append("scoring.batch_size must be at least 1")
     try:
         config.hub.check_repo_id()
     except HubPushError as error:

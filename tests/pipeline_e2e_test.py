@@ -44,6 +44,7 @@ COMPONENTS = {
     "Evaluator",
     "Pusher",
     "HFPublisher",
+    "BatchScorer",
 }
 
 
@@ -52,10 +53,21 @@ def workdir(tmp_path_factory):
     return tmp_path_factory.mktemp("e2e")
 
 
+EXAMPLE_ROWS = Path(__file__).parent.parent / "examples" / "unlabeled-reviews.jsonl"
+
+
+def unlabeled_rows(workdir) -> Path:
+    """The shipped example rows and one without a text: what the pipeline's BatchScorer scores."""
+    path = workdir / "unlabeled.jsonl"
+    path.write_text(EXAMPLE_ROWS.read_text() + '{"review_id": "r999", "text": null}\n')
+    return path
+
+
 def tiny_config(workdir, model_dir, **evaluation):
     limits = {"train": 384, "eval": 64, "test": 160}
+    scoring = {"input": str(unlabeled_rows(workdir)), "id_columns": ["review_id"]}
     return configs.load_config(
-        overrides={**tiny_overrides(workdir, model_dir, 32, **evaluation), "dataset.limits": limits}
+        overrides={**tiny_overrides(workdir, model_dir, 32, **evaluation), "dataset.limits": limits, "scoring": scoring}
     )
 
 
@@ -256,6 +268,7 @@ def test_a_threshold_no_model_meets_blocks_blessing_and_push(first_run, strict_r
     states = {c.name: c.state for c in summary.components}
     assert states["Trainer"] == "cached" and states["Evaluator"] == "done"
     assert summary.hf_model_dir is None  # no Hugging Face export of an unblessed model either
+    assert summary.scored == {}  # and no scoring
 
 
 def test_blessed_model_is_published_in_the_hugging_face_layout(first_run):
@@ -274,6 +287,22 @@ def test_blessed_model_is_published_in_the_hugging_face_layout(first_run):
     served = serving_probabilities(summary.pushed_dir, BUCKET_TEXTS)
     assert hf.shape == served.shape == (len(BUCKET_TEXTS), 2)
     assert np.abs(hf - served).max() < 1e-4
+
+
+def test_the_blessed_model_scores_the_unlabeled_rows_in_the_pipeline(first_run):
+    """scoring.input: the BatchScorer step writes what `hftfx predict --input` would, with the blessed model."""
+    _, summary = first_run
+    scored = summary.scored
+    assert (scored["rows"], scored["bad_rows"]) == (10, 1) and sum(scored["label_counts"].values()) == 10
+    rows = {r["review_id"]: r for r in map(json.loads, Path(scored["file"]).read_text().splitlines())}
+    source = {r["review_id"]: r["text"] for r in map(json.loads, EXAMPLE_ROWS.read_text().splitlines())}
+    assert set(rows) == set(source)
+    ids = sorted(source)
+    served = serving_probabilities(summary.pushed_dir, [source[i] for i in ids])
+    assert np.abs(served - np.array([[rows[i]["p_rotten"], rows[i]["p_fresh"]] for i in ids])).max() < 1e-5
+    bad = json.loads((Path(scored["file"]).parent / "scored.bad.jsonl").read_text())
+    assert bad["row"] == {"review_id": "r999", "text": None} and "missing" in bad["reason"]
+    assert "  scored        10 rows (" in summary.render()
 
 
 def test_model_card_holds_the_run_and_its_metadata_parses_with_huggingface_hub(first_run):

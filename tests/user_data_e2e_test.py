@@ -277,7 +277,7 @@ def test_batch_prediction_refuses_what_it_cannot_read_or_write_before_scoring(th
     _, csv_path, summary = three_class
     output = str(tmp_path / "o.csv")
     no_column = predict_cli("--model", summary.pushed_dir, "--input", str(csv_path), "--output", output)
-    assert no_column.returncode == 2 and "--input has no column ['text']; its columns: ['id', 'review', 'kind']" in (
+    assert no_column.returncode == 2 and "the input has no column ['text']; its columns: ['id', 'review', 'kind']" in (
         no_column.stderr
     )
     bad_output = predict_cli(

@@ -39,9 +39,7 @@ GRANTS = (
         "cmek",
     ),
     Grant("cloud.serving_service_account", "roles/storage.objectViewer", "read the pushed model", "endpoint"),
-    Grant(
-        "cloud.serving_service_account", "roles/storage.objectCreator", "write batch prediction results", "endpoint"
-    ),
+    Grant("cloud.serving_service_account", "roles/storage.objectCreator", "write batch prediction results", "endpoint"),
     Grant("event function's service account", "roles/aiplatform.user", "create the span's pipeline job", "event"),
     Grant(
         "event function's service account", "roles/iam.serviceAccountUser", "run it as cloud.service_account", "event"

@@ -237,6 +237,8 @@ def validate_cloud(config: PipelineConfig) -> None:
         config.dataset.data_files and any(not f.startswith("gs://") for f in config.dataset.data_files)
     ):
         problems.append("dataset files must be hub ids or gs:// paths in the cloud; local paths do not exist there")
+    if config.scoring.input and not config.scoring.input.startswith("gs://"):
+        problems.append(f"scoring.input '{config.scoring.input}' must be a gs:// path in the cloud")
     if config.hub.repo_id:
         problems.append(
             "hub.repo_id: pushing to the Hugging Face Hub runs in local runs only (a cloud component has no token "

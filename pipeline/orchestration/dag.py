@@ -7,6 +7,7 @@ from tfx import v1 as tfx
 from tfx.orchestration import pipeline as tfx_pipeline
 
 from components import evaluation, same_task
+from components.batch_scorer import BatchScorer
 from components.endpoint_pusher import EndpointPusher
 from components.example_validator import StrictExampleValidator
 from components.hf_example_gen.component import HFDatasetExampleGen
@@ -33,6 +34,7 @@ EVALUATOR = "Evaluator"
 BASELINE_RESOLVER = "latest_blessed_model_resolver"
 PUSHER = "Pusher"
 HF_PUBLISHER = "HFPublisher"
+BATCH_SCORER = "BatchScorer"
 
 
 def bounded_statistics_options() -> tfdv.StatsOptions:
@@ -192,7 +194,18 @@ def create_components(
         transformed_statistics_gen,
         trainer,
     ]
-    return [*components, *([baseline_resolver] if baseline_resolver else []), evaluator, pusher, publisher]
+    # Unlabeled rows scored by the blessed model (scoring.input): the `hftfx predict --input` job as a step.
+    scorers = []
+    if config.scoring.input:
+        scorers.append(
+            BatchScorer(
+                model=trainer.outputs["model"],
+                model_blessing=evaluator.outputs["blessing"],
+                scoring=to_dict(config.scoring),
+            ).with_id(BATCH_SCORER)
+        )
+    resolvers = [baseline_resolver] if baseline_resolver else []
+    return [*components, *resolvers, evaluator, pusher, publisher, *scorers]
 
 
 def _filesystem_pusher(config: PipelineConfig, trainer, evaluator):

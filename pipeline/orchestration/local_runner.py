@@ -105,6 +105,7 @@ def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool
         flush=True,
     )
     preflight.check_serving_contract(config, task_of(config))
+    config.scoring.check_input(pair_model=bool(config.dataset.text_pair_column))
     connection = metadata.sqlite_metadata_connection_config(config.metadata_sqlite)
     tfx_pipeline = create_pipeline(config, connection, probed.input_fingerprint)
     lock = contextlib.nullcontext() if lock_held else preflight.pipeline_root_lock(config.pipeline_root)

@@ -11,6 +11,8 @@ import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
 from tfx.components.evaluator import constants as evaluator_constants
 
+from components.batch_scorer import BAD_ROWS_PROPERTY, ROWS_PROPERTY, SCORED_FILE
+from components.batch_scorer import LABEL_COUNTS_PROPERTY as SCORER_LABEL_COUNTS
 from components.class_metrics import SUBSET_ACCURACY
 from components.eval_results import blessing_reason, read_metrics
 from components.evaluation import ACCURACY, AUC
@@ -72,6 +74,7 @@ class RunSummary:
     baseline_uri: str | None = None  # the blessed model of the same task the Evaluator compared; None: first
     hf_model_dir: str | None = None  # the blessed model in the Hugging Face layout, with its card (HFPublisher)
     hub_revision: str | None = None  # <repo url>@<tag> (<commit>) when the HFPublisher pushed it to a Hub
+    scored: dict[str, Any] = dataclasses.field(default_factory=dict)  # the BatchScorer's: file, rows, labels
 
     @property
     def outcome(self) -> str:
@@ -112,6 +115,7 @@ class RunSummary:
             "baseline_uri": self.baseline_uri,
             "hf_model_dir": self.hf_model_dir,
             "hub_revision": self.hub_revision,
+            "scored": self.scored,
         }
 
     def render(self) -> str:
@@ -156,6 +160,12 @@ class RunSummary:
             lines.append(f"  hugging face  {self.hf_model_dir} (from_pretrained folder with its model card)")
         if self.hub_revision:
             lines.append(f"  hub           {self.hub_revision}")
+        if self.scored:
+            labels = ", ".join(f"{k} {v:,}" for k, v in self.scored["label_counts"].items())
+            lines.append(
+                f"  scored        {self.scored['rows']:,} rows ({labels}; {self.scored['bad_rows']:,} set aside) "
+                f"-> {self.scored['file']}"
+            )
         if self.training:
             lines.append(f"  epochs        {self.training.describe_epochs()}")
             lines.append(f"  class weights {self.training.describe_class_weights()}")
@@ -318,6 +328,14 @@ def summarize_run(store: mlmd.MetadataStore, run, pipeline_name: str, with_metri
                     f"{_custom(published, HUB_URL_PROPERTY)}@{_custom(published, HUB_TAG_PROPERTY)} "
                     f"({_custom(published, HUB_COMMIT_PROPERTY)})"
                 )
+        if "scored" in outputs and _custom(outputs["scored"], ROWS_PROPERTY):
+            scored = outputs["scored"]
+            summary.scored = {
+                "file": f"{scored.uri}/{SCORED_FILE}",
+                "rows": _custom(scored, ROWS_PROPERTY),
+                "bad_rows": _custom(scored, BAD_ROWS_PROPERTY),
+                "label_counts": json.loads(_custom(scored, SCORER_LABEL_COUNTS)),
+            }
         if "pushed_model" in outputs and _custom(outputs["pushed_model"], "pushed"):
             summary.pushed_dir = _custom(outputs["pushed_model"], "pushed_destination")
             summary.pushed_version = _custom(outputs["pushed_model"], "pushed_version")

@@ -1,9 +1,10 @@
-"""`hftfx predict --input ... --output ...`: score a file, a glob or a save_to_disk dataset with a pushed model.
+"""A batch scoring job: a file, a glob or a save_to_disk dataset scored by a pushed model into one file.
 
 A Beam pipeline (components/batch_scoring.py does the scoring): read rows -> set aside rows without a usable
 text -> RunInference -> write the id columns and the answer. JSON lines, CSV and parquet in and out, read and
-written as streams, so memory does not grow with the rows. The local runner is LOCAL_BEAM_RUNNER; `beam_args`
-(e.g. --runner=DataflowRunner --project ... --temp_location gs://...) run the same pipeline elsewhere.
+written as streams, so memory does not grow with the rows. Run by `hftfx predict --input` (its own Beam
+pipeline: the local runner, or Dataflow through beam_args) and by the pipeline's BatchScorer (the component's
+Beam pipeline, so the profile's runner).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from pipeline.configs import LOCAL_BEAM_RUNNER
 from pipeline.errors import UserError
 
 FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
@@ -30,6 +31,30 @@ DEFAULT_BATCH_SIZE = 1024
 
 class BatchInputError(UserError, ValueError):
     """The input or output cannot be used as given; the message says why and what would work."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoringConfig:
+    """Unlabeled rows the pipeline scores with each blessed model (its BatchScorer step); empty input: none."""
+
+    input: str = ""  # a file, glob or save_to_disk folder (.jsonl, .csv, .parquet); gs:// in the cloud
+    text_column: str = "text"
+    text_pair_column: str = ""  # for sentence-pair models
+    id_columns: tuple[str, ...] = ()  # copied to the output; empty: every column but the texts
+    batch_size: int = DEFAULT_BATCH_SIZE  # rows per model call
+
+    def check_input(self, pair_model: bool) -> None:
+        """What is knowable before training: the input exists, in a format read here, with the text columns."""
+        if not self.input:
+            return
+        if pair_model != bool(self.text_pair_column):
+            need = "set scoring.text_pair_column" if pair_model else "leave scoring.text_pair_column empty"
+            raise BatchInputError(f"the model will read {'text pairs' if pair_model else 'one text'}: {need}")
+        kind = file_format(self.input) if os.path.isdir(self.input) else file_format(matched_files(self.input)[0])
+        columns = input_columns(self.input, kind)
+        missing = sorted({self.text_column, self.text_pair_column} - {""} - set(columns))
+        if columns and missing:
+            raise BatchInputError(f"scoring.input {self.input} has no column {missing}; its columns: {columns}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,13 +124,13 @@ def matched_files(pattern: str) -> list[str]:
     return files
 
 
-def input_columns(job: BatchJob, kind: str) -> list[str]:
+def input_columns(source: str, kind: str) -> list[str]:
     """The input's column names, from its first file's header, schema or first row."""
     if kind == DATASET:
         import datasets
 
-        return list(datasets.load_from_disk(job.input).column_names)
-    first = matched_files(job.input)[0]
+        return list(datasets.load_from_disk(source).column_names)
+    first = matched_files(source)[0]
     if kind == "parquet":
         import pyarrow.parquet as pq
 
@@ -186,6 +211,7 @@ def read_rows(pipeline, job: BatchJob, kind: str):
 
 
 def write_rows(rows, job: BatchJob, columns: Sequence[str]):
+    """The scored rows into job.output, one file, in its format."""
     import apache_beam as beam
 
     from components.batch_scoring import to_json_line
@@ -237,70 +263,101 @@ def _parquet_schema(job: BatchJob, columns: Sequence[str]):
     return pa.schema(fields)
 
 
-def run_batch_prediction(job: BatchJob, stream=sys.stdout) -> BatchSummary:
-    import apache_beam as beam
-    from apache_beam.metrics.metric import MetricsFilter
-    from apache_beam.options.pipeline_options import PipelineOptions
+@dataclasses.dataclass(frozen=True)
+class ScoringPlan:
+    """What a job will do, decided before any row is read: the model, its task, the formats and columns."""
 
-    from components.batch_scoring import (
-        BAD,
-        LABEL_COUNTER_PREFIX,
-        METRICS_NAMESPACE,
-        ScoreRows,
-        ScoringColumns,
-        output_columns,
-        to_json_line,
-    )
+    model_dir: str
+    contract: Any  # models.task.TaskContract
+    input_kind: str
+    columns: tuple[str, ...]  # the output's, in order
+    scoring: Any  # components.batch_scoring.ScoringColumns
+
+    @property
+    def multi_label(self) -> bool:
+        from models.task import MULTI_LABEL
+
+        return self.contract.task == MULTI_LABEL
+
+
+def plan_job(job: BatchJob) -> ScoringPlan:
+    """Every check that needs no row read: the model's contract, the pair column, formats, the text columns."""
+    from components.batch_scoring import ScoringColumns, output_columns
     from models.serving import resolve_version_dir
     from models.task import MULTI_LABEL, read_contract
 
-    version_dir = str(resolve_version_dir(job.model))
-    contract = read_contract(version_dir)
+    model_dir = job.model if "://" in job.model else str(resolve_version_dir(job.model))
+    contract = read_contract(model_dir)
     if contract is None:
-        raise BatchInputError(f"{version_dir} carries no task contract: push it again with this version of hftfx")
+        raise BatchInputError(f"{model_dir} carries no task contract: push it again with this version of hftfx")
     pair_model = len(contract.text_inputs) == 2
     if pair_model and not job.text_pair_column:
-        raise BatchInputError(f"{version_dir} is a sentence-pair model: name the second text with --text-pair-column")
+        raise BatchInputError(f"{model_dir} is a sentence-pair model: name the second text with --text-pair-column")
     if job.text_pair_column and not pair_model:
-        raise BatchInputError(f"{version_dir} reads one text: drop --text-pair-column {job.text_pair_column}")
+        raise BatchInputError(f"{model_dir} reads one text: drop --text-pair-column {job.text_pair_column}")
     kind = file_format(job.input) if os.path.isdir(job.input) else file_format(matched_files(job.input)[0])
     file_format(job.output)  # an output it cannot write stops here, before anything is read
-    columns_in = input_columns(job, kind)
+    columns_in = input_columns(job.input, kind)
     texts = {job.text_column, job.text_pair_column} - {""}
     if columns_in and not texts <= set(columns_in):
         missing = sorted(texts - set(columns_in))
-        raise BatchInputError(f"--input has no column {missing}; its columns: {columns_in} (see --text-column)")
+        raise BatchInputError(f"the input has no column {missing}; its columns: {columns_in} (see --text-column)")
     ids = tuple(job.id_columns) if job.id_columns is not None else tuple(c for c in columns_in if c not in texts)
-    multi_label = contract.task == MULTI_LABEL
-    columns = [*ids, *output_columns(contract.label_names, multi_label)]
-    scoring = ScoringColumns(job.text_column, job.text_pair_column, ids)
-    print(f"[predict] model {version_dir} ({contract.describe()}); input {job.input} ({kind})", file=stream, flush=True)
+    columns = (*ids, *output_columns(contract.label_names, contract.task == MULTI_LABEL))
+    return ScoringPlan(model_dir, contract, kind, columns, ScoringColumns(job.text_column, job.text_pair_column, ids))
 
-    args = list(job.beam_args) or [f"--runner={LOCAL_BEAM_RUNNER}"]
-    started = time.monotonic()
-    with beam.Pipeline(options=PipelineOptions(args)) as pipeline:
-        rows, unreadable = read_rows(pipeline, job, kind)
-        scored = rows | "Score" >> ScoreRows(
-            version_dir, scoring, contract.label_names, multi_label, job.batch_size, job.progress_every
-        )
-        write_rows(scored["scored"], job, columns)
-        bad = (unreadable, scored[BAD]) | "AllBadRows" >> beam.Flatten()
-        (
-            bad
-            | "BadToJson" >> beam.Map(to_json_line)
-            | "WriteBadRows" >> beam.io.WriteToText(job.bad_rows_path, shard_name_template="", num_shards=1)
-        )
-    seconds = time.monotonic() - started
+
+def add_scoring(pipeline, job: BatchJob, plan: ScoringPlan) -> None:
+    """Adds read -> score -> write (and the bad rows aside) to a Beam pipeline."""
+    import apache_beam as beam
+
+    from components.batch_scoring import BAD, ScoreRows, to_json_line
+
+    rows, unreadable = read_rows(pipeline, job, plan.input_kind)
+    scored = rows | "Score" >> ScoreRows(
+        plan.model_dir, plan.scoring, plan.contract.label_names, plan.multi_label, job.batch_size, job.progress_every
+    )
+    write_rows(scored["scored"], job, plan.columns)
+    bad = (unreadable, scored[BAD]) | "AllBadRows" >> beam.Flatten()
+    (
+        bad
+        | "BadToJson" >> beam.Map(to_json_line)
+        | "WriteBadRows" >> beam.io.WriteToText(job.bad_rows_path, shard_name_template="", num_shards=1)
+    )
+
+
+def job_summary(result, job: BatchJob, plan: ScoringPlan, seconds: float) -> BatchSummary:
+    """The finished pipeline's counters as a summary; the empty bad-rows file is removed."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    from components.batch_scoring import LABEL_COUNTER_PREFIX, METRICS_NAMESPACE
+
     counters = {
-        result.key.metric.name: result.committed
-        for result in pipeline.result.metrics().query(MetricsFilter().with_namespace(METRICS_NAMESPACE))["counters"]
+        r.key.metric.name: r.committed
+        for r in result.metrics().query(MetricsFilter().with_namespace(METRICS_NAMESPACE))["counters"]
     }
-    labels = {name: counters.get(LABEL_COUNTER_PREFIX + name, 0) for name in contract.label_names}
+    labels = {name: counters.get(LABEL_COUNTER_PREFIX + name, 0) for name in plan.contract.label_names}
     bad_count = _count_lines(job.bad_rows_path)
-    scored_count = counters.get("num_inferences", 0)
     if not bad_count:
         _remove(job.bad_rows_path)  # no bad rows: no empty file beside the output
-    return BatchSummary(scored_count, bad_count, seconds, labels, job.output, job.bad_rows_path)
+    return BatchSummary(counters.get("num_inferences", 0), bad_count, seconds, labels, job.output, job.bad_rows_path)
+
+
+def run_batch_prediction(job: BatchJob, default_beam_args: Sequence[str] = (), stream=sys.stdout) -> BatchSummary:
+    """The job in a Beam pipeline of its own: job.beam_args, else `default_beam_args`."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    plan = plan_job(job)
+    print(
+        f"[predict] model {plan.model_dir} ({plan.contract.describe()}); input {job.input} ({plan.input_kind})",
+        file=stream,
+        flush=True,
+    )
+    started = time.monotonic()
+    with beam.Pipeline(options=PipelineOptions(list(job.beam_args or default_beam_args))) as pipeline:
+        add_scoring(pipeline, job, plan)
+    return job_summary(pipeline.result, job, plan, time.monotonic() - started)
 
 
 def _count_lines(path: str) -> int:
