@@ -168,8 +168,9 @@ def resume_dir(fn_args, settings: TrainerSettings) -> str:
     return os.path.join(trainer_root, ".resume", key)
 
 
-def check_disk_space(model, directories: list[str], factor: float = 3.0) -> None:
-    """Checkpoints plus the SavedModel need about `factor` times the weights; fail before training if absent."""
+def check_disk_space(model, directories: list[str], factor: float = 4.0) -> None:
+    """Checkpoints (weights and AdamW's two moments), the SavedModel and the Hugging Face export's tf_model.h5
+    need about `factor` times the weights; fail before training if the space is not there."""
     needed = int(factor * sum(w.shape.num_elements() * w.dtype.size for w in model.weights))
     for directory in directories:
         if "://" in directory:

@@ -63,10 +63,10 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    config = configs.load_config(args.config, _overrides(args))  # a config error exits 2 before TF and TFX load
     from pipeline.orchestration.local_runner import run_local
     from pipeline.reporting.report import write_run_report
 
-    config = configs.load_config(args.config, _overrides(args))
     summary = run_local(config, verbose=args.verbose)
     print()
     print(summary.render())
@@ -564,5 +564,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def run_quietly(argv: list[str] | None = None) -> int:
+    """`main` as the `hftfx` command runs it: TensorFlow's start-up chatter hidden on machines without a GPU,
+    unless --verbose (pipeline/console.py)."""
+    from pipeline.console import without_startup_chatter
+
+    if "--verbose" in (sys.argv[1:] if argv is None else argv):
+        return main(argv)
+    with without_startup_chatter():
+        return main(argv)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_quietly())

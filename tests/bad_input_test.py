@@ -340,3 +340,17 @@ def test_multi_label_settings_are_checked_against_the_probed_task(tmp_path, tiny
         probe(with_thresholds(single_path, {"a": 0.3}))
     with pytest.raises(configs.ConfigError, match=r"decision_thresholds names \['c'\]"):
         probe(with_thresholds(path, {"c": 0.3}))
+
+
+def test_a_config_typo_exits_2_before_tensorflow_or_tfx_load():
+    """`hftfx run` validates the config first: a pure config error costs no TensorFlow / TFX import."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; from pipeline.cli import main; code = main(['run', '--epochs', '0']); "
+        "print(code, sorted(m for m in ('tensorflow', 'tfx', 'apache_beam') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.stdout.strip().splitlines()[-1] == "2 []", done.stdout + done.stderr[-2000:]
+    assert "training.epochs and training.batch_size must be at least 1" in done.stderr
