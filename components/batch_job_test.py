@@ -38,7 +38,7 @@ def test_the_pipelines_scoring_input_is_checked_against_the_task_before_training
     ScoringConfig(input=str(rows), text_column="review").check_input(pair_model=False)
     with pytest.raises(BatchInputError, match=r"no column \['text'\]; its columns: \['id', 'review'\]"):
         ScoringConfig(input=str(rows)).check_input(pair_model=False)
-    with pytest.raises(BatchInputError, match="text pairs: set scoring.text_pair_column"):
+    with pytest.raises(BatchInputError, match=r"text pairs: set scoring\.text_pair_column"):
         ScoringConfig(input=str(rows), text_column="review").check_input(pair_model=True)
 
 

@@ -134,10 +134,10 @@ class TrainingConfig:
     # speed changes); empty means every batch is max_seq_length wide.
     length_buckets: tuple[int, ...] = (32,)
     # None keeps the checkpoint's dropout rates (0.1 in MiniLM-L6); a number sets every dropout layer to it. 0 made
-    # the default run's steps ~10% faster on a CPU and was as accurate over five seeds (README, issue #14).
+    # the default run's steps ~10% faster on a CPU and was as accurate over five seeds (issue #14 in git log).
     dropout: float | None = None
     # True keeps the input embeddings (word, position, token-type tables) as pretrained: half of MiniLM-L6's
-    # weights leave AdamW's update, and the first layer's input gradients are not computed (README, issue #14).
+    # weights leave AdamW's update, and the first layer's input gradients are not computed (issue #14 in git log).
     freeze_embeddings: bool = False
     # Loss weight per class: none; balanced (n_train / (K x n_class), from the train split's counts); or a
     # mapping {label name: weight} (labels left out weigh 1).

@@ -233,7 +233,7 @@ DATAFLOW_IMAGE = "us-central1-docker.pkg.dev/my-gcp-project/hftfx/pipeline-dataf
 
 @pytest.fixture(scope="module")
 def on_dataflow(profile):
-    """The profile with its data components on Dataflow, as README's "Data on Dataflow" sets it."""
+    """The profile with its data components on Dataflow, as docs/vertex.md's "Data on Dataflow" sets it."""
     cloud = dataclasses.replace(profile.cloud, beam_runner="DataflowRunner", dataflow_image_uri=DATAFLOW_IMAGE)
     return dataclasses.replace(profile, cloud=cloud)
 
@@ -847,11 +847,11 @@ def test_the_shipped_profiles_have_distinct_pipeline_names():
     assert len(set(names.values())) == len(names), names
 
 
-def test_readme_lists_the_iam_roles_the_code_declares():
+def test_the_vertex_docs_list_the_iam_roles_the_code_declares():
     from pipeline.cloud.iam import GRANTS
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### IAM") : readme.index("## Retraining")]
+    page = (ROOT / "docs" / "vertex.md").read_text()
+    section = page[page.index("### IAM") :]
     rows = [line.split("|")[1:4] for line in section.splitlines() if line.startswith("| ") and "`roles/" in line]
     assert [(i.strip(), r.strip().strip("`"), w.strip()) for i, r, w in rows] == [
         (g.identity, g.role, g.why) for g in GRANTS

@@ -3,20 +3,33 @@
 The training loop's share is its model FLOPs (models/flops.py over the train split, padded as the Trainer's
 length buckets pad it) at the utilization the default run reaches; the rest of the run (ExampleGen,
 statistics, Transform, validation and export, Evaluator: Beam and TF on the CPU) is scaled by the ratio of
-peaks. Both constants
-were measured by a default run and move with the code: `make bench` prints the figures they come from.
+peaks. Both figures come from the latest default run `make bench` recorded in benchmarks/reference.json.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
-# From the default run README quotes (fp32, 2 cores, measured matmul peak REFERENCE_PEAK_GFLOPS): the training
-# loop's model FLOP/s over that peak, and every other second of the pipeline (the Trainer's validation and
-# export included).
-TRAINER_UTILIZATION = 0.48
-REFERENCE_PEAK_GFLOPS = 344.0
-REFERENCE_SECONDS_OUTSIDE_TRAINING = 35.3
+REFERENCE_FILE = Path(__file__).resolve().parents[2] / "benchmarks" / "reference.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """The default run's figures (fp32, 2 cores): the training loop's model FLOP/s over the matmul peak measured
+    in that run, and every other second of the pipeline (the Trainer's validation and export included)."""
+
+    trainer_utilization: float
+    peak_gflops: float
+    seconds_outside_training: float
+
+    @classmethod
+    def read(cls, path: Path = REFERENCE_FILE) -> Reference:
+        if not path.is_file():
+            raise RuntimeError(f"no reference figures in {path}: `make bench` writes them from a default run")
+        run = json.loads(path.read_text(encoding="utf-8"))["default_run"]
+        return cls(run["trainer_utilization"], run["matmul_peak_gflops"], run["seconds_outside_training"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,6 +37,7 @@ class RunEstimate:
     training_flops: float
     trainer_seconds: float
     other_seconds: float
+    utilization: float
 
     @property
     def total_seconds(self) -> float:
@@ -32,7 +46,7 @@ class RunEstimate:
     def describe(self) -> str:
         return (
             f"default run ~{self.total_seconds / 60:.0f} min of pipeline (training ~{self.trainer_seconds:.0f} s "
-            f"for {self.training_flops / 1e12:.0f} TFLOP at {TRAINER_UTILIZATION:.0%} of peak, the rest "
+            f"for {self.training_flops / 1e12:.0f} TFLOP at {self.utilization:.0%} of peak, the rest "
             f"~{self.other_seconds:.0f} s)"
         )
 
@@ -75,9 +89,11 @@ def default_training_flops(config) -> float:
 def estimate_default_run(peak_gflops: float, config=None) -> RunEstimate:
     from pipeline.configs import load_config
 
+    reference = Reference.read()
     flops = default_training_flops(config or load_config())
     return RunEstimate(
         training_flops=flops,
-        trainer_seconds=flops / (TRAINER_UTILIZATION * peak_gflops * 1e9),
-        other_seconds=REFERENCE_SECONDS_OUTSIDE_TRAINING * REFERENCE_PEAK_GFLOPS / peak_gflops,
+        trainer_seconds=flops / (reference.trainer_utilization * peak_gflops * 1e9),
+        other_seconds=reference.seconds_outside_training * reference.peak_gflops / peak_gflops,
+        utilization=reference.trainer_utilization,
     )

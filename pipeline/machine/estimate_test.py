@@ -33,3 +33,11 @@ def test_frozen_embeddings_are_estimated_without_the_gradients_the_trainer_skips
     trained = estimate.default_training_flops(load_config())
     frozen = estimate.default_training_flops(load_config(overrides={"training.freeze_embeddings": True}))
     assert 0.98 < frozen / trained < 0.99  # MiniLM-L6: the first layer's Q/K/V input gradients, ~1.4%
+
+
+def test_the_reference_figures_come_from_the_recorded_default_run(tmp_path):
+    reference = estimate.Reference.read()
+    assert 0 < reference.trainer_utilization < 1 and reference.peak_gflops > 0
+    assert reference.seconds_outside_training > 0
+    with pytest.raises(RuntimeError, match="make bench"):
+        estimate.Reference.read(tmp_path / "missing.json")

@@ -1,7 +1,7 @@
 """Cloud Storage object-finalize events -> a span -> one Vertex run, with the triggers' exactly-once rules.
 
 Deploy `on_object_finalized` as a Cloud Run function with an Eventarc trigger on
-`google.cloud.storage.object.v1.finalized` for the data bucket (see the README). Eventarc / Cloud Functions
+`google.cloud.storage.object.v1.finalized` for the data bucket (see docs/retraining.md). Eventarc / Cloud Functions
 CloudEvents, Pub/Sub push envelopes of storage notifications, and the `messagePublished` CloudEvents an
 Eventarc Pub/Sub trigger wraps those envelopes in, are all understood. Storage delivers
 events at least once and one span is many files: the span's fixed job id makes the repeats no-ops, and a
