@@ -26,10 +26,10 @@ from components.trainer import bucket_by_length, compile_for_training, without_a
 from components.training_meter import TrainingMeter, record_batch_shapes
 from models import distribution
 from models.flops import EncoderShape
+from models.machine_peak import matmul_peak
 from models.pretrained import build_classifier, model_files, packaged_model_dir
 from models.tokenizer import InGraphTokenizer, tokenizer_spec
 from pipeline.configs import PipelineConfig, TrainingConfig, load_config
-from pipeline.machine.machine_peak import matmul_peak
 
 MAX_LEN, BATCH = 64, 32
 # tests/model_families.py's family -> the name a row gives it

@@ -240,7 +240,7 @@ def main(argv=None) -> int:
         pattern, root, mode, result = args.child
         Path(result).write_text(json.dumps(run_data_components(pattern, root, mode)))
         return 0
-    from pipeline.machine.machine_peak import matmul_peak
+    from models.machine_peak import matmul_peak
 
     started = time.monotonic()
     peak = matmul_peak("float32").gflops

@@ -134,9 +134,9 @@ def profile_steps(steps: int, warmup_steps: int = 30) -> StepProfile:
     from components.trainer import compile_for_training
     from components.training_meter import TrainingMeter, record_batch_shapes
     from models.flops import EncoderShape
+    from models.machine_peak import matmul_peak
     from models.pretrained import build_classifier
     from pipeline.configs import TrainingConfig
-    from pipeline.machine.machine_peak import matmul_peak
 
     files, examples = training_examples(steps + warmup_steps)
     training = TrainingConfig()

@@ -1,5 +1,5 @@
 """Custom TFX components and the module code the standard components run."""
 
-from pipeline import environment as _environment
+from models import environment as _environment
 
 _environment.configure()

@@ -15,7 +15,7 @@ from tfx.dsl.components.base import executor_spec
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils
 
-from pipeline.errors import UserError
+from models.errors import UserError
 
 
 class DataAnomaliesError(UserError, RuntimeError):

@@ -11,8 +11,8 @@ import dataclasses
 import os
 import re
 
+from models.errors import UserError
 from models.pretrained import PACKAGED_PREFIX
-from pipeline.errors import UserError
 
 
 class HubPushError(UserError, RuntimeError):

@@ -30,14 +30,14 @@ from components.training_meter import TrainingMeter, record_batch_shapes
 from components.training_record import TrainingRecord
 from models import distribution, serving_contract, signatures
 from models.contract import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES
+from models.errors import UserError
 from models.flops import EncoderShape
 from models.hf_export import hf_format_dir, save_hf_format
+from models.machine_peak import matmul_peak
 from models.pretrained import build_classifier, model_files, resolve_model_dir, weights_only_copy
 from models.task import task_contract, write_contract
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import EARLY_STOPPING_METRICS, ModelConfig, TrainingConfig, build_config, to_dict
-from pipeline.errors import UserError
-from pipeline.machine.machine_peak import matmul_peak
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from models.contract import ATTENTION_MASK
 from models.flops import BatchShapes, EncoderShape
-from pipeline.machine.machine_peak import MatmulPeak
+from models.machine_peak import MatmulPeak
 
 THROUGHPUT_FILE = "throughput.json"  # in the Trainer's model_run artifact
 

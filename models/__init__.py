@@ -1,5 +1,5 @@
 """The Hugging Face model: loading, in-graph tokenization and serving signatures."""
 
-from pipeline import environment as _environment
+from models import environment as _environment
 
 _environment.configure()

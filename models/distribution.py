@@ -10,7 +10,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from pipeline.errors import UserError
+from models.errors import UserError
 
 TPU_ENV_HINTS = ("TPU_NAME", "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_WORKER_ID")
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")

@@ -6,8 +6,8 @@ from tensorflow.python.profiler import model_analyzer, option_builder
 
 from components.training_meter import TrainingMeter, record_batch_shapes
 from models.flops import BatchShapes, EncoderShape
+from models.machine_peak import MatmulPeak, matmul_peak
 from models.pretrained import build_classifier, model_files
-from pipeline.machine.machine_peak import MatmulPeak, matmul_peak
 
 
 def _tf_matmul_flops(fn, batch: int, width: int) -> float:

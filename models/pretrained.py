@@ -13,8 +13,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline import environment
-from pipeline.errors import UserError
+from models import environment
+from models.errors import UserError
 
 PACKAGED_PREFIX = "packaged:"
 # name -> (distribution, model directory inside it)

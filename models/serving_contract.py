@@ -18,8 +18,8 @@ from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
 from models.contract import EXAMPLES_INPUT, SERVING_DEFAULT, SERVING_TF_EXAMPLE
+from models.errors import UserError
 from models.signatures import TEXT_INPUT, TEXT_PAIR_INPUT
-from pipeline.errors import UserError
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 # The tensorflow_text ops TF Serving's model server provides: SUPPORTED_TENSORFLOW_OPS in

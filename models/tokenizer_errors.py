@@ -1,7 +1,7 @@
 """The error every tokenizer family raises for a tokenizer it does not reproduce (models/tokenizer.py adds the
 model's folder and the supported families to the message)."""
 
-from pipeline.errors import UserError
+from models.errors import UserError
 
 
 class UnsupportedTokenizerError(UserError, ValueError):

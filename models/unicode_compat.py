@@ -6,14 +6,13 @@ ordinary letters to HF but marks, punctuation or format characters to TF, which 
 them; a few changed category between versions. The in-graph tokenizer first rewrites each of them to what HF
 does with it (`rewrite_for_hf`), so its ids stay HF's.
 
-The table is derived from the two installed libraries by `python -m models.unicode_compat`, which rewrites
+The table is derived from the two installed libraries by `python -m models.unicode_table`, which rewrites
 `DISAGREEMENTS` below; `unicode_compat_test` re-derives it and fails after an upgrade of `tokenizers`,
 `tensorflow` or `tensorflow-text` changes it.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -23,7 +22,7 @@ TREATMENTS = ("dropped", "space", "accent", "split", "letter")
 
 # Code point ranges (inclusive) by HF's treatment, only where TensorFlow's would differ.
 # BEGIN GENERATED
-# by `python -m models.unicode_compat` with tokenizers 0.22.2, tensorflow-text 2.21.1
+# by `python -m models.unicode_table` with tokenizers 0.22.2, tensorflow-text 2.21.1
 DISAGREEMENTS: dict[str, tuple[tuple[int, int], ...]] = {
     "accent": ((0x1734, 0x1734),),
     "letter": (
@@ -279,12 +278,12 @@ def derive_disagreements(normalize: Callable, split_words: Callable) -> dict[str
     return {treatment: ranges(points) for treatment, points in sorted(by_treatment.items())}
 
 
-def _write_table(table: dict[str, tuple[tuple[int, int], ...]]) -> None:
+def write_table(table: dict[str, tuple[tuple[int, int], ...]]) -> None:
     import tensorflow_text
     import tokenizers
 
     lines = [
-        f"# by `python -m models.unicode_compat` with tokenizers {tokenizers.__version__}, "
+        f"# by `python -m models.unicode_table` with tokenizers {tokenizers.__version__}, "
         f"tensorflow-text {tensorflow_text.__version__}",
         "DISAGREEMENTS: dict[str, tuple[tuple[int, int], ...]] = {",
     ]
@@ -303,10 +302,3 @@ def _write_table(table: dict[str, tuple[tuple[int, int], ...]]) -> None:
     begin, end = source.index("# BEGIN GENERATED\n") + len("# BEGIN GENERATED\n"), source.index("# END GENERATED")
     Path(__file__).write_text(source[:begin] + "\n".join(lines) + "\n" + source[end:])
 
-
-if __name__ == "__main__":
-    from models import wordpiece as tokenizer
-
-    table = derive_disagreements(tokenizer.clean_and_fold, tokenizer.split_words)
-    _write_table(table)
-    print(f"{sum(b - a + 1 for runs in table.values() for a, b in runs)} code points", file=sys.stderr)

@@ -16,7 +16,7 @@ def hf_tokenizer(packaged_model_dir):
 
 def test_table_matches_the_installed_tokenizers_and_tensorflow():
     derived = unicode_compat.derive_disagreements(wordpiece.clean_and_fold, wordpiece.split_words)
-    assert derived == unicode_compat.DISAGREEMENTS, "regenerate with: bin/in-env python -m models.unicode_compat"
+    assert derived == unicode_compat.DISAGREEMENTS, "regenerate with: bin/in-env python -m models.unicode_table"
     assert set(derived) <= set(unicode_compat.TREATMENTS)
 
 

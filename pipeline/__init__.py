@@ -1,5 +1,5 @@
 """The TFX pipeline: typed config, pipeline definition, runners and the `hftfx` CLI."""
 
-from pipeline import environment as _environment
+from models import environment as _environment
 
 _environment.configure()

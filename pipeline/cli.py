@@ -10,8 +10,8 @@ from pathlib import Path
 import yaml
 
 from components.batch_job import DEFAULT_BATCH_SIZE
+from models.errors import UserError
 from pipeline import configs, run_parameters
-from pipeline.errors import UserError
 
 # flag -> dotted config key
 RUN_FLAGS = {

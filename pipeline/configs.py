@@ -18,7 +18,7 @@ import yaml
 
 from components.batch_job import ScoringConfig
 from components.hub_push import HubConfig, HubPushError
-from pipeline.errors import UserError
+from models.errors import UserError
 
 TFX_SPLITS = ("train", "eval", "test")
 # The Beam runner of every local pipeline, named rather than left to Beam's DirectRunner: since Beam 2.68 that

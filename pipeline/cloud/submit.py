@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from models.errors import UserError
 from pipeline.cloud.compiled_specs import check_spec_matches
 from pipeline.cloud.profile import api_endpoint, on_vertex, validate_cloud
 from pipeline.configs import ConfigError, PipelineConfig
-from pipeline.errors import UserError
 
 
 class CredentialsError(UserError, RuntimeError):

@@ -107,7 +107,7 @@ def _hardware() -> str:
 
 def _machine_speed() -> tuple[Callable[[], str], Callable[[], str], Callable[[], str]]:
     """fp32 and bf16 matmul peaks, then the default run's expected time from the fp32 one."""
-    from pipeline.machine.machine_peak import matmul_peak
+    from models.machine_peak import matmul_peak
 
     measured = {}
 

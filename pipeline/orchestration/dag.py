@@ -17,10 +17,10 @@ from components.pusher import ServingPusher
 from components.trainer import TrainerSettings
 from components.transform import transform_custom_config
 from models.contract import TEXT_FEATURE, TEXT_PAIR_FEATURE
+from models.errors import UserError
 from models.task import TaskContract, task_contract
 from pipeline.cloud.profile import beam_args, on_vertex, validate_cloud, vertex_serving_config, vertex_training_config
 from pipeline.configs import PipelineConfig, threshold_per_label, to_dict
-from pipeline.errors import UserError
 from pipeline.publishing import card_facts
 from pipeline.run_parameters import RunParameters
 

@@ -8,9 +8,9 @@ import fcntl
 import os
 from pathlib import Path
 
+from models.errors import UserError
 from models.task import TaskContract, exported_shape, read_contract
 from pipeline.configs import ConfigError, PipelineConfig
-from pipeline.errors import UserError
 
 LOCK_NAME = ".hftfx-run.lock"
 

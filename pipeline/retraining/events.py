@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.hf_example_gen import spans
+from models.errors import UserError
 from pipeline.configs import PipelineConfig, load_config
-from pipeline.errors import UserError
 from pipeline.retraining import decision
 from pipeline.retraining.vertex import CloudTriggerResult, VertexClients, cloud_trigger
 

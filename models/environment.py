@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from pipeline.errors import UserError
+from models.errors import UserError
 
 _DEFAULTS = {
     "TF_USE_LEGACY_KERAS": "1",

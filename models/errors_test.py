@@ -9,8 +9,8 @@ import pytest
 import components
 import models
 import pipeline
+from models.errors import UserError
 from pipeline import cli
-from pipeline.errors import UserError
 
 
 def project_exceptions() -> list[type]:
