@@ -301,4 +301,3 @@ def write_table(table: dict[str, tuple[tuple[int, int], ...]]) -> None:
     source = Path(__file__).read_text()
     begin, end = source.index("# BEGIN GENERATED\n") + len("# BEGIN GENERATED\n"), source.index("# END GENERATED")
     Path(__file__).write_text(source[:begin] + "\n".join(lines) + "\n" + source[end:])
-

@@ -35,12 +35,7 @@ def project_imports(path: Path) -> set[str]:
 
 
 def production_files() -> list[Path]:
-    return [
-        p
-        for layer in LAYERS
-        for p in sorted((ROOT / layer).rglob("*.py"))
-        if not p.name.endswith("_test.py")
-    ]
+    return [p for layer in LAYERS for p in sorted((ROOT / layer).rglob("*.py")) if not p.name.endswith("_test.py")]
 
 
 def upward_imports() -> set[tuple[str, str]]:

@@ -24,7 +24,7 @@ from tests.pipeline_e2e_test import COMPONENTS
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "configs" / "vertex.yaml"
-LOCAL_COMPONENTS = COMPONENTS - {"latest_blessed_model_resolver"}
+LOCAL_COMPONENTS = COMPONENTS - {"latest_blessed_model_resolver", "BatchScorer"}  # BatchScorer: with scoring.input
 
 
 @pytest.fixture(scope="module")
@@ -957,3 +957,20 @@ def test_a_vertex_batch_job_without_a_served_model_says_what_to_do(profile, vert
             "gs://my-hftfx-bucket/out/",
             AnonymousCredentials(),
         )
+
+
+def test_scoring_unlabeled_rows_compiles_as_a_batch_scorer_step_reading_cloud_storage(profile):
+    """scoring.input in a cloud profile: a BatchScorer task after the Evaluator, in the pipeline image, taking
+    the blessed Trainer model; a local path is refused before anything is compiled."""
+    scoring = dataclasses.replace(profile.scoring, input="gs://my-hftfx-bucket/unlabeled/*.jsonl")
+    spec = compile_spec(dataclasses.replace(profile, scoring=scoring))
+    task = spec["root"]["dag"]["tasks"]["BatchScorer"]
+    assert _executor(spec, "BatchScorer")["container"]["args"][1] == "components.batch_scorer.Executor"
+    assert _executor(spec, "BatchScorer")["container"]["image"] == profile.cloud.image_uri
+    inputs = task["inputs"]["artifacts"]
+    assert inputs["model"]["taskOutputArtifact"]["producerTask"] == "Trainer"
+    assert inputs["model_blessing"]["taskOutputArtifact"]["producerTask"] == "Evaluator"
+    assert "gs://my-hftfx-bucket/unlabeled/*.jsonl" in json.dumps(task["inputs"]["parameters"])
+    local = dataclasses.replace(profile.scoring, input="data/unlabeled.jsonl")
+    with pytest.raises(configs.ConfigError, match=r"scoring\.input 'data/unlabeled\.jsonl' must be a gs:// path"):
+        compile_spec(dataclasses.replace(profile, scoring=local))
