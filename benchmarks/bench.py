@@ -361,8 +361,8 @@ REFERENCE = Path(__file__).parent / "reference.json"  # pipeline/machine/estimat
 def reference_figures(config: PipelineConfig) -> dict | None:
     """The latest default run's headline figures (ML Metadata and its summary JSON), the one place they are
     written: `hftfx doctor`'s estimate reads them, README quotes the headline."""
+    from pipeline.reporting.metadata_reader import summarize
     from pipeline.reporting.report import run_summary_json_path
-    from pipeline.reporting.run_summary import summarize
 
     summary = summarize(config.metadata_sqlite, config.pipeline_name)
     recorded_path = run_summary_json_path(config, summary.run_id) if summary else None
@@ -396,8 +396,8 @@ def write_reference(config: PipelineConfig) -> None:
 def pipeline_figures(config: PipelineConfig) -> list[Row]:
     """The latest run's component times and utilization (ML Metadata), wall time and memory (its summary JSON)."""
     from pipeline.orchestration.dag import TRAINER
+    from pipeline.reporting.metadata_reader import summarize
     from pipeline.reporting.report import run_summary_json_path
-    from pipeline.reporting.run_summary import summarize
 
     summary = summarize(config.metadata_sqlite, config.pipeline_name)
     if summary is None:

@@ -100,7 +100,7 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
 
 
 def component_seconds(sqlite: str) -> dict[str, float]:
-    from pipeline.reporting.run_summary import node_name, open_store
+    from pipeline.reporting.metadata_reader import node_name, open_store
 
     store = open_store(sqlite)
     out = {}

@@ -370,79 +370,97 @@ def training_record(
     )
 
 
-def run_fn(fn_args: tfx.components.FnArgs) -> None:
-    settings = TrainerSettings.from_custom_config(fn_args.custom_config)
-    training = settings.training
-    tf_keras.utils.set_random_seed(training.seed)
-    tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
-    label_names = list(settings.label_names)
+@dataclasses.dataclass(frozen=True)
+class TrainingPlan:
+    """What run_fn decided before building the model: where and how it trains, on how much data."""
 
+    settings: TrainerSettings
+    placement: Any  # models.distribution.Placement
+    precision: str
+    global_batch: int
+    files: Any  # models.pretrained.ModelFiles
+    model_inputs: tuple[str, ...]
+    train_count: int
+    eval_count: int
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return self.train_count // self.global_batch
+
+    @property
+    def eval_steps(self) -> int:
+        return self.eval_count // self.global_batch
+
+    @property
+    def total_steps(self) -> int:
+        return self.steps_per_epoch * self.settings.training.epochs
+
+    @property
+    def static_validation(self) -> bool:
+        """A TPU compiles one program per shape: there validation keeps full batches at max_seq_length."""
+        return self.placement.kind == "tpu"
+
+
+def plan_training(fn_args, settings: TrainerSettings) -> TrainingPlan:
+    """Placement (TPU / GPUs / CPU), precision, global batch, the model's files and the split sizes."""
+    training = settings.training
     distribution.configure_cpu_replicas(training.cpu_replicas)  # a no-op where the runner already did it
     placement = distribution.select_placement(cpu_replicas=training.cpu_replicas)
     precision = distribution.resolve_precision(training.precision, placement)
     tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if precision == "bf16" else "float32")
-    global_batch = training.batch_size * placement.replicas
-
     files = model_files(resolve_model_dir(settings.model.name, settings.model.revision))
-    model_inputs = tokenizer_spec(files.directory).model_input_names
-    train_count, eval_count = count_records(fn_args.train_files), count_records(fn_args.eval_files)
-    steps_per_epoch = train_count // global_batch
-    eval_steps = eval_count // global_batch
-    if steps_per_epoch == 0:
+    plan = TrainingPlan(
+        settings=settings,
+        placement=placement,
+        precision=precision,
+        global_batch=training.batch_size * placement.replicas,
+        files=files,
+        model_inputs=tuple(tokenizer_spec(files.directory).model_input_names),
+        train_count=count_records(fn_args.train_files),
+        eval_count=count_records(fn_args.eval_files),
+    )
+    if plan.steps_per_epoch == 0:
         raise ValueError(
-            f"the train split has {train_count} examples, fewer than one global batch of {global_batch}; "
+            f"the train split has {plan.train_count} examples, fewer than one global batch of {plan.global_batch}; "
             "lower training.batch_size or add data"
         )
-    total_steps = steps_per_epoch * training.epochs
     print(
-        f"[Trainer] {placement.describe()}, {precision}, global batch {global_batch}; "
-        f"{train_count} train / {eval_count} eval examples; {training.epochs} epoch(s) x {steps_per_epoch} steps; "
-        f"labels {label_names}",
+        f"[Trainer] {placement.describe()}, {precision}, global batch {plan.global_batch}; {plan.train_count} train / "
+        f"{plan.eval_count} eval examples; {training.epochs} epoch(s) x {plan.steps_per_epoch} steps; "
+        f"labels {list(settings.label_names)}",
         flush=True,
     )
+    return plan
 
-    train_data = bucket_by_length(
-        make_dataset(
-            fn_args,
-            fn_args.train_files,
-            tf_transform_output,
-            global_batch,
-            model_inputs,
-            training=True,
-            seed=training.seed,
-        ),
-        global_batch,
-        training.length_buckets,
-        settings.model.max_seq_length,
-    )
-    # A TPU compiles one program per shape: there validation keeps full batches at max_seq_length.
-    static_validation = placement.kind == "tpu"
-    eval_data = (
-        validation_data(
-            make_dataset(
-                fn_args,
-                fn_args.eval_files,
-                tf_transform_output,
-                global_batch,
-                model_inputs,
-                training=False,
-                seed=training.seed,
-                static_shapes=static_validation,
-            ),
-            global_batch,
-            training.length_buckets,
-            settings.model.max_seq_length,
-            static_shapes=static_validation,
-        )
-        if (eval_steps if static_validation else eval_count)
-        else None
-    )
 
-    weights = class_weights(training, label_names, fn_args.train_files, settings.multi_label)
-    with placement.strategy.scope():
+def training_data(fn_args, plan: TrainingPlan, tf_transform_output):
+    """(train batches grouped by token length, validation batches or None)."""
+    settings = plan.settings
+    max_seq_length, buckets = settings.model.max_seq_length, settings.training.length_buckets
+
+    def batches(files, training: bool):
+        return make_dataset(
+            fn_args, files, tf_transform_output, plan.global_batch, list(plan.model_inputs),
+            training=training, seed=settings.training.seed, static_shapes=training or plan.static_validation,
+        )  # fmt: skip
+
+    train = bucket_by_length(batches(fn_args.train_files, True), plan.global_batch, buckets, max_seq_length)
+    if not (plan.eval_steps if plan.static_validation else plan.eval_count):
+        return train, None
+    validation = validation_data(
+        batches(fn_args.eval_files, False), plan.global_batch, buckets, max_seq_length,
+        static_shapes=plan.static_validation,
+    )  # fmt: skip
+    return train, validation
+
+
+def build_and_compile(fn_args, plan: TrainingPlan, weights):
+    """The classifier under the placement's strategy, compiled with AdamW and the task's loss."""
+    settings, training = plan.settings, plan.settings.training
+    with plan.placement.strategy.scope():
         model, report = build_classifier(
-            files,
-            label_names,
+            plan.files,
+            list(settings.label_names),
             dropout=training.dropout,
             freeze_embeddings=training.freeze_embeddings,
             multi_label=settings.multi_label,
@@ -451,18 +469,17 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         embeddings = "frozen (training.freeze_embeddings)" if training.freeze_embeddings else "trained"
         print(f"[Trainer] {report.describe()}; dropout {dropout}; input embeddings {embeddings}", flush=True)
         check_disk_space(model, [fn_args.model_run_dir, fn_args.serving_model_dir])
-        positive_weights = [weights[i] for i in range(len(label_names))] if weights and settings.multi_label else None
-        compile_for_training(model, training, total_steps, settings.multi_label, positive_weights)
-    # The peak of the device that runs the matmuls, in the precision training uses; a TPU's is not measured.
-    peak = None if placement.kind == "tpu" else matmul_peak("bfloat16" if precision == "bf16" else "float32")
-    if peak is not None:
-        print(f"[Trainer] {peak.describe()} (measured now)", flush=True)
-    shape = EncoderShape.from_config(model.config, embeddings_trained=not training.freeze_embeddings)
-    meter = TrainingMeter(shape, peak)
-    train_data = record_batch_shapes(train_data, meter.records)
-    progress = ProgressLogger(total_steps, global_batch, training.log_every_steps, meter)
-    checkpoints = resume_dir(fn_args, settings)
-    best_epoch = early_stopping(training, checkpoints, has_eval=eval_data is not None)
+        positive = [weights[i] for i in range(len(settings.label_names))] if weights and settings.multi_label else None
+        compile_for_training(model, training, plan.total_steps, settings.multi_label, positive)
+    return model
+
+
+def training_callbacks(fn_args, plan: TrainingPlan, meter: TrainingMeter, has_eval: bool):
+    """(callbacks in order, the progress logger, the early-stopping tracker or None)."""
+    training = plan.settings.training
+    progress = ProgressLogger(plan.total_steps, plan.global_batch, training.log_every_steps, meter)
+    checkpoints = resume_dir(fn_args, plan.settings)
+    best_epoch = early_stopping(training, checkpoints, has_eval=has_eval)
     callbacks = [
         # First, so the others see the restored state: a rerun after a crash continues from the last
         # checkpoint (weights, optimizer, step), not from step 0.
@@ -473,12 +490,66 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
             log_dir=os.path.join(fn_args.model_run_dir, "logs"), update_freq=training.log_every_steps
         ),
     ]
+    return callbacks, progress, best_epoch
+
+
+def measured_meter(model, plan: TrainingPlan) -> TrainingMeter:
+    """Model FLOP/s against the peak of the device that runs the matmuls, in the precision training uses (a
+    TPU's is not measured)."""
+    training = plan.settings.training
+    peak = None
+    if plan.placement.kind != "tpu":
+        peak = matmul_peak("bfloat16" if plan.precision == "bf16" else "float32")
+        print(f"[Trainer] {peak.describe()} (measured now)", flush=True)
+    shape = EncoderShape.from_config(model.config, embeddings_trained=not training.freeze_embeddings)
+    return TrainingMeter(shape, peak)
+
+
+def export_models(fn_args, plan: TrainingPlan, model, tf_transform_output) -> None:
+    """The SavedModel with its signatures, warm-up requests and task contract; the Hugging Face format beside."""
+    settings = plan.settings
+    started = time.monotonic()
+    serving_model = weights_only_copy(model)
+    module = signatures.ServingModule(
+        serving_model,
+        tf_transform_output,
+        list(settings.label_names),
+        model_input_names=list(plan.model_inputs),
+        text_features=[f for f in TEXT_FEATURES if f in tf_transform_output.raw_feature_spec()],
+        label_features=LABEL_FEATURES,
+        decision_thresholds=settings.decision_thresholds if settings.multi_label else None,
+    )
+    signatures.export(module, fn_args.serving_model_dir)
+    serving_contract.write_warmup_requests(fn_args.serving_model_dir, module.text_inputs)
+    contract = task_contract(list(settings.label_names), module.text_inputs, settings.multi_label)
+    write_contract(fn_args.serving_model_dir, contract)
+    hf_dir = hf_format_dir(fn_args.serving_model_dir)
+    save_hf_format(serving_model, plan.files.directory, settings.model.max_seq_length, hf_dir)
+    print(
+        f"[Trainer] exported SavedModel to {fn_args.serving_model_dir} and the Hugging Face format to {hf_dir} "
+        f"in {time.monotonic() - started:.1f}s",
+        flush=True,
+    )
+
+
+def run_fn(fn_args: tfx.components.FnArgs) -> None:
+    settings = TrainerSettings.from_custom_config(fn_args.custom_config)
+    training, label_names = settings.training, list(settings.label_names)
+    tf_keras.utils.set_random_seed(training.seed)
+    tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
+    plan = plan_training(fn_args, settings)
+    train_data, eval_data = training_data(fn_args, plan, tf_transform_output)
+    weights = class_weights(training, label_names, fn_args.train_files, settings.multi_label)
+    model = build_and_compile(fn_args, plan, weights)
+    meter = measured_meter(model, plan)
+    train_data = record_batch_shapes(train_data, meter.records)
+    callbacks, progress, best_epoch = training_callbacks(fn_args, plan, meter, has_eval=eval_data is not None)
     model.fit(
         train_data,
         epochs=training.epochs,
-        steps_per_epoch=steps_per_epoch,
+        steps_per_epoch=plan.steps_per_epoch,
         validation_data=eval_data,
-        validation_steps=eval_steps if static_validation else None,
+        validation_steps=plan.eval_steps if plan.static_validation else None,
         callbacks=callbacks,
         class_weight=None if settings.multi_label else weights,
         verbose=0,
@@ -486,25 +557,4 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     logging.info("training throughput: %.1f examples/s", progress.examples_per_second)
     meter.write(fn_args.model_run_dir)
     training_record(training, label_names, weights, best_epoch, settings.multi_label).write(fn_args.model_run_dir)
-
-    export_started = time.monotonic()
-    serving_model = weights_only_copy(model)
-    module = signatures.ServingModule(
-        serving_model,
-        tf_transform_output,
-        label_names,
-        model_input_names=model_inputs,
-        text_features=[f for f in TEXT_FEATURES if f in tf_transform_output.raw_feature_spec()],
-        label_features=LABEL_FEATURES,
-        decision_thresholds=settings.decision_thresholds if settings.multi_label else None,
-    )
-    signatures.export(module, fn_args.serving_model_dir)
-    serving_contract.write_warmup_requests(fn_args.serving_model_dir, module.text_inputs)
-    write_contract(fn_args.serving_model_dir, task_contract(label_names, module.text_inputs, settings.multi_label))
-    hf_dir = hf_format_dir(fn_args.serving_model_dir)
-    save_hf_format(serving_model, files.directory, settings.model.max_seq_length, hf_dir)
-    print(
-        f"[Trainer] exported SavedModel to {fn_args.serving_model_dir} and the Hugging Face format to {hf_dir} "
-        f"in {time.monotonic() - export_started:.1f}s",
-        flush=True,
-    )
+    export_models(fn_args, plan, model, tf_transform_output)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -294,7 +295,8 @@ def cmd_trigger(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """Past runs from ML Metadata: span, outcome, metrics, blessing, pushed version."""
-    from pipeline.reporting.run_summary import render_runs, summarize_all
+    from pipeline.reporting.metadata_reader import summarize_all
+    from pipeline.reporting.run_summary import render_runs
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
     summaries = summarize_all(config.metadata_sqlite, config.pipeline_name)
@@ -395,17 +397,42 @@ def _template_option(when: str = "") -> argparse.ArgumentParser:
     return parent
 
 
+@dataclasses.dataclass(frozen=True)
+class SharedOptions:
+    """Option groups several commands take (argparse parents)."""
+
+    verbose: argparse.ArgumentParser
+    dry_run: argparse.ArgumentParser
+    cloud_config: argparse.ArgumentParser
+    run_config: argparse.ArgumentParser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hftfx", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    verbose = _flag("--verbose", "show TFX's and Beam's own INFO logs")
-    dry_run = _flag("--dry-run", "print the exact request and send nothing")
-    cloud_config = _config_options("configs/vertex.yaml", "config with a cloud profile")
-    run_config = _config_options(about="the run's config, for pipeline_root and pipeline_name")
+    shared = SharedOptions(
+        verbose=_flag("--verbose", "show TFX's, Beam's and TensorFlow's own logs"),
+        dry_run=_flag("--dry-run", "print the exact request and send nothing"),
+        cloud_config=_config_options("configs/vertex.yaml", "config with a cloud profile"),
+        run_config=_config_options(about="the run's config, for pipeline_root and pipeline_name"),
+    )
+    for add in (
+        _add_doctor_commands,
+        _add_run_commands,
+        _add_predict_commands,
+        _add_serving_commands,
+        _add_cloud_commands,
+        _add_retraining_commands,
+    ):
+        add(commands, shared)
+    return parser
 
+
+def _add_doctor_commands(commands, shared: SharedOptions) -> None:
+    """`hftfx doctor`: the environment, or the cloud profile offline."""
     doctor = commands.add_parser(
         "doctor",
-        parents=[cloud_config],
+        parents=[shared.cloud_config],
         help="print the environment and check every import and packaged file; --cloud: the cloud profile",
     )
     doctor.add_argument(
@@ -414,15 +441,21 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--template", help="the compiled spec to check (default: the one committed for --config)")
     doctor.set_defaults(handler=cmd_doctor)
 
+
+def _add_run_commands(commands, shared: SharedOptions) -> None:
+    """`hftfx run`: the local pipeline."""
     run = commands.add_parser(
         "run",
-        parents=[_config_options(), _run_flag_options(), verbose],
+        parents=[_config_options(), _run_flag_options(), shared.verbose],
         help="run the pipeline locally (LocalDagRunner, sqlite ML Metadata)",
     )
     run.add_argument("--no-cache", action="store_true", help="re-run every component instead of reusing results")
     run.add_argument("--summary-json", help="also write the run summary as JSON to this file")
     run.set_defaults(handler=cmd_run)
 
+
+def _add_predict_commands(commands, shared: SharedOptions) -> None:
+    """`hftfx predict`: texts, a file (Beam RunInference) or a Vertex batch job."""
     predict = commands.add_parser("predict", help="classify texts with a pushed model")
     predict.add_argument(
         "--model",
@@ -453,8 +486,11 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--max-replicas", type=int, default=4, help="with --on vertex: most machines the job uses")
     predict.set_defaults(handler=cmd_predict)
 
+
+def _add_serving_commands(commands, shared: SharedOptions) -> None:
+    """`hftfx report`, `serve-check`, `serve`: a run's page and a pushed model as TF Serving / Vertex see it."""
     report = commands.add_parser(
-        "report", parents=[run_config], help="write the HTML report of the latest run (from ML Metadata)"
+        "report", parents=[shared.run_config], help="write the HTML report of the latest run (from ML Metadata)"
     )
     report.add_argument("--output", help="where to write the page (default <pipeline_root>/reports/<run>.html)")
     report.set_defaults(handler=cmd_report)
@@ -473,8 +509,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="default: $AIP_HTTP_PORT, else 8080")
     serve.set_defaults(handler=cmd_serve)
 
+
+def _add_cloud_commands(commands, shared: SharedOptions) -> None:
+    """`hftfx compile`, `function-source`, `submit`: specs and runs for Vertex AI and Kubeflow."""
     compile_ = commands.add_parser(
-        "compile", parents=[cloud_config], help="compile pipeline.yaml for Vertex AI / Kubeflow (offline)"
+        "compile", parents=[shared.cloud_config], help="compile pipeline.yaml for Vertex AI / Kubeflow (offline)"
     )
     compile_.add_argument(
         "--output", help="where to write the spec (default: the committed spec of the config, e.g. pipeline.yaml)"
@@ -491,7 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     submit_ = commands.add_parser(
         "submit",
-        parents=[cloud_config, _template_option(), dry_run],
+        parents=[shared.cloud_config, _template_option(), shared.dry_run],
         help="submit pipeline.yaml to Vertex AI Pipelines or Kubeflow",
     )
     submit_.add_argument(
@@ -506,13 +545,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     submit_.set_defaults(handler=cmd_submit)
 
+
+def _add_retraining_commands(commands, shared: SharedOptions) -> None:
+    """`hftfx trigger`, `runs`, `schedule`: retraining on span data and the runs it made."""
     trigger = commands.add_parser(
         "trigger",
         parents=[
             _config_options(about="YAML config; its dataset needs a {SPAN} pattern"),
             _run_flag_options(),
             _template_option("--cloud: "),
-            verbose,
+            shared.verbose,
         ],
         help="retrain on new (or drifted) span data: check, run once, or watch; exactly once per span",
     )
@@ -527,7 +569,9 @@ def build_parser() -> argparse.ArgumentParser:
     trigger.set_defaults(handler=cmd_trigger)
 
     runs = commands.add_parser(
-        "runs", parents=[run_config], help="list past runs from ML Metadata: spans, outcome, metrics, pushed version"
+        "runs",
+        parents=[shared.run_config],
+        help="list past runs from ML Metadata: spans, outcome, metrics, pushed version",
     )
     runs.add_argument("--json", action="store_true", help="print every run summary as JSON")
     runs.set_defaults(handler=cmd_runs)
@@ -537,7 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[
             _config_options("configs/vertex-retraining.yaml", "config with a cloud profile"),
             _template_option("create: "),
-            dry_run,
+            shared.dry_run,
         ],
         help="Vertex AI schedules of the compiled pipeline",
     )
@@ -547,7 +591,6 @@ def build_parser() -> argparse.ArgumentParser:
     schedule.add_argument("--max-concurrent-runs", type=int, default=1, help="create: runs at once (default 1)")
     schedule.add_argument("--max-runs", type=int, help="create: stop after this many runs")
     schedule.set_defaults(handler=cmd_schedule)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,8 +17,8 @@ import tensorflow as tf
 from components import trainer
 from pipeline.configs import load_config
 from pipeline.orchestration import preflight
+from pipeline.reporting.metadata_reader import summarize
 from pipeline.reporting.report import run_report_path, run_summary_json_path
-from pipeline.reporting.run_summary import summarize
 from tests.tiny_model import tiny_run_command
 
 

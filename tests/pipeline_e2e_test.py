@@ -25,7 +25,7 @@ from components.model_card import parse_card
 from models.flops import EncoderShape
 from pipeline import configs
 from pipeline.orchestration.local_runner import run_local
-from pipeline.reporting.run_summary import open_store
+from pipeline.reporting.metadata_reader import open_store
 from tests import vertex_container
 from tests.hf_export_check import BUCKET_TEXTS, hf_probabilities, serving_probabilities
 from tests.tiny_model import tiny_overrides

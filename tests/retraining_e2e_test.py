@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from pipeline import configs
-from pipeline.reporting.run_summary import summarize_all
+from pipeline.reporting.metadata_reader import summarize_all
 from pipeline.retraining import local_trigger
 from tests import span_data
 

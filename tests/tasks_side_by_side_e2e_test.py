@@ -12,7 +12,8 @@ from models.task import read_contract
 from pipeline import configs
 from pipeline.orchestration.local_runner import run_local
 from pipeline.orchestration.preflight import ServingContractError
-from pipeline.reporting.run_summary import open_store, render_runs, summarize_all
+from pipeline.reporting.metadata_reader import open_store, summarize_all
+from pipeline.reporting.run_summary import render_runs
 from tests import user_datasets
 from tests.tiny_model import tiny_overrides
 

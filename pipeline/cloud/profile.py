@@ -155,7 +155,25 @@ def api_endpoint(cloud: CloudConfig) -> str:
 
 def validate_cloud(config: PipelineConfig) -> None:
     """Everything a Vertex submission needs, checked before anything is compiled or sent."""
-    cloud, problems = config.cloud, []
+    cloud = config.cloud
+    problems = [
+        *_place_problems(cloud),
+        *_beam_problems(cloud),
+        *_orchestrator_problems(cloud),
+        *_push_problems(config),
+        *_identity_problems(cloud),
+        *_label_set_problems(config),
+    ]
+    if not problems and cloud.beam_runner == "DataflowRunner":
+        problems += [f"Dataflow option: {e}" for e in dataflow_option_errors(beam_args(config))]
+    problems += _data_problems(config) + _accelerator_problems(config)
+    if problems:
+        raise ConfigError("invalid cloud profile:\n  - " + "\n  - ".join(problems))
+
+
+def _place_problems(cloud: CloudConfig) -> list[str]:
+    """The project, region, pipeline root and image every cloud run needs."""
+    problems: list[str] = []
     if on_vertex(cloud) or cloud.beam_runner == "DataflowRunner":  # services of a Google Cloud project
         if not _PROJECT.match(cloud.project):
             problems.append(f"cloud.project '{cloud.project}' is not a Google Cloud project id (set cloud.project)")
@@ -165,6 +183,12 @@ def validate_cloud(config: PipelineConfig) -> None:
         problems.append(f"cloud.pipeline_root '{cloud.pipeline_root}' must be a gs://bucket/path")
     if not _is_pushed_image(cloud.image_uri):
         problems.append(f"cloud.image_uri '{cloud.image_uri}' must name a pushed image with a tag or digest")
+    return problems
+
+
+def _beam_problems(cloud: CloudConfig) -> list[str]:
+    """The data components' Beam runner: Dataflow's worker image and network."""
+    problems: list[str] = []
     if cloud.beam_runner not in ("DirectRunner", "DataflowRunner"):
         problems.append(f"cloud.beam_runner must be DirectRunner or DataflowRunner, not '{cloud.beam_runner}'")
     if cloud.beam_runner == "DataflowRunner" and not _is_pushed_image(cloud.dataflow_image_uri):
@@ -189,6 +213,12 @@ def validate_cloud(config: PipelineConfig) -> None:
         problems.append(
             f"cloud.dataflow_subnetwork '{cloud.dataflow_subnetwork}' is not regions/<region>/subnetworks/<name>"
         )
+    return problems
+
+
+def _orchestrator_problems(cloud: CloudConfig) -> list[str]:
+    """Vertex AI or Kubeflow, and what only Vertex AI offers."""
+    problems: list[str] = []
     if cloud.orchestrator not in ORCHESTRATORS:
         problems.append(f"cloud.orchestrator must be one of {', '.join(ORCHESTRATORS)}, not '{cloud.orchestrator}'")
     if cloud.orchestrator == "kubeflow":
@@ -206,6 +236,13 @@ def validate_cloud(config: PipelineConfig) -> None:
         )
     if cloud.experiment and not on_vertex(cloud):
         problems.append("cloud.experiment is a Vertex AI Experiment; with orchestrator kubeflow leave it empty")
+    return problems
+
+
+def _push_problems(config: PipelineConfig) -> list[str]:
+    """Where a blessed model goes: a serving folder in Cloud Storage or a Vertex endpoint."""
+    cloud = config.cloud
+    problems: list[str] = []
     if cloud.push_to not in ("filesystem", "endpoint"):
         problems.append(f"cloud.push_to must be filesystem or endpoint, not '{cloud.push_to}'")
     if cloud.push_to == "endpoint" and not cloud.endpoint_name:
@@ -214,6 +251,12 @@ def validate_cloud(config: PipelineConfig) -> None:
         problems.append(f"cloud.endpoint_keep_previous must be 0 or more, not {cloud.endpoint_keep_previous}")
     if cloud.push_to == "filesystem" and not _GCS.match(config.serving_dir):
         problems.append(f"serving_dir '{config.serving_dir}' must be a gs:// path when the pipeline runs in the cloud")
+    return problems
+
+
+def _identity_problems(cloud: CloudConfig) -> list[str]:
+    """Service account, network, labels and CMEK key, in the forms Vertex AI takes."""
+    problems: list[str] = []
     if on_vertex(cloud) and cloud.service_account and not cloud.service_account.endswith(".iam.gserviceaccount.com"):
         problems.append(f"cloud.service_account '{cloud.service_account}' is not a service account email")
     if not on_vertex(cloud) and cloud.service_account and not _K8S_NAME.match(cloud.service_account):
@@ -227,12 +270,22 @@ def validate_cloud(config: PipelineConfig) -> None:
     problems += _label_problems(cloud.labels)
     if cloud.encryption_key and not cloud.encryption_key.startswith("projects/"):
         problems.append("cloud.encryption_key must be a full Cloud KMS key name (projects/.../cryptoKeys/...)")
+    return problems
+
+
+def _label_set_problems(config: PipelineConfig) -> list[str]:
+    """A compiled pipeline reads no data at compile time: its label set is declared."""
+    problems: list[str] = []
     if not config.dataset.label_names:
         problems.append(
             "dataset.label_names must be declared for a compiled pipeline (no data is read at compile time)"
         )
-    if not problems and cloud.beam_runner == "DataflowRunner":
-        problems += [f"Dataflow option: {e}" for e in dataflow_option_errors(beam_args(config))]
+    return problems
+
+
+def _data_problems(config: PipelineConfig) -> list[str]:
+    """Inputs the cloud can read (gs:// or hub ids) and publishing it cannot do yet."""
+    problems: list[str] = []
     if config.dataset.name.startswith(("/", ".", "~")) or (
         config.dataset.data_files and any(not f.startswith("gs://") for f in config.dataset.data_files)
     ):
@@ -245,6 +298,13 @@ def validate_cloud(config: PipelineConfig) -> None:
             "source yet); leave hub.repo_id empty here: the blessed model's HF export is still in the run's "
             "HFPublisher artifact"
         )
+    return problems
+
+
+def _accelerator_problems(config: PipelineConfig) -> list[str]:
+    """The Trainer's placement: TPU regions and batch sizes, the image an accelerator needs."""
+    cloud = config.cloud
+    problems: list[str] = []
     try:
         chosen = accelerator(cloud)
         if chosen.kind == "tpu" and on_vertex(cloud) and cloud.region not in TPU_V5E_REGIONS:
@@ -261,8 +321,7 @@ def validate_cloud(config: PipelineConfig) -> None:
             )
     except ConfigError as error:
         problems.append(str(error))
-    if problems:
-        raise ConfigError("invalid cloud profile:\n  - " + "\n  - ".join(problems))
+    return problems
 
 
 def _label_problems(labels) -> list[str]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import tensorflow_data_validation as tfdv
 from tfx import v1 as tfx
 from tfx.orchestration import pipeline as tfx_pipeline
@@ -63,6 +66,28 @@ def decision_thresholds(config: PipelineConfig) -> tuple[float, ...] | None:
     return threshold_per_label(config.evaluation, config.dataset.label_names)
 
 
+@dataclasses.dataclass(frozen=True)
+class DataComponents:
+    """From the dataset to the model's inputs: read, describe, validate, tokenize, describe again."""
+
+    example_gen: Any
+    statistics_gen: Any
+    schema_gen: Any
+    example_validator: Any
+    transform: Any
+    transformed_statistics_gen: Any
+
+    def in_order(self) -> list:
+        return [
+            self.example_gen,
+            self.statistics_gen,
+            self.schema_gen,
+            self.example_validator,
+            self.transform,
+            self.transformed_statistics_gen,
+        ]
+
+
 def create_components(
     config: PipelineConfig,
     *,
@@ -82,6 +107,20 @@ def create_components(
             "dataset.label_names is empty: the Evaluator's metrics depend on the number of labels. Declare "
             "them in the config, or build the pipeline through `hftfx run`, which probes the dataset for them."
         )
+    vertex = cloud and on_vertex(config.cloud)
+    data = data_components(config, run, input_fingerprint)
+    trainer = trainer_component(config, run, data, vertex)
+    # Kubeflow's v2 backend runs no resolver nodes: there the Evaluator has no baseline.
+    resolver = baseline_resolver(config, vertex) if not cloud or vertex else None
+    evaluator = evaluator_component(config, data, trainer, resolver)
+    pusher = pusher_component(config, trainer, evaluator, vertex)
+    publisher = publisher_component(config, data, trainer, evaluator)
+    scorers = [scorer_component(config, trainer, evaluator)] if config.scoring.input else []
+    resolvers = [resolver] if resolver else []
+    return [*data.in_order(), trainer, *resolvers, evaluator, pusher, publisher, *scorers]
+
+
+def data_components(config: PipelineConfig, run: RunParameters, input_fingerprint: str) -> DataComponents:
     # Reads the Hugging Face dataset into train/eval/test tf.Examples with int64 label ids.
     example_gen = HFDatasetExampleGen(
         dataset=config.dataset, span=run.span, revision=run.dataset_revision, input_fingerprint=input_fingerprint
@@ -117,95 +156,97 @@ def create_components(
     transformed_statistics_gen = tfx.components.StatisticsGen(
         examples=transform.outputs["transformed_examples"], stats_options=bounded_statistics_options()
     ).with_id(TRANSFORMED_STATISTICS_GEN)
-    # Fine-tunes the transformers model and exports the SavedModel with its serving signatures.
-    thresholds = decision_thresholds(config)
-    settings = TrainerSettings(
-        config.model, config.training, config.dataset.label_names, config.dataset.multi_label, thresholds or ()
+    return DataComponents(
+        example_gen, statistics_gen, schema_gen, example_validator, transform, transformed_statistics_gen
     )
+
+
+def trainer_component(config: PipelineConfig, run: RunParameters, data: DataComponents, vertex: bool):
+    """Fine-tunes the transformers model and exports the SavedModel with its serving signatures (and the HF
+    format); on Vertex AI in a CustomJob on the profile's machine."""
+    settings = TrainerSettings(
+        config.model, config.training, config.dataset.label_names, config.dataset.multi_label,
+        decision_thresholds(config) or (),
+    )  # fmt: skip
     scope = {same_task.BASELINE_SCOPE_PROPERTY: config.pipeline_name}
     trainer_class, trainer_config = HFTrainer, {**settings.to_custom_config(), **scope}
-    vertex = cloud and on_vertex(config.cloud)
     if vertex:
         trainer_class, trainer_config = VertexHFTrainer, {**trainer_config, **vertex_training_config(config.cloud)}
-    trainer = trainer_class(
+    return trainer_class(
         epochs=run.epochs,
         learning_rate=run.learning_rate,
         run_fn=RUN_FN,
-        examples=transform.outputs["transformed_examples"],
-        transform_graph=transform.outputs["transform_graph"],
-        schema=schema_gen.outputs["schema"],
+        examples=data.transform.outputs["transformed_examples"],
+        transform_graph=data.transform.outputs["transform_graph"],
+        schema=data.schema_gen.outputs["schema"],
         train_args=tfx.proto.TrainArgs(splits=["train"]),
         eval_args=tfx.proto.EvalArgs(splits=["eval"]),
         custom_config=trainer_config,
     ).with_id(TRAINER)
-    # The latest blessed model of the same task, so a new model must not be worse than what serves now; with
-    # none, the run is the first of its task. Kubeflow's v2 backend runs no resolver nodes: there the Evaluator
-    # has no baseline and TFX skips the change thresholds. Vertex compiles only TFX's own strategy class: the
-    # compiled query is scoped to the task there (pipeline/cloud/kubeflow_v2_runner.py).
-    baseline_resolver = None
-    if not cloud or vertex:
-        strategy = {
-            "strategy_class": same_task.SameTaskLatestBlessedModelStrategy,
-            "config": {"task_key": task_of(config).key},
-        }
-        if vertex:
-            strategy = {"strategy_class": tfx.dsl.experimental.LatestBlessedModelStrategy}
-        baseline_resolver = tfx.dsl.Resolver(
-            **strategy,
-            model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
-            model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
-        ).with_id(BASELINE_RESOLVER)
-    # Measures the model on the held-out test split and blesses it only if it clears every threshold.
-    evaluator = same_task.TaskEvaluator(
-        examples=example_gen.outputs["examples"],
+
+
+def baseline_resolver(config: PipelineConfig, vertex: bool):
+    """The latest blessed model of the same task, so a new model must not be worse than what serves now; with
+    none, the run is the first of its task. Vertex compiles only TFX's own strategy class: the compiled query
+    is scoped to the task there (pipeline/cloud/kubeflow_v2_runner.py)."""
+    strategy = {
+        "strategy_class": same_task.SameTaskLatestBlessedModelStrategy,
+        "config": {"task_key": task_of(config).key},
+    }
+    if vertex:
+        strategy = {"strategy_class": tfx.dsl.experimental.LatestBlessedModelStrategy}
+    return tfx.dsl.Resolver(
+        **strategy,
+        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+    ).with_id(BASELINE_RESOLVER)
+
+
+def evaluator_component(config: PipelineConfig, data: DataComponents, trainer, resolver):
+    """Measures the model on the held-out test split and blesses it only if it clears every threshold."""
+    return same_task.TaskEvaluator(
+        examples=data.example_gen.outputs["examples"],
         model=trainer.outputs["model"],
-        baseline_model=baseline_resolver.outputs["model"] if baseline_resolver else None,
-        eval_config=evaluation.eval_config(len(config.dataset.label_names), config.evaluation, thresholds),
+        baseline_model=resolver.outputs["model"] if resolver else None,
+        eval_config=evaluation.eval_config(
+            len(config.dataset.label_names), config.evaluation, decision_thresholds(config)
+        ),
         example_splits=[evaluation.EVAL_SPLIT],
         module_path=EVALUATOR_MODULE,
     ).with_id(EVALUATOR)
-    # Copies a blessed model into the TF Serving layout (or deploys it to a Vertex endpoint); an unblessed
-    # model is never pushed.
+
+
+def pusher_component(config: PipelineConfig, trainer, evaluator, vertex: bool):
+    """Copies a blessed model into the TF Serving layout (or deploys it to a Vertex endpoint); an unblessed
+    model is never pushed."""
     if vertex and config.cloud.push_to == "endpoint":
-        pusher = EndpointPusher(
+        return EndpointPusher(
             model=trainer.outputs["model"],
             model_blessing=evaluator.outputs["blessing"],
             custom_config=vertex_serving_config(config.cloud),
         ).with_id(PUSHER)
-    else:
-        pusher = _filesystem_pusher(config, trainer, evaluator)
-    # The blessed model in the Hugging Face layout with its model card; pushed to a Hub when hub.repo_id is set.
-    publisher = HFPublisher(
+    return _filesystem_pusher(config, trainer, evaluator)
+
+
+def publisher_component(config: PipelineConfig, data: DataComponents, trainer, evaluator):
+    """The blessed model in the Hugging Face layout with its model card; pushed to a Hub when hub.repo_id is set."""
+    return HFPublisher(
         model=trainer.outputs["model"],
         model_blessing=evaluator.outputs["blessing"],
         evaluation=evaluator.outputs["evaluation"],
-        examples=example_gen.outputs["examples"],
-        statistics=transformed_statistics_gen.outputs["statistics"],
+        examples=data.example_gen.outputs["examples"],
+        statistics=data.transformed_statistics_gen.outputs["statistics"],
         model_run=trainer.outputs["model_run"],
         card_facts=card_facts(config),
         hub=to_dict(config.hub),
     ).with_id(HF_PUBLISHER)
-    components = [
-        example_gen,
-        statistics_gen,
-        schema_gen,
-        example_validator,
-        transform,
-        transformed_statistics_gen,
-        trainer,
-    ]
-    # Unlabeled rows scored by the blessed model (scoring.input): the `hftfx predict --input` job as a step.
-    scorers = []
-    if config.scoring.input:
-        scorers.append(
-            BatchScorer(
-                model=trainer.outputs["model"],
-                model_blessing=evaluator.outputs["blessing"],
-                scoring=to_dict(config.scoring),
-            ).with_id(BATCH_SCORER)
-        )
-    resolvers = [baseline_resolver] if baseline_resolver else []
-    return [*components, *resolvers, evaluator, pusher, publisher, *scorers]
+
+
+def scorer_component(config: PipelineConfig, trainer, evaluator):
+    """Unlabeled rows scored by the blessed model (scoring.input): the `hftfx predict --input` job as a step."""
+    return BatchScorer(
+        model=trainer.outputs["model"], model_blessing=evaluator.outputs["blessing"], scoring=to_dict(config.scoring)
+    ).with_id(BATCH_SCORER)
 
 
 def _filesystem_pusher(config: PipelineConfig, trainer, evaluator):

@@ -18,7 +18,8 @@ from pipeline.configs import PipelineConfig
 from pipeline.orchestration import preflight, probe
 from pipeline.orchestration.beam_runner import local_beam_runner
 from pipeline.orchestration.dag import create_pipeline, task_of
-from pipeline.reporting.run_summary import RunSummary, summarize
+from pipeline.reporting.metadata_reader import summarize
+from pipeline.reporting.run_summary import RunSummary
 
 
 class ComponentProgress(logging.Handler):

@@ -28,14 +28,8 @@ from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE
 from models.task import MULTI_LABEL
 from pipeline.configs import ConfigError, PipelineConfig
 from pipeline.orchestration.dag import TRANSFORMED_STATISTICS_GEN
-from pipeline.reporting.run_summary import (
-    RunSummary,
-    latest_run_context,
-    node_name,
-    open_store,
-    output_artifacts,
-    summarize,
-)
+from pipeline.reporting.metadata_reader import latest_run_context, node_name, open_store, output_artifacts, summarize
+from pipeline.reporting.run_summary import RunSummary
 
 SECTIONS = ("summary", "dataset", "statistics", "training", "evaluation", "curves", "blessing", "push")
 
@@ -144,8 +138,22 @@ def _training_section(artifacts) -> str:
 
 
 def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str, str]:
-    import numpy as np
+    """(the metrics tables, the curves) of the Evaluator's result."""
+    metrics_html = _metrics_tables(summary)
+    result = load_eval_result(evaluation_uri)
+    by_sub_key = dict(result.plots or []).get((), {}).get("", {})
+    if summary.task == MULTI_LABEL:
+        figure, axis = plt.subplots(figsize=(6, 4.5))
+        _roc_per_class(axis, by_sub_key, summary, "ROC per label")
+        caption = "<p>The ROC of each label: its probability against whether the row carries it.</p>"
+        return metrics_html, caption + _png(figure)
+    if len(summary.label_names) > 2:
+        return metrics_html, _multiclass_figure(multiclass_confusion_matrix(result), by_sub_key, summary)
+    return metrics_html, _binary_curves(by_sub_key.get("", {}), summary)
 
+
+def _metrics_tables(summary: RunSummary) -> str:
+    """Overall and per-slice metrics; per class when there are per-class figures."""
     multi_label = summary.task == MULTI_LABEL
     # Multi-label: the share of rows whose whole label set is right stands where accuracy stands.
     accuracy = SUBSET_ACCURACY if multi_label else "accuracy"
@@ -181,20 +189,14 @@ def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str,
                 ],
             )
         )
+    return metrics_html
 
-    result = load_eval_result(evaluation_uri)
-    by_sub_key = dict(result.plots or []).get((), {}).get("", {})
-    overall = by_sub_key.get("", {})
-    if multi_label:
-        figure, axis = plt.subplots(figsize=(6, 4.5))
-        _roc_per_class(axis, by_sub_key, summary, "ROC per label")
-        caption = "<p>The ROC of each label: its probability against whether the row carries it.</p>"
-        return metrics_html, caption + _png(figure)
-    if len(summary.label_names) > 2:
-        return metrics_html, _multiclass_figure(multiclass_confusion_matrix(result), by_sub_key, summary)
+
+def _binary_curves(overall: dict, summary: RunSummary) -> str:
+    """ROC, precision-recall, the confusion matrix at 0.5 and calibration of a binary model."""
     matrices = overall.get("confusionMatrixAtThresholds", {}).get("matrices", [])
     if not matrices:
-        return metrics_html, "<p>No curves recorded.</p>"
+        return "<p>No curves recorded.</p>"
     fpr = [m.get("falsePositiveRate", 0.0) for m in matrices]
     tpr = [m.get("recall", 0.0) for m in matrices]
     precision = [m.get("precision", 1.0) if m.get("precision") != "NaN" else 1.0 for m in matrices]
@@ -212,6 +214,16 @@ def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str,
         xlabel="recall",
         ylabel="precision",
     )
+    _confusion_at_half(axes[2], matrices, summary.label_names or ["0", "1"])
+    _calibration(axes[3], overall)
+    for axis in axes[[0, 1, 3]]:
+        axis.grid(alpha=0.3)
+    return _png(figure)
+
+
+def _confusion_at_half(axis, matrices: list[dict], names: list[str]) -> None:
+    import numpy as np
+
     at_half = min(matrices, key=lambda m: abs(m.get("threshold", 0) - 0.5))
     cells = np.array(
         [
@@ -219,11 +231,10 @@ def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str,
             [at_half.get("falseNegatives", 0), at_half.get("truePositives", 0)],
         ]
     )
-    axes[2].imshow(cells, cmap="Blues")
-    names = summary.label_names or ["0", "1"]
+    axis.imshow(cells, cmap="Blues")
     for (i, j), value in np.ndenumerate(cells):
-        axes[2].text(j, i, f"{int(value)}", ha="center", va="center", fontsize=12)
-    axes[2].set(
+        axis.text(j, i, f"{int(value)}", ha="center", va="center", fontsize=12)
+    axis.set(
         title="confusion matrix at 0.5",
         xticks=[0, 1],
         yticks=[0, 1],
@@ -232,6 +243,12 @@ def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str,
         xlabel="predicted",
         ylabel="true",
     )
+
+
+def _calibration(axis, overall: dict) -> None:
+    """Mean predicted score against the observed positive share, over ten score buckets."""
+    import numpy as np
+
     buckets = overall.get("calibrationHistogramBuckets", {}).get("buckets", [])
     edges = np.linspace(0, 1, 11)
     predicted, observed, counts = np.zeros(10), np.zeros(10), np.zeros(10)
@@ -245,12 +262,9 @@ def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str,
         observed[index] += bucket.get("totalWeightedLabel", 0.0)
         counts[index] += n
     filled = counts > 0
-    axes[3].plot([0, 1], [0, 1], linestyle="--", color="grey")
-    axes[3].plot(predicted[filled] / counts[filled], observed[filled] / counts[filled], marker="o")
-    axes[3].set(title="calibration", xlabel="mean predicted score", ylabel="fraction positive")
-    for axis in axes[[0, 1, 3]]:
-        axis.grid(alpha=0.3)
-    return metrics_html, _png(figure)
+    axis.plot([0, 1], [0, 1], linestyle="--", color="grey")
+    axis.plot(predicted[filled] / counts[filled], observed[filled] / counts[filled], marker="o")
+    axis.set(title="calibration", xlabel="mean predicted score", ylabel="fraction positive")
 
 
 def _multiclass_figure(matrix: dict, by_sub_key: dict, summary: RunSummary) -> str:

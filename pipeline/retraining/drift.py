@@ -16,7 +16,7 @@ from components.hf_example_gen import sources
 from components.hf_example_gen.splitting import unit_hash
 from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE, TOKEN_COUNT
 from pipeline.configs import TFX_SPLITS, PipelineConfig, RetrainingConfig
-from pipeline.reporting.run_summary import summarize_all
+from pipeline.reporting.metadata_reader import summarize_all
 from pipeline.retraining.decision import DriftReport, FeatureDrift
 
 TEXT_LENGTH = "text_length"

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from components.hf_example_gen import spans
 from pipeline.configs import ConfigError, PipelineConfig
 from pipeline.orchestration import preflight
-from pipeline.reporting.run_summary import RunSummary, summarize_all
+from pipeline.reporting.metadata_reader import summarize_all
+from pipeline.reporting.run_summary import RunSummary
 from pipeline.retraining import decision
 
 
