@@ -286,7 +286,12 @@ def plan_job(job: BatchJob) -> ScoringPlan:
     from models.serving import resolve_version_dir
     from models.task import MULTI_LABEL, read_contract
 
-    model_dir = job.model if "://" in job.model else str(resolve_version_dir(job.model))
+    if job.batch_size < 1:
+        raise BatchInputError(f"--batch-size must be at least 1, not {job.batch_size}")
+    try:
+        model_dir = job.model if "://" in job.model else str(resolve_version_dir(job.model))
+    except FileNotFoundError as error:
+        raise BatchInputError(f"--model: {error}; give serving/<name> after a push, or a version folder") from error
     contract = read_contract(model_dir)
     if contract is None:
         raise BatchInputError(f"{model_dir} carries no task contract: push it again with this version of hftfx")

@@ -44,3 +44,12 @@ def test_the_pipelines_scoring_input_is_checked_against_the_task_before_training
 
 def test_bad_rows_go_beside_the_output():
     assert BatchJob(model="m", input="in.csv", output="out/scored.parquet").bad_rows_path == "out/scored.bad.jsonl"
+
+
+def test_a_missing_model_or_a_zero_batch_is_refused_with_the_fix(tmp_path):
+    from components.batch_job import plan_job
+
+    with pytest.raises(BatchInputError, match="give serving/<name> after a push"):
+        plan_job(BatchJob(model=str(tmp_path / "nothing"), input="in.csv", output="out.csv"))
+    with pytest.raises(BatchInputError, match="--batch-size must be at least 1"):
+        plan_job(BatchJob(model=str(tmp_path), input="in.csv", output="out.csv", batch_size=0))
