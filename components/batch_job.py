@@ -50,10 +50,9 @@ class ScoringConfig:
         if pair_model != bool(self.text_pair_column):
             need = "set scoring.text_pair_column" if pair_model else "leave scoring.text_pair_column empty"
             raise BatchInputError(f"the model will read {'text pairs' if pair_model else 'one text'}: {need}")
-        kind = file_format(self.input) if os.path.isdir(self.input) else file_format(matched_files(self.input)[0])
-        columns = input_columns(self.input, kind)
-        missing = sorted({self.text_column, self.text_pair_column} - {""} - set(columns))
-        if columns and missing:
+        columns = input_columns(self.input, input_kind(self.input))
+        missing = missing_columns(columns, {self.text_column, self.text_pair_column})
+        if missing:
             raise BatchInputError(f"scoring.input {self.input} has no column {missing}; its columns: {columns}")
 
 
@@ -113,6 +112,16 @@ def file_format(path: str) -> str:
     if suffix not in FORMATS:
         raise BatchInputError(f"{path}: unknown format '{suffix}'; use one of {sorted(FORMATS)} or a dataset folder")
     return FORMATS[suffix]
+
+
+def input_kind(source: str) -> str:
+    """The format of a folder (a save_to_disk dataset) or of a pattern's first file."""
+    return file_format(source) if os.path.isdir(source) else file_format(matched_files(source)[0])
+
+
+def missing_columns(columns: Sequence[str], wanted: set[str]) -> list[str]:
+    """The wanted text columns the input lacks (none when its columns cannot be read ahead)."""
+    return sorted(wanted - {""} - set(columns)) if columns else []
 
 
 def matched_files(pattern: str) -> list[str]:
@@ -210,7 +219,7 @@ def read_rows(pipeline, job: BatchJob, kind: str):
     return rows, pipeline | "NoUnreadableRows" >> beam.Create([])
 
 
-def write_rows(rows, job: BatchJob, columns: Sequence[str]):
+def write_rows(rows, job: BatchJob, plan: ScoringPlan):
     """The scored rows into job.output, one file, in its format."""
     import apache_beam as beam
 
@@ -225,12 +234,13 @@ def write_rows(rows, job: BatchJob, columns: Sequence[str]):
             | "WriteJsonFile" >> beam.io.WriteToText(job.output, **single_file)
         )
     if kind == "csv":
+        columns = plan.columns
         header = _csv_line(columns)
         lines = rows | "ToCsv" >> beam.Map(lambda row: _csv_line([row.get(c) for c in columns]))
         return lines | "WriteCsvFile" >> beam.io.WriteToText(job.output, header=header.rstrip("\r\n"), **single_file)
     if kind == "parquet":
         return rows | "WriteParquetFile" >> beam.io.WriteToParquet(
-            job.output, _parquet_schema(job, columns), **single_file
+            job.output, _parquet_schema(job, plan), **single_file
         )
     raise BatchInputError(f"--output {job.output}: name a .jsonl, .csv or .parquet file")
 
@@ -241,26 +251,25 @@ def _csv_line(values) -> str:
     return buffer.getvalue()
 
 
-def _parquet_schema(job: BatchJob, columns: Sequence[str]):
-    """Id columns keep their input types where the input declares them (parquet, datasets); strings otherwise."""
+def _parquet_schema(job: BatchJob, plan: ScoringPlan):
+    """Id columns keep their input types where the input declares them (parquet); strings otherwise. The
+    answer: the label(s) a string, the score and each probability a float."""
     import pyarrow as pa
 
     declared = {}
-    kind = file_format(job.input) if os.path.isdir(job.input) else file_format(matched_files(job.input)[0])
-    if kind == "parquet":
+    if plan.input_kind == "parquet":
         import pyarrow.parquet as pq
 
         schema = pq.read_schema(matched_files(job.input)[0])
         declared = {name: schema.field(name).type for name in schema.names}
-    fields = []
-    for column in columns:
-        if column.startswith("p_") or column == "score":
-            fields.append(pa.field(column, pa.float64()))
-        elif column in ("label", "labels"):
-            fields.append(pa.field(column, pa.string()))
-        else:
-            fields.append(pa.field(column, declared.get(column, pa.string())))
-    return pa.schema(fields)
+    label_column, *number_columns = plan.columns[len(plan.scoring.ids) :]
+    return pa.schema(
+        [
+            *(pa.field(column, declared.get(column, pa.string())) for column in plan.scoring.ids),
+            pa.field(label_column, pa.string()),
+            *(pa.field(column, pa.float64()) for column in number_columns),
+        ]
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -300,12 +309,12 @@ def plan_job(job: BatchJob) -> ScoringPlan:
         raise BatchInputError(f"{model_dir} is a sentence-pair model: name the second text with --text-pair-column")
     if job.text_pair_column and not pair_model:
         raise BatchInputError(f"{model_dir} reads one text: drop --text-pair-column {job.text_pair_column}")
-    kind = file_format(job.input) if os.path.isdir(job.input) else file_format(matched_files(job.input)[0])
+    kind = input_kind(job.input)
     file_format(job.output)  # an output it cannot write stops here, before anything is read
     columns_in = input_columns(job.input, kind)
     texts = {job.text_column, job.text_pair_column} - {""}
-    if columns_in and not texts <= set(columns_in):
-        missing = sorted(texts - set(columns_in))
+    missing = missing_columns(columns_in, texts)
+    if missing:
         raise BatchInputError(f"the input has no column {missing}; its columns: {columns_in} (see --text-column)")
     ids = tuple(job.id_columns) if job.id_columns is not None else tuple(c for c in columns_in if c not in texts)
     columns = (*ids, *output_columns(contract.label_names, contract.task == MULTI_LABEL))
@@ -322,7 +331,7 @@ def add_scoring(pipeline, job: BatchJob, plan: ScoringPlan) -> None:
     scored = rows | "Score" >> ScoreRows(
         plan.model_dir, plan.scoring, plan.contract.label_names, plan.multi_label, job.batch_size, job.progress_every
     )
-    write_rows(scored["scored"], job, plan.columns)
+    write_rows(scored["scored"], job, plan)
     bad = (unreadable, scored[BAD]) | "AllBadRows" >> beam.Flatten()
     (
         bad

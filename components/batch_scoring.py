@@ -21,7 +21,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
 
-from models.contract import PROBABILITIES, SERVING_DEFAULT, TEXT_FEATURE, TEXT_PAIR_FEATURE
+from models.contract import PROBABILITIES, TEXT_FEATURE
 
 
 class _WithoutMemoryProbeWarning(logging.Filter):
@@ -112,20 +112,15 @@ class TextClassifierHandler(ModelHandler[dict, PredictionResult, Any]):
         return tf.saved_model.load(self._model_dir)
 
     def run_inference(self, batch: Sequence[dict], model, inference_args=None) -> Iterable[PredictionResult]:
-        import tensorflow as tf
+        from models.serving import predict_texts  # serving_default's answer per row, as `hftfx predict` reads it
 
-        inputs = {TEXT_FEATURE: tf.constant([row[self._columns.text] for row in batch])}
-        if self._columns.text_pair:
-            inputs[TEXT_PAIR_FEATURE] = tf.constant([row[self._columns.text_pair] for row in batch])
-        outputs = model.signatures[SERVING_DEFAULT](**inputs)
-        probabilities = outputs[PROBABILITIES].numpy().tolist()
-        if "labels" in outputs:  # multi-label: every label at or over its threshold, "" filling the row
-            labels = [[v.decode("utf-8") for v in row if v] for row in outputs["labels"].numpy()]
-        else:
-            labels = [[v.decode("utf-8")] for v in outputs["label"].numpy()]
+        texts = [row[self._columns.text] for row in batch]
+        pairs = [row[self._columns.text_pair] for row in batch] if self._columns.text_pair else None
         return [
-            PredictionResult(row, {"labels": chosen, PROBABILITIES: p})
-            for row, chosen, p in zip(batch, labels, probabilities, strict=True)
+            PredictionResult(
+                row, {"labels": p.labels if p.labels is not None else (p.label,), PROBABILITIES: p.probabilities}
+            )
+            for row, p in zip(batch, predict_texts(model, texts, pairs), strict=True)
         ]
 
     def batch_elements_kwargs(self) -> dict[str, int]:

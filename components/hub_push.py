@@ -11,6 +11,7 @@ import dataclasses
 import os
 import re
 
+from models.environment import offline_hub
 from models.errors import UserError
 from models.pretrained import PACKAGED_PREFIX
 
@@ -54,7 +55,7 @@ class HubConfig:
                 f"hub.repo_id is set but ${self.token_env} is empty: export a write token (huggingface.co/settings/"
                 "tokens, or your Hub's), or set hub.token_env to the variable that holds it"
             )
-        if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        if offline_hub():
             raise HubPushError("hub.repo_id is set but HF_HUB_OFFLINE=1 switches huggingface_hub off: unset it")
 
 
