@@ -29,7 +29,8 @@ from models.flops import EncoderShape
 from models.machine_peak import matmul_peak
 from models.pretrained import build_classifier, model_files, packaged_model_dir
 from models.tokenizer import InGraphTokenizer, tokenizer_spec
-from pipeline.configs import PipelineConfig, TrainingConfig, load_config
+from models.training_config import TrainingConfig
+from pipeline.configs import PipelineConfig, load_config
 
 MAX_LEN, BATCH = 64, 32
 # tests/model_families.py's family -> the name a row gives it
@@ -395,7 +396,7 @@ def write_reference(config: PipelineConfig) -> None:
 
 def pipeline_figures(config: PipelineConfig) -> list[Row]:
     """The latest run's component times and utilization (ML Metadata), wall time and memory (its summary JSON)."""
-    from pipeline.orchestration.dag import TRAINER
+    from pipeline.node_ids import TRAINER
     from pipeline.reporting.metadata_reader import summarize
     from pipeline.reporting.report import run_summary_json_path
 

@@ -66,8 +66,9 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
     from pipeline.configs import load_config
+    from pipeline.node_ids import TRAINER
     from pipeline.orchestration.beam_runner import local_beam_runner
-    from pipeline.orchestration.dag import TRAINER, create_components
+    from pipeline.orchestration.dag import create_components
     from pipeline.orchestration.probe import probe
 
     config = load_config(

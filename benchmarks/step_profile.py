@@ -136,7 +136,7 @@ def profile_steps(steps: int, warmup_steps: int = 30) -> StepProfile:
     from models.flops import EncoderShape
     from models.machine_peak import matmul_peak
     from models.pretrained import build_classifier
-    from pipeline.configs import TrainingConfig
+    from models.training_config import TrainingConfig
 
     files, examples = training_examples(steps + warmup_steps)
     training = TrainingConfig()

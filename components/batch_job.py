@@ -20,6 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
+from models.config_section import ConfigSection, Texts
 from models.errors import UserError
 
 FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
@@ -33,15 +36,16 @@ class BatchInputError(UserError, ValueError):
     """The input or output cannot be used as given; the message says why and what would work."""
 
 
-@dataclasses.dataclass(frozen=True)
-class ScoringConfig:
+class ScoringConfig(ConfigSection):
     """Unlabeled rows the pipeline scores with each blessed model (its BatchScorer step); empty input: none."""
 
-    input: str = ""  # a file, glob or save_to_disk folder (.jsonl, .csv, .parquet); gs:// in the cloud
-    text_column: str = "text"
-    text_pair_column: str = ""  # for sentence-pair models
-    id_columns: tuple[str, ...] = ()  # copied to the output; empty: every column but the texts
-    batch_size: int = DEFAULT_BATCH_SIZE  # rows per model call
+    input: str = Field(
+        "", description="a file, glob or save_to_disk folder (.jsonl, .csv, .parquet); gs:// in the cloud"
+    )
+    text_column: str = Field("text", min_length=1, description="column holding the text to score")
+    text_pair_column: str = Field("", description="column holding the second text, for sentence-pair models")
+    id_columns: Texts = Field((), description="columns copied to the output; empty: every column but the texts")
+    batch_size: int = Field(DEFAULT_BATCH_SIZE, ge=1, description="rows per model call")
 
     def check_input(self, pair_model: bool) -> None:
         """What is knowable before training: the input exists, in a format read here, with the text columns."""

@@ -15,6 +15,7 @@ import tensorflow_text  # noqa: F401  (registers TF.Text ops before TFMA loads t
 from tensorflow_model_analysis.proto import config_pb2  # `tfma.EvalConfig` etc. exist only once TFX is imported
 from tfx_bsl.arrow import table_util
 
+from components.evaluation_config import EvaluationConfig
 from models.contract import (
     LABEL_FEATURE,
     LABEL_NAME_FEATURE,
@@ -24,7 +25,6 @@ from models.contract import (
     SERVING_EVALUATOR,
     TRANSFORM_FEATURES,
 )
-from pipeline.configs import EvaluationConfig
 
 EVAL_SPLIT = "test"
 CLASS_METRICS_MODULE = "components.class_metrics"

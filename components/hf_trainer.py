@@ -19,9 +19,9 @@ from tfx.proto import trainer_pb2
 from tfx.types import component_spec, standard_artifacts, standard_component_specs
 from tfx.utils import json_utils
 
+from components.run_parameters import EPOCHS, LEARNING_RATE
 from components.same_task import record_exported_task
 from components.vertex_clients import VERTEX_CLIENT_KEY, job_client_at
-from pipeline.run_parameters import EPOCHS, LEARNING_RATE
 
 TRAINING_PARAMETERS = (EPOCHS, LEARNING_RATE)  # the run parameters the Trainer takes as its own
 

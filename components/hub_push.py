@@ -11,6 +11,9 @@ import dataclasses
 import os
 import re
 
+from pydantic import Field, field_validator
+
+from models.config_section import ConfigSection, Texts
 from models.environment import offline_hub
 from models.errors import UserError
 from models.pretrained import PACKAGED_PREFIX
@@ -20,31 +23,27 @@ class HubPushError(UserError, RuntimeError):
     """The push cannot happen; the message says what to set."""
 
 
-@dataclasses.dataclass(frozen=True)
-class HubConfig:
+class HubConfig(ConfigSection):
     """Where a blessed model's Hugging Face export is published (nothing is pushed while repo_id is empty)."""
 
-    repo_id: str = ""  # <user or org>/<name>; created (private unless `private` is false) on the first push
-    private: bool = True
-    endpoint: str = ""  # a self-hosted Hub's URL; empty: huggingface.co (or HF_ENDPOINT)
-    token_env: str = "HF_TOKEN"  # the environment variable holding a write token
-    license: str = ""  # the card's license id (apache-2.0, mit, ...); empty leaves it out
-    language: tuple[str, ...] = ()  # the card's ISO 639-1 codes (en, fr, ...)
+    repo_id: str = Field("", description="<user or org>/<name>; created on the first push; empty: nothing is pushed")
+    private: bool = Field(True, description="a repo created by the push is private")
+    endpoint: str = Field("", description="a self-hosted Hub's URL; empty: huggingface.co (or $HF_ENDPOINT)")
+    token_env: str = Field("HF_TOKEN", description="the environment variable holding a write token")
+    license: str = Field("", description="the model card's license id (apache-2.0, mit, ...); empty leaves it out")
+    language: Texts = Field((), description="the model card's ISO 639-1 language codes (en, fr, ...)")
+
+    @field_validator("repo_id")
+    @classmethod
+    def _a_hub_repo_id(cls, repo_id: str) -> str:
+        try:
+            check_repo_id(repo_id)
+        except HubPushError as error:  # pydantic reports ValueErrors only
+            raise ValueError(str(error)) from None
+        return repo_id
 
     def check_repo_id(self) -> None:
-        """A repo id the Hub accepts, with its namespace (config only: checked with the rest of the config)."""
-        if not self.repo_id:
-            return
-        from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-        try:
-            validate_repo_id(self.repo_id)
-        except HFValidationError as error:
-            raise HubPushError(
-                f"hub.repo_id '{self.repo_id}' is not a Hub repo id (<user or org>/<name>): {error}"
-            ) from error
-        if "/" not in self.repo_id:
-            raise HubPushError(f"hub.repo_id '{self.repo_id}' needs its namespace: <user or org>/{self.repo_id}")
+        check_repo_id(self.repo_id)
 
     def check_credentials(self) -> None:
         """A token in the environment and huggingface_hub not switched off: known before the run starts."""
@@ -57,6 +56,20 @@ class HubConfig:
             )
         if offline_hub():
             raise HubPushError("hub.repo_id is set but HF_HUB_OFFLINE=1 switches huggingface_hub off: unset it")
+
+
+def check_repo_id(repo_id: str) -> None:
+    """A repo id the Hub accepts, with its namespace (config only: checked with the rest of the config)."""
+    if not repo_id:
+        return
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise HubPushError(f"'{repo_id}' is not a Hub repo id (<user or org>/<name>): {error}") from error
+    if "/" not in repo_id:
+        raise HubPushError(f"'{repo_id}' needs its namespace: <user or org>/{repo_id}")
 
 
 @dataclasses.dataclass(frozen=True)

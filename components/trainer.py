@@ -29,6 +29,7 @@ from components.class_weights import class_weight_map, train_label_counts
 from components.training_meter import TrainingMeter, record_batch_shapes
 from components.training_record import TrainingRecord
 from models import distribution, serving_contract, signatures
+from models.config_section import build_section
 from models.contract import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES
 from models.errors import UserError
 from models.flops import EncoderShape
@@ -37,7 +38,7 @@ from models.machine_peak import matmul_peak
 from models.pretrained import build_classifier, model_files, resolve_model_dir, weights_only_copy
 from models.task import task_contract, write_contract
 from models.tokenizer import tokenizer_spec
-from pipeline.configs import EARLY_STOPPING_METRICS, ModelConfig, TrainingConfig, build_config, to_dict
+from models.training_config import EARLY_STOPPING_METRICS, ModelConfig, TrainingConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,8 +57,8 @@ class TrainerSettings:
 
     def to_custom_config(self) -> dict[str, Any]:
         config = {
-            "model": to_dict(self.model),
-            "training": to_dict(self.training),
+            "model": self.model.model_dump(mode="json"),
+            "training": self.training.model_dump(mode="json"),
             "label_names": list(self.label_names),
         }
         if self.multi_label:
@@ -67,8 +68,8 @@ class TrainerSettings:
     @classmethod
     def from_custom_config(cls, custom_config: dict[str, Any]) -> TrainerSettings:
         return cls(
-            model=build_config(ModelConfig, custom_config["model"], "model"),
-            training=build_config(TrainingConfig, custom_config["training"], "training"),
+            model=build_section(ModelConfig, custom_config["model"], "model"),
+            training=build_section(TrainingConfig, custom_config["training"], "training"),
             label_names=tuple(custom_config["label_names"]),
             multi_label=bool(custom_config.get("multi_label", False)),
             decision_thresholds=tuple(custom_config.get("decision_thresholds", ())),

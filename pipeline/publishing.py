@@ -7,7 +7,7 @@ from typing import Any
 from components.hf_example_gen.sources import PACKAGED_DATASET_HUB_IDS
 from components.hub_push import hub_model_id
 from models.pretrained import PACKAGED_HUB_IDS, PACKAGED_PREFIX
-from pipeline.configs import PipelineConfig, to_dict
+from pipeline.configs import PipelineConfig
 
 
 def _hub_id(name: str, packaged: dict[str, str]) -> str | None:
@@ -34,7 +34,7 @@ def training_recipe(config: PipelineConfig) -> dict[str, Any]:
     if tr.freeze_embeddings:
         recipe["input embeddings"] = "frozen"
     if tr.early_stopping.patience:
-        recipe["early stopping"] = to_dict(tr.early_stopping)
+        recipe["early stopping"] = tr.early_stopping.model_dump(mode="json")
     return recipe
 
 

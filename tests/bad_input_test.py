@@ -160,7 +160,7 @@ def test_non_wordpiece_tokenizer(tmp_path, tiny_bert_dir):
 
 @pytest.mark.parametrize("key", ["evaluation.min_accuracy", "evaluation.min_auc", "evaluation.max_auc_regression"])
 def test_thresholds_outside_unit_interval(key):
-    with pytest.raises(configs.ConfigError, match=rf"{key} = 1.5 is outside \[0, 1\]"):
+    with pytest.raises(configs.ConfigError, match=rf"{key} = 1.5: should be at most 1 \("):
         configs.load_config(overrides={key: 1.5})
 
 
@@ -333,7 +333,7 @@ def test_multi_label_settings_are_checked_against_the_probed_task(tmp_path, tiny
     single_path = str(_jsonl(tmp_path, single, "single.jsonl"))
 
     def with_thresholds(name, thresholds):
-        values = configs.to_dict(_config(tmp_path, tiny_bert_dir, name=name))
+        values = _config(tmp_path, tiny_bert_dir, name=name).model_dump(mode="json")
         return configs.load_config(overrides={**values, "evaluation": {"decision_thresholds": thresholds}})
 
     with pytest.raises(configs.ConfigError, match="decision_thresholds is for multi-label tasks"):
@@ -353,4 +353,21 @@ def test_a_config_typo_exits_2_before_tensorflow_or_tfx_load():
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert done.stdout.strip().splitlines()[-1] == "2 []", done.stdout + done.stderr[-2000:]
-    assert "training.epochs and training.batch_size must be at least 1" in done.stderr
+    assert "training.epochs = '0': should be at least 1 (passes over the train split)" in done.stderr
+
+
+def test_run_check_runs_the_preflight_and_stops_before_the_first_component(tmp_path, tiny_bert_dir, capsys):
+    from pipeline.cli import main
+
+    path = _csv(tmp_path, _balanced())
+    root, serve = tmp_path / "root", tmp_path / "serve"
+    args = ["run", "--check", "--model", str(tiny_bert_dir), "--dataset", str(path)]
+    args += ["--pipeline-root", str(root), "--serving-dir", str(serve)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "check passed" in out and all(
+        f" {step}" in out for step in ("Transform,", "Trainer,", "Evaluator,", "Pusher")
+    )
+    assert not (root / "metadata.sqlite").exists() and list(root.iterdir()) == []
+    assert main([*args, "--max-seq-length", "130"]) == 2  # knowable from the model's files: refused by the check
+    assert "over the model's position limit 128" in capsys.readouterr().err

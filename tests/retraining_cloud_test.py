@@ -7,7 +7,6 @@ The requests are sent by the real GAPIC clients over gRPC and parsed there as ai
 """
 
 import base64
-import dataclasses
 import json
 from pathlib import Path
 
@@ -41,7 +40,7 @@ def fake(monkeypatch):
 
 def at(fake, config):
     """`config` talking to the fake Vertex API."""
-    return dataclasses.replace(config, cloud=dataclasses.replace(config.cloud, api_endpoint=fake.address))
+    return config.model_copy(update={"cloud": config.cloud.model_copy(update={"api_endpoint": fake.address})})
 
 
 def clients(fake, config):
@@ -165,8 +164,8 @@ def test_objects_that_are_not_a_finished_span_are_ignored(profile, template_at_f
 
 
 def test_without_a_marker_any_data_file_of_a_span_counts(profile, template_at_fake, fake):
-    dataset = dataclasses.replace(profile.dataset, ready_marker="")
-    unmarked = dataclasses.replace(profile, dataset=dataset)
+    dataset = profile.dataset.model_copy(update={"ready_marker": ""})
+    unmarked = profile.model_copy(update={"dataset": dataset})
     spec = Path(template_at_fake).with_name("unmarked.yaml")
     compile_pipeline(at(fake, unmarked), spec)
     result = handle(storage_event("data/span-4/part-0.csv"), unmarked, str(spec), fake)
@@ -227,7 +226,7 @@ def test_local_trigger_run_on_vertex_discovers_spans_and_dry_run_sends_nothing(p
         (tmp_path / f"span-{span}" / "part-0.csv").write_text("text,label\nfine,fresh\n")
         (tmp_path / f"span-{span}" / "_SUCCESS").write_text("")
     split_files = {**profile.dataset.split_files, "train": (f"{tmp_path}/span-{{SPAN}}/*.csv",)}
-    config = dataclasses.replace(profile, dataset=dataclasses.replace(profile.dataset, split_files=split_files))
+    config = profile.model_copy(update={"dataset": profile.dataset.model_copy(update={"split_files": split_files})})
     spec = tmp_path / "spec.yaml"
     compile_pipeline(at(fake, config), spec)
     fake.jobs = [job(1, "PIPELINE_STATE_SUCCEEDED")]

@@ -12,7 +12,6 @@ test AUC 1.0 on these spans, while the tiny BERT's AUC wandered between 0.36 and
 which would make "a worse model is not blessed" a coin toss.
 """
 
-import dataclasses
 import json
 import os
 import signal
@@ -184,10 +183,11 @@ def drift_decision(scenario, tmp_path, rows):
     data_dir = tmp_path / "incoming"
     span_data.write_span(data_dir, 5, rows)
     split_files = {**config.dataset.split_files, "train": (f"{data_dir}/span-{{SPAN}}/*.csv",)}
-    drifting = dataclasses.replace(
-        config,
-        dataset=dataclasses.replace(config.dataset, split_files=split_files),
-        retraining=dataclasses.replace(config.retraining, policy="drift"),
+    drifting = config.model_copy(
+        update={
+            "dataset": config.dataset.model_copy(update={"split_files": split_files}),
+            "retraining": config.retraining.model_copy(update={"policy": "drift"}),
+        }
     )
     return local_trigger.check(drifting)
 

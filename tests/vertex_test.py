@@ -1,6 +1,5 @@
 """The compiled Vertex / Kubeflow pipeline, the submission requests and the image recipe, checked offline."""
 
-import dataclasses
 import json
 import re
 from pathlib import Path
@@ -11,8 +10,9 @@ from google.auth.credentials import AnonymousCredentials
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
+from components import run_parameters
 from components.hf_trainer import with_overrides
-from pipeline import cli, configs, run_parameters
+from pipeline import cli, configs
 from pipeline.cloud import submit
 from pipeline.cloud.compiled_specs import COMPILED_PROFILES, KUBEFLOW_PIPELINE_YAML, PIPELINE_YAML
 from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, compile_spec
@@ -80,8 +80,8 @@ def test_the_trainer_launcher_runs_the_pipeline_image_and_only_the_worker_pool_t
     profile, accelerator
 ):
     worker_image = f"us-central1-docker.pkg.dev/p/hftfx/pipeline-{accelerator}:0.1.0"
-    cloud = dataclasses.replace(profile.cloud, trainer_accelerator=accelerator, trainer_image_uri=worker_image)
-    spec = compile_spec(dataclasses.replace(profile, cloud=cloud))
+    cloud = profile.cloud.model_copy(update={"trainer_accelerator": accelerator, "trainer_image_uri": worker_image})
+    spec = compile_spec(profile.model_copy(update={"cloud": cloud}))
     launcher = _executor(spec, "Trainer")["container"]
     assert launcher["image"] == profile.cloud.image_uri
     assert launcher["args"][1] == "components.hf_trainer.VertexExecutor"  # it creates and polls the CustomJob
@@ -97,7 +97,7 @@ def test_on_kubeflow_the_trainer_pod_trains_so_it_runs_the_trainer_image():
     kubeflow = configs.load_config(ROOT / "configs/kubeflow.yaml")
     image = "us-central1-docker.pkg.dev/p/hftfx/pipeline-gpu:0.1.0"
     spec = compile_spec(
-        dataclasses.replace(kubeflow, cloud=dataclasses.replace(kubeflow.cloud, trainer_image_uri=image))
+        kubeflow.model_copy(update={"cloud": kubeflow.cloud.model_copy(update={"trainer_image_uri": image})})
     )
     assert _executor(spec, "Trainer")["container"]["image"] == image
     assert _executor(spec, "Transform")["container"]["image"] == kubeflow.cloud.image_uri
@@ -173,11 +173,14 @@ def test_trainer_runs_in_a_vertex_custom_job(committed, profile):
 
 
 def test_cmek_and_network_land_where_the_custom_job_api_has_them(profile):
-    cloud = dataclasses.replace(
-        profile.cloud, encryption_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k",
-        network="projects/123/global/networks/vpc", dataflow_subnetwork="regions/us-central1/subnetworks/hftfx",
-    )  # fmt: skip
-    job = _custom_job_request(compile_spec(dataclasses.replace(profile, cloud=cloud))).custom_job
+    cloud = profile.cloud.model_copy(
+        update={
+            "encryption_key": "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k",
+            "network": "projects/123/global/networks/vpc",
+            "dataflow_subnetwork": "regions/us-central1/subnetworks/hftfx",
+        }
+    )
+    job = _custom_job_request(compile_spec(profile.model_copy(update={"cloud": cloud}))).custom_job
     assert job.encryption_spec.kms_key_name == cloud.encryption_key
     assert job.job_spec.network == cloud.network
 
@@ -196,10 +199,10 @@ def test_cmek_and_network_land_where_the_custom_job_api_has_them(profile):
 )
 def test_gpu_and_other_placements_give_their_worker_pool(profile, accelerator, count, machine_spec):
     image = "" if accelerator == "cpu" else "us-central1-docker.pkg.dev/p/hftfx/pipeline-accelerated:0.1.0"
-    cloud = dataclasses.replace(
-        profile.cloud, trainer_accelerator=accelerator, trainer_accelerator_count=count, trainer_image_uri=image
+    cloud = profile.cloud.model_copy(
+        update={"trainer_accelerator": accelerator, "trainer_accelerator_count": count, "trainer_image_uri": image}
     )
-    spec = compile_spec(dataclasses.replace(profile, cloud=cloud))
+    spec = compile_spec(profile.model_copy(update={"cloud": cloud}))
     (pool,) = _custom_job_request(spec).custom_job.job_spec.worker_pool_specs
     as_dict = type(pool.machine_spec).to_dict(
         pool.machine_spec, including_default_value_fields=False, use_integers_for_enums=False
@@ -222,8 +225,8 @@ def test_endpoint_pusher_deploys_on_a_tf_serving_container(committed, profile):
 
 
 def test_filesystem_push_to_gcs_keeps_the_atomic_pusher(profile):
-    cloud = dataclasses.replace(profile.cloud, push_to="filesystem")
-    spec = compile_spec(dataclasses.replace(profile, cloud=cloud))
+    cloud = profile.cloud.model_copy(update={"push_to": "filesystem"})
+    spec = compile_spec(profile.model_copy(update={"cloud": cloud}))
     assert "components.pusher.Executor" in json.dumps(_executor(spec, "Pusher"))
     assert "gs://my-hftfx-bucket/serving/text_classifier" in json.dumps(spec["root"]["dag"]["tasks"]["Pusher"])
 
@@ -234,8 +237,8 @@ DATAFLOW_IMAGE = "us-central1-docker.pkg.dev/my-gcp-project/hftfx/pipeline-dataf
 @pytest.fixture(scope="module")
 def on_dataflow(profile):
     """The profile with its data components on Dataflow, as docs/vertex.md's "Data on Dataflow" sets it."""
-    cloud = dataclasses.replace(profile.cloud, beam_runner="DataflowRunner", dataflow_image_uri=DATAFLOW_IMAGE)
-    return dataclasses.replace(profile, cloud=cloud)
+    cloud = profile.cloud.model_copy(update={"beam_runner": "DataflowRunner", "dataflow_image_uri": DATAFLOW_IMAGE})
+    return profile.model_copy(update={"cloud": cloud})
 
 
 def test_the_default_profile_runs_beam_in_each_component_the_pipeline_image_can_start(committed, profile):
@@ -258,7 +261,7 @@ def test_dataflow_args_in_the_compiled_spec_pass_beams_own_validator(on_dataflow
     assert options.view_as(WorkerOptions).sdk_container_image == DATAFLOW_IMAGE
     assert options.view_as(SetupOptions).sdk_location == "container"
     assert "use_runner_v2" in options.view_as(DebugOptions).experiments
-    bad = dataclasses.replace(on_dataflow, cloud=dataclasses.replace(on_dataflow.cloud, dataflow_max_workers=0))
+    bad = on_dataflow.model_copy(update={"cloud": on_dataflow.cloud.model_copy(update={"dataflow_max_workers": 0})})
     with pytest.raises(ConfigError, match=r"Dataflow option: Invalid value \(0\) for option: max_num_workers"):
         validate_cloud(bad)
 
@@ -269,7 +272,9 @@ def test_dataflow_args_in_the_compiled_spec_pass_beams_own_validator(on_dataflow
 )
 def test_dataflow_without_a_worker_image_is_refused_before_compiling(on_dataflow, image, message):
     image = on_dataflow.cloud.image_uri if image is None else image
-    config = dataclasses.replace(on_dataflow, cloud=dataclasses.replace(on_dataflow.cloud, dataflow_image_uri=image))
+    config = on_dataflow.model_copy(
+        update={"cloud": on_dataflow.cloud.model_copy(update={"dataflow_image_uri": image})}
+    )
     with pytest.raises(ConfigError, match=re.escape(message)):
         validate_cloud(config)
 
@@ -313,13 +318,14 @@ def test_dataflow_workers_join_the_network_through_beams_own_options(on_dataflow
     """Parsed by Beam's PipelineOptions, as the Dataflow runner reads them."""
     from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, WorkerOptions
 
-    cloud = dataclasses.replace(
-        on_dataflow.cloud,
-        network="projects/123/global/networks/vpc",
-        dataflow_subnetwork="regions/us-central1/subnetworks/hftfx",
-        encryption_key="projects/p/locations/l/keyRings/r/cryptoKeys/k",
+    cloud = on_dataflow.cloud.model_copy(
+        update={
+            "network": "projects/123/global/networks/vpc",
+            "dataflow_subnetwork": "regions/us-central1/subnetworks/hftfx",
+            "encryption_key": "projects/p/locations/l/keyRings/r/cryptoKeys/k",
+        }
     )
-    config = dataclasses.replace(on_dataflow, cloud=cloud)
+    config = on_dataflow.model_copy(update={"cloud": cloud})
     spec = compile_spec(config)
     options = PipelineOptions(_executor(spec, "Transform")["container"]["args"])
     assert options.view_as(WorkerOptions).subnetwork == "regions/us-central1/subnetworks/hftfx"
@@ -376,7 +382,6 @@ def test_trainer_overrides_fold_into_custom_config():
         ({"training.batch_size": 12, "cloud.trainer_accelerator": "tpu-v5e-4"}, "divisible by 8"),
         ({"cloud.trainer_accelerator": "l4"}, "l4 needs cloud.trainer_image_uri: the pipeline image's TensorFlow"),
         ({"cloud.trainer_accelerator": "tpu-v5e-4"}, "tpu-v5e-4 needs cloud.trainer_image_uri: the pipeline image's"),
-        ({"cloud.beam_runner": "SparkRunner"}, "DirectRunner or DataflowRunner"),
         (
             {
                 "cloud.network": "projects/1/global/networks/vpc",
@@ -386,7 +391,6 @@ def test_trainer_overrides_fold_into_custom_config():
             "set cloud.dataflow_subnetwork",
         ),
         ({"cloud.dataflow_subnetwork": "hftfx"}, "is not regions/<region>/subnetworks/<name>"),
-        ({"cloud.orchestrator": "airflow"}, "cloud.orchestrator must be one of vertex, kubeflow"),
         (
             {"cloud.orchestrator": "kubeflow"},
             "with orchestrator kubeflow use filesystem",
@@ -404,6 +408,19 @@ def test_bad_cloud_profiles_are_rejected_before_compiling(overrides, message):
     config = configs.load_config(PROFILE, overrides)
     with pytest.raises(configs.ConfigError, match=re.escape(message)):
         compile_spec(config)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("cloud.beam_runner", "SparkRunner", "cloud.beam_runner = 'SparkRunner': should be 'DirectRunner' or"),
+        ("cloud.orchestrator", "airflow", "cloud.orchestrator = 'airflow': should be 'vertex' or 'kubeflow'"),
+        ("cloud.push_to", "bucket", "cloud.push_to = 'bucket': should be 'filesystem' or 'endpoint'"),
+    ],
+)
+def test_the_cloud_sections_choices_are_refused_as_the_config_loads(key, value, message):
+    with pytest.raises(configs.ConfigError, match=re.escape(message)):
+        configs.load_config(PROFILE, {key: value})
 
 
 @pytest.fixture
@@ -433,14 +450,15 @@ def compiled(config, tmp_path) -> Path:
 def test_submitted_pipeline_job_arrives_as_the_dry_run_shows_it(profile, vertex_api, tmp_path):
     """`aiplatform.PipelineJob.submit` sends the CreatePipelineJobRequest; the fake parses it off the wire."""
     fake, address = vertex_api
-    cloud = dataclasses.replace(
-        profile.cloud,
-        api_endpoint=address,
-        network="projects/123/global/networks/ml",
-        dataflow_subnetwork="regions/us-central1/subnetworks/ml",
-        encryption_key="projects/p/locations/us/keyRings/r/cryptoKeys/k",
+    cloud = profile.cloud.model_copy(
+        update={
+            "api_endpoint": address,
+            "network": "projects/123/global/networks/ml",
+            "dataflow_subnetwork": "regions/us-central1/subnetworks/ml",
+            "encryption_key": "projects/p/locations/us/keyRings/r/cryptoKeys/k",
+        }
     )
-    config = dataclasses.replace(profile, cloud=cloud)
+    config = profile.model_copy(update={"cloud": cloud})
     values = run_parameters.values(config, {"epochs": 5, "span": 3})
     job = submit.build_pipeline_job(config, compiled(config, tmp_path), values, AnonymousCredentials())
     dry_run = submit.job_request(job, config)
@@ -478,8 +496,8 @@ def test_a_submitted_run_joins_its_vertex_experiment(profile, vertex_api, tmp_pa
     """cloud.experiment: aiplatform creates the Experiment (a system.Experiment context of the default metadata
     store) when missing and adds the run's system.PipelineRun context to it; a second run reuses it."""
     fake, address = vertex_api
-    cloud = dataclasses.replace(profile.cloud, api_endpoint=address, experiment="hf-text-classifier-tuning")
-    config = dataclasses.replace(profile, cloud=cloud)
+    cloud = profile.cloud.model_copy(update={"api_endpoint": address, "experiment": "hf-text-classifier-tuning"})
+    config = profile.model_copy(update={"cloud": cloud})
     names = []
     for epochs in (2, 3):
         values = run_parameters.values(config, {"epochs": epochs})
@@ -502,7 +520,7 @@ def test_a_second_submission_of_one_job_id_is_refused_by_the_service(profile, ve
     from google.api_core.exceptions import AlreadyExists
 
     fake, address = vertex_api
-    config = dataclasses.replace(profile, cloud=dataclasses.replace(profile.cloud, api_endpoint=address))
+    config = profile.model_copy(update={"cloud": profile.cloud.model_copy(update={"api_endpoint": address})})
     values = run_parameters.values(config)
     for attempt in range(2):
         job = submit.build_pipeline_job(
@@ -521,7 +539,7 @@ KMS_KEY = "projects/my-gcp-project/locations/us-central1/keyRings/hftfx/cryptoKe
 
 def _at(profile, address, **cloud):
     """The profile talking to the fake's API host (compiled into the components' Vertex clients)."""
-    return dataclasses.replace(profile, cloud=dataclasses.replace(profile.cloud, api_endpoint=address, **cloud))
+    return profile.model_copy(update={"cloud": profile.cloud.model_copy(update={"api_endpoint": address, **cloud})})
 
 
 def _pusher_config(spec) -> dict:
@@ -781,8 +799,8 @@ def test_the_baseline_query_takes_only_blessings_of_the_runs_task(committed, pro
         ]
     )
     assert trainer_config["baseline_scope"] == "hf-text-classifier"  # recorded on the Model, copied to the blessing
-    three_class = dataclasses.replace(
-        profile, dataset=dataclasses.replace(profile.dataset, label_names=("a", "b", "c"))
+    three_class = profile.model_copy(
+        update={"dataset": profile.dataset.model_copy(update={"label_names": ("a", "b", "c")})}
     )
     other = _executor(compile_spec(three_class), "latest_blessed_model_resolver-model-blessing-resolver")
     assert task_of(three_class).key in other["resolver"]["outputArtifactQueries"]["model_blessing"]["filter"]
@@ -962,8 +980,8 @@ def test_a_vertex_batch_job_without_a_served_model_says_what_to_do(profile, vert
 def test_scoring_unlabeled_rows_compiles_as_a_batch_scorer_step_reading_cloud_storage(profile):
     """scoring.input in a cloud profile: a BatchScorer task after the Evaluator, in the pipeline image, taking
     the blessed Trainer model; a local path is refused before anything is compiled."""
-    scoring = dataclasses.replace(profile.scoring, input="gs://my-hftfx-bucket/unlabeled/*.jsonl")
-    spec = compile_spec(dataclasses.replace(profile, scoring=scoring))
+    scoring = profile.scoring.model_copy(update={"input": "gs://my-hftfx-bucket/unlabeled/*.jsonl"})
+    spec = compile_spec(profile.model_copy(update={"scoring": scoring}))
     task = spec["root"]["dag"]["tasks"]["BatchScorer"]
     assert _executor(spec, "BatchScorer")["container"]["args"][1] == "components.batch_scorer.Executor"
     assert _executor(spec, "BatchScorer")["container"]["image"] == profile.cloud.image_uri
@@ -971,6 +989,6 @@ def test_scoring_unlabeled_rows_compiles_as_a_batch_scorer_step_reading_cloud_st
     assert inputs["model"]["taskOutputArtifact"]["producerTask"] == "Trainer"
     assert inputs["model_blessing"]["taskOutputArtifact"]["producerTask"] == "Evaluator"
     assert "gs://my-hftfx-bucket/unlabeled/*.jsonl" in json.dumps(task["inputs"]["parameters"])
-    local = dataclasses.replace(profile.scoring, input="data/unlabeled.jsonl")
+    local = profile.scoring.model_copy(update={"input": "data/unlabeled.jsonl"})
     with pytest.raises(configs.ConfigError, match=r"scoring\.input 'data/unlabeled\.jsonl' must be a gs:// path"):
-        compile_spec(dataclasses.replace(profile, scoring=local))
+        compile_spec(profile.model_copy(update={"scoring": local}))

@@ -16,7 +16,7 @@ from absl import logging
 from apache_beam.metrics.metric import Metrics, MetricsFilter
 
 from components.hf_example_gen import sources, splitting
-from pipeline.configs import DatasetConfig, dump_dataset_config, load_dataset_config
+from components.hf_example_gen.config import DatasetConfig, dump_dataset_config, load_dataset_config
 
 METRICS_NAMESPACE = "hf_example_gen"
 PROGRESS_EVERY_ROWS = 100_000

@@ -7,7 +7,7 @@ from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx.types import component_spec, standard_artifacts
 
 from components.hf_example_gen import executor
-from pipeline.configs import DatasetConfig, dump_dataset_config
+from components.hf_example_gen.config import DatasetConfig, dump_dataset_config
 
 
 class HFDatasetExampleGenSpec(component_spec.ComponentSpec):

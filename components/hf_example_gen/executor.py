@@ -10,7 +10,6 @@ fingerprint, per-split counts, rows dropped for missing values and the span go o
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -24,6 +23,7 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 
 from components.hf_example_gen import beam_rows, sources, spans, splitting
+from components.hf_example_gen.config import TFX_SPLITS, DatasetConfig, load_dataset_config
 from models.contract import (
     DROPPED_COUNTS_PROPERTY,
     FINGERPRINT_PROPERTY,
@@ -37,7 +37,6 @@ from models.contract import (
     TEXT_FEATURE,
     TEXT_PAIR_FEATURE,
 )
-from pipeline.configs import TFX_SPLITS, DatasetConfig, load_dataset_config, to_dict
 
 
 def _bytes(value: str) -> tf.train.Feature:
@@ -62,7 +61,9 @@ def to_example(
 
 def fingerprint(source_fingerprints: list[str], config: DatasetConfig, label_names: list[str]) -> str:
     """Identifies the data a run consumed: the source's content fingerprints plus what we did with them."""
-    payload = json.dumps({"sources": source_fingerprints, "config": to_dict(config), "labels": label_names})
+    payload = json.dumps(
+        {"sources": source_fingerprints, "config": config.model_dump(mode="json"), "labels": label_names}
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
@@ -71,9 +72,9 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         self._log_startup(input_dict, output_dict, exec_properties)
         config = load_dataset_config(exec_properties["dataset_config"])
         if exec_properties.get("revision"):
-            config = dataclasses.replace(config, revision=exec_properties["revision"])
+            config = config.model_copy(update={"revision": exec_properties["revision"]})
         if exec_properties.get("span"):
-            config = dataclasses.replace(config, span=int(exec_properties["span"]))
+            config = config.model_copy(update={"span": int(exec_properties["span"])})
         read = sources.open_dataset(config)
         config, window = read.config, read.window or (config.span,)
         if read.window:

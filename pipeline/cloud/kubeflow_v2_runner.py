@@ -10,15 +10,25 @@ import dataclasses
 from pathlib import Path
 
 import yaml
+from tfx import v1 as tfx
+from tfx.orchestration import pipeline as tfx_pipeline
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
+from components.run_parameters import runtime_parameters
 from components.same_task import BASELINE_SCOPE_PROPERTY
 from models.task import TASK_KEY_PROPERTY
 from pipeline.cloud.compiled_specs import PIPELINE_YAML, profile_header
-from pipeline.cloud.profile import on_vertex, trainer_image
+from pipeline.cloud.profile import (
+    beam_args,
+    on_vertex,
+    trainer_image,
+    validate_cloud,
+    vertex_serving_config,
+    vertex_training_config,
+)
 from pipeline.configs import PipelineConfig
-from pipeline.orchestration.dag import BASELINE_RESOLVER, TRAINER, create_cloud_pipeline, task_of
-from pipeline.run_parameters import runtime_parameters
+from pipeline.node_ids import BASELINE_RESOLVER, TRAINER
+from pipeline.orchestration.dag import CloudPlacement, create_components, task_of
 
 
 def images(config: PipelineConfig) -> dict[str, str]:
@@ -28,6 +38,26 @@ def images(config: PipelineConfig) -> dict[str, str]:
     trains in its own pod, so that pod runs the trainer image."""
     trainer = config.cloud.image_uri if on_vertex(config.cloud) else trainer_image(config.cloud)
     return {kubeflow_v2_dag_runner._DEFAULT_IMAGE_PATH_KEY: config.cloud.image_uri, TRAINER: trainer}
+
+
+def cloud_placement(config: PipelineConfig) -> CloudPlacement:
+    """The profile's placement of the DAG's parts: a Vertex CustomJob and endpoint, or Kubeflow pods."""
+    if not on_vertex(config.cloud):
+        return CloudPlacement(vertex=False)
+    endpoint = vertex_serving_config(config.cloud) if config.cloud.push_to == "endpoint" else None
+    return CloudPlacement(vertex=True, training_config=vertex_training_config(config.cloud), serving_config=endpoint)
+
+
+def create_cloud_pipeline(config: PipelineConfig, run) -> tfx_pipeline.Pipeline:
+    """The local DAG for Vertex AI Pipelines / Kubeflow: gs:// root, Vertex training, cloud Beam."""
+    validate_cloud(config)
+    return tfx.dsl.Pipeline(
+        pipeline_name=config.pipeline_name,
+        pipeline_root=config.cloud.pipeline_root,
+        components=create_components(config, cloud=cloud_placement(config), run=run),
+        enable_cache=config.cloud.enable_caching,
+        beam_pipeline_args=beam_args(config),
+    )
 
 
 def compile_spec(config: PipelineConfig) -> dict:

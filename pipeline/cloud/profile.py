@@ -11,7 +11,8 @@ import dataclasses
 import re
 
 from components.vertex_clients import API_ENDPOINT, ENCRYPTION_KEY, VERTEX_CLIENT_KEY
-from pipeline.configs import MULTI_PROCESSING_BEAM_ARGS, CloudConfig, ConfigError, PipelineConfig
+from pipeline.cloud_config import CloudConfig
+from pipeline.configs import MULTI_PROCESSING_BEAM_ARGS, ConfigError, PipelineConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +139,6 @@ ACCELERATOR_IMAGE_TARGETS = {
     "tpu": "no TPU support: build the Dockerfile's tpu target (TensorFlow 2.20 for TPU and libtpu, "
     "tpu-requirements.txt)",
 }
-ORCHESTRATORS = ("vertex", "kubeflow")
 _EXPERIMENT = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}$")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -189,8 +189,6 @@ def _place_problems(cloud: CloudConfig) -> list[str]:
 def _beam_problems(cloud: CloudConfig) -> list[str]:
     """The data components' Beam runner: Dataflow's worker image and network."""
     problems: list[str] = []
-    if cloud.beam_runner not in ("DirectRunner", "DataflowRunner"):
-        problems.append(f"cloud.beam_runner must be DirectRunner or DataflowRunner, not '{cloud.beam_runner}'")
     if cloud.beam_runner == "DataflowRunner" and not _is_pushed_image(cloud.dataflow_image_uri):
         problems.append(
             f"cloud.dataflow_image_uri '{cloud.dataflow_image_uri}' must name the pushed image of the Dockerfile's "
@@ -219,8 +217,6 @@ def _beam_problems(cloud: CloudConfig) -> list[str]:
 def _orchestrator_problems(cloud: CloudConfig) -> list[str]:
     """Vertex AI or Kubeflow, and what only Vertex AI offers."""
     problems: list[str] = []
-    if cloud.orchestrator not in ORCHESTRATORS:
-        problems.append(f"cloud.orchestrator must be one of {', '.join(ORCHESTRATORS)}, not '{cloud.orchestrator}'")
     if cloud.orchestrator == "kubeflow":
         if cloud.push_to != "filesystem":
             problems.append("cloud.push_to: endpoint deploys to Vertex AI; with orchestrator kubeflow use filesystem")
@@ -243,8 +239,6 @@ def _push_problems(config: PipelineConfig) -> list[str]:
     """Where a blessed model goes: a serving folder in Cloud Storage or a Vertex endpoint."""
     cloud = config.cloud
     problems: list[str] = []
-    if cloud.push_to not in ("filesystem", "endpoint"):
-        problems.append(f"cloud.push_to must be filesystem or endpoint, not '{cloud.push_to}'")
     if cloud.push_to == "endpoint" and not cloud.endpoint_name:
         problems.append("cloud.push_to is endpoint but cloud.endpoint_name is empty")
     if cloud.endpoint_keep_previous < 0:

@@ -12,32 +12,45 @@ from tfx.orchestration import pipeline as tfx_pipeline
 from components import evaluation, same_task
 from components.batch_scorer import BatchScorer
 from components.endpoint_pusher import EndpointPusher
+from components.evaluation_config import threshold_per_label
 from components.example_validator import StrictExampleValidator
 from components.hf_example_gen.component import HFDatasetExampleGen
 from components.hf_publisher import HFPublisher
 from components.hf_trainer import HFTrainer, VertexHFTrainer
 from components.pusher import ServingPusher
+from components.run_parameters import RunParameters
 from components.trainer import TrainerSettings
 from components.transform import transform_custom_config
 from models.contract import TEXT_FEATURE, TEXT_PAIR_FEATURE
 from models.errors import UserError
 from models.task import TaskContract, task_contract
-from pipeline.cloud.profile import beam_args, on_vertex, validate_cloud, vertex_serving_config, vertex_training_config
-from pipeline.configs import PipelineConfig, threshold_per_label, to_dict
+from pipeline.configs import PipelineConfig
+from pipeline.node_ids import (
+    BASELINE_RESOLVER,
+    BATCH_SCORER,
+    EVALUATOR,
+    HF_PUBLISHER,
+    PUSHER,
+    TRAINER,
+    TRANSFORMED_STATISTICS_GEN,
+)
 from pipeline.publishing import card_facts
-from pipeline.run_parameters import RunParameters
 
 PREPROCESSING_FN = "components.transform.preprocessing_fn"
 RUN_FN = "components.trainer.run_fn"
 EVALUATOR_MODULE = "components.evaluation"
 # Node ids other modules address: run summaries, the per-component images, the benchmarks.
-TRANSFORMED_STATISTICS_GEN = "TransformedStatisticsGen"
-TRAINER = "Trainer"
-EVALUATOR = "Evaluator"
-BASELINE_RESOLVER = "latest_blessed_model_resolver"
-PUSHER = "Pusher"
-HF_PUBLISHER = "HFPublisher"
-BATCH_SCORER = "BatchScorer"
+
+
+@dataclasses.dataclass(frozen=True)
+class CloudPlacement:
+    """Where the cloud runs each part, as pipeline/cloud/profile.py decides it from the profile: on Vertex AI the
+    Trainer runs in a CustomJob (`training_config`) and `serving_config`, when given, deploys to an endpoint;
+    on Kubeflow every component runs in its pod and there is no baseline resolver."""
+
+    vertex: bool
+    training_config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    serving_config: dict[str, Any] | None = None  # None: the filesystem push
 
 
 def bounded_statistics_options() -> tfdv.StatsOptions:
@@ -91,14 +104,13 @@ class DataComponents:
 def create_components(
     config: PipelineConfig,
     *,
-    cloud: bool = False,
+    cloud: CloudPlacement | None = None,
     run: RunParameters | None = None,
     input_fingerprint: str = "",
 ) -> list:
     """The components in DAG order; `config.dataset.label_names` must be known (it sizes the metrics).
 
-    `cloud` builds the DAG for the cloud profile's orchestrator: on Vertex AI the Trainer runs in a CustomJob
-    and the push goes where the profile says; on Kubeflow every component runs in its pod, without a baseline.
+    `cloud` builds the DAG for the cloud profile's orchestrator (None: the local DAG).
     `input_fingerprint` (of the local files read) makes a changed file a new ExampleGen input.
     """
     run = run or RunParameters()
@@ -107,13 +119,13 @@ def create_components(
             "dataset.label_names is empty: the Evaluator's metrics depend on the number of labels. Declare "
             "them in the config, or build the pipeline through `hftfx run`, which probes the dataset for them."
         )
-    vertex = cloud and on_vertex(config.cloud)
+    vertex = cloud is not None and cloud.vertex
     data = data_components(config, run, input_fingerprint)
-    trainer = trainer_component(config, run, data, vertex)
+    trainer = trainer_component(config, run, data, cloud.training_config if vertex else None)
     # Kubeflow's v2 backend runs no resolver nodes: there the Evaluator has no baseline.
-    resolver = baseline_resolver(config, vertex) if not cloud or vertex else None
+    resolver = baseline_resolver(config, vertex) if cloud is None or vertex else None
     evaluator = evaluator_component(config, data, trainer, resolver)
-    pusher = pusher_component(config, trainer, evaluator, vertex)
+    pusher = pusher_component(config, trainer, evaluator, cloud.serving_config if vertex else None)
     publisher = publisher_component(config, data, trainer, evaluator)
     scorers = [scorer_component(config, trainer, evaluator)] if config.scoring.input else []
     resolvers = [resolver] if resolver else []
@@ -161,17 +173,19 @@ def data_components(config: PipelineConfig, run: RunParameters, input_fingerprin
     )
 
 
-def trainer_component(config: PipelineConfig, run: RunParameters, data: DataComponents, vertex: bool):
+def trainer_component(
+    config: PipelineConfig, run: RunParameters, data: DataComponents, vertex_job: dict[str, Any] | None
+):
     """Fine-tunes the transformers model and exports the SavedModel with its serving signatures (and the HF
-    format); on Vertex AI in a CustomJob on the profile's machine."""
+    format); with `vertex_job`, in a Vertex AI CustomJob on the profile's machine."""
     settings = TrainerSettings(
         config.model, config.training, config.dataset.label_names, config.dataset.multi_label,
         decision_thresholds(config) or (),
     )  # fmt: skip
     scope = {same_task.BASELINE_SCOPE_PROPERTY: config.pipeline_name}
     trainer_class, trainer_config = HFTrainer, {**settings.to_custom_config(), **scope}
-    if vertex:
-        trainer_class, trainer_config = VertexHFTrainer, {**trainer_config, **vertex_training_config(config.cloud)}
+    if vertex_job is not None:
+        trainer_class, trainer_config = VertexHFTrainer, {**trainer_config, **vertex_job}
     return trainer_class(
         epochs=run.epochs,
         learning_rate=run.learning_rate,
@@ -216,14 +230,12 @@ def evaluator_component(config: PipelineConfig, data: DataComponents, trainer, r
     ).with_id(EVALUATOR)
 
 
-def pusher_component(config: PipelineConfig, trainer, evaluator, vertex: bool):
-    """Copies a blessed model into the TF Serving layout (or deploys it to a Vertex endpoint); an unblessed
+def pusher_component(config: PipelineConfig, trainer, evaluator, endpoint: dict[str, Any] | None):
+    """Copies a blessed model into the TF Serving layout (or deploys it to the Vertex `endpoint`); an unblessed
     model is never pushed."""
-    if vertex and config.cloud.push_to == "endpoint":
+    if endpoint is not None:
         return EndpointPusher(
-            model=trainer.outputs["model"],
-            model_blessing=evaluator.outputs["blessing"],
-            custom_config=vertex_serving_config(config.cloud),
+            model=trainer.outputs["model"], model_blessing=evaluator.outputs["blessing"], custom_config=endpoint
         ).with_id(PUSHER)
     return _filesystem_pusher(config, trainer, evaluator)
 
@@ -238,14 +250,16 @@ def publisher_component(config: PipelineConfig, data: DataComponents, trainer, e
         statistics=data.transformed_statistics_gen.outputs["statistics"],
         model_run=trainer.outputs["model_run"],
         card_facts=card_facts(config),
-        hub=to_dict(config.hub),
+        hub=config.hub.model_dump(mode="json"),
     ).with_id(HF_PUBLISHER)
 
 
 def scorer_component(config: PipelineConfig, trainer, evaluator):
     """Unlabeled rows scored by the blessed model (scoring.input): the `hftfx predict --input` job as a step."""
     return BatchScorer(
-        model=trainer.outputs["model"], model_blessing=evaluator.outputs["blessing"], scoring=to_dict(config.scoring)
+        model=trainer.outputs["model"],
+        model_blessing=evaluator.outputs["blessing"],
+        scoring=config.scoring.model_dump(mode="json"),
     ).with_id(BATCH_SCORER)
 
 
@@ -270,16 +284,4 @@ def create_pipeline(
         enable_cache=config.enable_cache,
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=list(config.beam_args),
-    )
-
-
-def create_cloud_pipeline(config: PipelineConfig, run: RunParameters) -> tfx_pipeline.Pipeline:
-    """The same DAG for Vertex AI Pipelines / Kubeflow: gs:// root, Vertex training, cloud Beam."""
-    validate_cloud(config)
-    return tfx.dsl.Pipeline(
-        pipeline_name=config.pipeline_name,
-        pipeline_root=config.cloud.pipeline_root,
-        components=create_components(config, cloud=True, run=run),
-        enable_cache=config.cloud.enable_caching,
-        beam_pipeline_args=beam_args(config),
     )

@@ -11,6 +11,7 @@ import warnings
 
 from absl import logging as absl_logging
 from tfx.orchestration import metadata
+from tfx.orchestration import pipeline as tfx_pipeline
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
 from models import distribution
@@ -90,8 +91,15 @@ def run_local(
         return _run_local(config, verbose=verbose, stream=stream, lock_held=lock_held)
 
 
-def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool) -> RunSummary:
-    started = time.monotonic()
+def check_run(config: PipelineConfig, *, stream=sys.stdout):
+    """Everything `run_local` checks before its first component, and nothing after: `hftfx run --check`."""
+    with local_beam_runner():
+        return prepare_run(config, stream=stream)
+
+
+def prepare_run(config: PipelineConfig, *, stream) -> tfx_pipeline.Pipeline:
+    """The run's preflight (paths, Hub credentials, data sample and labels, model, served contract, scoring
+    input) and its TFX pipeline, whose components check their own settings as they are built."""
     # Before anything initializes TensorFlow's devices (no component has run yet).
     distribution.configure_cpu_replicas(config.training.cpu_replicas)
     config.hub.check_credentials()  # the push comes after training: a missing token must stop the run now
@@ -108,10 +116,15 @@ def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool
     preflight.check_serving_contract(config, task_of(config))
     config.scoring.check_input(pair_model=bool(config.dataset.text_pair_column))
     connection = metadata.sqlite_metadata_connection_config(config.metadata_sqlite)
-    tfx_pipeline = create_pipeline(config, connection, probed.input_fingerprint)
+    return create_pipeline(config, connection, probed.input_fingerprint)
+
+
+def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool) -> RunSummary:
+    started = time.monotonic()
+    pipeline = prepare_run(config, stream=stream)
     lock = contextlib.nullcontext() if lock_held else preflight.pipeline_root_lock(config.pipeline_root)
     with lock, progress_reporting(stream, verbose):
-        LocalDagRunner().run(tfx_pipeline)
+        LocalDagRunner().run(pipeline)
     summary = summarize(config.metadata_sqlite, config.pipeline_name)
     summary.wall_seconds = time.monotonic() - started
     summary.peak_rss_bytes = peak_rss_bytes()

@@ -13,10 +13,11 @@ import dataclasses
 import tempfile
 
 from components import evaluation
+from components.evaluation_config import threshold_per_label
 from components.hf_example_gen import beam_rows, sources, spans, splitting
 from models.pretrained import check_architecture, encoder_shape, model_files, position_limit, resolve_model_dir
 from models.tokenizer import tokenizer_spec
-from pipeline.configs import ConfigError, PipelineConfig, check_label_settings, threshold_per_label
+from pipeline.configs import ConfigError, PipelineConfig, check_label_settings
 
 SAMPLE_ROWS = 20_000
 SAMPLE_SECONDS = 30.0
@@ -77,7 +78,7 @@ def detect_multi_label(read: sources.DatasetRead, sample: sources.Sample) -> sou
         return read
     schema_lists = any(splitting.holds_lists(read.label_feature(s)) for s in read.plan.routes)
     if schema_lists or any(isinstance(v, list | tuple) for v in sources.label_values(read, sample.rows())):
-        return dataclasses.replace(read, config=dataclasses.replace(read.config, multi_label=True))
+        return dataclasses.replace(read, config=read.config.model_copy(update={"multi_label": True}))
     return read
 
 
@@ -97,11 +98,11 @@ def probe(config: PipelineConfig) -> ProbeResult:
         splitting.check_split_counts(placed.label_counts(), names, read.plan, placed.totals() if multi_label else None)
     thresholds = threshold_per_label(config.evaluation, names) if multi_label else None
     evaluation.check_eval_config(len(names), config.evaluation, thresholds)
-    dataset = dataclasses.replace(
-        config.dataset, label_names=tuple(names), span=read.config.span, multi_label=multi_label
+    dataset = config.dataset.model_copy(
+        update={"label_names": tuple(names), "span": read.config.span, "multi_label": multi_label}
     )
     return ProbeResult(
-        config=dataclasses.replace(config, dataset=dataset),
+        config=config.model_copy(update={"dataset": dataset}),
         split_sizes={name: len(rows) for name, rows in placed.rows.items()} if sample.complete else None,
         sampled_rows=sum(len(rows) for rows in sample.records.values()),
         shards=len(read.shards),

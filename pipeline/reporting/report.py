@@ -27,7 +27,7 @@ from components.tokenization_stats import tokenization_figures
 from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE
 from models.task import MULTI_LABEL
 from pipeline.configs import ConfigError, PipelineConfig
-from pipeline.orchestration.dag import TRANSFORMED_STATISTICS_GEN
+from pipeline.node_ids import TRANSFORMED_STATISTICS_GEN
 from pipeline.reporting.metadata_reader import latest_run_context, node_name, open_store, output_artifacts, summarize
 from pipeline.reporting.run_summary import RunSummary
 

@@ -13,11 +13,13 @@ import heapq
 import os
 
 from components.hf_example_gen import sources
+from components.hf_example_gen.config import TFX_SPLITS
 from components.hf_example_gen.splitting import unit_hash
 from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE, TOKEN_COUNT
-from pipeline.configs import TFX_SPLITS, PipelineConfig, RetrainingConfig
+from pipeline.configs import PipelineConfig
 from pipeline.reporting.metadata_reader import summarize_all
 from pipeline.retraining.decision import DriftReport, FeatureDrift
+from pipeline.retraining_config import RetrainingConfig
 
 TEXT_LENGTH = "text_length"
 
@@ -66,7 +68,7 @@ def read_span(config: PipelineConfig, span: int) -> tuple[list[str], list[str]]:
     at most DRIFT_SAMPLE_ROWS of them, kept by the ExampleGen's own `dataset.limits` ranking while streaming."""
     limits = dict.fromkeys(TFX_SPLITS, DRIFT_SAMPLE_ROWS)
     names, placed = sources.read_in_process(
-        dataclasses.replace(config.dataset, span=span, span_window=1, limits=limits)
+        config.dataset.model_copy(update={"span": span, "span_window": 1, "limits": limits})
     )
     train = placed.rows["train"]
     # A multi-label row's labels as one value: drift compares the distribution of label combinations.

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.configs import ConfigError, PipelineConfig, to_dict
+from pipeline.configs import ConfigError, PipelineConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("pipeline", "components", "models")
@@ -60,7 +60,9 @@ def write_function_source(config: PipelineConfig, output: Path) -> list[str]:
     for package in PACKAGES:
         shutil.copytree(ROOT / package, output / package, ignore=ignore)
     shutil.copy(MAIN, output / "main.py")
-    (output / "profile.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False), encoding="utf-8")
+    (output / "profile.yaml").write_text(
+        yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), encoding="utf-8"
+    )
     compile_pipeline(config, output / "pipeline.yaml")
     (output / "requirements.txt").write_text(requirements_txt(), encoding="utf-8")
     return sorted(p.name for p in output.iterdir())

@@ -85,9 +85,9 @@ def trigger_run(
             print(f"[trigger] {chosen.action}: {chosen.reason}", file=stream, flush=True)
             if not chosen.train:
                 return TriggerResult(chosen)
-            dataset = dataclasses.replace(config.dataset, span=chosen.span)
+            dataset = config.dataset.model_copy(update={"span": chosen.span})
             summary = run_local(
-                dataclasses.replace(config, dataset=dataset), verbose=verbose, stream=stream, lock_held=True
+                config.model_copy(update={"dataset": dataset}), verbose=verbose, stream=stream, lock_held=True
             )
             return TriggerResult(chosen, summary)
     except preflight.PipelineRootBusyError as busy:

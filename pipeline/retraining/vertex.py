@@ -15,8 +15,8 @@ import zoneinfo
 from pathlib import Path
 from typing import Any
 
+from components import run_parameters
 from components.hf_example_gen import spans
-from pipeline import run_parameters
 from pipeline.cloud import submit
 from pipeline.cloud.profile import api_endpoint
 from pipeline.configs import ConfigError, PipelineConfig

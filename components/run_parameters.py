@@ -12,7 +12,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.configs import ConfigError, PipelineConfig
+from models.config_section import ConfigError
+
+PipelineConfig = Any  # pipeline.configs.PipelineConfig, which composes this layer's sections (not imported upward)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,52 @@
+"""The `evaluation` config section: the blessing's bounds and what the Evaluator slices by.
+
+Apart from components/evaluation.py, which imports TFMA: the config is read before TensorFlow loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated
+
+from pydantic import Field, field_validator
+
+from models.config_section import ConfigSection, Widths, flag
+
+Share = Annotated[float, Field(ge=0, le=1)]
+
+
+class EvaluationConfig(ConfigSection):
+    """Blessing rules: absolute lower bounds and no regression against the latest blessed model."""
+
+    min_accuracy: Share = Field(
+        0.7, description="blessing needs at least this test accuracy", json_schema_extra=flag("--min-accuracy")
+    )
+    min_auc: Share = Field(
+        0.75, description="blessing needs at least this test AUC", json_schema_extra=flag("--min-auc")
+    )
+    max_auc_regression: Share = Field(
+        0.0, description="how much AUC a new model may lose against the blessed baseline and still be blessed"
+    )
+    min_macro_f1: Share | None = Field(
+        None,
+        description="blessing also needs this macro F1 (the unweighted mean of each class's F1); null: reported, "
+        "not gated",
+    )
+    decision_thresholds: dict[str, Annotated[float, Field(gt=0, lt=1)]] = Field(
+        default_factory=dict,
+        description="multi-label: a label is predicted when its probability reaches its threshold here (default "
+        "0.5); serving and the per-label precision / recall / F1 use the same values",
+    )
+    length_buckets: Widths = Field((16, 32), description="token-count bucket edges of the text-length slices")
+
+    @field_validator("length_buckets")
+    @classmethod
+    def _increasing_counts(cls, edges: tuple[int, ...]) -> tuple[int, ...]:
+        if list(edges) != sorted(set(edges)) or any(edge < 1 for edge in edges):
+            raise ValueError("should be increasing positive token counts")
+        return edges
+
+
+def threshold_per_label(evaluation: EvaluationConfig, label_names: Sequence[str]) -> tuple[float, ...]:
+    """evaluation.decision_thresholds in label id order, 0.5 where not given."""
+    return tuple(float(evaluation.decision_thresholds.get(name, 0.5)) for name in label_names)

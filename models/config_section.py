@@ -1,0 +1,118 @@
+"""The base of every config section: a frozen pydantic model whose fields each carry one description.
+
+Those descriptions are the config's documentation: `hftfx run --help`, docs/config.md and the error messages
+are generated from them. Validation (types, ranges, choices) is pydantic's; this module only turns its errors
+into the lines a user reads: the dotted key, the value given, what it should be and what the key is for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+import pydantic
+from pydantic import BeforeValidator, ConfigDict
+
+from models.errors import UserError
+
+
+class ConfigError(UserError, ValueError):
+    """A configuration value is wrong; the message names the key and the fix."""
+
+
+class ConfigSection(pydantic.BaseModel):
+    """A group of settings read by one part of the pipeline; unknown keys are refused, instances are frozen."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=False)
+
+
+def flag(name: str) -> dict[str, dict[str, str]]:
+    """A field's `hftfx run` flag (`Field(..., json_schema_extra=flag("--epochs"))`); other fields take --set."""
+    return {"flags": {name: ""}}
+
+
+def per_key_flags(**flags_by_key: str) -> dict[str, dict[str, str]]:
+    """Flags for keys of a mapping field: `per_key_flags(train="--train-limit")` sets `<field>.train`."""
+    return {"flags": {name: key for key, name in flags_by_key.items()}}
+
+
+def _one_or_many(value: Any) -> Any:
+    """A lone value where a list is expected (`--set dataset.data_files=a.csv`) is a list of one."""
+    return [value] if isinstance(value, str | int | float) else value
+
+
+Texts = Annotated[tuple[str, ...], BeforeValidator(_one_or_many)]
+Widths = Annotated[tuple[int, ...], BeforeValidator(_one_or_many)]
+
+
+def build_section(cls: type[ConfigSection], values: Mapping[str, Any], key: str = "") -> Any:
+    """`cls` from plain values (YAML, JSON, flags); every problem named by its dotted key in one ConfigError."""
+    try:
+        return cls.model_validate(dict(values))
+    except pydantic.ValidationError as error:
+        raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problem_lines(error, cls, key))) from None
+
+
+def problem_lines(error: pydantic.ValidationError, cls: type[pydantic.BaseModel], key: str = "") -> list[str]:
+    """One line per problem: `training.epochs = 0: should be at least 1 (passes over the train split)`."""
+    return [_problem_line(detail, cls, key) for detail in error.errors(include_url=False)]
+
+
+def _problem_line(detail: Mapping[str, Any], cls: type[pydantic.BaseModel], key: str) -> str:
+    path, field = _dotted(detail["loc"], cls, key)
+    message = _message(detail)
+    if detail["type"] == "extra_forbidden":
+        owner = path.rsplit(".", 1)[0] if "." in path else ""
+        known = sorted(_model_at(cls, detail["loc"][:-1]).model_fields)
+        return f"unknown config key '{path}'; known {'in ' + repr(owner) if owner else 'at the top level'}: {known}"
+    if detail["type"] == "value_error" and (field is None or _is_section(field.annotation)):
+        return message  # a rule across a section's fields: its message names them
+    shown = f"{path} = {detail['input']!r}" if detail["type"] != "missing" else path
+    about = f" ({field.description})" if field is not None and field.description else ""
+    return f"{shown}: {message}{about}"
+
+
+def _message(detail: Mapping[str, Any]) -> str:
+    text = str(detail["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    replacements = {
+        "Input should be greater than or equal to": "should be at least",
+        "Input should be less than or equal to": "should be at most",
+        "Input should be greater than": "should be more than",
+        "Input should be less than": "should be less than",
+        "Input should be": "should be",
+    }
+    for pydantic_words, ours in replacements.items():
+        if text.startswith(pydantic_words):
+            return ours + text[len(pydantic_words) :]
+    return text
+
+
+def _dotted(loc: tuple, cls: type[pydantic.BaseModel], key: str) -> tuple[str, Any]:
+    """('training', 'length_buckets', 0) -> 'training.length_buckets[0]' and the field it falls in."""
+    path, field, model = key, None, cls
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+            continue
+        if part == "[key]":  # the key itself is wrong: name the mapping, the input is the key
+            path = path.rsplit(".", 1)[0] + " key"
+            continue
+        path = f"{path}.{part}" if path else str(part)
+        fields = model.model_fields if model is not None else {}
+        if part in fields:
+            field = fields[part]
+            model = field.annotation if _is_section(field.annotation) else None
+    return path, field
+
+
+def _is_section(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel)
+
+
+def _model_at(cls: type[pydantic.BaseModel], loc: tuple) -> type[pydantic.BaseModel]:
+    model = cls
+    for part in loc:
+        annotation = model.model_fields[part].annotation if part in model.model_fields else None
+        if _is_section(annotation):
+            model = annotation
+    return model

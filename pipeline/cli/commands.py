@@ -1,0 +1,344 @@
+"""What each `hftfx` command does, given its parsed arguments (the parser is in pipeline/cli/__init__.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+from components import run_parameters
+from models.errors import UserError
+from pipeline import configs
+from pipeline.config_reference import run_flags
+
+
+def flag_dest(flag: str) -> str:
+    """argparse's attribute for a flag: --train-limit -> train_limit."""
+    return flag.lstrip("-").replace("-", "_")
+
+
+def overrides_from_flags(args: argparse.Namespace) -> dict:
+    overrides = {}
+    for run_flag in run_flags():
+        value = getattr(args, flag_dest(run_flag.flag))
+        if value is not None:
+            overrides[run_flag.key] = [v.strip() for v in value.split(",") if v.strip()] if run_flag.is_list else value
+    overrides.update(_assignments(args.set, "--set"))
+    if args.no_cache:
+        overrides["enable_cache"] = False
+    return overrides
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = configs.load_config(args.config, overrides_from_flags(args))  # a typo exits 2 before TF loads
+    if args.check:
+        return _check_run(config)
+    from pipeline.orchestration.local_runner import run_local
+    from pipeline.reporting.report import write_run_report
+
+    summary = run_local(config, verbose=args.verbose)
+    print()
+    print(summary.render())
+    print(f"\nreport: {write_run_report(config, summary)}")
+    if args.summary_json:
+        Path(args.summary_json).write_text(json.dumps(summary.to_json(), indent=2) + "\n", encoding="utf-8")
+        print(f"\nsummary written to {args.summary_json}")
+    return 0
+
+
+def _check_run(config: configs.PipelineConfig) -> int:
+    from pipeline.orchestration.local_runner import check_run
+
+    pipeline = check_run(config)
+    steps = ", ".join(component.id for component in pipeline.components)
+    print(f"check passed: config, data sample, labels, model, served contract and the settings of {steps}")
+    print("no component ran; run it without --check")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from pipeline.reporting.report import write_latest_report
+
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    print(f"report: {write_latest_report(config, args.output or None)}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    if args.cloud:
+        return _cloud_doctor(args)
+    from pipeline.machine import doctor
+
+    for line in doctor.environment_lines():
+        print(line)
+    print()
+    checks = doctor.run_checks()
+    for check in checks:
+        print(f"  [{'OK' if check.ok else 'FAIL'}] {check.name:<44} {check.detail}")
+    failed = [c for c in checks if not c.ok]
+    print(f"\n{len(checks) - len(failed)} of {len(checks)} checks OK")
+    return 1 if failed else 0
+
+
+def _cloud_doctor(args: argparse.Namespace) -> int:
+    """`hftfx doctor --cloud`: the profile, its spec and credentials, offline; then the IAM roles it needs."""
+    from pipeline.cloud.compiled_specs import COMPILED_PROFILES
+    from pipeline.cloud.iam import offline_checks, role_lines
+
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    template = args.template or COMPILED_PROFILES.get(str(Path(args.config)))
+    checks = offline_checks(config, template)
+    for check in checks:
+        state = "OK" if check.ok else ("FAIL" if check.required else "WARN")
+        print(f"  [{state}] {check.name:<14} {check.detail}")
+    print("\nIAM roles this profile needs (not checked offline: gcloud projects get-iam-policy PROJECT):")
+    for line in role_lines(config):
+        print(line)
+    return 1 if any(c.required and not c.ok for c in checks) else 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    if args.on == "vertex":
+        return _predict_on_vertex(args)
+    if not args.model:
+        raise UserError("hftfx predict needs --model serving/<name> (or a version folder) of a pushed model")
+    if args.input or args.output:
+        return _predict_file(args)
+    from models import serving_contract
+    from models.serving import load_serving_model, predict_texts, prediction_lines, split_pairs
+
+    texts = args.texts or [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    model_dir, model = load_serving_model(args.model)
+    pairs = None
+    if len(serving_contract.text_inputs(model)) == 2:  # a sentence-pair model: TEXT<TAB>TEXT_PAIR
+        texts, pairs = split_pairs(texts, args.pair_separator, model_dir)
+    print(f"model: {model_dir}")
+    for line in prediction_lines(predict_texts(model, texts, pairs)):
+        print(line)
+    return 0
+
+
+def _predict_file(args: argparse.Namespace) -> int:
+    from components.batch_job import BatchInputError, BatchJob, run_batch_prediction
+
+    if not (args.input and args.output) or args.texts:
+        raise BatchInputError("batch prediction takes --input and --output together, and no texts as arguments")
+    job = BatchJob(
+        model=args.model,
+        input=args.input,
+        output=args.output,
+        text_column=args.text_column,
+        text_pair_column=args.text_pair_column or "",
+        id_columns=tuple(c for c in args.id_columns.split(",") if c) if args.id_columns is not None else None,
+        batch_size=args.batch_size,
+        beam_args=tuple(args.beam_arg or ()),
+    )
+    print(run_batch_prediction(job, [f"--runner={configs.LOCAL_BEAM_RUNNER}"]).render())
+    return 0
+
+
+def _predict_on_vertex(args: argparse.Namespace) -> int:
+    from pipeline.cloud import submit
+    from pipeline.cloud.vertex_batch import submit_batch_prediction
+
+    if not (args.config and args.input and args.output):
+        raise UserError("hftfx predict --on vertex needs --config (the cloud profile), --input gs://... and --output")
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    inputs = [uri for uri in args.input.split(",") if uri]
+    job = submit_batch_prediction(
+        config, inputs, args.output, submit.default_credentials(), model=args.model or "",
+        max_replicas=args.max_replicas,
+    )  # fmt: skip
+    print(f"batch prediction job {job.resource_name} created; results under {args.output}")
+    return 0
+
+
+def _check_model(config: configs.PipelineConfig) -> None:
+    """The run's model checks (tokenizer family, architecture, position limit) before a spec goes to the cloud,
+    where they would otherwise fail in the Transform or the Trainer; config and tokenizer files only."""
+    from pipeline.orchestration.probe import probe_model
+
+    probe_model(config, weights=False)
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from pipeline.cloud.compiled_specs import default_template
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
+
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    _check_model(config)
+    output = args.output or default_template(args.config)
+    spec = compile_pipeline(config, output)
+    tasks = spec["root"]["dag"]["tasks"]
+    parameters = spec["root"].get("inputDefinitions", {}).get("parameters", {})
+    print(f"compiled {len(tasks)} components to {output}; runtime parameters: {sorted(parameters)}")
+    return 0
+
+
+def cmd_function_source(args: argparse.Namespace) -> int:
+    from pipeline.retraining.function_source import ENTRY_POINT, MEMORY, write_function_source
+
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    _check_model(config)  # as `hftfx compile` does: the folder holds a compiled spec
+    written = write_function_source(config, Path(args.output))
+    print(f"wrote {args.output}: {', '.join(written)}")
+    print(
+        f"deploy: gcloud functions deploy {config.pipeline_name}-on-data --gen2 --runtime python313 "
+        f"--region {config.cloud.region} --source {args.output} --entry-point {ENTRY_POINT} --memory {MEMORY} "
+        f"--trigger-event-filters type=google.cloud.storage.object.v1.finalized "
+        f"--trigger-event-filters bucket=BUCKET --service-account {config.cloud.service_account or 'SA_EMAIL'}"
+    )
+    return 0
+
+
+def _template(args: argparse.Namespace, config_path: str) -> str:
+    """--template, else the committed spec compiled from the config."""
+    from pipeline.cloud.compiled_specs import default_template
+
+    return args.template or default_template(config_path)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from pipeline.cloud import submit
+
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    _check_model(config)
+    values = run_parameters.values(config, _assignments(args.param, "--param", yaml.safe_load))
+    note = None if args.kfp_host else submit.span_caching_note(config, values)
+    if note:
+        print(note, file=sys.stderr)
+    template = _template(args, args.config)
+    for line in submit.submit_run(config, template, values, kfp_host=args.kfp_host, dry_run=args.dry_run):
+        print(line)
+    return 0
+
+
+def _cloud_context(args: argparse.Namespace, config: configs.PipelineConfig):
+    from google.auth.credentials import AnonymousCredentials
+
+    from pipeline.cloud import submit
+    from pipeline.retraining.vertex import vertex_clients
+
+    credentials = AnonymousCredentials() if getattr(args, "dry_run", False) else submit.default_credentials()
+    return credentials, vertex_clients(config, credentials)
+
+
+def cmd_trigger(args: argparse.Namespace) -> int:
+    """Retrain when a span is new (or has drifted): check, run once, or watch."""
+    from pipeline.retraining import local_trigger
+
+    overrides = overrides_from_flags(args)
+    if args.cloud:
+        from pipeline.retraining.vertex import cloud_trigger
+
+        if args.action == "watch":
+            raise configs.ConfigError("on Vertex, retrain on storage events or a schedule instead of watching")
+        config_path = args.config or "configs/vertex-retraining.yaml"
+        config = configs.load_config(config_path, overrides)
+        credentials, clients = _cloud_context(args, config)
+        result = cloud_trigger(
+            config,
+            _template(args, config_path),
+            clients,
+            credentials,
+            span=args.span,
+            dry_run=args.dry_run or args.action == "check",
+            ask_vertex=not args.dry_run,
+        )
+        for line in result.lines(show_request=args.dry_run and args.action == "run"):
+            print(line)
+        return 0
+    config = configs.load_config(args.config, overrides)
+    if args.action == "check":
+        for line in local_trigger.check(config, measure_drift=args.drift, span=args.span).lines():
+            print(line)
+        return 0
+    if args.action == "run":
+        from pipeline.reporting.report import write_run_report
+
+        result = local_trigger.trigger_run(config, verbose=args.verbose, span=args.span)
+        if result.summary is not None:
+            print()
+            print(result.summary.render())
+            print(f"\nreport: {write_run_report(config, result.summary)}")
+        return 0
+    try:
+        runs = local_trigger.watch(config, interval=args.interval, max_polls=args.max_polls, verbose=args.verbose)
+    except KeyboardInterrupt:
+        print("\n[trigger] watch stopped; an interrupted run is retried by the next trigger")
+        return 130
+    print(f"[trigger] watch stopped after {args.max_polls} polls; {runs} run(s) started")
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    """Past runs from ML Metadata: span, outcome, metrics, blessing, pushed version."""
+    from pipeline.reporting.metadata_reader import summarize_all
+    from pipeline.reporting.run_summary import render_runs
+
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    summaries = summarize_all(config.metadata_sqlite, config.pipeline_name)
+    if args.json:
+        print(json.dumps([s.to_json() for s in summaries], indent=2))
+        return 0
+    if not summaries:
+        print(f"no runs of '{config.pipeline_name}' in {config.metadata_sqlite}")
+        return 0
+    print(render_runs(summaries))
+    return 0
+
+
+def cmd_schedule(args: argparse.Namespace) -> int:
+    """Vertex PipelineJobSchedules of the compiled pipeline."""
+    from pipeline.retraining import vertex
+
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    credentials, clients = _cloud_context(args, config)
+    lines = vertex.schedule_command(
+        config,
+        args.action,
+        clients,
+        credentials,
+        template=_template(args, args.config) if args.action == "create" else None,
+        cron=args.cron,
+        schedule=args.schedule,
+        max_concurrent_runs=args.max_concurrent_runs,
+        max_runs=args.max_runs,
+        dry_run=args.dry_run,
+    )
+    for line in lines:
+        print(line)
+    return 0
+
+
+def _assignments(assignments: list[str] | None, flag: str, parse=str) -> dict:
+    """KEY=VALUE flags (--set, --param) as a dict; a malformed one names its flag."""
+    values = {}
+    for assignment in assignments or []:
+        key, sep, value = assignment.partition("=")
+        if not sep:
+            raise configs.ConfigError(f"{flag} needs KEY=VALUE, got '{assignment}'")
+        if value.strip()[:1] in ("[", "{"):  # lists and mappings: YAML flow style (JSON works too)
+            try:
+                values[key.strip()] = yaml.safe_load(value)
+            except yaml.YAMLError as error:
+                raise configs.ConfigError(f"{flag} {key.strip()}: '{value}' is not a YAML list or mapping") from error
+            continue
+        values[key.strip()] = parse(value)
+    return values
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from models.prediction_server import serve
+
+    serve(args.model, args.port)
+    return 0
+
+
+def cmd_serve_check(args: argparse.Namespace) -> int:
+    from models.serve_check import read_request, serve_check
+
+    return 0 if serve_check(args.model, [read_request(args.request)] if args.request else None) else 1

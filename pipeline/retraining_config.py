@@ -1,0 +1,29 @@
+"""The `retraining` config section: when `hftfx trigger` (and the cloud triggers) start a run.
+
+Beside configs.py rather than in retraining/: every module of retraining/ reads the composed PipelineConfig.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from models.config_section import ConfigSection
+
+Distance = Annotated[float, Field(gt=0, le=1)]
+
+
+class RetrainingConfig(ConfigSection):
+    """When `hftfx trigger` retrains: on every new span, or only on a new span whose data drifted."""
+
+    policy: Literal["new_data", "drift"] = Field(
+        "new_data", description="new_data: every new span; drift: a new span whose data drifted past the bounds"
+    )
+    max_attempts: int = Field(3, ge=1, description="failed or interrupted runs of one span before triggers stop")
+    poll_seconds: float = Field(300.0, gt=0, description="hftfx trigger watch's interval")
+    max_label_linf: Distance = Field(
+        0.1, description="drift bound: L-infinity distance of the label distribution (TFDV), new span vs trained"
+    )
+    max_text_length_jsd: Distance = Field(0.1, description="drift bound: Jensen-Shannon divergence of text lengths")
+    max_token_count_jsd: Distance = Field(0.1, description="drift bound: Jensen-Shannon divergence of token counts")
