@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from benchmarks.sections import write_preamble
+from benchmarks import reference
 from components.hf_example_gen.sources import rotten_tomatoes_reviews
 from components.trainer import bucket_by_length, compile_for_training, without_autotuning
 from components.training_meter import TrainingMeter, record_batch_shapes
@@ -356,9 +356,6 @@ def batch_prediction_throughput(serving_dir: Path, rows: int) -> list[Row]:
     ]
 
 
-REFERENCE = Path(__file__).parent / "reference.json"  # pipeline/machine/estimate.py reads it
-
-
 def reference_figures(config: PipelineConfig) -> dict | None:
     """The latest default run's headline figures (ML Metadata and its summary JSON), the one place they are
     written: `hftfx doctor`'s estimate reads them, README quotes the headline."""
@@ -385,13 +382,18 @@ def reference_figures(config: PipelineConfig) -> dict | None:
     }
 
 
-def write_reference(config: PipelineConfig) -> None:
+def write_reference(config: PipelineConfig, bench: dict | None = None) -> None:
+    """reference.json's default run (from the latest run's records) and, given, this bench's table."""
     figures = reference_figures(config)
+    recorded = reference.read()
     if figures is None:
-        print(f"no default run with a summary under {config.pipeline_root}: {REFERENCE} kept", flush=True)
-        return
-    REFERENCE.write_text(json.dumps({"written_by": "make bench", "default_run": figures}, indent=2) + "\n")
-    print(f"reference figures written to {REFERENCE}", flush=True)
+        print(f"no default run with a summary under {config.pipeline_root}: its figures kept", flush=True)
+    else:
+        recorded["default_run"] = figures
+    if bench is not None:
+        recorded["bench"] = bench
+    reference.write(recorded)
+    print(f"reference figures written to {reference.REFERENCE}", flush=True)
 
 
 def pipeline_figures(config: PipelineConfig) -> list[Row]:
@@ -435,19 +437,13 @@ def pipeline_figures(config: PipelineConfig) -> list[Row]:
     return rows
 
 
-def render(rows: list[Row], seconds: float) -> str:
-    lines = [
-        "# Benchmarks",
-        "",
-        f"Written by `make bench` on {platform.node()} ({platform.processor() or platform.machine()}, "
-        f"{tf.config.threading.get_intra_op_parallelism_threads() or 'all'} threads, TF {tf.__version__}) "
-        f"in {seconds:.0f} s. Each ratio compares two things measured in the same run on the same data.",
-        "",
-        "| what | measured | baseline | ratio |",
-        "| --- | --- | --- | --- |",
-    ]
-    lines += [f"| {r.name} | {r.value} | {r.baseline} | {r.ratio} |" for r in rows]
-    return "\n".join(lines) + "\n"
+def bench_table(rows: list[Row], seconds: float) -> dict:
+    """This run's table as data, with the machine it ran on."""
+    threads = tf.config.threading.get_intra_op_parallelism_threads() or "all"
+    machine = (
+        f"{platform.node()} ({platform.processor() or platform.machine()}, {threads} threads, TF {tf.__version__})"
+    )
+    return {"machine": machine, "seconds": round(seconds), "rows": [dataclasses.asdict(r) for r in rows]}
 
 
 def main(argv=None) -> int:
@@ -482,8 +478,8 @@ def main(argv=None) -> int:
         for row in new:
             print(f"{row.name}: {row.value} (baseline {row.baseline}, {row.ratio})", flush=True)
         rows += new
-    write_preamble(Path(args.out), render(rows, time.perf_counter() - started))  # other targets' sections stay
-    write_reference(run_config)
+    write_reference(run_config, bench_table(rows, time.perf_counter() - started))
+    reference.render_into(Path(args.out))  # other targets' sections stay
     print(f"written to {args.out}")
     return 0
 

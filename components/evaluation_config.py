@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from models.config_section import ConfigSection, Widths, flag
+from models.config_section import ConfigSection, flag, increasing_ints
 
 Share = Annotated[float, Field(ge=0, le=1)]
+BucketEdges = increasing_ints(1)
 
 
 class EvaluationConfig(ConfigSection):
@@ -37,14 +38,7 @@ class EvaluationConfig(ConfigSection):
         description="multi-label: a label is predicted when its probability reaches its threshold here (default "
         "0.5); serving and the per-label precision / recall / F1 use the same values",
     )
-    length_buckets: Widths = Field((16, 32), description="token-count bucket edges of the text-length slices")
-
-    @field_validator("length_buckets")
-    @classmethod
-    def _increasing_counts(cls, edges: tuple[int, ...]) -> tuple[int, ...]:
-        if list(edges) != sorted(set(edges)) or any(edge < 1 for edge in edges):
-            raise ValueError("should be increasing positive token counts")
-        return edges
+    length_buckets: BucketEdges = Field((16, 32), description="token-count bucket edges of the text-length slices")
 
 
 def threshold_per_label(evaluation: EvaluationConfig, label_names: Sequence[str]) -> tuple[float, ...]:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 import pydantic
-from pydantic import BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BeforeValidator, ConfigDict
 
 from models.errors import UserError
 
@@ -21,9 +21,10 @@ class ConfigError(UserError, ValueError):
 
 
 class ConfigSection(pydantic.BaseModel):
-    """A group of settings read by one part of the pipeline; unknown keys are refused, instances are frozen."""
+    """A group of settings read by one part of the pipeline; unknown keys are refused, instances are frozen.
+    Numbers are taken where text is expected: YAML reads `revision: 2024` or `{header: 0}` as numbers."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=False)
+    model_config = ConfigDict(frozen=True, extra="forbid", coerce_numbers_to_str=True)
 
 
 def flag(name: str) -> dict[str, dict[str, str]]:
@@ -42,7 +43,17 @@ def _one_or_many(value: Any) -> Any:
 
 
 Texts = Annotated[tuple[str, ...], BeforeValidator(_one_or_many)]
-Widths = Annotated[tuple[int, ...], BeforeValidator(_one_or_many)]
+
+
+def increasing_ints(minimum: int) -> Any:
+    """A list of increasing integers, none under `minimum` (token widths, bucket edges)."""
+
+    def check(values: tuple[int, ...]) -> tuple[int, ...]:
+        if list(values) != sorted(set(values)) or any(value < minimum for value in values):
+            raise ValueError(f"should be increasing numbers of at least {minimum}")
+        return values
+
+    return Annotated[tuple[int, ...], BeforeValidator(_one_or_many), AfterValidator(check)]
 
 
 def build_section(cls: type[ConfigSection], values: Mapping[str, Any], key: str = "") -> Any:

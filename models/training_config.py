@@ -7,10 +7,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from models.config_section import ConfigSection, Widths, flag
+from models.config_section import ConfigSection, flag, increasing_ints
 
 CLASS_WEIGHT_MODES = ("none", "balanced")
 EARLY_STOPPING_METRICS = {"val_loss": "min", "val_accuracy": "max"}  # Keras' names of the eval split's metrics
+TokenWidths = increasing_ints(8)
 
 
 class ModelConfig(ConfigSection):
@@ -74,7 +75,7 @@ class TrainingConfig(ConfigSection):
         description="more than 1 splits the CPU into that many devices under MirroredStrategy: rehearses the "
         "multi-replica path (global batch, all-reduce) on a CPU host; no speed-up is to be expected",
     )
-    length_buckets: Widths = Field(
+    length_buckets: TokenWidths = Field(
         (32,),
         description="token widths a batch is cut to when all its examples fit (padding is masked: only speed "
         "changes); empty: every batch is max_seq_length wide",
@@ -96,13 +97,6 @@ class TrainingConfig(ConfigSection):
     early_stopping: EarlyStoppingConfig = Field(
         default_factory=EarlyStoppingConfig, description="stop when the eval split stops improving"
     )
-
-    @field_validator("length_buckets")
-    @classmethod
-    def _increasing_widths(cls, widths: tuple[int, ...]) -> tuple[int, ...]:
-        if list(widths) != sorted(set(widths)) or any(w < 8 for w in widths):
-            raise ValueError("should be increasing token widths of at least 8")
-        return widths
 
     @field_validator("class_weights", mode="before")
     @classmethod
