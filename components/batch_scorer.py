@@ -19,6 +19,7 @@ from tfx.types import artifact, artifact_utils, component_spec, standard_artifac
 from tfx.utils import path_utils
 
 from components.batch_job import BatchJob, ScoringConfig, add_scoring, job_summary, plan_job
+from models.config_section import build_section
 
 SCORED_FILE = "scored.jsonl"
 ROWS_PROPERTY, BAD_ROWS_PROPERTY, LABEL_COUNTS_PROPERTY = "rows", "bad_rows", "label_counts"
@@ -47,7 +48,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             scored.set_int_custom_property(ROWS_PROPERTY, 0)
             print("[BatchScorer] the model is not blessed: nothing scored", flush=True)
             return
-        settings = ScoringConfig(**json.loads(exec_properties["scoring"]))
+        settings = build_section(ScoringConfig, json.loads(exec_properties["scoring"]), "scoring")
         model_uri = artifact_utils.get_single_uri(input_dict["model"])
         job = BatchJob(
             model=path_utils.serving_model_path(model_uri),

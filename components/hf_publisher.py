@@ -27,6 +27,7 @@ from components.hub_push import HubConfig, HubRevision, push_folder
 from components.model_card import CardFacts, build_model_card, parse_card
 from components.tokenization_stats import tokenization_figures
 from components.training_record import TrainingRecord
+from models.config_section import build_section
 from models.contract import (
     DROPPED_COUNTS_PROPERTY,
     LABEL_COUNTS_PROPERTY,
@@ -142,7 +143,7 @@ class Executor(base_executor.BaseExecutor):
         io_utils.write_string_file(os.path.join(published.uri, CARD_FILE), card.content)
         published.set_int_custom_property(PUBLISHED_PROPERTY, 1)
         print(f"[HFPublisher] Hugging Face export and model card in {published.uri}", flush=True)
-        hub = HubConfig(**json.loads(exec_properties["hub"]))
+        hub = build_section(HubConfig, json.loads(exec_properties["hub"]), "hub")
         if hub.repo_id:
             metrics = card.data.eval_results or []
             summary = ", ".join(f"{r.metric_type} {r.metric_value}" for r in metrics)

@@ -42,9 +42,6 @@ class HubConfig(ConfigSection):
             raise ValueError(str(error)) from None
         return repo_id
 
-    def check_repo_id(self) -> None:
-        check_repo_id(self.repo_id)
-
     def check_credentials(self) -> None:
         """A token in the environment and huggingface_hub not switched off: known before the run starts."""
         if not self.repo_id:
@@ -89,7 +86,6 @@ def push_folder(folder: str, hub: HubConfig, run_id: str, commit_message: str) -
     """Creates the repo if needed, commits `folder` and tags the commit with the run id; idempotent per run."""
     from huggingface_hub import HfApi
 
-    hub.check_repo_id()
     hub.check_credentials()
     with _library_endpoint(hub.endpoint):
         api = HfApi(endpoint=hub.endpoint or None, token=os.environ[hub.token_env])
