@@ -19,12 +19,14 @@ test-all: setup
 lint: setup
 	bin/in-env ruff check .
 
-# Speed figures, each against a baseline measured in the same run; writes BENCHMARKS.md.
+# Speed figures, each against a baseline measured in the same run; writes benchmarks/reference.json, then
+# BENCHMARKS.md from it.
 bench: setup
 	bin/in-env python -m benchmarks.bench $(ARGS)
 
 # The data components on 10k / 100k / 1M synthetic rows in both DirectRunner modes: time and memory growth
-# (about 17 min on a 2-core machine at a 317 GFLOP/s fp32 peak); replaces the Scale section of BENCHMARKS.md.
+# (about 17 min on a 2-core machine at a 317 GFLOP/s fp32 peak); replaces its sections of
+# benchmarks/reference.json, then renders BENCHMARKS.md.
 bench-scale: setup
 	bin/in-env python -m benchmarks.scale $(ARGS)
 

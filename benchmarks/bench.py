@@ -479,7 +479,7 @@ def main(argv=None) -> int:
             print(f"{row.name}: {row.value} (baseline {row.baseline}, {row.ratio})", flush=True)
         rows += new
     write_reference(run_config, bench_table(rows, time.perf_counter() - started))
-    reference.render_into(Path(args.out))  # other targets' sections stay
+    reference.render_into(Path(args.out))
     print(f"written to {args.out}")
     return 0
 

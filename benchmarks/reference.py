@@ -1,7 +1,9 @@
-"""benchmarks/reference.json: the figures `make bench` measured, as data. BENCHMARKS.md's `make bench` part is
-rendered from it, pipeline/machine/estimate.py and README's headline read it; no figure is typed twice.
+"""benchmarks/reference.json: every figure the bench targets measured, as data. BENCHMARKS.md is rendered from
+it whole; pipeline/machine/estimate.py and README's headline read its default run. No figure is typed twice.
 
-`python -m benchmarks.reference` renders BENCHMARKS.md's part again from the file (a test keeps them equal).
+`make bench` writes `default_run` and `bench` (its table); `make bench-scale` and `make bench-seeds` each
+replace their own entries of `sections` (a heading, the paragraphs that say what was measured on which
+machine, a table, notes). `python -m benchmarks.reference` renders BENCHMARKS.md again (a test keeps them equal).
 """
 
 from __future__ import annotations
@@ -9,8 +11,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-
-from benchmarks.sections import with_preamble
 
 REFERENCE = Path(__file__).parent / "reference.json"
 BENCHMARKS_MD = Path(__file__).parent.parent / "BENCHMARKS.md"
@@ -21,28 +21,64 @@ def read() -> dict[str, Any]:
 
 
 def write(reference: dict[str, Any]) -> None:
-    REFERENCE.write_text(json.dumps(reference, indent=2) + "\n", encoding="utf-8")
+    REFERENCE.write_text(json.dumps(reference, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def table_section(
+    heading: str, text: list[str], columns: list[str], align: list[str], rows: list[list[str]], notes=()
+) -> dict[str, Any]:
+    """One `## ` section of BENCHMARKS.md as data (cells formatted as they are shown)."""
+    return {"heading": heading, "text": text, "columns": columns, "align": align, "rows": rows, "notes": list(notes)}
+
+
+def record_section(section: dict[str, Any], path: Path = BENCHMARKS_MD) -> None:
+    """Replaces the section with the same heading (or appends it), then renders BENCHMARKS.md."""
+    reference = read()
+    sections = [s for s in reference.get("sections", []) if s["heading"] != section["heading"]]
+    at = next((i for i, s in enumerate(reference.get("sections", [])) if s["heading"] == section["heading"]), None)
+    sections.insert(len(sections) if at is None else at, section)
+    reference["sections"] = sections
+    write(reference)
+    render_into(path)
 
 
 def render_bench(bench: dict[str, Any]) -> str:
-    """The part of BENCHMARKS.md before its first `## ` section: `make bench`'s table."""
-    lines = [
-        "# Benchmarks",
-        "",
-        f"Written by `make bench` on {bench['machine']} in {bench['seconds']:.0f} s. Each ratio compares two things "
-        "measured in the same run on the same data.",
-        "",
-        "| what | measured | baseline | ratio |",
-        "| --- | --- | --- | --- |",
-    ]
-    lines += [f"| {r['name']} | {r['value']} | {r['baseline']} | {r['ratio']} |" for r in bench["rows"]]
+    """`make bench`'s part, before the first section."""
+    return render_section(
+        table_section(
+            "# Benchmarks",
+            [
+                f"Written by `make bench` on {bench['machine']} in {bench['seconds']:.0f} s. Each ratio compares two "
+                "things measured in the same run on the same data."
+            ],
+            ["what", "measured", "baseline", "ratio"],
+            ["---"] * 4,
+            [[r["name"], r["value"], r["baseline"], r["ratio"]] for r in bench["rows"]],
+        )
+    )
+
+
+def render_section(section: dict[str, Any]) -> str:
+    lines = [section["heading"], ""]
+    for paragraph in section["text"]:
+        lines += [paragraph, ""]
+    lines += [_row(section["columns"]), _row(section["align"]), *(_row(row) for row in section["rows"])]
+    for note in section["notes"]:
+        lines += ["", note]
     return "\n".join(lines) + "\n"
 
 
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def render(reference: dict[str, Any]) -> str:
+    parts = [render_bench(reference["bench"]), *(render_section(s) for s in reference.get("sections", []))]
+    return "\n".join(parts)
+
+
 def render_into(path: Path = BENCHMARKS_MD) -> None:
-    """BENCHMARKS.md with its `make bench` part rendered from reference.json (other targets' sections kept)."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    path.write_text(with_preamble(text, render_bench(read()["bench"])), encoding="utf-8")
+    path.write_text(render(read()), encoding="utf-8")
 
 
 if __name__ == "__main__":

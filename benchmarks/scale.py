@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.sections import write_section
+from benchmarks.reference import record_section, render_section, table_section
 from pipeline.configs import MULTI_PROCESSING_BEAM_ARGS, PipelineConfig
 
 SHARD_ROWS = 100_000
@@ -167,46 +167,45 @@ def measure_prediction(pattern: str, model: str, scratch: Path) -> dict:
 PREDICT_SECTION = "## Scale: batch prediction as the rows grow (`make bench-scale`)"
 
 
-def render_prediction(results: list[dict], model: str, peak_gflops: float) -> str:
-    lines = [
-        PREDICT_SECTION,
-        "",
+def render_prediction(results: list[dict], model: str, peak_gflops: float) -> dict:
+    text = (
         f"`hftfx predict --model {model} --input <CSV shards> --output scored.jsonl` in a fresh process on "
         f"{platform.node()} ({os.cpu_count()} cores, fp32 matmul peak {peak_gflops:,.0f} GFLOP/s), the same "
-        "synthetic reviews as above. Wall time includes the process start, the model load and the writes.",
-        "",
-        "| rows | wall s | rows/s | tree peak GiB | peak growth |",
-        "| ---: | ---: | ---: | ---: | ---: |",
-    ]
-    before = None
+        "synthetic reviews as above. Wall time includes the process start, the model load and the writes."
+    )
+    rows, before = [], None
     for r in results:
         growth = f"{r['tree_peak_bytes'] / before['tree_peak_bytes']:.2f}x" if before else "-"
-        lines.append(
-            f"| {r['rows']:,} | {r['wall_seconds']:.0f} | {r['rows'] / r['wall_seconds']:,.0f} | "
-            f"{r['tree_peak_bytes'] / 2**30:.2f} | {growth} |"
+        rows.append(
+            [
+                f"{r['rows']:,}",
+                f"{r['wall_seconds']:.0f}",
+                f"{r['rows'] / r['wall_seconds']:,.0f}",
+                f"{r['tree_peak_bytes'] / 2**30:.2f}",
+                growth,
+            ]
         )
         before = r
-    return "\n".join(lines) + "\n"
+    columns = ["rows", "wall s", "rows/s", "tree peak GiB", "peak growth"]
+    return table_section(PREDICT_SECTION, [text], columns, ["---:"] * len(columns), rows)
 
 
-def render(results: list[dict], peak_gflops: float, seconds: float) -> str:
+def render(results: list[dict], peak_gflops: float, seconds: float) -> dict:
     gib = 2**30
-    lines = [
-        SECTION,
-        "",
+    text = (
         f"Measured on {platform.node()} ({os.cpu_count()} cores, fp32 matmul peak {peak_gflops:,.0f} GFLOP/s) in "
         f"{seconds:.0f} s: synthetic reviews (5-40 words, two labels) in CSV shards of {SHARD_ROWS:,} rows, the "
         "probe then ExampleGen -> StatisticsGen -> SchemaGen -> ExampleValidator -> Transform (tokenized to 64) -> "
         "TransformedStatisticsGen "
         "under LocalDagRunner, "
         "a fresh process per run. Driver: the launching process's own peak RSS; tree: the peak summed over it "
-        "and its Beam workers (sampled every 0.5 s). Growth columns compare with the previous size.",
-        "",
-        "| mode | rows | probe s | ExampleGen s | StatisticsGen s | Transform s | its statistics s | wall s "
-        "| s per 1k rows "
-        "| driver peak GiB | tree peak GiB | driver growth | s/row growth |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
+        "and its Beam workers (sampled every 0.5 s). Growth columns compare with the previous size."
+    )
+    columns = [
+        "mode", "rows", "probe s", "ExampleGen s", "StatisticsGen s", "Transform s", "its statistics s", "wall s",
+        "s per 1k rows", "driver peak GiB", "tree peak GiB", "driver growth", "s/row growth",
+    ]  # fmt: skip
+    rows: list[list[str]] = []
     previous: dict[str, dict] = {}
     for r in results:
         s = r["seconds"]
@@ -217,15 +216,21 @@ def render(results: list[dict], peak_gflops: float, seconds: float) -> str:
             if before
             else ("-", "-")
         )
-        lines.append(
-            f"| {r['mode']} | {r['rows']:,} | {s.get('probe', 0):.1f} | {s.get('HFDatasetExampleGen', 0):.1f} | "
-            f"{s.get('StatisticsGen', 0):.1f} | {s.get('Transform', 0):.1f} | "
-            f"{s.get('TransformedStatisticsGen', 0):.1f} | {r['wall_seconds']:.0f} | "
-            f"{per_k:.2f} | {r['driver_peak_bytes'] / gib:.2f} | {r['tree_peak_bytes'] / gib:.2f} | "
-            f"{growth[0]} | {growth[1]} |"
+        steps = ("probe", "HFDatasetExampleGen", "StatisticsGen", "Transform", "TransformedStatisticsGen")
+        memory = (r["driver_peak_bytes"] / gib, r["tree_peak_bytes"] / gib)
+        rows.append(
+            [
+                r["mode"],
+                f"{r['rows']:,}",
+                *(f"{s.get(step, 0):.1f}" for step in steps),
+                f"{r['wall_seconds']:.0f}",
+                f"{per_k:.2f}",
+                *(f"{gib_used:.2f}" for gib_used in memory),
+                *growth,
+            ]
         )
         previous[r["mode"]] = {**r, "per_k": per_k}
-    return "\n".join(lines) + "\n"
+    return table_section(SECTION, [text], columns, ["---"] + ["---:"] * (len(columns) - 1), rows)
 
 
 def main(argv=None) -> int:
@@ -266,8 +271,8 @@ def main(argv=None) -> int:
     if predictions:
         sections.append(render_prediction(predictions, args.model, peak))
     for section in sections:
-        write_section(Path(args.out), section)
-        print(section)
+        record_section(section, Path(args.out))
+        print(render_section(section))
     print(f"written to {args.out}")
     return 0
 

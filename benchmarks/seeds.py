@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.sections import write_section
+from benchmarks.reference import record_section, render_section, table_section
 from pipeline.configs import PipelineConfig
 
 SECTION = "## Seeds: the default run's accuracy over training seeds (`make bench-seeds`)"
@@ -77,35 +77,46 @@ def heading(overrides: list[str]) -> str:
     return SECTION + (f", with {_recipe(overrides)}" if overrides else "")
 
 
-def render(rows: list[dict], overrides: list[str], seconds: float) -> str:
+def render(rows: list[dict], overrides: list[str], seconds: float) -> dict:
     recipe = _recipe(overrides) if overrides else "the default config"
     reaching = sum(r["accuracy"] >= ACCURACY_TARGET for r in rows)
-    lines = [
-        heading(overrides),
-        "",
+    text = (
         f"Measured on {platform.node()} ({os.cpu_count()} cores) in {seconds:.0f} s: {recipe}, one whole run per "
         "seed in its own process and pipeline root. Training TFLOP: the loop's model FLOPs (padding included); "
         "wall x peak: the run's seconds times the matmul peak measured in it, in the dtype it trains in (fp32 "
-        "unless the recipe sets training.precision).",
-        "",
-        "| seed | test accuracy | AUC | training TFLOP | Trainer utilization | wall s | peak GFLOP/s "
-        "| wall x peak TFLOP |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "unless the recipe sets training.precision)."
+    )
+    columns = [
+        "seed", "test accuracy", "AUC", "training TFLOP", "Trainer utilization", "wall s", "peak GFLOP/s",
+        "wall x peak TFLOP",
+    ]  # fmt: skip
+    table = [
+        [
+            str(r["seed"]),
+            f"{r['accuracy']:.4f}",
+            f"{r['auc']:.4f}",
+            f"{r['training_tflop']:.1f}",
+            f"{r['utilization']:.0%}",
+            f"{r['wall_seconds']:.0f}",
+            f"{r['peak_gflops']:.0f}",
+            f"{r['wall_x_peak_tflop']:.0f}",
+        ]
+        for r in rows
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['seed']} | {r['accuracy']:.4f} | {r['auc']:.4f} | {r['training_tflop']:.1f} | "
-            f"{r['utilization']:.0%} | {r['wall_seconds']:.0f} | {r['peak_gflops']:.0f} | "
-            f"{r['wall_x_peak_tflop']:.0f} |"
-        )
-    lines += [
-        f"| mean ± sd | {spread([r['accuracy'] for r in rows])} | {spread([r['auc'] for r in rows])} | "
-        f"{statistics.fmean(r['training_tflop'] for r in rows):.1f} | - | - | - | "
-        f"{statistics.fmean(r['wall_x_peak_tflop'] for r in rows):.0f} |",
-        "",
-        f"{reaching} of {len(rows)} seeds reach test accuracy {ACCURACY_TARGET}.",
-    ]
-    return "\n".join(lines) + "\n"
+    table.append(
+        [
+            "mean ± sd",
+            spread([r["accuracy"] for r in rows]),
+            spread([r["auc"] for r in rows]),
+            f"{statistics.fmean(r['training_tflop'] for r in rows):.1f}",
+            "-",
+            "-",
+            "-",
+            f"{statistics.fmean(r['wall_x_peak_tflop'] for r in rows):.0f}",
+        ]
+    )
+    note = f"{reaching} of {len(rows)} seeds reach test accuracy {ACCURACY_TARGET}."
+    return table_section(heading(overrides), [text], columns, ["---:"] * len(columns), table, [note])
 
 
 def main(argv=None) -> int:
@@ -127,8 +138,8 @@ def main(argv=None) -> int:
                 flush=True,
             )
     section = render(rows, args.set, time.monotonic() - started)
-    print(section)
-    write_section(Path(args.out), section)
+    print(render_section(section))
+    record_section(section, Path(args.out))
     print(f"written to {args.out}")
     return 0
 

@@ -1,3 +1,4 @@
+from benchmarks.reference import render_section
 from benchmarks.seeds import SECTION, heading, render
 
 
@@ -7,7 +8,7 @@ def test_the_table_gives_each_seed_then_the_mean_and_spread_and_how_many_reach_t
          "peak_gflops": 291, "wall_x_peak_tflop": 70.7}
         for s, a in ((42, 0.8354), (1, 0.8268), (2, 0.8183))
     ]  # fmt: skip
-    text = render(rows, ["training.learning_rate=2e-4"], 700)
+    text = render_section(render(rows, ["training.learning_rate=2e-4"], 700))
     assert text.startswith(SECTION + ", with `training.learning_rate=2e-4`\n")
     assert "`training.learning_rate=2e-4`" in text
     assert "| mean ± sd | 0.8268 ± 0.0086 | 0.9100 ± 0.0000 | 27.7 |" in text
