@@ -7,11 +7,13 @@ into the lines a user reads: the dotted key, the value given, what it should be 
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from typing import Annotated, Any
 
 import pydantic
 from pydantic import AfterValidator, BeforeValidator, ConfigDict
+from pydantic.fields import FieldInfo
 
 from models.errors import UserError
 
@@ -79,8 +81,34 @@ def _problem_line(detail: Mapping[str, Any], cls: type[pydantic.BaseModel], key:
     if detail["type"] == "value_error" and (field is None or _is_section(field.annotation)):
         return message  # a rule across a section's fields: its message names them
     shown = f"{path} = {detail['input']!r}" if detail["type"] != "missing" else path
-    about = f" ({field.description})" if field is not None and field.description else ""
-    return f"{shown}: {message}{about}"
+    about = [field.description] if field is not None and field.description else []
+    bounds = allowed_range(field) if field is not None and detail["type"] in _COMPARISONS else ""
+    if ", " in bounds:  # a range: the message names the side crossed, this both
+        about.insert(0, f"allowed: {bounds}")
+    return f"{shown}: {message}" + (f" ({'; '.join(about)})" if about else "")
+
+
+def allowed_range(field: FieldInfo) -> str:
+    """A field's bounds as people write them (`>= 0, <= 1`), from its own and its type's constraints."""
+    words = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<", "min_length": "length >="}
+    found = []
+    for item in [*field.metadata, *_annotated_metadata(field.annotation)]:
+        for attribute, word in words.items():
+            if getattr(item, attribute, None) is not None:
+                found.append(f"{word} {getattr(item, attribute)}")
+    return ", ".join(found)
+
+
+def _annotated_metadata(annotation: Any) -> list[Any]:
+    """Constraints inside the type (`Annotated[float, Field(ge=0)] | None`, dict values), where they are."""
+    if typing.get_origin(annotation) is Annotated:
+        inner, *metadata = typing.get_args(annotation)
+        found = [m for item in metadata for m in (item.metadata if isinstance(item, FieldInfo) else [item])]
+        return found + _annotated_metadata(inner)
+    return [m for arg in typing.get_args(annotation) for m in _annotated_metadata(arg)]
+
+
+_COMPARISONS = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
 
 
 def _message(detail: Mapping[str, Any]) -> str:

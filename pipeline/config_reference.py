@@ -16,6 +16,7 @@ from typing import Any, Literal
 import pydantic
 from pydantic.fields import FieldInfo
 
+from models.config_section import allowed_range
 from pipeline.configs import PipelineConfig
 
 
@@ -111,25 +112,6 @@ def _shown(value: Any) -> str:
     return f"`{json.dumps(value)}`"
 
 
-def _bounds(field: FieldInfo) -> str:
-    words = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<", "min_length": "length >="}
-    found = []
-    for item in [*field.metadata, *_annotated_metadata(field.annotation)]:
-        for attribute, word in words.items():
-            if getattr(item, attribute, None) is not None:
-                found.append(f"{word} {getattr(item, attribute)}")
-    return f" ({', '.join(found)})" if found else ""
-
-
-def _annotated_metadata(annotation: Any) -> list[Any]:
-    """Constraints inside the type (`Annotated[float, Field(ge=0)] | None`, dict values), where they are."""
-    if typing.get_origin(annotation) is typing.Annotated:
-        inner, *metadata = typing.get_args(annotation)
-        found = [m for item in metadata for m in (item.metadata if isinstance(item, FieldInfo) else [item])]
-        return found + _annotated_metadata(inner)
-    return [m for arg in typing.get_args(annotation) for m in _annotated_metadata(arg)]
-
-
 def markdown() -> str:
     """docs/config.md: one table per section, from the fields' declarations."""
     lines = [
@@ -149,7 +131,9 @@ def markdown() -> str:
             lines.append("|---|---|---|---|---|")
         flags = ", ".join(f"`{name}`" for name in setting.flags)
         what = (setting.field.description or "").replace("|", "\\|").replace("<", "&lt;")
-        kind = type_name(setting.field.annotation).replace("|", "\\|") + _bounds(setting.field)
+        kind = type_name(setting.field.annotation).replace("|", "\\|") + (
+            f" ({bounds})" if (bounds := allowed_range(setting.field)) else ""
+        )
         lines.append(f"| `{setting.key}` | {kind} | {_shown(setting.default)} | {flags} | {what} |")
     return "\n".join(lines) + "\n"
 
