@@ -14,7 +14,7 @@ from tfx import v1 as tfx
 from tfx.orchestration import pipeline as tfx_pipeline
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
-from components.run_parameters import runtime_parameters
+from components.run_parameters import RunParameters, runtime_parameters
 from components.same_task import BASELINE_SCOPE_PROPERTY
 from models.task import TASK_KEY_PROPERTY
 from pipeline.cloud.compiled_specs import PIPELINE_YAML, profile_header
@@ -48,7 +48,7 @@ def cloud_placement(config: PipelineConfig) -> CloudPlacement:
     return CloudPlacement(vertex=True, training_config=vertex_training_config(config.cloud), serving_config=endpoint)
 
 
-def create_cloud_pipeline(config: PipelineConfig, run) -> tfx_pipeline.Pipeline:
+def create_cloud_pipeline(config: PipelineConfig, run: RunParameters) -> tfx_pipeline.Pipeline:
     """The local DAG for Vertex AI Pipelines / Kubeflow: gs:// root, Vertex training, cloud Beam."""
     validate_cloud(config)
     return tfx.dsl.Pipeline(
