@@ -49,7 +49,6 @@ COPY pipeline/ pipeline/
 COPY components/ components/
 COPY models/ models/
 COPY configs/ configs/
-COPY benchmarks/reference.json benchmarks/
 RUN uv pip install --no-deps . \
  && python -c "import components.transform, components.trainer, components.evaluation, components.hf_trainer, components.pusher, components.endpoint_pusher, components.example_validator, components.hf_example_gen.component; print('pipeline modules import')"
 

@@ -31,6 +31,7 @@ from models.pretrained import build_classifier, model_files, packaged_model_dir
 from models.tokenizer import InGraphTokenizer, tokenizer_spec
 from models.training_config import TrainingConfig
 from pipeline.configs import PipelineConfig, load_config
+from pipeline.machine.estimate import DEFAULT_RUN_FILE
 
 MAX_LEN, BATCH = 64, 32
 # tests/model_families.py's family -> the name a row gives it
@@ -383,17 +384,16 @@ def reference_figures(config: PipelineConfig) -> dict | None:
 
 
 def write_reference(config: PipelineConfig, bench: dict | None = None) -> None:
-    """reference.json's default run (from the latest run's records) and, given, this bench's table."""
+    """The default run's figures (from the latest run's records) and, given, this bench's table."""
     figures = reference_figures(config)
-    recorded = reference.read()
     if figures is None:
-        print(f"no default run with a summary under {config.pipeline_root}: its figures kept", flush=True)
+        print(f"no default run with a summary under {config.pipeline_root}: {DEFAULT_RUN_FILE} kept", flush=True)
     else:
-        recorded["default_run"] = figures
+        DEFAULT_RUN_FILE.write_text(json.dumps({"written_by": "make bench", **figures}, indent=2) + "\n")
+        print(f"default run figures written to {DEFAULT_RUN_FILE}", flush=True)
     if bench is not None:
-        recorded["bench"] = bench
-    reference.write(recorded)
-    print(f"reference figures written to {reference.REFERENCE}", flush=True)
+        reference.write({**reference.read(), "bench": bench})
+        print(f"bench figures written to {reference.REFERENCE}", flush=True)
 
 
 def pipeline_figures(config: PipelineConfig) -> list[Row]:
@@ -457,7 +457,9 @@ def main(argv=None) -> int:
     parser.add_argument("--pipeline-name", default=PipelineConfig.pipeline_name)
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument(
-        "--reference-only", action="store_true", help="only write benchmarks/reference.json from the latest run"
+        "--reference-only",
+        action="store_true",
+        help="only write the default run's figures (pipeline/machine/default_run.json) from the latest run",
     )
     args = parser.parse_args(argv)
     run_config = load_config(overrides={"pipeline_root": args.pipeline_root, "pipeline_name": args.pipeline_name})

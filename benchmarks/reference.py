@@ -1,7 +1,8 @@
-"""benchmarks/reference.json: every figure the bench targets measured, as data. BENCHMARKS.md is rendered from
-it whole; pipeline/machine/estimate.py and README's headline read its default run. No figure is typed twice.
+"""benchmarks/reference.json: every figure the bench targets measured, as data; BENCHMARKS.md is rendered from
+it whole. No figure is typed twice (the default run's headline, which `hftfx doctor` and README use, is in
+pipeline/machine/default_run.json, where the installed package finds it).
 
-`make bench` writes `default_run` and `bench` (its table); `make bench-scale` and `make bench-seeds` each
+`make bench` writes `bench` (its table); `make bench-scale` and `make bench-seeds` each
 replace their own entries of `sections` (a heading, the paragraphs that say what was measured on which
 machine, a table, notes). `python -m benchmarks.reference` renders BENCHMARKS.md again (a test keeps them equal).
 """

@@ -56,9 +56,9 @@ def test_the_docs_readme_names_exist():
 
 
 def test_readme_quotes_the_reference_run_as_recorded():
-    """README's headline is benchmarks/reference.json's (make bench writes it), never a figure typed twice."""
+    """README's headline is the recorded default run's (make bench writes it), never a figure typed twice."""
     import json
 
-    run = json.loads((ROOT / "benchmarks" / "reference.json").read_text())["default_run"]
+    run = json.loads((ROOT / "pipeline" / "machine" / "default_run.json").read_text())
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert f"test accuracy {run['accuracy']:.4f}, AUC {run['auc']:.4f}" in readme

@@ -3,7 +3,8 @@
 The training loop's share is its model FLOPs (models/flops.py over the train split, padded as the Trainer's
 length buckets pad it) at the utilization the default run reaches; the rest of the run (ExampleGen,
 statistics, Transform, validation and export, Evaluator: Beam and TF on the CPU) is scaled by the ratio of
-peaks. Both figures come from the latest default run `make bench` recorded in benchmarks/reference.json.
+peaks. Both figures come from the latest default run, as `make bench` recorded it in default_run.json beside
+this module (package data: installed images read it too).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-REFERENCE_FILE = Path(__file__).resolve().parents[2] / "benchmarks" / "reference.json"
+DEFAULT_RUN_FILE = Path(__file__).resolve().parent / "default_run.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,10 +26,10 @@ class Reference:
     seconds_outside_training: float
 
     @classmethod
-    def read(cls, path: Path = REFERENCE_FILE) -> Reference:
+    def read(cls, path: Path = DEFAULT_RUN_FILE) -> Reference:
         if not path.is_file():
             raise RuntimeError(f"no reference figures in {path}: `make bench` writes them from a default run")
-        run = json.loads(path.read_text(encoding="utf-8"))["default_run"]
+        run = json.loads(path.read_text(encoding="utf-8"))
         return cls(run["trainer_utilization"], run["matmul_peak_gflops"], run["seconds_outside_training"])
 
 
