@@ -91,7 +91,7 @@ def run_local(
         return _run_local(config, verbose=verbose, stream=stream, lock_held=lock_held)
 
 
-def check_run(config: PipelineConfig, *, stream=sys.stdout):
+def check_run(config: PipelineConfig, *, stream=sys.stdout) -> tfx_pipeline.Pipeline:
     """Everything `run_local` checks before its first component, and nothing after: `hftfx run --check`."""
     with local_beam_runner():
         return prepare_run(config, stream=stream)
