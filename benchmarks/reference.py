@@ -35,10 +35,9 @@ def table_section(
 def record_section(section: dict[str, Any], path: Path = BENCHMARKS_MD) -> None:
     """Replaces the section with the same heading (or appends it), then renders BENCHMARKS.md."""
     reference = read()
-    sections = [s for s in reference.get("sections", []) if s["heading"] != section["heading"]]
-    at = next((i for i, s in enumerate(reference.get("sections", [])) if s["heading"] == section["heading"]), None)
-    sections.insert(len(sections) if at is None else at, section)
-    reference["sections"] = sections
+    by_heading = {s["heading"]: s for s in reference.get("sections", [])}  # dicts keep their order
+    by_heading[section["heading"]] = section
+    reference["sections"] = list(by_heading.values())
     write(reference)
     render_into(path)
 

@@ -36,10 +36,17 @@ class HubConfig(ConfigSection):
     @field_validator("repo_id")
     @classmethod
     def _a_hub_repo_id(cls, repo_id: str) -> str:
+        """A repo id the Hub accepts, with its namespace (checked with the rest of the config)."""
+        if not repo_id:
+            return repo_id
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+
         try:
-            check_repo_id(repo_id)
-        except HubPushError as error:  # pydantic reports ValueErrors only
-            raise ValueError(str(error)) from None
+            validate_repo_id(repo_id)
+        except HFValidationError as error:
+            raise ValueError(f"'{repo_id}' is not a Hub repo id (<user or org>/<name>): {error}") from None
+        if "/" not in repo_id:
+            raise ValueError(f"'{repo_id}' needs its namespace: <user or org>/{repo_id}")
         return repo_id
 
     def check_credentials(self) -> None:
@@ -53,20 +60,6 @@ class HubConfig(ConfigSection):
             )
         if offline_hub():
             raise HubPushError("hub.repo_id is set but HF_HUB_OFFLINE=1 switches huggingface_hub off: unset it")
-
-
-def check_repo_id(repo_id: str) -> None:
-    """A repo id the Hub accepts, with its namespace (config only: checked with the rest of the config)."""
-    if not repo_id:
-        return
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError as error:
-        raise HubPushError(f"'{repo_id}' is not a Hub repo id (<user or org>/<name>): {error}") from error
-    if "/" not in repo_id:
-        raise HubPushError(f"'{repo_id}' needs its namespace: <user or org>/{repo_id}")
 
 
 @dataclasses.dataclass(frozen=True)

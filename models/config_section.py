@@ -72,13 +72,13 @@ def problem_lines(error: pydantic.ValidationError, cls: type[pydantic.BaseModel]
 
 
 def _problem_line(detail: Mapping[str, Any], cls: type[pydantic.BaseModel], key: str) -> str:
-    path, field = _dotted(detail["loc"], cls, key)
+    path, field, section = _dotted(detail["loc"], cls, key)
     message = _message(detail)
     if detail["type"] == "extra_forbidden":
         owner = path.rsplit(".", 1)[0] if "." in path else ""
-        known = sorted(_model_at(cls, detail["loc"][:-1]).model_fields)
+        known = sorted(section.model_fields)
         return f"unknown config key '{path}'; known {'in ' + repr(owner) if owner else 'at the top level'}: {known}"
-    if detail["type"] == "value_error" and (field is None or _is_section(field.annotation)):
+    if detail["type"] == "value_error" and (field is None or is_section(field.annotation)):
         return message  # a rule across a section's fields: its message names them
     shown = f"{path} = {detail['input']!r}" if detail["type"] != "missing" else path
     about = [field.description] if field is not None and field.description else []
@@ -126,9 +126,10 @@ def _message(detail: Mapping[str, Any]) -> str:
     return text
 
 
-def _dotted(loc: tuple, cls: type[pydantic.BaseModel], key: str) -> tuple[str, Any]:
-    """('training', 'length_buckets', 0) -> 'training.length_buckets[0]' and the field it falls in."""
-    path, field, model = key, None, cls
+def _dotted(loc: tuple, cls: type[pydantic.BaseModel], key: str) -> tuple[str, Any, type[pydantic.BaseModel]]:
+    """('training', 'length_buckets', 0) -> 'training.length_buckets[0]', the field it falls in and the innermost
+    section on the way (the one an unknown key was given to)."""
+    path, field, model, section = key, None, cls, cls
     for part in loc:
         if isinstance(part, int):
             path += f"[{part}]"
@@ -140,18 +141,11 @@ def _dotted(loc: tuple, cls: type[pydantic.BaseModel], key: str) -> tuple[str, A
         fields = model.model_fields if model is not None else {}
         if part in fields:
             field = fields[part]
-            model = field.annotation if _is_section(field.annotation) else None
-    return path, field
+            model = field.annotation if is_section(field.annotation) else None
+            section = model or section
+    return path, field, section
 
 
-def _is_section(annotation: Any) -> bool:
+def is_section(annotation: Any) -> bool:
+    """A field whose type is a section of its own (training.early_stopping), not a value."""
     return isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel)
-
-
-def _model_at(cls: type[pydantic.BaseModel], loc: tuple) -> type[pydantic.BaseModel]:
-    model = cls
-    for part in loc:
-        annotation = model.model_fields[part].annotation if part in model.model_fields else None
-        if _is_section(annotation):
-            model = annotation
-    return model

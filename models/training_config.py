@@ -36,7 +36,7 @@ class EarlyStoppingConfig(ConfigSection):
     epochs; the exported model is then the best epoch's, not the last one's."""
 
     patience: int = Field(0, ge=0, description="epochs without improvement before stopping; 0: off (all epochs run)")
-    metric: Literal["val_loss", "val_accuracy"] = Field(
+    metric: Literal[tuple(EARLY_STOPPING_METRICS)] = Field(
         "val_loss", description="the eval split's metric watched: val_loss (lower is better) or val_accuracy"
     )
     min_delta: float = Field(0.0, ge=0, description="the smallest change that counts as an improvement")

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import pydantic
 from pydantic.fields import FieldInfo
 
-from models.config_section import allowed_range
+from models.config_section import allowed_range, is_section
 from pipeline.configs import PipelineConfig
 
 
@@ -48,14 +48,12 @@ class RunFlag:
 
 def settings(model: type[pydantic.BaseModel] = PipelineConfig, prefix: str = "") -> Iterator[Setting]:
     """Every leaf setting, in declaration order, sections expanded."""
-    defaults = model()
     for name, field in model.model_fields.items():
         key = f"{prefix}{name}"
-        annotation = field.annotation
-        if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
-            yield from settings(annotation, f"{key}.")
+        if is_section(field.annotation):
+            yield from settings(field.annotation, f"{key}.")
         else:
-            yield Setting(key, field, getattr(defaults, name))
+            yield Setting(key, field, field.get_default(call_default_factory=True))
 
 
 def run_flags() -> list[RunFlag]:
@@ -105,8 +103,6 @@ def _bare(annotation: Any) -> Any:
 
 
 def _shown(value: Any) -> str:
-    if isinstance(value, pydantic.BaseModel):
-        value = value.model_dump(mode="json")
     if isinstance(value, tuple):
         value = list(value)
     return f"`{json.dumps(value)}`"

@@ -49,6 +49,14 @@ def _find(resources, name: str, context):
     context.abort(grpc.StatusCode.NOT_FOUND, f"{name} not found")
 
 
+def _stored_job(job, parent: str, collection: str, jobs: list, state):
+    """A created job as Vertex returns it: named after its place in `jobs`, in `state`, kept for later reads."""
+    job.name = f"{parent}/{collection}/{len(jobs) + 1}"
+    job.state = state
+    jobs.append(job)
+    return job
+
+
 class FakeVertex:
     """PipelineService, ScheduleService, EndpointService, ModelService, JobService's CustomJobs and batch
     prediction jobs, and the
@@ -192,10 +200,9 @@ class FakeVertex:
     # JobService: a CustomJob finishes as soon as it is created (the launcher's polling ends at once)
     def create_custom_job(self, request, context):
         job = aiplatform_v1.CustomJob(request.custom_job)
-        job.name = f"{request.parent}/customJobs/{len(self.custom_jobs) + 1}"
-        job.state = aiplatform_v1.JobState.JOB_STATE_SUCCEEDED
-        self.custom_jobs.append(job)
-        return job
+        return _stored_job(
+            job, request.parent, "customJobs", self.custom_jobs, aiplatform_v1.JobState.JOB_STATE_SUCCEEDED
+        )
 
     def get_custom_job(self, request, context):
         return _find(self.custom_jobs, request.name, context)
@@ -203,10 +210,9 @@ class FakeVertex:
     # JobService: a batch prediction job is accepted and left pending (the client returns once it exists)
     def create_batch_prediction_job(self, request, context):
         job = aiplatform_v1.BatchPredictionJob(request.batch_prediction_job)
-        job.name = f"{request.parent}/batchPredictionJobs/{len(self.batch_jobs) + 1}"
-        job.state = aiplatform_v1.JobState.JOB_STATE_PENDING
-        self.batch_jobs.append(job)
-        return job
+        return _stored_job(
+            job, request.parent, "batchPredictionJobs", self.batch_jobs, aiplatform_v1.JobState.JOB_STATE_PENDING
+        )
 
     def get_batch_prediction_job(self, request, context):
         return _find(self.batch_jobs, request.name, context)

@@ -15,8 +15,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_v
 from models.config_section import ConfigError, ConfigSection, Texts, build_section, flag, per_key_flags
 
 TFX_SPLITS = ("train", "eval", "test")
-Split = Literal["train", "eval", "test"]
-MISSING_TEXT_POLICIES = ("error", "drop")
+Split = Literal[TFX_SPLITS]
 
 # Data-file extensions whose `datasets` builder is known: `--dataset reviews.csv` just works.
 FILE_BUILDERS: Mapping[str, tuple[str, Mapping[str, str]]] = {
