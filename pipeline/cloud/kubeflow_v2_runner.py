@@ -49,7 +49,7 @@ def cloud_placement(config: PipelineConfig) -> CloudPlacement:
 
 
 def create_cloud_pipeline(config: PipelineConfig, run: RunParameters) -> tfx_pipeline.Pipeline:
-    """The local DAG for Vertex AI Pipelines / Kubeflow: gs:// root, Vertex training, cloud Beam."""
+    """The local run's DAG placed for Vertex AI Pipelines / Kubeflow: gs:// root, Vertex training, cloud Beam."""
     validate_cloud(config)
     return tfx.dsl.Pipeline(
         pipeline_name=config.pipeline_name,
