@@ -139,3 +139,10 @@ def test_class_weights_take_a_mode_or_a_mapping_and_early_stopping_is_a_section(
 def test_training_controls_are_checked_before_anything_runs(overrides, message):
     with pytest.raises(configs.ConfigError, match=message):
         configs.load_config(overrides=overrides)
+
+
+def test_numbers_yaml_reads_where_text_is_expected_are_taken_as_text(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("dataset:\n  revision: 2024\n  builder_options: {header: 0}\n  data_files: a.csv\n")
+    dataset = configs.load_config(path).dataset
+    assert (dataset.revision, dataset.builder_options, dataset.data_files) == ("2024", {"header": "0"}, ("a.csv",))
