@@ -447,14 +447,15 @@ def bench_table(rows: list[Row], seconds: float) -> dict:
 
 
 def main(argv=None) -> int:
+    defaults = PipelineConfig()  # pydantic keeps field defaults on instances, not on the class
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=30, help="training steps per measurement")
     parser.add_argument("--profiled-steps", type=int, default=20, help="training steps in the step profile")
     parser.add_argument("--repeats", type=int, default=50, help="requests per latency measurement")
     parser.add_argument("--batch-rows", type=int, default=20_000, help="rows per batch prediction measurement")
-    parser.add_argument("--serving-dir", default="serving/text_classifier")
-    parser.add_argument("--pipeline-root", default=PipelineConfig.pipeline_root)
-    parser.add_argument("--pipeline-name", default=PipelineConfig.pipeline_name)
+    parser.add_argument("--serving-dir", default=str(Path(defaults.serving_dir, defaults.model_name)))
+    parser.add_argument("--pipeline-root", default=defaults.pipeline_root)
+    parser.add_argument("--pipeline-name", default=defaults.pipeline_name)
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument(
         "--reference-only",

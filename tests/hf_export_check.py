@@ -60,8 +60,15 @@ def hf_probabilities(folder: str, texts: list[str], pairs: list[str] | None = No
     return np.array(answer["probabilities"]), answer["id2label"]
 
 
-def serving_probabilities(version_dir: str, texts: list[str], pairs: list[str] | None = None) -> np.ndarray:
+def serving_probabilities(
+    version_dir: str, texts: list[str], pairs: list[str] | None = None, head_bias_change: float = 0.0
+) -> np.ndarray:
+    """serving_default's probabilities; with `head_bias_change`, those of a model whose classifier bias for the
+    first label is that much higher (one weight changed, in memory): what a scorer of another model would give."""
     from models.serving import load_serving_model, predict_texts
 
     _, model = load_serving_model(version_dir)
+    if head_bias_change:
+        (bias,) = [v for v in model.signatures["serving_default"].variables if v.name.endswith("classifier/bias:0")]
+        bias.assign(bias + np.eye(bias.shape[0], dtype=np.float32)[0] * head_bias_change)
     return np.array([p.probabilities for p in predict_texts(model, texts, pairs)])

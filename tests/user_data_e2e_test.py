@@ -19,14 +19,18 @@ import pytest
 from pipeline import configs
 from pipeline.orchestration.local_runner import run_local
 from tests import user_datasets
+from tests.float_bounds import probability_bound
 from tests.hf_export_check import PAIR_TEXTS, hf_probabilities, serving_probabilities
 from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
 
 
+WIDTH = 48  # max_seq_length of these runs
+
+
 def run_config(workdir: Path, model_dir: Path, settings: dict | None = None, **dataset) -> configs.PipelineConfig:
-    overrides = {**tiny_overrides(workdir, model_dir, 48), **(settings or {}), "dataset": dataset}
+    overrides = {**tiny_overrides(workdir, model_dir, WIDTH), **(settings or {}), "dataset": dataset}
     return configs.load_config(overrides=overrides)
 
 
@@ -48,7 +52,6 @@ def three_class(tmp_path_factory, tiny_bert_dir):
     config = run_config(
         workdir,
         tiny_bert_dir,
-        {"training.precision": "bf16"},  # bf16 is opt-in on CPUs: this scenario runs that branch on any CPU
         name=str(csv_path),
         text_column="review",
         label_column="kind",
@@ -69,7 +72,6 @@ def test_three_classes_train_evaluate_bless_and_push(three_class):
     assert 0 <= summary.metrics["accuracy"] <= 1 and 0 <= summary.metrics["auc"] <= 1
     assert {"auc_pr", "precision", "recall", "example_count"} <= set(summary.metrics)
     assert set(summary.per_class) == set(summary.label_names)
-    assert summary.throughput["matmul_peak_dtype"] == "bfloat16"  # trained under mixed_bfloat16
     assert all({"auc", "precision", "recall"} <= set(v) for v in summary.per_class.values())
     assert {f"label_name={name}" for name in summary.label_names} <= set(summary.slices)
 
@@ -133,7 +135,7 @@ def pairs(tmp_path_factory, tiny_bert_dir):
     return config, run_local(config)
 
 
-def test_pair_model_is_blessed_pushed_and_answers_pairs(pairs):
+def test_pair_model_is_blessed_pushed_and_answers_pairs(pairs, tiny_bert_dir):
     _, summary = pairs
     assert summary.label_names == user_datasets.PAIR_LABELS
     assert summary.blessed is True and summary.pushed_dir
@@ -149,8 +151,8 @@ def test_pair_model_is_blessed_pushed_and_answers_pairs(pairs):
          "examples": [{"text": "a dazzling heist film", "text_pair": "Three blind men rob a bank."}]},
     )  # fmt: skip
     assert by_example["predictions"][0]["probabilities"] == pytest.approx(
-        answer["predictions"][0]["probabilities"], abs=1e-6
-    )
+        answer["predictions"][0]["probabilities"], abs=probability_bound(tiny_bert_dir, WIDTH)
+    )  # one row against two: other shapes, the same model
 
 
 def test_pair_models_hugging_face_export_agrees_with_the_saved_model(pairs):
@@ -189,7 +191,9 @@ def integer_labels(tmp_path_factory, tiny_bert_dir):
     config = run_config(
         workdir,
         tiny_bert_dir,
-        {"training.dropout": 0.0, "training.freeze_embeddings": "true"},  # a string, as --set passes it
+        # bf16 is opt-in on CPUs: this scenario runs that branch on any CPU. Its answers are defined to bf16's
+        # 8 bits, so the scenarios that compare probabilities across shapes (float_bounds) train in float32.
+        {"training.dropout": 0.0, "training.freeze_embeddings": "true", "training.precision": "bf16"},
         name=pattern,
         text_column="sentence",
         label_column="score",
@@ -205,6 +209,7 @@ def test_integer_labels_from_jsonl_glob(integer_labels):
     assert summary.blessed is True
     # the Trainer froze the embeddings and counted its FLOPs without the gradients it then skips
     assert summary.throughput["encoder"]["embeddings_trained"] is False
+    assert summary.throughput["matmul_peak_dtype"] == "bfloat16"  # trained under mixed_bfloat16
     answer = ask(summary.pushed_dir, {"instances": ["a tedious mess"]})
     assert answer["predictions"][0]["label"] in {"0", "1", "2"}
 
@@ -219,7 +224,7 @@ def predict_cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_batch_prediction_scores_a_csv_with_ids_through_and_bad_rows_aside(three_class, tmp_path):
+def test_batch_prediction_scores_a_csv_with_ids_through_and_bad_rows_aside(three_class, tiny_bert_dir, tmp_path):
     """The training CSV itself (empty reviews included) plus a short row, scored to parquet by `hftfx predict`:
     every row once, ids as read, the pushed model's probabilities, the short row set aside with its reason."""
     import pyarrow.parquet as pq
@@ -244,9 +249,18 @@ def test_batch_prediction_scores_a_csv_with_ids_through_and_bad_rows_aside(three
     by_id = {r["id"]: r for r in table}
     reviews = {r["id"]: r["review"] for r in csv.DictReader(source.open(encoding="utf-8", newline=""))}
     sample = sorted(by_id)[:40]
-    served = serving_probabilities(summary.pushed_dir, [reviews[i] for i in sample])
+    texts = [reviews[i] for i in sample]
+    served = serving_probabilities(summary.pushed_dir, texts)
     scored = np.array([[by_id[i][f"p_{n}"] for n in labels] for i in sample])
-    assert np.abs(served - scored).max() < 1e-5
+    # the same model at other widths and row counts: within what float32 reordering allows (tests/float_bounds.py)
+    bound = probability_bound(tiny_bert_dir, WIDTH)
+    assert np.abs(served - scored).max() <= bound
+    # and the comparison has teeth: another model (one weight changed) or another tokenization (the texts' first
+    # halves) is outside, even for this barely trained model whose answers move little with the text
+    # (models/signatures_test.py shows unmasked padding outside too)
+    assert np.abs(serving_probabilities(summary.pushed_dir, texts, head_bias_change=0.01) - scored).max() > 10 * bound
+    cut = [" ".join(t.split()[: max(1, len(t.split()) // 2)]) for t in texts]
+    assert np.abs(serving_probabilities(summary.pushed_dir, cut) - scored).max() > bound
     assert all(by_id[i]["label"] == labels[int(np.argmax(p))] for i, p in zip(sample, scored, strict=True))
     bad = [json.loads(line) for line in (tmp_path / "scored.bad.jsonl").read_text().splitlines()]
     assert bad == [{"reason": "'review' is missing (text)", "row": {"id": "10000", "review": None, "kind": None}}]
