@@ -196,7 +196,7 @@ def _transform_seconds(model_dir: Path, texts: list[str]) -> float:
         return time.perf_counter() - started
 
 
-def tokenization_throughput() -> list[Row]:
+def tokenization_throughput(corpus_rows: int | None = None) -> list[Row]:
     """Each tokenizer family in-graph against HF's fast tokenizer on the same texts (batches of 1,024, padded to
     MAX_LEN), and the Transform's pass over the corpus against WordPiece's (the better of two, after a warm-up).
     The other families' models are built as the tests build them (tests/model_families.py): only their
@@ -207,7 +207,7 @@ def tokenization_throughput() -> list[Row]:
 
     from tests.model_families import write_tokenizer
 
-    texts = corpus()
+    texts = corpus(corpus_rows)
     rows, transform_seconds = [], {}
     with tempfile.TemporaryDirectory() as scratch:
         families = {"MiniLM (packaged)": packaged_model_dir("all-MiniLM-L6-v2")}
@@ -453,6 +453,7 @@ def main(argv=None) -> int:
     parser.add_argument("--profiled-steps", type=int, default=20, help="training steps in the step profile")
     parser.add_argument("--repeats", type=int, default=50, help="requests per latency measurement")
     parser.add_argument("--batch-rows", type=int, default=20_000, help="rows per batch prediction measurement")
+    parser.add_argument("--corpus-rows", type=int, help="reviews the tokenizers and Transform pass over (default: all)")
     parser.add_argument("--serving-dir", default=str(Path(defaults.serving_dir, defaults.model_name)))
     parser.add_argument("--pipeline-root", default=defaults.pipeline_root)
     parser.add_argument("--pipeline-name", default=defaults.pipeline_name)
@@ -470,7 +471,7 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     rows = []
     for section in (
-        lambda: tokenization_throughput(),
+        lambda: tokenization_throughput(args.corpus_rows),
         lambda: serving_latency(Path(args.serving_dir), args.repeats),
         lambda: batch_prediction_throughput(Path(args.serving_dir), args.batch_rows),
         lambda: trainer_throughput(args.steps),

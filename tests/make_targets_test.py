@@ -1,0 +1,153 @@
+"""Every command a Makefile target runs in the environment is started by a test, so a refactor cannot break one
+unnoticed: `make bench` once died parsing its arguments after the config moved to pydantic, and nothing ran it.
+
+Each `bin/in-env python -m MODULE` and `bin/in-env hftfx COMMAND` line of the Makefile has its whole argument
+parser built (`--help`); the benchmarks also run a tiny configuration of themselves, writing into a scratch copy
+of benchmarks/reference.json and BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchmarks import reference
+
+ROOT = Path(__file__).resolve().parents[1]
+# The tools the environment brings (ruff, pytest) are started by `make test` itself.
+TOOLS = {"ruff", "pytest"}
+# Where the real work of each command is run beyond its argument parsing.
+STARTED_BY = {
+    "hftfx run": "tests/hub_push_test.py and tests/faults_test.py (tiny_run_command), and bench-seeds below",
+    "hftfx doctor": "test_doctor_measures_and_estimates in this file",
+    "python -m benchmarks.bench": "test_bench_runs_a_tiny_configuration (slow: MiniLM steps, a step profile)",
+    "python -m benchmarks.scale": "test_bench_scale_runs_a_tiny_configuration",
+    "python -m benchmarks.seeds": "test_bench_seeds_runs_a_tiny_recipe",
+    "bin/setup-env": "make test itself: setup is its first step",
+    "bin/build-image": "tests/image_test.py (slow: podman, a 4 GB image)",
+    "bin/check-image": "tests/image_test.py (slow: podman, a 4 GB image)",
+}
+
+
+def recipe_commands() -> dict[str, list[str]]:
+    """Target -> the commands its recipe runs: `bin/in-env` ones without $(ARGS), and the project's bin/ scripts."""
+    commands: dict[str, list[str]] = {}
+    target = ""
+    for line in (ROOT / "Makefile").read_text().splitlines():
+        if match := re.match(r"^([\w-]+):", line):
+            target = match.group(1)
+        elif line.startswith("\t") and "bin/in-env " in line:
+            words = shlex.split(line.split("bin/in-env ", 1)[1].replace("$(ARGS)", ""))
+            command = " ".join(words[:3] if words[0] == "python" else words[:2])
+            commands.setdefault(target, []).append(command)
+        elif line.startswith("\t") and (match := re.search(r"(bin/[\w-]+)", line)):
+            commands.setdefault(target, []).append(match.group(1))
+    return commands
+
+
+def entry_points() -> list[str]:
+    """The Python entry points the Makefile runs in the environment."""
+    found = {c for commands in recipe_commands().values() for c in commands}
+    return sorted(c for c in found if c.split()[0] in ("python", "hftfx"))
+
+
+def test_every_command_the_makefile_runs_is_started_by_a_test():
+    commands = recipe_commands()
+    assert {"setup", "run", "test", "bench", "bench-scale", "bench-seeds", "image", "doctor"} <= set(commands)
+    found = {c for listed in commands.values() for c in listed if c.split()[0] not in TOOLS}
+    assert found == set(STARTED_BY), "a Makefile command without a test that starts it"
+    for script, starter in STARTED_BY.items():
+        if script.startswith("bin/") and starter.startswith("tests/"):
+            assert script.removeprefix("bin/") in (ROOT / starter.split()[0]).read_text()
+
+
+@pytest.mark.parametrize("command", entry_points())
+def test_each_entry_point_parses_its_arguments(command, capsys):
+    words = command.split()
+    if words[0] == "python":
+        main, argv = importlib.import_module(words[2]).main, ["--help"]
+    else:
+        from pipeline import cli
+
+        main, argv = cli.main, [words[1], "--help"]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith("usage:")
+
+
+@pytest.fixture
+def scratch_reference(tmp_path, monkeypatch) -> Path:
+    """benchmarks/reference.json copied to a scratch folder, where the benchmarks write; returns BENCHMARKS.md's
+    scratch path."""
+    copy = tmp_path / "reference.json"
+    shutil.copy(reference.REFERENCE, copy)
+    monkeypatch.setattr(reference, "REFERENCE", copy)
+    return tmp_path / "BENCHMARKS.md"
+
+
+def tiny_settings(workdir: Path, model_dir: Path) -> list[str]:
+    """`--set` values for a whole run of the tiny BERT on a few hundred rows, anything blessed."""
+    from tests.tiny_model import tiny_overrides
+
+    flat = {**tiny_overrides(workdir, model_dir, 32), "dataset.limits": {"train": 128, "eval": 32, "test": 64}}
+    settings = []
+    for key, value in flat.items():
+        if isinstance(value, dict):
+            settings += [f"{key}.{name}={inner}" for name, inner in value.items()]
+        elif key not in ("pipeline_root", "serving_dir"):  # bench-seeds gives each seed its own
+            settings.append(f"{key}={value}")
+    return settings
+
+
+def test_doctor_measures_and_estimates(capsys):
+    from pipeline import cli
+
+    assert cli.main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "GFLOP/s" in out
+
+
+def test_bench_seeds_runs_a_tiny_recipe(tmp_path, tiny_bert_dir, scratch_reference):
+    from benchmarks import seeds
+
+    settings = tiny_settings(tmp_path, tiny_bert_dir)
+    argv = ["--seeds", "3", "--out", str(scratch_reference)]
+    for setting in settings:
+        argv += ["--set", setting]
+    assert seeds.main(argv) == 0
+    (section,) = [s for s in reference.read()["sections"] if s["heading"] == seeds.heading(settings)]
+    assert [row[0] for row in section["rows"]] == ["3", "mean ± sd"]
+    assert section["heading"] in scratch_reference.read_text()
+
+
+def test_bench_scale_runs_a_tiny_configuration(tmp_path, scratch_reference):
+    from benchmarks import scale
+
+    argv = ["--sizes", "300", "--modes", "in_memory", "--predict-sizes", "", "--out", str(scratch_reference)]
+    assert scale.main(argv) == 0
+    (section,) = [s for s in reference.read()["sections"] if s["heading"] == scale.SECTION]
+    assert section["rows"][0][:2] == ["in_memory", "300"]
+
+
+@pytest.mark.slow
+def test_bench_runs_a_tiny_configuration(tmp_path, scratch_reference, monkeypatch):
+    from benchmarks import bench
+
+    monkeypatch.setattr(bench, "DEFAULT_RUN_FILE", tmp_path / "default_run.json")
+    argv = [
+        "--steps", "3", "--profiled-steps", "2", "--repeats", "2", "--batch-rows", "64", "--corpus-rows", "64",
+        "--serving-dir", str(tmp_path / "no-model"), "--pipeline-root", str(tmp_path / "no-runs"),
+        "--out", str(scratch_reference),
+    ]  # fmt: skip
+    assert bench.main(argv) == 0
+    names = [row["name"] for row in reference.read()["bench"]["rows"]]
+    assert any(name.startswith("in-graph tokenization vs HF fast") for name in names)
+    assert any(name.startswith("Trainer loop, fp32") for name in names)
+    assert any("run `make run` first" in name for name in names)
+    assert "# Benchmarks" in scratch_reference.read_text()
