@@ -31,7 +31,7 @@ from models.pretrained import build_classifier, model_files, packaged_model_dir
 from models.tokenizer import InGraphTokenizer, tokenizer_spec
 from models.training_config import TrainingConfig
 from pipeline.configs import PipelineConfig, load_config
-from pipeline.machine.estimate import DEFAULT_RUN_FILE
+from pipeline.machine.estimate import DEFAULT_RUN_FILE, train_split_lengths
 
 MAX_LEN, BATCH = 64, 32
 # tests/model_families.py's family -> the name a row gives it
@@ -337,7 +337,7 @@ def batch_prediction_throughput(serving_dir: Path, rows: int) -> list[Row]:
         summary = run_batch_prediction(job, [f"--runner={LOCAL_BEAM_RUNNER}"], stream=sys.stderr)
     assert summary.rows == rows, f"batch prediction scored {summary.rows} of {rows} rows"
     peak = matmul_peak("float32")
-    max_length = load_config().model.max_seq_length  # the default run's, which pushed the model measured
+    max_length = train_split_lengths(load_config()).width  # the default run's, which pushed the model measured
     flops = _useful_forward_flops(packaged_model_dir("all-MiniLM-L6-v2"), texts, max_length)
     loop_rate, job_rate = rows / loop_seconds, summary.rows_per_second
     return [

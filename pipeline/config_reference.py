@@ -76,6 +76,8 @@ def _metavar(annotation: Any, sub_key: str) -> str:
         return _metavar(args[0], "") + ",..."
     if origin is dict and sub_key:
         return _metavar(args[1], "")
+    if origin in (types.UnionType, typing.Union):  # N|auto
+        return "|".join(_metavar(a, sub_key).strip("{}") for a in args if a is not type(None))
     return {int: "N", float: "X"}.get(bare, "TEXT")
 
 

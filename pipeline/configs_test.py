@@ -8,7 +8,7 @@ def test_defaults_are_the_embedded_offline_run():
     config = configs.load_config()
     assert config.dataset.name == "packaged:rotten_tomatoes"
     assert config.model.name == "packaged:all-MiniLM-L6-v2"
-    assert (config.model.max_seq_length, config.training.epochs) == (64, 1)
+    assert (config.model.max_seq_length, config.training.epochs) == ("auto", 1)  # chosen from the texts
     assert config.metadata_sqlite.endswith("metadata.sqlite")
 
 
@@ -146,3 +146,15 @@ def test_numbers_yaml_reads_where_text_is_expected_are_taken_as_text(tmp_path):
     path.write_text("dataset:\n  revision: 2024\n  builder_options: {header: 0}\n  data_files: a.csv\n")
     dataset = configs.load_config(path).dataset
     assert (dataset.revision, dataset.builder_options, dataset.data_files) == ("2024", {"header": "0"}, ("a.csv",))
+
+
+def test_the_width_is_auto_or_a_number_and_head_tail_is_for_single_texts():
+    assert configs.load_config(overrides={"model.max_seq_length": "96"}).model.max_seq_length == 96  # as --set gives it
+    with pytest.raises(configs.ConfigError, match=r"model.max_seq_length = '4': should be auto or at least 8 tokens"):
+        configs.load_config(overrides={"model.max_seq_length": "4"})
+    with pytest.raises(configs.ConfigError, match=r"= 'long': should be auto or a number of tokens \(at least 8\)"):
+        configs.load_config(overrides={"model.max_seq_length": "long"})
+    head_tail = configs.load_config(overrides={"model.long_texts": "head_tail", "model.head_share": "0.5"})
+    assert head_tail.model.kept_head_share == 0.5 and configs.load_config().model.kept_head_share is None
+    with pytest.raises(configs.ConfigError, match="a pair's texts are cut longest first"):
+        configs.load_config(overrides={"model.long_texts": "head_tail", "dataset.text_pair_column": "b"})

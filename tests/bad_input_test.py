@@ -368,6 +368,28 @@ def test_run_check_runs_the_preflight_and_stops_before_the_first_component(tmp_p
     assert "check passed" in out and all(
         f" {step}" in out for step in ("Transform,", "Trainer,", "Evaluator,", "Pusher")
     )
+    # the width auto chose from the texts' own lengths ("[CLS] good film 12 [SEP]": 5 tokens), and its cost
+    assert "lengths: 40 sampled texts: median 5, p90 5, p99 5, max 5 tokens; max_seq_length 16 (auto: " in out
+    assert "0.0% of texts cut; training ~" in out and "s per epoch of " in out and "GFLOP/s fp32)" in out
+    assert "warning" not in out
     assert not (root / "metadata.sqlite").exists() and list(root.iterdir()) == []
     assert main([*args, "--max-seq-length", "130"]) == 2  # knowable from the model's files: refused by the check
     assert "over the model's position limit 128" in capsys.readouterr().err
+
+
+def test_run_check_says_before_training_that_most_texts_will_be_cut_and_what_to_do(tmp_path, tiny_bert_dir, capsys):
+    """Speech-long texts and a model of 128 positions: auto stops at the limit, and the check says what is cut."""
+    from pipeline.cli import main
+
+    speeches = [(" ".join(["the people of this nation"] * (40 + i)), "pos" if i % 2 else "neg") for i in range(40)]
+    args = ["run", "--check", "--model", str(tiny_bert_dir), "--dataset", str(_csv(tmp_path, speeches))]
+    args += ["--pipeline-root", str(tmp_path / "root"), "--serving-dir", str(tmp_path / "serve")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "max_seq_length 128 (auto: the model's position limit; 99% of the texts need 400)" in out
+    assert "warning: 100% of the training texts are longer than 128 tokens and will be cut: the model holds" in out
+    assert "or keep each text's start and end (--long-texts head_tail)" in out
+    assert main([*args, "--max-seq-length", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "max_seq_length 64 (set in the config): 100.0% of texts cut" in out
+    assert "will be cut: raise model.max_seq_length (or set it to auto)" in out

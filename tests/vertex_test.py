@@ -43,9 +43,12 @@ def _executor(spec, task):
 
 
 def _trainer_job(spec):
-    parameters = spec["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
-    custom_config = json.loads(parameters["custom_config"]["runtimeValue"]["constant"])
-    return custom_config
+    return _custom_config(spec, "Trainer")
+
+
+def _custom_config(spec, task):
+    parameters = spec["root"]["dag"]["tasks"][task]["inputs"]["parameters"]
+    return json.loads(parameters["custom_config"]["runtimeValue"]["constant"])
 
 
 def test_committed_spec_parses_as_a_kfp_pipeline_spec(committed):
@@ -229,6 +232,20 @@ def test_filesystem_push_to_gcs_keeps_the_atomic_pusher(profile):
     spec = compile_spec(profile.model_copy(update={"cloud": cloud}))
     assert "components.pusher.Executor" in json.dumps(_executor(spec, "Pusher"))
     assert "gs://my-hftfx-bucket/serving/text_classifier" in json.dumps(spec["root"]["dag"]["tasks"]["Pusher"])
+
+
+def test_a_width_auto_would_choose_from_unread_data_is_refused_at_compile(profile, tmp_path):
+    """auto is chosen at a local run's preflight from the texts; a compiled spec fixes one width for every run."""
+    auto = profile.model_copy(update={"model": profile.model.model_copy(update={"max_seq_length": "auto"})})
+    with pytest.raises(ConfigError, match=r"model.max_seq_length: auto is chosen from the texts .* set a number"):
+        compile_pipeline(auto, tmp_path / "pipeline.yaml")
+    assert not (tmp_path / "pipeline.yaml").exists()
+
+
+def test_head_tail_reaches_the_compiled_transform(profile, committed):
+    model = profile.model.model_copy(update={"long_texts": "head_tail", "head_share": 0.3})
+    assert _custom_config(compile_spec(profile.model_copy(update={"model": model})), "Transform")["head_share"] == 0.3
+    assert "head_share" not in _custom_config(committed, "Transform")  # truncate: the spec as it was
 
 
 DATAFLOW_IMAGE = "us-central1-docker.pkg.dev/my-gcp-project/hftfx/pipeline-dataflow:0.1.0"

@@ -11,6 +11,7 @@ import dataclasses
 import re
 
 from components.vertex_clients import API_ENDPOINT, ENCRYPTION_KEY, VERTEX_CLIENT_KEY
+from models.lengths import AUTO
 from pipeline.cloud_config import CloudConfig
 from pipeline.configs import MULTI_PROCESSING_BEAM_ARGS, ConfigError, PipelineConfig
 
@@ -286,6 +287,11 @@ def _data_problems(config: PipelineConfig) -> list[str]:
         problems.append("dataset files must be hub ids or gs:// paths in the cloud; local paths do not exist there")
     if config.scoring.input and not config.scoring.input.startswith("gs://"):
         problems.append(f"scoring.input '{config.scoring.input}' must be a gs:// path in the cloud")
+    if config.model.max_seq_length == AUTO:
+        problems.append(
+            "model.max_seq_length: auto is chosen from the texts at a local run's preflight, and a compiled spec "
+            "fixes the width: set a number (`hftfx run --check` on a sample of the data prints what auto chooses)"
+        )
     if config.hub.repo_id:
         problems.append(
             "hub.repo_id: pushing to the Hugging Face Hub runs in local runs only (a cloud component has no token "

@@ -60,30 +60,53 @@ def padded_widths(token_counts, max_seq_length: int, length_buckets, special_tok
     return [next(w for w in widths if w >= length) for length in tokens]
 
 
-def default_training_flops(config) -> float:
-    """Model FLOPs the Trainer spends on the config's train split (read as the ExampleGen reads it),
-    tokenized in-graph and padded as the Trainer pads it, for every epoch. Single texts."""
-    import tensorflow as tf
-    from transformers import AutoConfig
+def epoch_seconds(lengths, examples: int, length_buckets, encoder, peak_gflops: float) -> float:
+    """Seconds one epoch over `examples` texts takes at `lengths.width` on a machine of `peak_gflops`: the
+    sampled texts (`lengths`, a models.lengths.WidthChoice) padded as the Trainer's length buckets pad them,
+    scaled to `examples`, at the utilization the default run reached."""
+    from models.flops import BatchShapes
 
+    sampled = lengths.profile.lengths
+    if not sampled:
+        return 0.0
+    shapes = BatchShapes()
+    for width in padded_widths(sampled, lengths.width, length_buckets, special_tokens=0):
+        shapes.add(batch=1, width=width, real_tokens=0)
+    flops = shapes.training_flops(encoder) * examples / len(sampled)
+    return flops / (Reference.read().trainer_utilization * peak_gflops * 1e9)
+
+
+def train_split_lengths(config):
+    """The config's train split (read as the ExampleGen reads it) in the model's tokens, and the max_seq_length
+    the run chooses for it (models.lengths.WidthChoice over every text, not a sample). Single texts."""
     from components.hf_example_gen.sources import read_in_process
-    from models.contract import TOKEN_COUNT
-    from models.flops import BatchShapes, EncoderShape
-    from models.pretrained import resolve_model_dir
-    from models.tokenizer import InGraphTokenizer, tokenizer_spec
+    from models.lengths import choose_width, token_lengths
+    from models.pretrained import position_limit, resolve_model_dir
 
     model_dir = resolve_model_dir(config.model.name, config.model.revision)
-    texts = [row.text for row in read_in_process(config.dataset)[1].rows["train"]]
-    spec = tokenizer_spec(model_dir)
-    counts = InGraphTokenizer(spec, 8)(tf.constant(texts))[TOKEN_COUNT].numpy()
+    rows = read_in_process(config.dataset)[1].rows["train"]
+    profile = token_lengths(model_dir, rows, max_texts=len(rows))
+    return choose_width(profile, config.model.max_seq_length, position_limit(model_dir))
+
+
+def default_training_flops(config) -> float:
+    """Model FLOPs the Trainer spends on the config's train split, tokenized in-graph and padded as the
+    Trainer pads it, for every epoch."""
+    from transformers import AutoConfig
+
+    from models.flops import BatchShapes, EncoderShape
+    from models.pretrained import resolve_model_dir
+
+    lengths = train_split_lengths(config)
+    texts = len(lengths.profile.lengths)
     shapes = BatchShapes()
-    special = spec.layout.special_count(pair=False)
-    for width in padded_widths(counts, config.model.max_seq_length, config.training.length_buckets, special):
+    for width in padded_widths(lengths.profile.lengths, lengths.width, config.training.length_buckets, 0):
         shapes.add(batch=1, width=width, real_tokens=0)
+    model_dir = resolve_model_dir(config.model.name, config.model.revision)
     model_config = AutoConfig.from_pretrained(model_dir, num_labels=2)
     shape = EncoderShape.from_config(model_config, embeddings_trained=not config.training.freeze_embeddings)
-    steps = len(texts) // config.training.batch_size
-    used = steps * config.training.batch_size / len(texts)  # the last partial batch is dropped
+    steps = texts // config.training.batch_size
+    used = steps * config.training.batch_size / texts  # the last partial batch is dropped
     return shapes.training_flops(shape) * used * config.training.epochs
 
 

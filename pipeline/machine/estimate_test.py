@@ -41,3 +41,17 @@ def test_the_reference_figures_come_from_the_recorded_default_run(tmp_path):
     assert reference.seconds_outside_training > 0
     with pytest.raises(RuntimeError, match="make bench"):
         estimate.Reference.read(tmp_path / "missing.json")
+
+
+def test_an_epochs_cost_follows_the_chosen_width_the_examples_and_the_peak():
+    from models.flops import EncoderShape
+    from models.lengths import LengthProfile, choose_width
+
+    minilm = EncoderShape(layers=6, hidden=384, intermediate=1536, heads=12, num_labels=2)
+    speeches = LengthProfile.of([300, 400, 500, 600])
+    short, long = choose_width(speeches, 64, 512), choose_width(speeches, "auto", 512)
+    assert long.width == 512
+    seconds = estimate.epoch_seconds(long, 1000, (32,), minilm, 100.0)
+    assert seconds > 8 * estimate.epoch_seconds(short, 1000, (32,), minilm, 100.0)  # 8x the tokens, and attention
+    assert estimate.epoch_seconds(long, 2000, (32,), minilm, 100.0) == pytest.approx(2 * seconds)
+    assert estimate.epoch_seconds(long, 1000, (32,), minilm, 200.0) == pytest.approx(seconds / 2)

@@ -94,12 +94,12 @@ def run_local(
 def check_run(config: PipelineConfig, *, stream=sys.stdout) -> tfx_pipeline.Pipeline:
     """Everything `run_local` checks before its first component, and nothing after: `hftfx run --check`."""
     with local_beam_runner():
-        return prepare_run(config, stream=stream)
+        return prepare_run(config, stream=stream)[0]
 
 
-def prepare_run(config: PipelineConfig, *, stream) -> tfx_pipeline.Pipeline:
-    """The run's preflight (paths, Hub credentials, data sample and labels, model, served contract, scoring
-    input) and its TFX pipeline, whose components check their own settings as they are built."""
+def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipeline, probe.ProbeResult]:
+    """The run's preflight (paths, Hub credentials, data sample and labels, model and the texts' lengths, served
+    contract, scoring input) and its TFX pipeline, whose components check their own settings as they are built."""
     # Before anything initializes TensorFlow's devices (no component has run yet).
     distribution.configure_cpu_replicas(config.training.cpu_replicas)
     config.hub.check_credentials()  # the push comes after training: a missing token must stop the run now
@@ -113,19 +113,53 @@ def prepare_run(config: PipelineConfig, *, stream) -> tfx_pipeline.Pipeline:
         file=stream,
         flush=True,
     )
+    print(f"[pipeline] {describe_lengths(probed, config)}", file=stream, flush=True)
+    if probed.lengths.cuts_most:
+        print(f"[pipeline] warning: {length_options(probed)}", file=stream, flush=True)
     preflight.check_serving_contract(config, task_of(config))
     config.scoring.check_input(pair_model=bool(config.dataset.text_pair_column))
     connection = metadata.sqlite_metadata_connection_config(config.metadata_sqlite)
-    return create_pipeline(config, connection, probed.input_fingerprint)
+    return create_pipeline(config, connection, probed.input_fingerprint), probed
+
+
+def describe_lengths(probed: probe.ProbeResult, config: PipelineConfig) -> str:
+    """The length choice and what it costs: training seconds per epoch on this machine at its matmul peak."""
+    text = probed.lengths.describe()
+    if probed.encoder is None:
+        return text
+    from models.machine_peak import matmul_peak
+    from pipeline.machine.estimate import epoch_seconds
+
+    peak = matmul_peak("float32", seconds=0.5)
+    examples = (probed.split_sizes or {}).get("train")
+    per = f"{examples:,} training texts" if examples else "1,000 training texts"
+    buckets = config.training.length_buckets
+    seconds = epoch_seconds(probed.lengths, examples or 1000, buckets, probed.encoder, peak.gflops)
+    return f"{text}; training ~{seconds:,.0f} s per epoch of {per} on this machine ({peak.gflops:,.0f} GFLOP/s fp32)"
+
+
+def length_options(probed: probe.ProbeResult) -> str:
+    """What a user whose texts are mostly longer than the width can do, said before anything trains."""
+    choice = probed.lengths
+    longer = (
+        f"the model holds at most {choice.width} tokens: a model with longer positions, or shorter texts"
+        if choice.at_position_limit
+        else "raise model.max_seq_length (or set it to auto)"
+    )
+    if probed.config.model.long_texts == "truncate" and not probed.config.dataset.text_pair_column:
+        longer += "; or keep each text's start and end (--long-texts head_tail)"
+    cut = f"{choice.cut_share:.0%} of the training texts are longer than {choice.width} tokens and will be cut"
+    return f"{cut}: {longer}"
 
 
 def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool) -> RunSummary:
     started = time.monotonic()
-    pipeline = prepare_run(config, stream=stream)
+    pipeline, probed = prepare_run(config, stream=stream)
     lock = contextlib.nullcontext() if lock_held else preflight.pipeline_root_lock(config.pipeline_root)
     with lock, progress_reporting(stream, verbose):
         LocalDagRunner().run(pipeline)
     summary = summarize(config.metadata_sqlite, config.pipeline_name)
     summary.wall_seconds = time.monotonic() - started
     summary.peak_rss_bytes = peak_rss_bytes()
+    summary.lengths = probed.lengths.describe()
     return summary

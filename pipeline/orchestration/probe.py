@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
+from pathlib import Path
 
 from components import evaluation
 from components.evaluation_config import threshold_per_label
 from components.hf_example_gen import beam_rows, sources, spans, splitting
+from models.flops import EncoderShape
+from models.lengths import AUTO, WidthChoice, choose_width, token_lengths
 from models.pretrained import check_architecture, encoder_shape, model_files, position_limit, resolve_model_dir
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ConfigError, PipelineConfig, check_label_settings
@@ -29,6 +32,8 @@ class ProbeResult:
     split_sizes: dict[str, int] | None  # exact when the sample held the whole dataset, else None
     sampled_rows: int
     shards: int
+    lengths: WidthChoice  # the training texts' token lengths and the max_seq_length chosen from them
+    encoder: EncoderShape | None
     window: tuple[int, ...] = ()  # the spans read, for span-versioned data
     input_fingerprint: str = ""  # of the files read; '' for hub and packaged datasets
 
@@ -38,23 +43,33 @@ class ProbeResult:
         return f"{self.shards} shard(s), {self.sampled_rows} rows sampled (split sizes come from the ExampleGen)"
 
 
-def probe_model(config: PipelineConfig, weights: bool = True) -> None:
+@dataclasses.dataclass(frozen=True)
+class ModelFacts:
+    directory: Path
+    position_limit: int | None  # the longest input its position embeddings hold
+    encoder: EncoderShape | None  # its sizes, for FLOP counts (None: no config.json to read them from)
+
+
+def probe_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
     """The model checks, most fundamental first, so the real reason is named: an architecture with a TF
     sequence-classification class, a tokenizer family the in-graph tokenizer reproduces, the weights (unless `weights`
     is False: compile and submit read only config and tokenizer), max_seq_length within the position limit."""
     directory = resolve_model_dir(config.model.name, config.model.revision, weights=weights)
+    shape = None
     if (directory / "config.json").is_file():
         check_architecture(directory)
-        encoder_shape(directory)  # the Trainer's FLOP meter reads it after building the model
+        shape = encoder_shape(directory)  # the Trainer's FLOP meter reads it after building the model
     tokenizer_spec(directory)
     if weights or not (directory / "config.json").is_file():
         model_files(directory)
     limit = position_limit(directory)
-    if limit is not None and config.model.max_seq_length > limit:
+    requested = config.model.max_seq_length
+    if limit is not None and requested != AUTO and requested > limit:
         raise ConfigError(
-            f"model.max_seq_length {config.model.max_seq_length} is over the model's position limit {limit}; "
-            f"use at most {limit}"
+            f"model.max_seq_length {requested} is over the model's position limit {limit}; use at most {limit} "
+            "(or auto)"
         )
+    return ModelFacts(directory, limit, shape)
 
 
 def label_names(read: sources.DatasetRead, sample: sources.Sample, beam_args) -> list[str]:
@@ -85,7 +100,7 @@ def detect_multi_label(read: sources.DatasetRead, sample: sources.Sample) -> sou
 def probe(config: PipelineConfig) -> ProbeResult:
     """Runs the model checks, the ExampleGen's own data checks on a bounded sample (no TFRecords) and builds
     the Evaluator's metrics for the label count found, so no configuration error surfaces after training."""
-    probe_model(config)
+    model = probe_model(config)
     read = sources.open_dataset(config.dataset)
     sample = sources.sample(read, SAMPLE_ROWS, SAMPLE_SECONDS)
     read = detect_multi_label(read, sample)
@@ -101,8 +116,15 @@ def probe(config: PipelineConfig) -> ProbeResult:
     dataset = config.dataset.model_copy(
         update={"label_names": tuple(names), "span": read.config.span, "multi_label": multi_label}
     )
+    training_rows = placed.rows.get("train") or [row for rows in placed.rows.values() for row in rows]
+    lengths = choose_width(
+        token_lengths(model.directory, training_rows), config.model.max_seq_length, model.position_limit
+    )
+    chosen = config.model.model_copy(update={"max_seq_length": lengths.width})
     return ProbeResult(
-        config=config.model_copy(update={"dataset": dataset}),
+        config=config.model_copy(update={"dataset": dataset, "model": chosen}),
+        lengths=lengths,
+        encoder=model.encoder,
         split_sizes={name: len(rows) for name, rows in placed.rows.items()} if sample.complete else None,
         sampled_rows=sum(len(rows) for rows in sample.records.values()),
         shards=len(read.shards),

@@ -52,6 +52,7 @@ class RunSummary:
     hf_model_dir: str | None = None  # the blessed model in the Hugging Face layout, with its card (HFPublisher)
     hub_revision: str | None = None  # <repo url>@<tag> (<commit>) when the HFPublisher pushed it to a Hub
     scored: dict[str, Any] = dataclasses.field(default_factory=dict)  # the BatchScorer's: file, rows, labels
+    lengths: str = ""  # the training texts' token lengths and the max_seq_length chosen (the run's preflight)
 
     @property
     def outcome(self) -> str:
@@ -93,6 +94,7 @@ class RunSummary:
             "hf_model_dir": self.hf_model_dir,
             "hub_revision": self.hub_revision,
             "scored": self.scored,
+            "lengths": self.lengths,
         }
 
     def render(self) -> str:
@@ -111,6 +113,8 @@ class RunSummary:
         if any(self.dropped_counts.values()):
             dropped = ", ".join(f"{k} {v:,}" for k, v in self.dropped_counts.items())
             lines.append(f"  dropped       {dropped} (rows with a missing text or label; dataset.missing_text: drop)")
+        if self.lengths:
+            lines.append(f"  lengths       {self.lengths.removeprefix('lengths: ')}")
         if self.spans and self.spans != [0]:
             lines.append(f"  data          span {self.span} (spans read: {', '.join(map(str, self.spans))})")
         shown = ", ".join(f"{k} {v:.4f}" for k, v in self.metrics.items() if k != "example_count")

@@ -1,0 +1,41 @@
+"""The width auto chooses: from the texts' own lengths, a multiple of 16, within the model's positions."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from models.lengths import AUTO, LengthProfile, choose_width, round_up, token_lengths
+
+
+def test_auto_takes_the_smallest_multiple_of_16_that_holds_99_percent_of_the_texts():
+    profile = LengthProfile.of([20] * 95 + [50] * 4 + [300])  # one outlier does not set the width
+    choice = choose_width(profile, AUTO, position_limit=512)
+    assert choice.width == 64 and choice.cut_share == pytest.approx(0.01) and not choice.cuts_most
+    assert "99%" in choice.reason and "median 20, p90 20, p99 50, max 300 tokens" in choice.describe()
+
+
+def test_a_number_in_the_config_wins_and_long_texts_stop_at_the_position_limit():
+    speeches = LengthProfile.of(range(300, 4000, 10))
+    assert (
+        choose_width(speeches, 128, 512).width == 128 and choose_width(speeches, 128, 512).reason == "set in the config"
+    )
+    capped = choose_width(speeches, AUTO, position_limit=512)
+    assert (capped.width, capped.at_position_limit) == (512, True)
+    assert capped.cuts_most and "position limit" in capped.reason
+
+
+@pytest.mark.parametrize(("length", "width"), [(1, 16), (16, 16), (17, 32), (55, 64), (129, 144)])
+def test_widths_are_multiples_of_16(length, width):
+    assert round_up(length) == width
+
+
+def test_lengths_are_counted_in_the_models_tokens_with_its_special_tokens(packaged_model_dir):
+    from transformers import AutoTokenizer
+
+    texts = ["a gem.", "dull, flat and far too long for what it has to say", "", "x " * 200]
+    rows = [SimpleNamespace(text=t, text_pair=None) for t in texts]
+    want = [len(ids) for ids in AutoTokenizer.from_pretrained(packaged_model_dir)(texts)["input_ids"]]
+    assert token_lengths(packaged_model_dir, rows).lengths == tuple(sorted(want))
+    pairs = [SimpleNamespace(text=t, text_pair="a plot.") for t in texts]
+    want = [len(ids) for ids in AutoTokenizer.from_pretrained(packaged_model_dir)(texts, ["a plot."] * 4)["input_ids"]]
+    assert token_lengths(packaged_model_dir, pairs).lengths == tuple(sorted(want))
