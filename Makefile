@@ -1,5 +1,5 @@
 # The README's two commands are `make run` and `make test`; both set up the environment first.
-.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds image clean-env
+.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds bench-long image clean-env
 
 setup:
 	bin/setup-env
@@ -34,6 +34,11 @@ bench-scale: setup
 # fp32 peak): test accuracy mean and spread beside training FLOPs; ARGS="--set KEY=VALUE" changes the recipe.
 bench-seeds: setup
 	bin/in-env python -m benchmarks.seeds $(ARGS)
+
+# Documents whose label sits at their end (a plot synopsis, then one review), trained once per length policy
+# (truncate at 64, head_tail at 64, auto width, auto with head_tail): accuracy beside training FLOPs.
+bench-long: setup
+	bin/in-env python -m benchmarks.long_documents $(ARGS)
 
 # The pipeline image with podman (installed when missing; vfs storage, offline base from the Debian 13
 # userland), then the checks inside it: doctor, every code path the compiled specs name, a tiny run.

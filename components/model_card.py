@@ -38,8 +38,7 @@ inputs = tokenizer({{ example_call }}, truncation=True, padding=True, return_ten
 probabilities = {{ activation }}(model(**inputs).logits)
 ```
 
-`truncation=True` cuts at {{ max_seq_length }} tokens, as the run's TF Serving export (a SavedModel with the
-tokenizer in its graph) does: the two give the same probabilities.
+{{ truncation_text }}
 
 ## Data
 
@@ -110,6 +109,7 @@ class CardFacts:
     license: str = ""
     language: tuple[str, ...] = ()
     repo_id: str = ""
+    head_share: float | None = None  # model.long_texts: head_tail (None: truncate)
 
 
 def card_data(facts: CardFacts):
@@ -158,6 +158,21 @@ def parse_card(text: str):
     return ModelCard(text, ignore_metadata_errors=False)
 
 
+def _truncation_text(facts: CardFacts) -> str:
+    """How a long input is cut, and how a transformers user gets the export's answer for it."""
+    if facts.head_share is None:
+        return (
+            f"`truncation=True` cuts at {facts.max_seq_length} tokens, as the run's TF Serving export (a SavedModel "
+            "with the tokenizer in its graph) does: the two give the same probabilities."
+        )
+    return (
+        f"The run's TF Serving export (a SavedModel with the tokenizer in its graph) keeps the head and the tail of "
+        f"a text longer than {facts.max_seq_length} tokens: {facts.head_share:.0%} of the kept tokens from its "
+        "start, the rest from its end, as the model was trained. `truncation=True` keeps the start only; for the "
+        "export's probabilities on such a text, tokenize it without truncation and keep the same head and tail."
+    )
+
+
 def _text_fields(facts: CardFacts) -> dict[str, Any]:
     metric_names = sorted(name for name in facts.metrics if name != EXAMPLE_COUNT)
     slices = {name: values for name, values in facts.slices.items() if name.startswith(CARD_SLICES)}
@@ -175,6 +190,7 @@ def _text_fields(facts: CardFacts) -> dict[str, Any]:
         "example_call": '["first text"], ["its pair"]' if facts.pair else '["a text to classify"]',
         "activation": "tf.sigmoid" if facts.multi_label else "tf.nn.softmax",
         "max_seq_length": facts.max_seq_length,
+        "truncation_text": _truncation_text(facts),
         "dataset_text": f"`{facts.dataset}`",
         "split_text": ", ".join(f"{split} {count}" for split, count in facts.split_counts.items()),
         "dropped_text": _dropped_text(facts.dropped_counts),

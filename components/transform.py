@@ -26,16 +26,26 @@ from models.tokenizer import InGraphTokenizer, tokenizer_spec
 
 
 def transform_custom_config(
-    model_name: str, revision: str | None, max_seq_length: int, length_buckets, multi_label: bool = False
+    model_name: str,
+    revision: str | None,
+    max_seq_length: int,
+    length_buckets,
+    multi_label: bool = False,
+    head_share: float | None = None,
 ) -> dict:
-    """What preprocessing_fn needs, as the JSON-able dict the Transform component carries."""
+    """What preprocessing_fn needs, as the JSON-able dict the Transform component carries. `head_share`: long
+    texts keep their head and tail (model.long_texts: head_tail); None: their start."""
     config = {
         "model": model_name,
         "revision": revision,
         "max_seq_length": max_seq_length,
         "length_buckets": list(length_buckets),
     }
-    return {**config, "multi_label": True} if multi_label else config
+    if multi_label:
+        config["multi_label"] = True
+    if head_share is not None:
+        config["head_share"] = head_share
+    return config
 
 
 def length_bucket_names(edges) -> list[str]:
@@ -63,7 +73,9 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
     texts = tf.reshape(inputs[TEXT_FEATURE], [-1])
     # Sentence-pair data carries text_pair (the ExampleGen writes it when dataset.text_pair_column is set).
     pairs = tf.reshape(inputs[TEXT_PAIR_FEATURE], [-1]) if TEXT_PAIR_FEATURE in inputs else None
-    features = InGraphTokenizer(spec, max_seq_length, vocab_path=vocab_path)(texts, pairs)
+    head_share = custom_config.get("head_share")  # model.long_texts: head_tail
+    tokenizer = InGraphTokenizer(spec, max_seq_length, vocab_path=vocab_path, head_share=head_share)
+    features = tokenizer(texts, pairs)
     token_count, truncated = features.pop(TOKEN_COUNT), features.pop(TRUNCATED)
     outputs = dict(features)
     outputs[TOKEN_COUNT] = token_count

@@ -177,3 +177,24 @@ def test_fuzzed_text_gets_byte_level_bpe_ids(family_model_dir, pairs):
 @functools.cache
 def _roberta_tokenizer(directory):
     return AutoTokenizer.from_pretrained(directory)
+
+
+@pytest.mark.parametrize("head_share", [0.25, 0.5])
+def test_head_tail_keeps_the_model_tokenizers_own_pieces_from_both_ends(family, head_share):
+    """model.long_texts: head_tail. The reference: HF's own pieces of the whole text, the first
+    round(budget x head_share) and the last of the rest, between the model's own special tokens."""
+    name, _, spec, hf = family
+    max_len, texts = 24, _texts()[:1500]
+    budget = max_len - spec.layout.special_count(False)
+    head = round(budget * head_share)
+    ours = InGraphTokenizer(spec, max_len, head_share=head_share)(tf.constant(texts))["input_ids"].numpy()
+    expected = []
+    for pieces in hf(texts, add_special_tokens=False)["input_ids"]:
+        kept = pieces if len(pieces) <= budget else pieces[:head] + pieces[len(pieces) - (budget - head) :]
+        ids = hf.build_inputs_with_special_tokens(kept)
+        expected.append(ids + [hf.pad_token_id] * (max_len - len(ids)))
+    differing = sorted(set(np.where((ours != np.array(expected)).any(axis=1))[0].tolist()))
+    if spec.family == SENTENCEPIECE:
+        differing = [row for row in differing if row not in _ties(ours, np.array(expected), differing)]
+    assert not differing, f"{name}: differs for {[texts[i][:60] for i in differing[:5]]}"
+    assert sum(len(p) > budget for p in hf(texts, add_special_tokens=False)["input_ids"]) > 100  # most are cut

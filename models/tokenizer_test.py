@@ -167,3 +167,26 @@ def test_the_settings_are_read_again_when_the_tokenizer_files_change(tmp_path, p
     settings["do_lower_case"] = False
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(settings))
     assert not tokenizer_spec(tmp_path).pieces.lower_case
+
+
+def test_head_tail_cuts_only_texts_over_the_budget_and_counts_every_token(packaged_model_dir):
+    """The packaged WordPiece model: a short text as truncation gives it; a long one its head and tail, with
+    token_count and truncated saying what the text held."""
+    from models.contract import TOKEN_COUNT, TRUNCATED
+
+    hf = AutoTokenizer.from_pretrained(packaged_model_dir)
+    texts = ["a gem.", " ".join(f"w{i}" for i in range(40))]
+    spec = tokenizer_spec(packaged_model_dir)
+    ours = InGraphTokenizer(spec, 16, head_share=0.25)(tf.constant(texts))
+    plain = InGraphTokenizer(spec, 16)(tf.constant(texts))
+    assert ours["input_ids"].numpy()[0].tolist() == plain["input_ids"].numpy()[0].tolist()
+    pieces = hf(texts[1], add_special_tokens=False)["input_ids"]
+    want = [
+        hf.cls_token_id,
+        *pieces[:4],
+        *pieces[-10:],
+        hf.sep_token_id,
+    ]  # budget 14: 4 from the head, 10 from the tail
+    assert ours["input_ids"].numpy()[1].tolist() == want
+    assert ours[TOKEN_COUNT].numpy().tolist() == plain[TOKEN_COUNT].numpy().tolist() == [3, len(pieces)]
+    assert ours[TRUNCATED].numpy().tolist() == [False, True]

@@ -98,6 +98,15 @@ class PipelineConfig(ConfigSection):
             check_label_settings(self, self.dataset.label_names)
         return self
 
+    @model_validator(mode="after")
+    def _head_tail_cuts_single_texts(self) -> PipelineConfig:
+        if self.model.long_texts == "head_tail" and self.dataset.text_pair_column:
+            raise ValueError(
+                "model.long_texts: head_tail keeps the start and end of one text; a pair's texts are cut longest "
+                "first, as HF tokenizers cut them: leave model.long_texts at truncate for sentence pairs"
+            )
+        return self
+
     @property
     def metadata_sqlite(self) -> str:
         return self.metadata_path or str(Path(self.pipeline_root) / "metadata.sqlite")

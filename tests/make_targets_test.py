@@ -28,6 +28,7 @@ STARTED_BY = {
     "python -m benchmarks.bench": "test_bench_runs_a_tiny_configuration (slow: MiniLM steps, a step profile)",
     "python -m benchmarks.scale": "test_bench_scale_runs_a_tiny_configuration",
     "python -m benchmarks.seeds": "test_bench_seeds_runs_a_tiny_recipe",
+    "python -m benchmarks.long_documents": "test_bench_long_runs_a_tiny_configuration",
     "bin/setup-env": "make test itself: setup is its first step",
     "bin/build-image": "tests/image_test.py (slow: podman, a 4 GB image)",
     "bin/check-image": "tests/image_test.py (slow: podman, a 4 GB image)",
@@ -123,6 +124,19 @@ def test_bench_seeds_runs_a_tiny_recipe(tmp_path, tiny_bert_dir, scratch_referen
     assert seeds.main(argv) == 0
     (section,) = [s for s in reference.read()["sections"] if s["heading"] == seeds.heading(settings)]
     assert [row[0] for row in section["rows"]] == ["3", "mean ± sd"]
+    assert section["heading"] in scratch_reference.read_text()
+
+
+def test_bench_long_runs_a_tiny_configuration(tmp_path, tiny_bert_dir, scratch_reference):
+    from benchmarks import long_documents
+
+    argv = ["--documents", "200", "--policies", "head_tail-64", "--out", str(scratch_reference)]
+    for setting in tiny_settings(tmp_path, tiny_bert_dir):
+        if not setting.startswith("model.max_seq_length"):  # the policy sets the width
+            argv += ["--set", setting]
+    assert long_documents.main(argv) == 0
+    (section,) = [s for s in reference.read()["sections"] if s["heading"] == long_documents.SECTION]
+    assert [row[0] for row in section["rows"]] == ["head_tail at 64"]
     assert section["heading"] in scratch_reference.read_text()
 
 

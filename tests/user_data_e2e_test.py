@@ -193,7 +193,14 @@ def integer_labels(tmp_path_factory, tiny_bert_dir):
         tiny_bert_dir,
         # bf16 is opt-in on CPUs: this scenario runs that branch on any CPU. Its answers are defined to bf16's
         # 8 bits, so the scenarios that compare probabilities across shapes (float_bounds) train in float32.
-        {"training.dropout": 0.0, "training.freeze_embeddings": "true", "training.precision": "bf16"},
+        # and no width is given: auto chooses it from the texts
+        {
+            "training.dropout": 0.0,
+            "training.freeze_embeddings": "true",
+            "training.precision": "bf16",
+            "model.max_seq_length": "auto",
+            "model.long_texts": "head_tail",
+        },
         name=pattern,
         text_column="sentence",
         label_column="score",
@@ -210,8 +217,41 @@ def test_integer_labels_from_jsonl_glob(integer_labels):
     # the Trainer froze the embeddings and counted its FLOPs without the gradients it then skips
     assert summary.throughput["encoder"]["embeddings_trained"] is False
     assert summary.throughput["matmul_peak_dtype"] == "bfloat16"  # trained under mixed_bfloat16
+    # auto's width, from the texts, is the one the Transform tokenized to and the summary states
+    width = int(re.search(r"max_seq_length (\d+) \(auto: ", summary.lengths).group(1))
+    assert width % 16 == 0 and width <= 128 and "sampled texts: median" in summary.lengths
+    assert f"max_seq_length {width} (auto" in summary.render()
+    tokenizer_config = json.loads((Path(summary.hf_model_dir) / "tokenizer_config.json").read_text())
+    assert tokenizer_config["model_max_length"] == width  # the Trainer's export was cut at the chosen width
     answer = ask(summary.pushed_dir, {"instances": ["a tedious mess"]})
     assert answer["predictions"][0]["label"] in {"0", "1", "2"}
+
+
+def test_long_texts_keep_their_head_and_tail_in_the_served_model_and_the_card_says_so(integer_labels, tiny_bert_dir):
+    """model.long_texts: head_tail. The served model's own Transform graph (what training ran) keeps a quarter of
+    the budget from a long text's start and the rest from its end, id for id with the model's tokenizer."""
+    import tensorflow as tf
+    from transformers import AutoTokenizer
+
+    from models.serving import load_serving_model
+
+    _, summary = integer_labels
+    width = int(re.search(r"max_seq_length (\d+) ", summary.lengths).group(1))
+    text = " ".join(f"word{i}" for i in range(3 * width))
+    example = tf.train.Example(
+        features=tf.train.Features(
+            feature={"text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()]))}
+        )
+    )
+    _, model = load_serving_model(summary.pushed_dir)
+    served = model.signatures["transform_features"](examples=tf.constant([example.SerializeToString()]))
+    hf = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    pieces, budget = hf(text, add_special_tokens=False)["input_ids"], width - 2
+    head = round(budget * 0.25)
+    want = [hf.cls_token_id, *pieces[:head], *pieces[len(pieces) - (budget - head) :], hf.sep_token_id]
+    assert served["input_ids"].numpy()[0].tolist() == want
+    card = (Path(summary.hf_model_dir) / "README.md").read_text()
+    assert "keeps the head and the tail" in card and "long texts head_tail (head share 0.25)" in card
 
 
 def predict_cli(*args: str) -> subprocess.CompletedProcess:

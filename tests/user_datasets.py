@@ -123,3 +123,21 @@ def write_tag_columns_csv(path: Path, per_class: int) -> Path:
         for row in multi_label_rows(per_class):
             writer.writerow([row["text"], *(int(tag in row["tags"]) for tag in MULTI_LABEL_TAGS)])
     return path
+
+
+def long_document_rows(documents: int, seed: int = 3) -> list[dict]:
+    """Pages whose label sits at their end: a movie's plot synopsis (a long preamble that says nothing of the
+    verdict), then one critic's review of it; `verdict` is the review's (fresh / rotten), balanced."""
+    table = corpus().to_list()
+    plots = {r["movie_name"]: r["text"] for r in table if r["category"] == "plot" and r["text"]}
+    reviews = _balanced([r for r in table if r["category"] != "plot" and r["movie_name"] in plots], documents, seed)
+    by_verdict = {verdict: [r for r in reviews if r["category"] == verdict] for verdict in ("fresh", "rotten")}
+    chosen = [r for pair in zip(by_verdict["fresh"], by_verdict["rotten"], strict=False) for r in pair][:documents]
+    return [{"page": f"{plots[r['movie_name']]} {r['text']}", "verdict": r["category"]} for r in chosen]
+
+
+def write_long_documents(path: Path, documents: int, seed: int = 3) -> Path:
+    """long_document_rows as JSON lines (`page`, `verdict`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in long_document_rows(documents, seed)), encoding="utf-8")
+    return path

@@ -161,6 +161,7 @@ def data_components(config: PipelineConfig, run: RunParameters, input_fingerprin
             config.model.max_seq_length,
             config.evaluation.length_buckets,
             config.dataset.multi_label,
+            config.model.kept_head_share,
         ),
     )
     transform.add_upstream_node(example_validator)
