@@ -368,8 +368,8 @@ def test_run_check_runs_the_preflight_and_stops_before_the_first_component(tmp_p
     assert "check passed" in out and all(
         f" {step}" in out for step in ("Transform,", "Trainer,", "Evaluator,", "Pusher")
     )
-    # the width auto chose from the texts' own lengths ("[CLS] good film 12 [SEP]": 5 tokens), and its cost
-    assert "lengths: 40 sampled texts: median 5, p90 5, p99 5, max 5 tokens; max_seq_length 16 (auto: " in out
+    # the width auto chose from the training texts' own lengths ("[CLS] good film 12 [SEP]": 5 tokens), its cost
+    assert "lengths: 34 sampled texts: median 5, p90 5, p99 5, max 5 tokens; max_seq_length 16 (auto: " in out
     assert "0.0% of texts cut; training ~" in out and "s per epoch of " in out and "GFLOP/s fp32)" in out
     assert "warning" not in out
     assert not (root / "metadata.sqlite").exists() and list(root.iterdir()) == []

@@ -84,17 +84,20 @@ def peak_rss_bytes() -> int:
 
 
 def run_local(
-    config: PipelineConfig, *, verbose: bool = False, stream=sys.stdout, lock_held: bool = False
+    config: PipelineConfig, *, verbose: bool = False, stream=None, lock_held: bool = False
 ) -> RunSummary:
-    """Runs the pipeline once. `lock_held`: the caller (a trigger) already holds the pipeline root's lock."""
+    """Runs the pipeline once, reporting to `stream` (None: sys.stdout at the call). `lock_held`: the caller (a
+    trigger) already holds the pipeline root's lock."""
     with local_beam_runner():
-        return _run_local(config, verbose=verbose, stream=stream, lock_held=lock_held)
+        return _run_local(config, verbose=verbose, stream=stream or sys.stdout, lock_held=lock_held)
 
 
-def check_run(config: PipelineConfig, *, stream=sys.stdout) -> tfx_pipeline.Pipeline:
-    """Everything `run_local` checks before its first component, and nothing after: `hftfx run --check`."""
+def check_run(config: PipelineConfig, *, stream=None) -> tfx_pipeline.Pipeline:
+    """Everything `run_local` checks before its first component, and nothing after: `hftfx run --check`.
+    `stream`: where it reports; None is sys.stdout as it is at the call (a default bound at import would keep
+    a stdout since replaced)."""
     with local_beam_runner():
-        return prepare_run(config, stream=stream)[0]
+        return prepare_run(config, stream=stream or sys.stdout)[0]
 
 
 def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipeline, probe.ProbeResult]:
