@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.reference import record_section, render_section, table_section
+from benchmarks.reference import publish_sections, table_section
 from benchmarks.seeds import row, run_seed
 
 SECTION = "## Long documents: length policies side by side (`make bench-long`)"
@@ -70,10 +70,7 @@ def main(argv=None) -> int:
             summary = run_seed(42, [*data, *settings, *args.set], Path(scratch) / policy)
             results.append((name, row(42, summary)))
             print(f"[bench-long] {name}: {results[-1][1]} ({summary.get('lengths', '')})", flush=True)
-    section = render(results, args.documents, time.monotonic() - started)
-    print(render_section(section))
-    record_section(section, Path(args.out))
-    print(f"written to {args.out}")
+    publish_sections([render(results, args.documents, time.monotonic() - started)], Path(args.out))
     return 0
 
 

@@ -42,6 +42,14 @@ def record_section(section: dict[str, Any], path: Path = BENCHMARKS_MD) -> None:
     render_into(path)
 
 
+def publish_sections(sections: list[dict[str, Any]], path: Path = BENCHMARKS_MD) -> None:
+    """What a bench target ends with: each section shown, recorded and BENCHMARKS.md rendered, then where."""
+    for section in sections:
+        print(render_section(section))
+        record_section(section, path)
+    print(f"written to {path}")
+
+
 def render_bench(bench: dict[str, Any]) -> str:
     """`make bench`'s part, before the first section."""
     return render_section(

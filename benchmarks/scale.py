@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.reference import record_section, render_section, table_section
+from benchmarks.reference import publish_sections, table_section
 from pipeline.configs import MULTI_PROCESSING_BEAM_ARGS, PipelineConfig
 
 SHARD_ROWS = 100_000
@@ -270,10 +270,7 @@ def main(argv=None) -> int:
     sections = [render(results, peak, time.monotonic() - started)] if results else []
     if predictions:
         sections.append(render_prediction(predictions, args.model, peak))
-    for section in sections:
-        record_section(section, Path(args.out))
-        print(render_section(section))
-    print(f"written to {args.out}")
+    publish_sections(sections, Path(args.out))
     return 0
 
 

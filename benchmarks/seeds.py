@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.reference import record_section, render_section, table_section
+from benchmarks.reference import publish_sections, table_section
 from pipeline.configs import PipelineConfig
 
 SECTION = "## Seeds: the default run's accuracy over training seeds (`make bench-seeds`)"
@@ -137,10 +137,7 @@ def main(argv=None) -> int:
                 "peak",
                 flush=True,
             )
-    section = render(rows, args.set, time.monotonic() - started)
-    print(render_section(section))
-    record_section(section, Path(args.out))
-    print(f"written to {args.out}")
+    publish_sections([render(rows, args.set, time.monotonic() - started)], Path(args.out))
     return 0
 
 

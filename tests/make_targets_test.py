@@ -28,7 +28,7 @@ STARTED_BY = {
     "python -m benchmarks.bench": "test_bench_runs_a_tiny_configuration (slow: MiniLM steps, a step profile)",
     "python -m benchmarks.scale": "test_bench_scale_runs_a_tiny_configuration",
     "python -m benchmarks.seeds": "test_bench_seeds_runs_a_tiny_recipe",
-    "python -m benchmarks.long_documents": "test_bench_long_runs_a_tiny_configuration",
+    "python -m benchmarks.long_documents": "test_bench_long_runs_a_tiny_configuration (slow: a whole tiny run)",
     "bin/setup-env": "make test itself: setup is its first step",
     "bin/build-image": "tests/image_test.py (slow: podman, a 4 GB image)",
     "bin/check-image": "tests/image_test.py (slow: podman, a 4 GB image)",
@@ -127,6 +127,7 @@ def test_bench_seeds_runs_a_tiny_recipe(tmp_path, tiny_bert_dir, scratch_referen
     assert section["heading"] in scratch_reference.read_text()
 
 
+@pytest.mark.slow  # a whole tiny run (70 s): bench-seeds' runner, which the fast suite starts, does the same
 def test_bench_long_runs_a_tiny_configuration(tmp_path, tiny_bert_dir, scratch_reference):
     from benchmarks import long_documents
 

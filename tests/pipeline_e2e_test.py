@@ -302,8 +302,8 @@ def test_the_blessed_model_scores_the_unlabeled_rows_in_the_pipeline(first_run, 
     assert set(rows) == set(source)
     ids = sorted(source)
     served = serving_probabilities(summary.pushed_dir, [source[i] for i in ids])
-    scored = np.array([[rows[i]["p_rotten"], rows[i]["p_fresh"]] for i in ids])
-    assert np.abs(served - scored).max() <= probability_bound(tiny_bert_dir, 32)  # other batches, the same model
+    probabilities = np.array([[rows[i]["p_rotten"], rows[i]["p_fresh"]] for i in ids])
+    assert np.abs(served - probabilities).max() <= probability_bound(tiny_bert_dir, 32)  # other batches, same model
     bad = json.loads((Path(scored["file"]).parent / "scored.bad.jsonl").read_text())
     assert bad["row"] == {"review_id": "r999", "text": None} and "missing" in bad["reason"]
     assert "  scored        10 rows (" in summary.render()

@@ -228,23 +228,18 @@ def test_integer_labels_from_jsonl_glob(integer_labels):
 
 
 def test_long_texts_keep_their_head_and_tail_in_the_served_model_and_the_card_says_so(integer_labels, tiny_bert_dir):
-    """model.long_texts: head_tail. The served model's own Transform graph (what training ran) keeps a quarter of
-    the budget from a long text's start and the rest from its end, id for id with the model's tokenizer."""
+    """model.long_texts: head_tail. The run's Transform graph (what training ran, and what the exported model
+    embeds for serving) keeps a quarter of the budget from a long text's start and the rest from its end, id for
+    id with the model's tokenizer."""
     import tensorflow as tf
+    import tensorflow_transform as tft
     from transformers import AutoTokenizer
 
-    from models.serving import load_serving_model
-
-    _, summary = integer_labels
+    config, summary = integer_labels
     width = int(re.search(r"max_seq_length (\d+) ", summary.lengths).group(1))
     text = " ".join(f"word{i}" for i in range(3 * width))
-    example = tf.train.Example(
-        features=tf.train.Features(
-            feature={"text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()]))}
-        )
-    )
-    _, model = load_serving_model(summary.pushed_dir)
-    served = model.signatures["transform_features"](examples=tf.constant([example.SerializeToString()]))
+    (graph,) = Path(config.pipeline_root, "Transform", "transform_graph").iterdir()
+    served = tft.TFTransformOutput(str(graph)).transform_features_layer()({"text": tf.constant([[text]])})
     hf = AutoTokenizer.from_pretrained(tiny_bert_dir)
     pieces, budget = hf(text, add_special_tokens=False)["input_ids"], width - 2
     head = round(budget * 0.25)

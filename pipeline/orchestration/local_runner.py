@@ -83,9 +83,7 @@ def peak_rss_bytes() -> int:
     return max(own, children) * scale
 
 
-def run_local(
-    config: PipelineConfig, *, verbose: bool = False, stream=None, lock_held: bool = False
-) -> RunSummary:
+def run_local(config: PipelineConfig, *, verbose: bool = False, stream=None, lock_held: bool = False) -> RunSummary:
     """Runs the pipeline once, reporting to `stream` (None: sys.stdout at the call). `lock_held`: the caller (a
     trigger) already holds the pipeline root's lock."""
     with local_beam_runner():
