@@ -9,6 +9,7 @@ the matmuls aligned and the set of shapes small (XLA and TPUs compile one progra
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -60,7 +61,9 @@ class LengthProfile:
 
     def cut_share(self, width: int) -> float:
         """The share of texts longer than `width` tokens: what truncation at that width cuts."""
-        return sum(n > width for n in self.lengths) / len(self.lengths) if self.lengths else 0.0
+        return (
+            (len(self.lengths) - bisect.bisect_right(self.lengths, width)) / len(self.lengths) if self.lengths else 0.0
+        )
 
     def describe(self) -> str:
         return (

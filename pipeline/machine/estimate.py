@@ -60,19 +60,25 @@ def padded_widths(token_counts, max_seq_length: int, length_buckets, special_tok
     return [next(w for w in widths if w >= length) for length in tokens]
 
 
-def epoch_seconds(lengths, examples: int, length_buckets, encoder, peak_gflops: float) -> float:
-    """Seconds one epoch over `examples` texts takes at `lengths.width` on a machine of `peak_gflops`: the
-    sampled texts (`lengths`, a models.lengths.WidthChoice) padded as the Trainer's length buckets pad them,
-    scaled to `examples`, at the utilization the default run reached."""
+def padded_shapes(lengths, length_buckets):
+    """The texts of `lengths` (a models.lengths.WidthChoice) as the Trainer pads them: each at the smallest of its
+    length buckets that holds it, at most the chosen width (models.flops.BatchShapes)."""
     from models.flops import BatchShapes
 
-    sampled = lengths.profile.lengths
+    shapes = BatchShapes()
+    for width in padded_widths(lengths.profile.lengths, lengths.width, length_buckets, special_tokens=0):
+        shapes.add(batch=1, width=width, real_tokens=0)
+    return shapes
+
+
+def epoch_seconds(lengths, examples: int, length_buckets, encoder, peak_gflops: float) -> float:
+    """Seconds one epoch over `examples` texts takes at `lengths.width` on a machine of `peak_gflops`: the
+    sampled texts (`lengths`, a models.lengths.WidthChoice) padded as the Trainer pads them, scaled to
+    `examples`, at the utilization the default run reached."""
+    sampled = len(lengths.profile.lengths)
     if not sampled:
         return 0.0
-    shapes = BatchShapes()
-    for width in padded_widths(sampled, lengths.width, length_buckets, special_tokens=0):
-        shapes.add(batch=1, width=width, real_tokens=0)
-    flops = shapes.training_flops(encoder) * examples / len(sampled)
+    flops = padded_shapes(lengths, length_buckets).training_flops(encoder) * examples / sampled
     return flops / (Reference.read().trainer_utilization * peak_gflops * 1e9)
 
 
@@ -94,14 +100,12 @@ def default_training_flops(config) -> float:
     Trainer pads it, for every epoch."""
     from transformers import AutoConfig
 
-    from models.flops import BatchShapes, EncoderShape
+    from models.flops import EncoderShape
     from models.pretrained import resolve_model_dir
 
     lengths = train_split_lengths(config)
     texts = len(lengths.profile.lengths)
-    shapes = BatchShapes()
-    for width in padded_widths(lengths.profile.lengths, lengths.width, config.training.length_buckets, 0):
-        shapes.add(batch=1, width=width, real_tokens=0)
+    shapes = padded_shapes(lengths, config.training.length_buckets)
     model_dir = resolve_model_dir(config.model.name, config.model.revision)
     model_config = AutoConfig.from_pretrained(model_dir, num_labels=2)
     shape = EncoderShape.from_config(model_config, embeddings_trained=not config.training.freeze_embeddings)
