@@ -22,7 +22,7 @@ import tf_keras
 
 from benchmarks import reference
 from components.hf_example_gen.sources import rotten_tomatoes_reviews
-from components.trainer import bucket_by_length, compile_for_training, without_autotuning
+from components.trainer import bucket_by_length, compile_for_training, length_buckets, without_autotuning
 from components.training_meter import TrainingMeter, record_batch_shapes
 from models import distribution
 from models.flops import EncoderShape
@@ -89,8 +89,9 @@ def training_examples(steps: int):
 
 
 def trainer_batches(examples: tf.data.Dataset, training: TrainingConfig) -> tf.data.Dataset:
-    """Batches as the Trainer's loop cuts them: length buckets of the default config."""
-    return bucket_by_length(examples.batch(BATCH), BATCH, training.length_buckets, MAX_LEN)
+    """Batches as the Trainer's loop cuts them: length buckets of the default config (auto: chosen on these texts)."""
+    buckets = length_buckets(training.length_buckets, MAX_LEN, examples.batch(BATCH))
+    return bucket_by_length(examples.batch(BATCH), BATCH, buckets, MAX_LEN)
 
 
 def trainer_throughput(steps: int) -> list[Row]:

@@ -34,6 +34,7 @@ from models.contract import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_
 from models.errors import UserError
 from models.flops import EncoderShape
 from models.hf_export import hf_format_dir, save_hf_format
+from models.lengths import AUTO, LENGTH_SAMPLE, LengthProfile, choose_buckets
 from models.machine_peak import matmul_peak
 from models.pretrained import build_classifier, model_files, resolve_model_dir, weights_only_copy
 from models.task import task_contract, write_contract
@@ -434,16 +435,30 @@ def plan_training(fn_args, settings: TrainerSettings) -> TrainingPlan:
     return plan
 
 
+def length_buckets(requested, width: int, train_batches: tf.data.Dataset) -> tuple[int, ...]:
+    """The config's bucket widths; for `auto` (a compiled spec: a local run's preflight resolves it) chosen here
+    from the token lengths of the first LENGTH_SAMPLE train examples, by the preflight's own rule."""
+    if requested != AUTO:
+        return requested
+    counts = train_batches.map(lambda features, label: tf.reduce_sum(features[ATTENTION_MASK], axis=1))
+    profile = LengthProfile.of(list(counts.unbatch().take(LENGTH_SAMPLE).as_numpy_iterator()))
+    choice = choose_buckets(profile, width, AUTO)
+    print(f"[trainer] {choice.describe()}; from {len(profile.lengths):,} train examples", flush=True)
+    return choice.buckets
+
+
 def training_data(fn_args, plan: TrainingPlan, tf_transform_output):
     """(train batches grouped by token length, validation batches or None)."""
     settings = plan.settings
-    max_seq_length, buckets = settings.model.max_seq_length, settings.training.length_buckets
 
     def batches(files, training: bool):
         return make_dataset(
             fn_args, files, tf_transform_output, plan.global_batch, list(plan.model_inputs),
             training=training, seed=settings.training.seed, static_shapes=training or plan.static_validation,
         )  # fmt: skip
+
+    max_seq_length = settings.model.max_seq_length
+    buckets = length_buckets(settings.training.length_buckets, max_seq_length, batches(fn_args.train_files, False))
 
     train = bucket_by_length(batches(fn_args.train_files, True), plan.global_batch, buckets, max_seq_length)
     if not (plan.eval_steps if plan.static_validation else plan.eval_count):

@@ -1,16 +1,21 @@
-"""The sequence width a run trains and serves at, chosen from the token lengths of its own texts.
+"""The sequence width a run trains and serves at, and the narrower widths its batches are cut to, chosen from the
+token lengths of its own texts.
 
 A fixed default fits one dataset: 64 tokens hold 99.9% of the Rotten Tomatoes snippets and the first tenth of a
 speech. With `model.max_seq_length: auto` the preflight tokenizes a sample of the training texts with the model's
 own tokenizer and takes the smallest multiple of WIDTH_MULTIPLE that holds COVERED_SHARE of them whole (special
 tokens included), capped at the model's position limit; a number in the config still wins. Multiples of 16 keep
 the matmuls aligned and the set of shapes small (XLA and TPUs compile one program per shape).
+
+With `training.length_buckets: auto` the same lengths choose up to MAX_LENGTH_BUCKETS narrower widths: the set that
+pads the fewest tokens, as the Trainer groups texts of similar length and cuts each batch to its bucket's width.
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +46,25 @@ COVERED_SHARE = 0.99  # of the sampled texts held whole: the long tail alone doe
 WIDTH_MULTIPLE = 16
 MOST_TEXTS_CUT = 0.5  # a width that cuts more than this share of the texts is worth a warning before training
 LENGTH_SAMPLE = 5_000  # texts tokenized for a profile: p99 of 5,000 lies within a few tokens of the whole's
+MAX_LENGTH_BUCKETS = 3  # widths below max_seq_length: at most four static shapes, each compiled once on XLA/TPU
+BUCKET_GAIN = 0.02  # fewer widths win when they pad at most this share more tokens than the best set
+
+
+def _widths(value: object) -> object:
+    """`auto`, or increasing whole numbers of tokens of at least SHORTEST_WIDTH (one number: a list of one)."""
+    if value == AUTO:
+        return value
+    values = [value] if isinstance(value, str | int) else value
+    try:
+        widths = tuple(int(str(v)) for v in values)
+    except (TypeError, ValueError):
+        raise ValueError(f"should be auto or increasing numbers of tokens (at least {SHORTEST_WIDTH})") from None
+    if list(widths) != sorted(set(widths)) or any(w < SHORTEST_WIDTH for w in widths):
+        raise ValueError(f"should be auto or increasing numbers of tokens (at least {SHORTEST_WIDTH})")
+    return widths
+
+
+BucketWidths = Annotated[tuple[int, ...] | Literal["auto"], BeforeValidator(_widths)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +116,58 @@ class WidthChoice:
             f"lengths: {self.profile.describe()}; max_seq_length {self.width} ({self.reason}): "
             f"{self.cut_share:.1%} of texts cut"
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class BucketChoice:
+    """The widths below max_seq_length a batch is cut to, and the share of the trained tokens that is padding."""
+
+    buckets: tuple[int, ...]
+    reason: str
+    padded_share: float  # of the tokens the Trainer computes on, with these buckets
+    padded_share_one_width: float  # every batch at max_seq_length
+
+    def describe(self) -> str:
+        widths = ", ".join(map(str, self.buckets)) or "none"
+        return (
+            f"length buckets {widths} ({self.reason}): {self.padded_share:.0%} of the trained tokens are padding "
+            f"({self.padded_share_one_width:.0%} at one width)"
+        )
+
+
+def padded_tokens(profile: LengthProfile, width: int, buckets: Sequence[int]) -> int:
+    """Tokens the Trainer computes on for the profile's texts: each at the narrowest of the bucket widths and
+    `width` that holds it (texts longer than `width` are cut to it)."""
+    edges = sorted({*(b for b in buckets if b < width), width})
+    total, below = 0, 0
+    for edge in edges:
+        held = bisect.bisect_right(profile.lengths, edge)
+        total += edge * (held - below)
+        below = held
+    return total + width * (len(profile.lengths) - below)
+
+
+def padding_share(profile: LengthProfile, width: int, buckets: Sequence[int]) -> float:
+    padded = padded_tokens(profile, width, buckets)
+    return 1 - sum(min(n, width) for n in profile.lengths) / padded if padded else 0.0
+
+
+def choose_buckets(profile: LengthProfile, width: int, requested: BucketWidths) -> BucketChoice:
+    """The config's widths, or for `auto` the set of at most MAX_LENGTH_BUCKETS multiples of WIDTH_MULTIPLE below
+    `width` that pads the fewest tokens, or the fewest widths within BUCKET_GAIN of that (one shape fewer to compile).
+    Padded tokens, not FLOPs: attention's share is small at these widths, and the count is what users read."""
+    one_width = padding_share(profile, width, ())
+    if requested != AUTO:
+        buckets = tuple(b for b in requested if b < width)
+        return BucketChoice(buckets, "set in the config", padding_share(profile, width, buckets), one_width)
+    candidates = range(WIDTH_MULTIPLE, width, WIDTH_MULTIPLE)
+    best = [
+        min((padded_tokens(profile, width, s), s) for s in itertools.combinations(candidates, count))
+        for count in range(min(MAX_LENGTH_BUCKETS, len(candidates)) + 1)
+    ]
+    fewest = next(s for tokens, s in best if tokens <= best[-1][0] * (1 + BUCKET_GAIN))
+    reason = f"auto: the fewest padded tokens with at most {MAX_LENGTH_BUCKETS} widths below {width}"
+    return BucketChoice(fewest, reason, padding_share(profile, width, fewest), one_width)
 
 
 def round_up(length: int, multiple: int = WIDTH_MULTIPLE) -> int:

@@ -4,7 +4,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from models.lengths import AUTO, LengthProfile, choose_width, round_up, token_lengths
+from models.lengths import (
+    AUTO,
+    LengthProfile,
+    choose_buckets,
+    choose_width,
+    padded_tokens,
+    padding_share,
+    round_up,
+    token_lengths,
+)
 
 
 def test_auto_takes_the_smallest_multiple_of_16_that_holds_99_percent_of_the_texts():
@@ -39,3 +48,26 @@ def test_lengths_are_counted_in_the_models_tokens_with_its_special_tokens(packag
     pairs = [SimpleNamespace(text=t, text_pair="a plot.") for t in texts]
     want = [len(ids) for ids in AutoTokenizer.from_pretrained(packaged_model_dir)(texts, ["a plot."] * 4)["input_ids"]]
     assert token_lengths(packaged_model_dir, pairs).lengths == tuple(sorted(want))
+
+
+def test_auto_buckets_pad_the_fewest_tokens_with_at_most_three_widths_below_the_width():
+    snippets = LengthProfile.of([12] * 40 + [28] * 40 + [44] * 15 + [60] * 5)
+    choice = choose_buckets(snippets, 64, AUTO)
+    assert choice.buckets == (16, 32, 48)  # each text at the multiple of 16 just above it: no padding wider
+    assert choice.padded_share < choice.padded_share_one_width
+    assert padded_tokens(snippets, 64, choice.buckets) == 40 * 16 + 40 * 32 + 15 * 48 + 5 * 64
+    assert "16, 32, 48 (auto" in choice.describe() and "at one width" in choice.describe()
+
+
+def test_a_further_width_must_save_padding_and_the_configs_widths_win():
+    uniform = LengthProfile.of([30] * 100)
+    assert choose_buckets(uniform, 64, AUTO).buckets == (32,)  # one width holds them all: no more shapes
+    assert choose_buckets(LengthProfile.of([60] * 100), 64, AUTO).buckets == ()
+    assert choose_buckets(uniform, 64, (32, 128)).buckets == (32,)  # a width over max_seq_length is unused
+    assert choose_buckets(uniform, 64, ()).padded_share == pytest.approx(1 - 30 / 64)
+    assert choose_buckets(uniform, 16, AUTO).buckets == ()  # no multiple of 16 below the width
+
+
+def test_texts_longer_than_the_width_are_counted_cut_to_it():
+    assert padded_tokens(LengthProfile.of([10, 600]), 512, (16,)) == 16 + 512
+    assert padding_share(LengthProfile.of([600]), 512, ()) == 0.0

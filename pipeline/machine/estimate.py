@@ -101,11 +101,13 @@ def default_training_flops(config) -> float:
     from transformers import AutoConfig
 
     from models.flops import EncoderShape
+    from models.lengths import choose_buckets
     from models.pretrained import resolve_model_dir
 
     lengths = train_split_lengths(config)
     texts = len(lengths.profile.lengths)
-    shapes = padded_shapes(lengths, config.training.length_buckets)
+    buckets = choose_buckets(lengths.profile, lengths.width, config.training.length_buckets).buckets
+    shapes = padded_shapes(lengths, buckets)
     model_dir = resolve_model_dir(config.model.name, config.model.revision)
     model_config = AutoConfig.from_pretrained(model_dir, num_labels=2)
     shape = EncoderShape.from_config(model_config, embeddings_trained=not config.training.freeze_embeddings)

@@ -114,7 +114,7 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
         file=stream,
         flush=True,
     )
-    print(f"[pipeline] {describe_lengths(probed, config)}", file=stream, flush=True)
+    print(f"[pipeline] {describe_lengths(probed)}", file=stream, flush=True)
     if probed.lengths.cuts_most:
         print(f"[pipeline] warning: {length_options(probed)}", file=stream, flush=True)
     preflight.check_serving_contract(config, task_of(config))
@@ -123,7 +123,7 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
     return create_pipeline(config, connection, probed.input_fingerprint), probed
 
 
-def describe_lengths(probed: probe.ProbeResult, config: PipelineConfig) -> str:
+def describe_lengths(probed: probe.ProbeResult) -> str:
     """The length choice and what it costs: training seconds per epoch on this machine at its matmul peak."""
     text = probed.lengths.describe()
     if probed.encoder is None:
@@ -134,9 +134,12 @@ def describe_lengths(probed: probe.ProbeResult, config: PipelineConfig) -> str:
     peak = matmul_peak("float32", seconds=0.5)
     examples = (probed.split_sizes or {}).get("train")
     per = f"{examples:,} training texts" if examples else "1,000 training texts"
-    buckets = config.training.length_buckets
+    buckets = probed.buckets.buckets
     seconds = epoch_seconds(probed.lengths, examples or 1000, buckets, probed.encoder, peak.gflops)
-    return f"{text}; training ~{seconds:,.0f} s per epoch of {per} on this machine ({peak.gflops:,.0f} GFLOP/s fp32)"
+    return (
+        f"{text}; {probed.buckets.describe()}; training ~{seconds:,.0f} s per epoch of {per} on this machine "
+        f"({peak.gflops:,.0f} GFLOP/s fp32)"
+    )
 
 
 def length_options(probed: probe.ProbeResult) -> str:
@@ -162,5 +165,5 @@ def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool
     summary = summarize(config.metadata_sqlite, config.pipeline_name)
     summary.wall_seconds = time.monotonic() - started
     summary.peak_rss_bytes = peak_rss_bytes()
-    summary.lengths = probed.lengths.describe()
+    summary.lengths = f"{probed.lengths.describe()}; {probed.buckets.describe()}"
     return summary

@@ -17,7 +17,7 @@ from components import evaluation
 from components.evaluation_config import threshold_per_label
 from components.hf_example_gen import beam_rows, sources, spans, splitting
 from models.flops import EncoderShape
-from models.lengths import AUTO, WidthChoice, choose_width, token_lengths
+from models.lengths import AUTO, BucketChoice, WidthChoice, choose_buckets, choose_width, token_lengths
 from models.pretrained import check_architecture, encoder_shape, model_files, position_limit, resolve_model_dir
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ConfigError, PipelineConfig, check_label_settings
@@ -33,6 +33,7 @@ class ProbeResult:
     sampled_rows: int
     shards: int
     lengths: WidthChoice  # the training texts' token lengths and the max_seq_length chosen from them
+    buckets: BucketChoice  # the narrower widths the Trainer cuts batches to, chosen from the same lengths
     encoder: EncoderShape | None
     window: tuple[int, ...] = ()  # the spans read, for span-versioned data
     input_fingerprint: str = ""  # of the files read; '' for hub and packaged datasets
@@ -120,10 +121,16 @@ def probe(config: PipelineConfig) -> ProbeResult:
     lengths = choose_width(
         token_lengths(model.directory, training_rows), config.model.max_seq_length, model.position_limit
     )
-    chosen = config.model.model_copy(update={"max_seq_length": lengths.width})
+    buckets = choose_buckets(lengths.profile, lengths.width, config.training.length_buckets)
+    chosen = {
+        "dataset": dataset,
+        "model": config.model.model_copy(update={"max_seq_length": lengths.width}),
+        "training": config.training.model_copy(update={"length_buckets": buckets.buckets}),
+    }
     return ProbeResult(
-        config=config.model_copy(update={"dataset": dataset, "model": chosen}),
+        config=config.model_copy(update=chosen),
         lengths=lengths,
+        buckets=buckets,
         encoder=model.encoder,
         split_sizes={name: len(rows) for name, rows in placed.rows.items()} if sample.complete else None,
         sampled_rows=sum(len(rows) for rows in sample.records.values()),
