@@ -110,6 +110,7 @@ class CardFacts:
     language: tuple[str, ...] = ()
     repo_id: str = ""
     head_share: float | None = None  # model.long_texts: head_tail (None: truncate)
+    windows: tuple[float, int] | None = None  # model.long_texts: windows: (stride, count)
 
 
 def card_data(facts: CardFacts):
@@ -160,6 +161,15 @@ def parse_card(text: str):
 
 def _truncation_text(facts: CardFacts) -> str:
     """How a long input is cut, and how a transformers user gets the export's answer for it."""
+    if facts.windows is not None:
+        stride, count = facts.windows
+        return (
+            f"The run's TF Serving export (a SavedModel with the tokenizer in its graph) splits a text longer than "
+            f"{facts.max_seq_length} tokens into up to {count} overlapping windows (each starting {stride:.0%} of a "
+            "window after the previous one), as the model was trained, and answers the mean of the windows' "
+            f"probabilities. With transformers, tokenize with `truncation=True, max_length={facts.max_seq_length}, "
+            "return_overflowing_tokens=True` and a `stride` of the overlap, and average the windows' probabilities."
+        )
     if facts.head_share is None:
         return (
             f"`truncation=True` cuts at {facts.max_seq_length} tokens, as the run's TF Serving export (a SavedModel "

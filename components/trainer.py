@@ -30,7 +30,7 @@ from components.training_meter import TrainingMeter, record_batch_shapes
 from components.training_record import TrainingRecord
 from models import distribution, serving_contract, signatures
 from models.config_section import build_section
-from models.contract import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES
+from models.contract import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES, WINDOW_MASK
 from models.errors import UserError
 from models.flops import EncoderShape
 from models.hf_export import hf_format_dir, save_hf_format
@@ -143,16 +143,24 @@ class DiskSpaceError(UserError, OSError):
     """Not enough free disk for checkpoints and the export."""
 
 
-def count_records(file_patterns: list[str]) -> int:
-    """Counts the examples, reading every file to its end: a truncated or corrupted file is named."""
+def count_records(file_patterns: list[str], windows: int | None = None) -> int:
+    """Counts the examples, reading every file to its end: a truncated or corrupted file is named. With `windows`
+    (model.long_texts: windows), the windows that hold text: each one is a training example."""
     files = sorted(f for pattern in file_patterns for f in tf.io.gfile.glob(pattern))
     if not files:
         raise CorruptInputError(f"no input files match {file_patterns}")
+    mask_spec = {WINDOW_MASK: tf.io.FixedLenFeature([windows or 1], tf.int64)}
+
+    def examples_in(record):
+        if windows is None:
+            return tf.constant(1, tf.int64)
+        return tf.reduce_sum(tf.io.parse_single_example(record, mask_spec)[WINDOW_MASK])
+
     total = 0
     for path in files:
         dataset = tf.data.TFRecordDataset(path, compression_type="GZIP")
         try:
-            total += int(dataset.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1).numpy())
+            total += int(dataset.reduce(tf.constant(0, tf.int64), lambda count, r: count + examples_in(r)).numpy())
         except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
             raise CorruptInputError(
                 f"{path} is truncated or corrupted ({error.message.splitlines()[0]}); it was not skipped. "
@@ -418,21 +426,49 @@ def plan_training(fn_args, settings: TrainerSettings) -> TrainingPlan:
         global_batch=training.batch_size * placement.replicas,
         files=files,
         model_inputs=tuple(tokenizer_spec(files.directory).model_input_names),
-        train_count=count_records(fn_args.train_files),
-        eval_count=count_records(fn_args.eval_files),
+        train_count=count_records(fn_args.train_files, window_count(settings)),
+        eval_count=count_records(fn_args.eval_files, window_count(settings)),
     )
     if plan.steps_per_epoch == 0:
         raise ValueError(
             f"the train split has {plan.train_count} examples, fewer than one global batch of {plan.global_batch}; "
             "lower training.batch_size or add data"
         )
+    examples = "examples" if window_count(settings) is None else "examples (windows of the texts)"
     print(
         f"[Trainer] {placement.describe()}, {precision}, global batch {plan.global_batch}; {plan.train_count} train / "
-        f"{plan.eval_count} eval examples; {training.epochs} epoch(s) x {plan.steps_per_epoch} steps; "
+        f"{plan.eval_count} eval {examples}; {training.epochs} epoch(s) x {plan.steps_per_epoch} steps; "
         f"labels {list(settings.label_names)}",
         flush=True,
     )
     return plan
+
+
+def window_count(settings: TrainerSettings) -> int | None:
+    windows = settings.model.windows
+    return None if windows is None else windows[1]
+
+
+def window_examples(
+    dataset: tf.data.Dataset, count: int, width: int, batch_size: int, *, shuffle_seed: int | None, static_shapes: bool
+):
+    """Batches of texts split into `count` windows each (model.long_texts: windows) -> batches of the windows that
+    hold text, each an example with its text's label. Training shuffles them (shuffle_seed), so a batch mixes
+    windows of many texts rather than the neighbours of one; static_shapes keeps full batches only."""
+
+    def split(features, label):
+        keep = tf.reshape(features[WINDOW_MASK], [-1]) > 0
+        windows = {
+            name: tf.boolean_mask(tf.reshape(value, [-1, width]), keep)
+            for name, value in features.items()
+            if name != WINDOW_MASK
+        }
+        return windows, tf.boolean_mask(tf.repeat(label, count, axis=0), keep)
+
+    windows = dataset.map(split).unbatch()
+    if shuffle_seed is not None:
+        windows = windows.shuffle(8 * batch_size, seed=shuffle_seed)
+    return windows.batch(batch_size, drop_remainder=static_shapes)
 
 
 def length_buckets(requested, width: int, train_batches: tf.data.Dataset) -> tuple[int, ...]:
@@ -443,21 +479,29 @@ def length_buckets(requested, width: int, train_batches: tf.data.Dataset) -> tup
     counts = train_batches.map(lambda features, label: tf.reduce_sum(features[ATTENTION_MASK], axis=1))
     profile = LengthProfile.of(list(counts.unbatch().take(LENGTH_SAMPLE).as_numpy_iterator()))
     choice = choose_buckets(profile, width, AUTO)
-    print(f"[trainer] {choice.describe()}; from {len(profile.lengths):,} train examples", flush=True)
+    print(f"[Trainer] {choice.describe()}; from {len(profile.lengths):,} train examples", flush=True)
     return choice.buckets
 
 
 def training_data(fn_args, plan: TrainingPlan, tf_transform_output):
     """(train batches grouped by token length, validation batches or None)."""
     settings = plan.settings
+    max_seq_length, windows = settings.model.max_seq_length, window_count(settings)
 
     def batches(files, training: bool):
-        return make_dataset(
-            fn_args, files, tf_transform_output, plan.global_batch, list(plan.model_inputs),
-            training=training, seed=settings.training.seed, static_shapes=training or plan.static_validation,
+        static_shapes = training or plan.static_validation
+        dataset = make_dataset(
+            fn_args, files, tf_transform_output, plan.global_batch,
+            [*plan.model_inputs, *([WINDOW_MASK] if windows else [])],
+            training=training, seed=settings.training.seed, static_shapes=static_shapes,
         )  # fmt: skip
+        if windows is None:
+            return dataset
+        seed = settings.training.seed if training else None
+        return window_examples(
+            dataset, windows, max_seq_length, plan.global_batch, shuffle_seed=seed, static_shapes=static_shapes
+        )
 
-    max_seq_length = settings.model.max_seq_length
     buckets = length_buckets(settings.training.length_buckets, max_seq_length, batches(fn_args.train_files, False))
 
     train = bucket_by_length(batches(fn_args.train_files, True), plan.global_batch, buckets, max_seq_length)
@@ -534,6 +578,7 @@ def export_models(fn_args, plan: TrainingPlan, model, tf_transform_output) -> No
         text_features=[f for f in TEXT_FEATURES if f in tf_transform_output.raw_feature_spec()],
         label_features=LABEL_FEATURES,
         decision_thresholds=settings.decision_thresholds if settings.multi_label else None,
+        windows=window_count(settings),
     )
     signatures.export(module, fn_args.serving_model_dir)
     serving_contract.write_warmup_requests(fn_args.serving_model_dir, module.text_inputs)

@@ -32,9 +32,11 @@ def transform_custom_config(
     length_buckets,
     multi_label: bool = False,
     head_share: float | None = None,
+    windows: tuple[float, int] | None = None,
 ) -> dict:
     """What preprocessing_fn needs, as the JSON-able dict the Transform component carries. `head_share`: long
-    texts keep their head and tail (model.long_texts: head_tail); None: their start."""
+    texts keep their head and tail (model.long_texts: head_tail); `windows` (stride, count): they are split into
+    windows (model.long_texts: windows); neither: they keep their start."""
     config = {
         "model": model_name,
         "revision": revision,
@@ -45,6 +47,8 @@ def transform_custom_config(
         config["multi_label"] = True
     if head_share is not None:
         config["head_share"] = head_share
+    if windows is not None:
+        config["windows"] = list(windows)
     return config
 
 
@@ -74,10 +78,13 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
     # Sentence-pair data carries text_pair (the ExampleGen writes it when dataset.text_pair_column is set).
     pairs = tf.reshape(inputs[TEXT_PAIR_FEATURE], [-1]) if TEXT_PAIR_FEATURE in inputs else None
     head_share = custom_config.get("head_share")  # model.long_texts: head_tail
-    tokenizer = InGraphTokenizer(spec, max_seq_length, vocab_path=vocab_path, head_share=head_share)
+    windows = custom_config.get("windows")  # model.long_texts: windows: (stride, count)
+    tokenizer = InGraphTokenizer(
+        spec, max_seq_length, vocab_path=vocab_path, head_share=head_share, windows=windows and tuple(windows)
+    )
     features = tokenizer(texts, pairs)
     token_count, truncated = features.pop(TOKEN_COUNT), features.pop(TRUNCATED)
-    outputs = dict(features)
+    outputs = dict(features)  # the model's inputs (and WINDOW_MASK)
     outputs[TOKEN_COUNT] = token_count
     outputs[TRUNCATED] = tf.cast(truncated, tf.int64)
     # How many kept tokens the vocab could not represent: the statistics show how well it covers the data.

@@ -27,6 +27,9 @@ INPUT_IDS = "input_ids"
 ATTENTION_MASK = "attention_mask"  # 1 for tokens, 0 for padding: what stages other than the model read
 TOKEN_TYPE_IDS = "token_type_ids"  # only for models whose tokenizer lists it among its model_input_names
 MODEL_INPUT_FEATURES = (INPUT_IDS, ATTENTION_MASK, TOKEN_TYPE_IDS)
+# model.long_texts: windows: each input above holds a document's windows side by side ([count x width]), and
+# this [count] mask says which of them hold its text (the rest are padding windows, never trained or answered).
+WINDOW_MASK = "window_mask"
 
 # ---- transformed examples: per-text facts -------------------------------------------------------------------
 TOKEN_COUNT = "token_count"  # tokens before truncation, special tokens excluded

@@ -40,6 +40,20 @@ def _seq_length(value: object) -> object:
     return width
 
 
+def _window_count(value: object) -> object:
+    """`auto`, or a whole number of windows of at least 1 (as text too: --set passes strings)."""
+    if value == AUTO:
+        return value
+    try:
+        count = int(str(value))
+    except ValueError:
+        raise ValueError("should be auto or a number of windows (at least 1)") from None
+    if count < 1:
+        raise ValueError("should be auto or at least 1 window")
+    return count
+
+
+WindowCount = Annotated[int | Literal["auto"], BeforeValidator(_window_count)]
 # One validator for both forms, so a bad value gets one message instead of one per alternative.
 SeqLength = Annotated[int | Literal["auto"], BeforeValidator(_seq_length)]
 COVERED_SHARE = 0.99  # of the sampled texts held whole: the long tail alone does not set the width
@@ -72,10 +86,18 @@ class LengthProfile:
     """Token lengths of sampled texts (pairs: both texts), special tokens included, sorted."""
 
     lengths: tuple[int, ...]
+    special_tokens: int = 2  # of each length, the model's own ([CLS] and [SEP] for BERT)
 
     @classmethod
-    def of(cls, lengths: Sequence[int]) -> LengthProfile:
-        return cls(tuple(sorted(int(n) for n in lengths)))
+    def of(cls, lengths: Sequence[int], special_tokens: int = 2) -> LengthProfile:
+        return cls(tuple(sorted(int(n) for n in lengths)), special_tokens)
+
+    def windowed(self, windows: Windows) -> LengthProfile:
+        """The lengths of the windows the texts are split into (`model.long_texts: windows`): what the Trainer
+        trains on, one example per window."""
+        text_lengths = (n - self.special_tokens for n in self.lengths)
+        kept = (k for n in text_lengths for k in windows.split(n))
+        return LengthProfile.of([k + self.special_tokens for k in kept], self.special_tokens)
 
     def percentile(self, share: float) -> int:
         """The smallest length at least `share` of the texts do not exceed (nearest rank)."""
@@ -170,6 +192,80 @@ def choose_buckets(profile: LengthProfile, width: int, requested: BucketWidths) 
     return BucketChoice(fewest, reason, padding_share(profile, width, fewest), one_width)
 
 
+MAX_AUTO_WINDOWS = 16  # windows per document auto allows: 16 x 512 tokens hold ~5,000 words at half overlap
+
+
+@dataclasses.dataclass(frozen=True)
+class Windows:
+    """Overlapping windows over a document's tokens (`model.long_texts: windows`): each holds `budget` text
+    tokens (the width less the special tokens), consecutive ones start `step` tokens apart, at most `count`."""
+
+    budget: int
+    step: int
+    count: int
+
+    @classmethod
+    def over(cls, width: int, special_tokens: int, stride: float, count: int) -> Windows:
+        budget = width - special_tokens
+        return cls(budget, max(1, int(budget * stride)), count)
+
+    def needed(self, text_tokens: int) -> int:
+        """Windows that cover `text_tokens` whole: one, then one per `step` past the first window."""
+        return 1 + max(0, -(-(text_tokens - self.budget) // self.step))
+
+    def split(self, text_tokens: int) -> list[int]:
+        """The text tokens each window of a document holds (the last one may be shorter)."""
+        return [min(self.budget, text_tokens - k * self.step) for k in range(min(self.count, self.needed(text_tokens)))]
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowChoice:
+    """How a run splits its texts into windows, and what that does to the sampled ones."""
+
+    windows: Windows
+    reason: str
+    profile: LengthProfile  # of the texts, whole
+
+    @property
+    def trained(self) -> LengthProfile:
+        """The windows' lengths: the examples the Trainer trains on."""
+        return self.profile.windowed(self.windows)
+
+    @property
+    def cut_share(self) -> float:
+        """The share of texts longer than their windows hold."""
+        special, count = self.profile.special_tokens, self.windows.count
+        cut = sum(self.windows.needed(n - special) > count for n in self.profile.lengths)
+        return cut / len(self.profile.lengths) if self.profile.lengths else 0.0
+
+    @property
+    def cuts_most(self) -> bool:
+        return self.cut_share > MOST_TEXTS_CUT
+
+    def describe(self) -> str:
+        per_text = len(self.trained.lengths) / max(1, len(self.profile.lengths))
+        return (
+            f"windows: at most {self.windows.count} per text ({self.reason}), {self.windows.budget} text tokens each, "
+            f"{self.windows.step} apart: {per_text:.1f} per text on average, {self.cut_share:.1%} of texts cut"
+        )
+
+
+def choose_windows(profile: LengthProfile, width: int, stride: float, requested: int | str) -> WindowChoice:
+    """The config's windows per text, or for `auto` as many as hold COVERED_SHARE of the texts whole, at most
+    MAX_AUTO_WINDOWS."""
+    if requested != AUTO:
+        return WindowChoice(
+            Windows.over(width, profile.special_tokens, stride, int(requested)), "set in the config", profile
+        )
+    widest = Windows.over(width, profile.special_tokens, stride, MAX_AUTO_WINDOWS)
+    needed = widest.needed(profile.percentile(COVERED_SHARE) - profile.special_tokens)
+    if needed > MAX_AUTO_WINDOWS:
+        reason = f"auto: at most {MAX_AUTO_WINDOWS}; {COVERED_SHARE:.0%} of the texts need {needed}"
+        return WindowChoice(widest, reason, profile)
+    chosen = dataclasses.replace(widest, count=needed)
+    return WindowChoice(chosen, f"auto: {COVERED_SHARE:.0%} of the texts whole", profile)
+
+
 def round_up(length: int, multiple: int = WIDTH_MULTIPLE) -> int:
     return max(multiple, -(-length // multiple) * multiple)
 
@@ -206,4 +302,5 @@ def token_lengths(model_dir: Path, rows: Sequence, max_texts: int = LENGTH_SAMPL
         chunk = rows[start : start + 1024]
         pairs = tf.constant([r.text_pair for r in chunk]) if pair else None
         counts.append(tokenizer(tf.constant([r.text for r in chunk]), pairs)[TOKEN_COUNT].numpy())
-    return LengthProfile.of((np.concatenate(counts) + spec.layout.special_count(pair)).tolist())
+    special = spec.layout.special_count(pair)
+    return LengthProfile.of((np.concatenate(counts) + special).tolist(), special)

@@ -71,3 +71,27 @@ def test_a_further_width_must_save_padding_and_the_configs_widths_win():
 def test_texts_longer_than_the_width_are_counted_cut_to_it():
     assert padded_tokens(LengthProfile.of([10, 600]), 512, (16,)) == 16 + 512
     assert padding_share(LengthProfile.of([600]), 512, ()) == 0.0
+
+
+def test_windows_cover_a_text_one_step_past_the_first_window_at_a_time():
+    from models.lengths import Windows
+
+    windows = Windows.over(width=16, special_tokens=2, stride=0.5, count=4)
+    assert (windows.budget, windows.step) == (14, 7)
+    assert [windows.needed(n) for n in (0, 14, 15, 21, 22, 40)] == [1, 1, 2, 2, 3, 5]
+    assert windows.split(26) == [14, 14, 12]  # [0, 14), [7, 21), [14, 26)
+    assert windows.split(60) == [14, 14, 14, 14]  # four at most: the rest is cut
+
+
+def test_auto_windows_hold_99_percent_of_the_texts_and_say_what_they_cost():
+    from models.lengths import MAX_AUTO_WINDOWS, choose_windows
+
+    texts = LengthProfile.of([16] * 50 + [28] * 49 + [400])  # special tokens included: 14 and 26 text tokens
+    choice = choose_windows(texts, 16, 0.5, AUTO)
+    assert choice.windows.count == 3 and choice.cut_share == pytest.approx(0.01)
+    assert sorted(set(choice.trained.lengths)) == [14, 16]  # the last window of a 26-token text holds 12
+    assert len(choice.trained.lengths) == 50 + 49 * 3 + 3
+    assert "at most 3 per text (auto: 99% of the texts whole)" in choice.describe()
+    speeches = choose_windows(LengthProfile.of([6000] * 10), 512, 0.5, AUTO)
+    assert speeches.windows.count == MAX_AUTO_WINDOWS and speeches.cuts_most and "need 23" in speeches.reason
+    assert choose_windows(texts, 16, 1.0, 2).reason == "set in the config"

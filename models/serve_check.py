@@ -29,8 +29,9 @@ def default_check_requests(text_inputs: Sequence[str]) -> list[dict]:
 
 
 def read_request(request: str) -> dict:
-    """A REST body given as JSON text or as the path of a JSON file."""
-    return json.loads(Path(request).read_text() if Path(request).is_file() else request)
+    """A REST body given as JSON text or as the path of a JSON file. JSON text is never asked to be a path: one
+    longer than a file name can be (a long document) made the file check fail with OSError."""
+    return json.loads(request if request.lstrip().startswith("{") else Path(request).read_text())
 
 
 def serve_check(
@@ -53,10 +54,12 @@ def serve_check(
         echo(f"warm-up:    replayed {serving_contract.replay_warmup_requests(model, str(version_dir))} requests")
     else:
         echo(f"warm-up:    none ({serving_contract.WARMUP_FILE} missing)")
+    # The built-in requests' answers are shortened for the eye; a request the user gave is answered whole.
+    shown = None if requests else 600
     for request in requests or default_check_requests(serving_contract.text_inputs(model)):
         echo(f"request:    {json.dumps(request)[:200]}")
         try:
-            echo(f"response:   {json.dumps(serving_contract.predict(model, request))[:600]}")
+            echo(f"response:   {json.dumps(serving_contract.predict(model, request))[:shown]}")
         except serving_contract.BadRequestError as error:
             echo(f"400:        {error}")
             return False

@@ -7,6 +7,8 @@
 - `serving_tf_example`: serialized tf.Examples -> the same (TF Serving's classify/predict with examples).
 - `serving_evaluator`: tf.Examples -> `positive_score` (binary) or `probabilities` (multiclass), for TFMA.
 - `transform_features`: tf.Examples -> the Transform outputs TFMA slices on (length bucket, truncation).
+Models trained on windows of long texts (model.long_texts: windows) answer every signature per text: the Transform
+splits each into windows, the model reads those that hold text, and a text's answer is their mean probability.
 The Transform graph and its vocab asset travel inside; loading needs `import tensorflow_text`.
 """
 
@@ -30,6 +32,7 @@ from models.contract import (
     TEXT_FEATURE,
     TEXT_PAIR_FEATURE,
     TRANSFORM_FEATURES,
+    WINDOW_MASK,
 )
 
 TEXT_INPUT, TEXT_PAIR_INPUT = TEXT_FEATURE, TEXT_PAIR_FEATURE  # serving_default's inputs are the raw features
@@ -75,8 +78,12 @@ class ServingModule(tf.Module):
         text_features: Sequence[str],
         label_features: Sequence[str],
         decision_thresholds: Sequence[float] | None = None,
+        windows: int | None = None,
     ):
+        """`windows`: each text arrives from the Transform as that many windows side by side (model.long_texts:
+        windows); the answer for a text is then the mean of its windows' probabilities."""
         super().__init__()
+        self._windows = windows
         self.model = model
         self.tft_layer = tf_transform_output.transform_features_layer()
         self.label_names = tf.constant(list(label_names))
@@ -102,15 +109,24 @@ class ServingModule(tf.Module):
 
     def _classify_raw(self, raw_features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         transformed = self.tft_layer(raw_features)
+        inputs = {name: transformed[name] for name in self._model_input_names}
+        if self._windows:
+            inputs, text_of_window = self._windows_holding_text(inputs, transformed[WINDOW_MASK])
         logits = logits_by_length(
             lambda inputs: self.model(inputs, training=False).logits,
-            {name: transformed[name] for name in self._model_input_names},
-            transformed[ATTENTION_MASK],
+            inputs,
+            inputs[ATTENTION_MASK],
             num_labels=int(self.label_names.shape[0]),
         )
-        if self.decision_thresholds is not None:
-            return self._labels_over_thresholds(tf.sigmoid(logits))
-        probabilities = tf.nn.softmax(logits, axis=-1)
+        multi_label = self.decision_thresholds is not None
+        probabilities = tf.sigmoid(logits) if multi_label else tf.nn.softmax(logits, axis=-1)
+        if self._windows:
+            # The mean of the windows' probabilities: still a probability (calibration reads the same), and one
+            # confident window moves a text's answer by its share, not to certainty as a mean of logits can.
+            texts = tf.shape(transformed[WINDOW_MASK])[0]
+            probabilities = tf.math.unsorted_segment_mean(probabilities, text_of_window, texts)
+        if multi_label:
+            return self._labels_over_thresholds(probabilities)
         label_id = tf.argmax(probabilities, axis=-1)
         return {
             PROBABILITIES: probabilities,
@@ -118,6 +134,16 @@ class ServingModule(tf.Module):
             "label": tf.gather(self.label_names, label_id),
             "confidence": tf.reduce_max(probabilities, axis=-1),
         }
+
+    def _windows_holding_text(self, inputs: dict[str, tf.Tensor], window_mask: tf.Tensor):
+        """[N, windows x width] inputs -> [W, width] for the W windows that hold text, and each one's text index."""
+        keep = tf.reshape(window_mask, [-1]) > 0
+        windows = {
+            name: tf.boolean_mask(tf.reshape(value, [-1, value.shape[1] // self._windows]), keep)
+            for name, value in inputs.items()
+        }
+        text_index = tf.repeat(tf.range(tf.shape(window_mask)[0]), self._windows)
+        return windows, tf.boolean_mask(text_index, keep)
 
     def _labels_over_thresholds(self, probabilities: tf.Tensor) -> dict[str, tf.Tensor]:
         """Multi-label answers: each row's labels at or over their threshold, first and in label order."""

@@ -21,7 +21,8 @@ from pathlib import Path
 import tensorflow as tf
 
 from models import byte_level_bpe, special_tokens, spm_tokenizer, wordpiece
-from models.contract import ATTENTION_MASK, INPUT_IDS, TOKEN_COUNT, TOKEN_TYPE_IDS, TRUNCATED
+from models.contract import MODEL_INPUT_FEATURES, TOKEN_COUNT, TOKEN_TYPE_IDS, TRUNCATED, WINDOW_MASK
+from models.lengths import Windows
 from models.pretrained import ModelFilesError
 from models.tokenizer_errors import UnsupportedTokenizerError
 
@@ -164,6 +165,19 @@ def head_and_tail(pieces: tf.RaggedTensor, budget: int, head_share: float) -> tf
     return tf.ragged.boolean_mask(pieces, keep)
 
 
+def split_windows(pieces: tf.RaggedTensor, windows: Windows) -> tuple[tf.RaggedTensor, tf.Tensor]:
+    """[N, (T)] pieces -> [N x count, (<= budget)] windows of them, each document's in order, and which of
+    them hold its tokens ([N, count] bool; a document's first window always does, even an empty one's)."""
+    counts = pieces.row_lengths()
+    index = tf.range(windows.count, dtype=tf.int64)[tf.newaxis, :]
+    start = index * windows.step + tf.zeros_like(counts)[:, tf.newaxis]
+    end = tf.maximum(tf.minimum(start + windows.budget, counts[:, tf.newaxis]), start)
+    offset = pieces.row_starts()[:, tf.newaxis]
+    positions = tf.ragged.range(tf.reshape(start + offset, [-1]), tf.reshape(end + offset, [-1]))
+    needed = 1 + tf.maximum(tf.zeros_like(counts), -((windows.budget - counts) // windows.step))
+    return tf.gather(pieces.values, positions), index < needed[:, tf.newaxis]
+
+
 def longest_first_lengths(first: tf.Tensor, second: tf.Tensor, budget: int) -> tuple[tf.Tensor, tf.Tensor]:
     """Token counts each segment keeps under HF's `longest_first` truncation of a pair.
 
@@ -194,12 +208,18 @@ class InGraphTokenizer:
         max_seq_length: int,
         vocab_path: str | tf.Tensor | None = None,
         head_share: float | None = None,
+        windows: tuple[float, int] | None = None,
     ):
         """`head_share`: a single text longer than the budget keeps that share of it from its start and the rest
-        from its end (`model.long_texts: head_tail`); None keeps the start only, as HF's truncation does."""
+        from its end (`model.long_texts: head_tail`); None keeps the start only, as HF's truncation does.
+        `windows` (stride, count): a single text is split into `count` overlapping windows (`model.long_texts:
+        windows`); each model input is then [N, count x max_seq_length] and WINDOW_MASK says which hold text."""
         self.spec = spec
         self.max_seq_length = max_seq_length
         self.head_share = head_share
+        self.windows = (
+            None if windows is None else Windows.over(max_seq_length, spec.layout.special_count(False), *windows)
+        )
         if spec.family == WORDPIECE:
             self._pieces = wordpiece.WordPiece(spec.pieces, vocab_path)
         elif spec.family == SENTENCEPIECE:
@@ -211,26 +231,35 @@ class InGraphTokenizer:
         first = self._pieces(texts)
         pair = text_pairs is not None
         budget = self.max_seq_length - self.spec.layout.special_count(pair)
+        window_mask = None
         if not pair:
             token_count = first.row_lengths()
+            truncated = token_count > budget
             if self.head_share is not None:
                 first = head_and_tail(first, budget, self.head_share)
-            segments, kept = [first], [tf.minimum(token_count, budget)]
+            if self.windows is not None:
+                first, window_mask = split_windows(first, self.windows)
+                truncated = token_count > self.windows.budget + self.windows.step * (self.windows.count - 1)
+            segments, kept = [first], [tf.minimum(first.row_lengths(), budget)]
         else:
             second = self._pieces(text_pairs)
             first_count, second_count = first.row_lengths(), second.row_lengths()
             segments, token_count = [first, second], first_count + second_count
             kept = list(longest_first_lengths(first_count, second_count, budget))
+            truncated = token_count > budget
         slots = self.spec.layout.pair if pair else self.spec.layout.single
-        input_ids, attention_mask, token_type_ids = special_tokens.assemble(
-            slots, segments, kept, self.max_seq_length, self.spec.pad_id
+        inputs = dict(
+            zip(
+                MODEL_INPUT_FEATURES,
+                special_tokens.assemble(slots, segments, kept, self.max_seq_length, self.spec.pad_id),
+                strict=True,
+            )
         )
-        features = {
-            INPUT_IDS: input_ids,
-            ATTENTION_MASK: attention_mask,
-            TOKEN_COUNT: token_count,
-            TRUNCATED: token_count > budget,
-        }
-        if self.spec.takes_token_type_ids:
-            features[TOKEN_TYPE_IDS] = token_type_ids
-        return features
+        if not self.spec.takes_token_type_ids:
+            del inputs[TOKEN_TYPE_IDS]
+        features = {TOKEN_COUNT: token_count, TRUNCATED: truncated}
+        if window_mask is not None:  # each document's windows side by side: [N, count x max_seq_length]
+            width = self.windows.count * self.max_seq_length
+            inputs = {name: tf.reshape(value, [-1, width]) for name, value in inputs.items()}
+            features[WINDOW_MASK] = tf.cast(window_mask, tf.int64)
+        return {**inputs, **features}

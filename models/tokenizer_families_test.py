@@ -197,3 +197,32 @@ def test_head_tail_keeps_the_model_tokenizers_own_pieces_from_both_ends(family, 
         differing = [row for row in differing if row not in _ties(ours, np.array(expected), differing)]
     assert not differing, f"{name}: differs for {[texts[i][:60] for i in differing[:5]]}"
     assert sum(len(p) > budget for p in hf(texts, add_special_tokens=False)["input_ids"]) > 100  # most are cut
+
+
+def test_windows_are_the_model_tokenizers_own_overflowing_windows(family, stride=0.5, count=6):
+    """model.long_texts: windows. The reference: HF's own `return_overflowing_tokens` with the overlap as its
+    `stride`, each document's first `count` windows; ours beyond a document's windows are masked out."""
+    name, _, spec, hf = family
+    max_len, corpus = 24, _texts()[:600]
+    documents = [" ".join(corpus[i : i + 4]) for i in range(0, len(corpus), 4)]
+    budget = max_len - spec.layout.special_count(False)
+    step = int(budget * stride)
+    ours = InGraphTokenizer(spec, max_len, windows=(stride, count))(tf.constant(documents))
+    ids, mask = ours["input_ids"].numpy().reshape(len(documents), count, max_len), ours["window_mask"].numpy()
+    theirs = hf(
+        documents, truncation=True, max_length=max_len, stride=budget - step, return_overflowing_tokens=True,
+        padding="max_length",
+    )  # fmt: skip
+    expected = [[] for _ in documents]
+    for row, document in zip(theirs["input_ids"], theirs["overflow_to_sample_mapping"], strict=True):
+        expected[document].append(row)
+    assert [int(m.sum()) for m in mask] == [min(count, len(windows)) for windows in expected]
+    ours_rows = np.concatenate([ids[i][mask[i] > 0] for i in range(len(documents))])
+    their_rows = np.array([row for windows in expected for row in windows[:count]])
+    differing = set(np.where((ours_rows != their_rows).any(axis=1))[0].tolist())
+    if spec.family == SENTENCEPIECE:  # a tie of SentencePiece scores (see _compare) shows in each window holding it
+        differing -= set(_ties(ours_rows, their_rows, sorted(differing)))
+    assert not differing, f"{name}: {len(differing)} windows differ"
+    assert (
+        sum(len(w) > 2 for w in expected) > 50 and sum(len(w) > count for w in expected) > 5
+    )  # many windows, some cut

@@ -8,10 +8,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from models.config_section import ConfigSection, flag
-from models.lengths import AUTO, BucketWidths, SeqLength
+from models.lengths import AUTO, BucketWidths, SeqLength, WindowCount
 
 CLASS_WEIGHT_MODES = ("none", "balanced")
-LONG_TEXT_POLICIES = ("truncate", "head_tail")
+LONG_TEXT_POLICIES = ("truncate", "head_tail", "windows")
 EARLY_STOPPING_METRICS = {"val_loss": "min", "val_accuracy": "max"}  # Keras' names of the eval split's metrics
 
 
@@ -35,8 +35,22 @@ class ModelConfig(ConfigSection):
         "truncate",
         description="what a text longer than max_seq_length keeps: truncate: its start (as HF tokenizers "
         "truncate); head_tail: its start and its end (head_share of the tokens from the start, the rest from the "
-        "end), inside the exported model as in training. Single texts only: pairs are cut longest first",
+        "end); windows: all of it, in overlapping windows of max_seq_length (window_stride, max_windows), trained "
+        "one by one with the text's label and answered as the mean of their probabilities. Inside the exported "
+        "model as in training. Single texts only: pairs are cut longest first",
         json_schema_extra=flag("--long-texts"),
+    )
+    window_stride: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="windows: the step between consecutive windows' starts, as a share of a window's text tokens "
+        "(0.5: every token in two windows, so none is only seen at a window's edge; 1: no overlap)",
+    )
+    max_windows: WindowCount = Field(
+        AUTO,
+        description="windows: windows per text at most (tokens past them are cut). auto: as many as hold 99% "
+        "of the training texts whole, at most 16",
     )
     head_share: float = Field(
         0.25,
@@ -50,6 +64,16 @@ class ModelConfig(ConfigSection):
     def kept_head_share(self) -> float | None:
         """What the tokenizer keeps of a long text's start under head_tail; None: it truncates (keeps the start)."""
         return self.head_share if self.long_texts == "head_tail" else None
+
+    @property
+    def windows(self) -> tuple[float, int] | None:
+        """(window_stride, max_windows) under long_texts: windows, max_windows resolved from auto by the
+        preflight; None: one window per text."""
+        if self.long_texts != "windows":
+            return None
+        if self.max_windows == AUTO:
+            raise ValueError("model.max_windows is still auto: the preflight chooses it from the training texts")
+        return self.window_stride, int(self.max_windows)
 
 
 class EarlyStoppingConfig(ConfigSection):

@@ -99,11 +99,17 @@ class PipelineConfig(ConfigSection):
         return self
 
     @model_validator(mode="after")
-    def _head_tail_cuts_single_texts(self) -> PipelineConfig:
+    def _long_text_policies_cut_single_texts(self) -> PipelineConfig:
         if self.model.long_texts == "head_tail" and self.dataset.text_pair_column:
             raise ValueError(
                 "model.long_texts: head_tail keeps the start and end of one text; a pair's texts are cut longest "
                 "first, as HF tokenizers cut them: leave model.long_texts at truncate for sentence pairs"
+            )
+        if self.model.long_texts == "windows" and self.dataset.text_pair_column:
+            raise ValueError(
+                "model.long_texts: windows splits one text into windows; a pair's answer depends on both texts "
+                "together, and windowing one of them would answer for fragments of it the label never described: "
+                "leave model.long_texts at truncate for sentence pairs (they are cut longest first)"
             )
         return self
 

@@ -158,3 +158,16 @@ def test_the_width_is_auto_or_a_number_and_head_tail_is_for_single_texts():
     assert head_tail.model.kept_head_share == 0.5 and configs.load_config().model.kept_head_share is None
     with pytest.raises(configs.ConfigError, match="a pair's texts are cut longest first"):
         configs.load_config(overrides={"model.long_texts": "head_tail", "dataset.text_pair_column": "b"})
+
+
+def test_windows_take_a_stride_share_and_a_count_and_refuse_pairs():
+    windows = configs.load_config(overrides={"model.long_texts": "windows", "model.max_windows": "6"})
+    assert windows.model.windows == (0.5, 6) and configs.load_config().model.windows is None
+    with pytest.raises(ValueError, match="max_windows is still auto"):
+        _ = configs.load_config(overrides={"model.long_texts": "windows"}).model.windows  # the preflight resolves it
+    with pytest.raises(configs.ConfigError, match=r"model.max_windows = '0': should be auto or at least 1 window"):
+        configs.load_config(overrides={"model.max_windows": "0"})
+    with pytest.raises(configs.ConfigError, match=r"model.window_stride = 1.5"):
+        configs.load_config(overrides={"model.window_stride": 1.5})
+    with pytest.raises(configs.ConfigError, match="windowing one of them would answer for fragments"):
+        configs.load_config(overrides={"model.long_texts": "windows", "dataset.text_pair_column": "b"})

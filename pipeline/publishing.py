@@ -27,6 +27,7 @@ def training_recipe(config: PipelineConfig) -> dict[str, Any]:
         "precision": tr.precision,
         "max_seq_length": config.model.max_seq_length,
         **({"long texts": f"head_tail (head share {share})"} if (share := config.model.kept_head_share) else {}),
+        **({"long texts": f"windows (at most {w[1]}, stride {w[0]})"} if (w := config.model.windows) else {}),
         "seed": tr.seed,
         "class weights": tr.class_weights if isinstance(tr.class_weights, str) else dict(tr.class_weights),
     }
@@ -51,6 +52,7 @@ def card_facts(config: PipelineConfig) -> dict[str, Any]:
         "pair": bool(ds.text_pair_column),
         "max_seq_length": config.model.max_seq_length,
         **({"head_share": share} if (share := config.model.kept_head_share) else {}),
+        **({"windows": list(windows)} if (windows := config.model.windows) else {}),
         "base_model": config.model.name,
         "base_model_id": _hub_id(config.model.name, PACKAGED_HUB_IDS),
         "dataset": dataset,

@@ -4,6 +4,7 @@ Run through `probe` / `load_config` / the preflight checks, the same code `hftfx
 """
 
 import json
+import re
 import shutil
 
 import datasets
@@ -393,3 +394,9 @@ def test_run_check_says_before_training_that_most_texts_will_be_cut_and_what_to_
     out = capsys.readouterr().out
     assert "max_seq_length 64 (set in the config): 100.0% of texts cut" in out
     assert "will be cut: raise model.max_seq_length (or set it to auto)" in out
+    assert main([*args, "--long-texts", "windows"]) == 0  # all of each speech, in windows of the model's 128
+    out = capsys.readouterr().out
+    assert re.search(
+        r"windows: at most (\d+) per text \(auto: 99% of the texts whole\), 126 text tokens each, 63 apart", out
+    )
+    assert "0.0% of texts cut" in out.split("windows:")[1] and "warning" not in out

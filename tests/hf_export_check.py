@@ -72,3 +72,35 @@ def serving_probabilities(
         (bias,) = [v for v in model.signatures["serving_default"].variables if v.name.endswith("classifier/bias:0")]
         bias.assign(bias + np.eye(bias.shape[0], dtype=np.float32)[0] * head_bias_change)
     return np.array([p.probabilities for p in predict_texts(model, texts, pairs)])
+
+
+_WINDOWS_SCRIPT = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+from transformers import AutoTokenizer, TFAutoModelForSequenceClassification
+
+folder, texts, overlap, count = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+tokenizer = AutoTokenizer.from_pretrained(folder)
+model = TFAutoModelForSequenceClassification.from_pretrained(folder)
+inputs = tokenizer(texts, truncation=True, stride=overlap, return_overflowing_tokens=True, padding=True)
+document = inputs.pop("overflow_to_sample_mapping")
+logits = model({k: tf.constant(v) for k, v in inputs.items()}).logits
+probabilities = tf.nn.softmax(logits).numpy()
+windows = [[p for p, d in zip(probabilities, document) if d == i][:count] for i in range(len(texts))]
+answers = [np.mean(w, axis=0).tolist() for w in windows]
+print(json.dumps(answers))
+"""
+
+
+def hf_window_probabilities(folder: str, texts: list[str], overlap: int, count: int) -> np.ndarray:
+    """The mean of softmax probabilities over each text's first `count` windows, as a transformers user computes
+    it: the export's tokenizer with `return_overflowing_tokens` (`overlap` tokens shared by neighbours, its own
+    model_max_length wide) and its TF model, in a fresh process that imports nothing of this project."""
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    result = subprocess.run(
+        [sys.executable, "-c", _WINDOWS_SCRIPT, folder, json.dumps(texts), str(overlap), str(count)],
+        capture_output=True, text=True, env=env, cwd="/", timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return np.array(json.loads(result.stdout.strip().splitlines()[-1]))

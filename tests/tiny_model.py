@@ -33,7 +33,7 @@ def tiny_bert_weight_count(num_labels: int) -> int:
     return model.count_params()
 
 
-def write_tiny_bert(directory: Path, seed: int = 0) -> Path:
+def write_tiny_bert(directory: Path, seed: int = 0, **config_changes) -> Path:
     """Writes config.json, tf_model.h5 and the real MiniLM vocab/tokenizer files into `directory`."""
     import tf_keras
     from transformers import TFBertModel
@@ -44,7 +44,7 @@ def write_tiny_bert(directory: Path, seed: int = 0) -> Path:
         if (source / name).exists():
             shutil.copy(source / name, directory / name)
     tf_keras.utils.set_random_seed(seed)
-    model = TFBertModel(tiny_bert_config())
+    model = TFBertModel(tiny_bert_config(**config_changes))
     model(model.dummy_inputs)
     model.save_pretrained(directory)
     return directory

@@ -248,6 +248,20 @@ def test_head_tail_reaches_the_compiled_transform(profile, committed):
     assert "head_share" not in _custom_config(committed, "Transform")  # truncate: the spec as it was
 
 
+def test_windows_reach_the_compiled_transform_and_trainer_with_a_count_the_spec_fixes(profile, committed, tmp_path):
+    """The Transform splits texts into the windows the Trainer and the export read; auto's count would be chosen
+    from unread data, so it is refused at compile like auto's width."""
+    model = profile.model.model_copy(update={"long_texts": "windows", "window_stride": 0.25, "max_windows": 6})
+    spec = compile_spec(profile.model_copy(update={"model": model}))
+    assert _custom_config(spec, "Transform")["windows"] == [0.25, 6]
+    trainer_model = _custom_config(spec, "Trainer")["model"]
+    assert (trainer_model["long_texts"], trainer_model["max_windows"]) == ("windows", 6)
+    assert "windows" not in _custom_config(committed, "Transform")
+    auto = profile.model_copy(update={"model": model.model_copy(update={"max_windows": "auto"})})
+    with pytest.raises(ConfigError, match=r"model.max_windows: auto is chosen from the texts .* set a number"):
+        compile_pipeline(auto, tmp_path / "pipeline.yaml")
+
+
 DATAFLOW_IMAGE = "us-central1-docker.pkg.dev/my-gcp-project/hftfx/pipeline-dataflow:0.1.0"
 
 

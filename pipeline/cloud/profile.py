@@ -292,6 +292,12 @@ def _data_problems(config: PipelineConfig) -> list[str]:
             "model.max_seq_length: auto is chosen from the texts at a local run's preflight, and a compiled spec "
             "fixes the width: set a number (`hftfx run --check` on a sample of the data prints what auto chooses)"
         )
+    if config.model.long_texts == "windows" and config.model.max_windows == AUTO:
+        problems.append(
+            "model.max_windows: auto is chosen from the texts at a local run's preflight, and a compiled spec "
+            "fixes the Transform's windows: set a number (`hftfx run --check --long-texts windows` on a sample of "
+            "the data prints what auto chooses)"
+        )
     if config.hub.repo_id:
         problems.append(
             "hub.repo_id: pushing to the Hugging Face Hub runs in local runs only (a cloud component has no token "

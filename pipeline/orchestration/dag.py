@@ -162,6 +162,7 @@ def data_components(config: PipelineConfig, run: RunParameters, input_fingerprin
             config.evaluation.length_buckets,
             config.dataset.multi_label,
             config.model.kept_head_share,
+            config.model.windows,
         ),
     )
     transform.add_upstream_node(example_validator)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import resource
 import sys
@@ -115,7 +116,7 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
         flush=True,
     )
     print(f"[pipeline] {describe_lengths(probed)}", file=stream, flush=True)
-    if probed.lengths.cuts_most:
+    if (probed.windows or probed.lengths).cuts_most:
         print(f"[pipeline] warning: {length_options(probed)}", file=stream, flush=True)
     preflight.check_serving_contract(config, task_of(config))
     config.scoring.check_input(pair_model=bool(config.dataset.text_pair_column))
@@ -125,7 +126,7 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
 
 def describe_lengths(probed: probe.ProbeResult) -> str:
     """The length choice and what it costs: training seconds per epoch on this machine at its matmul peak."""
-    text = probed.lengths.describe()
+    text = "; ".join(part.describe() for part in (probed.lengths, probed.windows, probed.buckets) if part)
     if probed.encoder is None:
         return text
     from models.machine_peak import matmul_peak
@@ -134,12 +135,14 @@ def describe_lengths(probed: probe.ProbeResult) -> str:
     peak = matmul_peak("float32", seconds=0.5)
     examples = (probed.split_sizes or {}).get("train")
     per = f"{examples:,} training texts" if examples else "1,000 training texts"
-    buckets = probed.buckets.buckets
-    seconds = epoch_seconds(probed.lengths, examples or 1000, buckets, probed.encoder, peak.gflops)
-    return (
-        f"{text}; {probed.buckets.describe()}; training ~{seconds:,.0f} s per epoch of {per} on this machine "
-        f"({peak.gflops:,.0f} GFLOP/s fp32)"
+    trained = probed.lengths
+    if probed.windows is not None:  # one example per window, as many per text as the sample has
+        trained = dataclasses.replace(trained, profile=probed.windows.trained)
+    scale = len(trained.profile.lengths) / max(1, len(probed.lengths.profile.lengths))
+    seconds = epoch_seconds(
+        trained, round((examples or 1000) * scale), probed.buckets.buckets, probed.encoder, peak.gflops
     )
+    return f"{text}; training ~{seconds:,.0f} s per epoch of {per} on this machine ({peak.gflops:,.0f} GFLOP/s fp32)"
 
 
 def length_options(probed: probe.ProbeResult) -> str:
@@ -150,8 +153,13 @@ def length_options(probed: probe.ProbeResult) -> str:
         if choice.at_position_limit
         else "raise model.max_seq_length (or set it to auto)"
     )
+    if probed.windows is not None:
+        count = probed.windows.windows.count
+        cut = f"{probed.windows.cut_share:.0%} of the training texts are longer than {count} windows hold"
+        return f"{cut} and will be cut: raise model.max_windows (each window costs a training example)"
     if probed.config.model.long_texts == "truncate" and not probed.config.dataset.text_pair_column:
-        longer += "; or keep each text's start and end (--long-texts head_tail)"
+        longer += "; or keep each text's start and end (--long-texts head_tail), or all of it in windows "
+        longer += "(--long-texts windows)"
     cut = f"{choice.cut_share:.0%} of the training texts are longer than {choice.width} tokens and will be cut"
     return f"{cut}: {longer}"
 
@@ -165,5 +173,5 @@ def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool
     summary = summarize(config.metadata_sqlite, config.pipeline_name)
     summary.wall_seconds = time.monotonic() - started
     summary.peak_rss_bytes = peak_rss_bytes()
-    summary.lengths = f"{probed.lengths.describe()}; {probed.buckets.describe()}"
+    summary.lengths = "; ".join(part.describe() for part in (probed.lengths, probed.windows, probed.buckets) if part)
     return summary

@@ -17,7 +17,16 @@ from components import evaluation
 from components.evaluation_config import threshold_per_label
 from components.hf_example_gen import beam_rows, sources, spans, splitting
 from models.flops import EncoderShape
-from models.lengths import AUTO, BucketChoice, WidthChoice, choose_buckets, choose_width, token_lengths
+from models.lengths import (
+    AUTO,
+    BucketChoice,
+    WidthChoice,
+    WindowChoice,
+    choose_buckets,
+    choose_width,
+    choose_windows,
+    token_lengths,
+)
 from models.pretrained import check_architecture, encoder_shape, model_files, position_limit, resolve_model_dir
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ConfigError, PipelineConfig, check_label_settings
@@ -34,6 +43,7 @@ class ProbeResult:
     shards: int
     lengths: WidthChoice  # the training texts' token lengths and the max_seq_length chosen from them
     buckets: BucketChoice  # the narrower widths the Trainer cuts batches to, chosen from the same lengths
+    windows: WindowChoice | None  # model.long_texts: windows: how the texts are split
     encoder: EncoderShape | None
     window: tuple[int, ...] = ()  # the spans read, for span-versioned data
     input_fingerprint: str = ""  # of the files read; '' for hub and packaged datasets
@@ -121,16 +131,22 @@ def probe(config: PipelineConfig) -> ProbeResult:
     lengths = choose_width(
         token_lengths(model.directory, training_rows), config.model.max_seq_length, model.position_limit
     )
-    buckets = choose_buckets(lengths.profile, lengths.width, config.training.length_buckets)
+    model_update: dict = {"max_seq_length": lengths.width}
+    windows, trained = None, lengths.profile
+    if config.model.long_texts == "windows":
+        windows = choose_windows(lengths.profile, lengths.width, config.model.window_stride, config.model.max_windows)
+        model_update["max_windows"], trained = windows.windows.count, windows.trained
+    buckets = choose_buckets(trained, lengths.width, config.training.length_buckets)
     chosen = {
         "dataset": dataset,
-        "model": config.model.model_copy(update={"max_seq_length": lengths.width}),
+        "model": config.model.model_copy(update=model_update),
         "training": config.training.model_copy(update={"length_buckets": buckets.buckets}),
     }
     return ProbeResult(
         config=config.model_copy(update=chosen),
         lengths=lengths,
         buckets=buckets,
+        windows=windows,
         encoder=model.encoder,
         split_sizes={name: len(rows) for name, rows in placed.rows.items()} if sample.complete else None,
         sampled_rows=sum(len(rows) for rows in sample.records.values()),
