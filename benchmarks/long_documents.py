@@ -26,10 +26,54 @@ POLICIES = {
     "head_tail-64": ("head_tail at 64", ["model.max_seq_length=64", "model.long_texts=head_tail"]),
     "auto": ("auto width (the default)", []),
     "auto-head_tail": ("auto width, head_tail", ["model.long_texts=head_tail"]),
+    # 32 windows of 256 hold a 3,000-word document (~4,000 tokens): the serving measurement below reads one whole
+    "windows-256": (
+        "windows of 256, up to 32",
+        ["model.max_seq_length=256", "model.long_texts=windows", "model.max_windows=32"],
+    ),
 }
+LONG_DOCUMENT_WORDS = 3_000
 
 
-def render(results: list[tuple[str, dict]], documents: int, seconds: float) -> dict:
+def serving_latency(pushed_dir: str, pages: list[str], width: int) -> list[str]:
+    """serving_default's seconds for one LONG_DOCUMENT_WORDS-word document (pages joined) against one text of a
+    single window's tokens, best of five after a warm-up, as notes: what a window model's document costs."""
+    import tensorflow as tf
+
+    from models.serving import load_serving_model
+
+    _, model = load_serving_model(pushed_dir)
+    serve = model.signatures["serving_default"]
+    words = " ".join(pages).split()
+    document, window = " ".join(words[:LONG_DOCUMENT_WORDS]), " ".join(words[: width // 2])
+
+    def best(text: str) -> float:
+        serve(text=tf.constant([text]))
+        times = []
+        for _ in range(5):
+            started = time.perf_counter()
+            serve(text=tf.constant([text]))
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    long, one = best(document), best(window)
+    return [
+        f"Serving (windows-256's export, serving_default, one request): a {LONG_DOCUMENT_WORDS:,}-word document "
+        f"{long * 1e3:.0f} ms, one window's text ({width // 2} words) {one * 1e3:.0f} ms: {long / one:.1f}x."
+    ]
+
+
+def merged(rows: list[list[str]], previous: dict | None) -> tuple[list[list[str]], list[str]]:
+    """This run's rows, then the previous section's rows of the policies not run now (kept as measured then),
+    in POLICIES order; and a note naming those kept."""
+    fresh = {row[0] for row in rows}
+    kept = [row for row in (previous or {}).get("rows", []) if row[0] not in fresh]
+    order = {name: index for index, (name, _) in enumerate(POLICIES.values())}
+    notes = [f"Kept from an earlier run of this section: {', '.join(r[0] for r in kept)}."] if kept else []
+    return sorted([*rows, *kept], key=lambda row: order.get(row[0], len(order))), notes
+
+
+def render(results: list[tuple[str, dict]], documents: int, seconds: float, notes=(), previous=None) -> dict:
     text = (
         f"Measured on {platform.node()} ({os.cpu_count()} cores) in {seconds:.0f} s: {documents:,} pages (plot "
         "synopsis, then one review of the movie; label: the review's verdict, half fresh), split by the pipeline's "
@@ -49,7 +93,8 @@ def render(results: list[tuple[str, dict]], documents: int, seconds: float) -> d
         ]
         for policy, r in results
     ]
-    return table_section(SECTION, [text], columns, ["---"] + ["---:"] * (len(columns) - 1), rows)
+    rows, kept = merged(rows, previous)
+    return table_section(SECTION, [text], columns, ["---"] + ["---:"] * (len(columns) - 1), rows, [*notes, *kept])
 
 
 def main(argv=None) -> int:
@@ -59,9 +104,10 @@ def main(argv=None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="every policy's runs")
     parser.add_argument("--out", default="BENCHMARKS.md")
     args = parser.parse_args(argv)
-    from tests.user_datasets import write_long_documents
+    from benchmarks.reference import read
+    from tests.user_datasets import long_document_rows, write_long_documents
 
-    started, results = time.monotonic(), []
+    started, results, notes = time.monotonic(), [], []
     with tempfile.TemporaryDirectory(prefix="bench-long-") as scratch:
         pages = write_long_documents(Path(scratch) / "pages.jsonl", args.documents)
         data = [f"dataset.name={pages}", "dataset.text_column=page", "dataset.label_column=verdict"]
@@ -70,7 +116,13 @@ def main(argv=None) -> int:
             summary = run_seed(42, [*data, *settings, *args.set], Path(scratch) / policy)
             results.append((name, row(42, summary)))
             print(f"[bench-long] {name}: {results[-1][1]} ({summary.get('lengths', '')})", flush=True)
-    publish_sections([render(results, args.documents, time.monotonic() - started)], Path(args.out))
+            if policy == "windows-256":
+                texts = [r["page"] for r in long_document_rows(40)]
+                notes += serving_latency(summary["pushed_dir"], texts, 256)
+                print(f"[bench-long] {notes[-1]}", flush=True)
+    previous = next((s for s in read().get("sections", []) if s["heading"] == SECTION), None)
+    section = render(results, args.documents, time.monotonic() - started, notes, previous)
+    publish_sections([section], Path(args.out))
     return 0
 
 

@@ -64,7 +64,9 @@ def _window_count(summary) -> int:
     return int(re.search(r"windows: at most (\d+) per text \(auto: 99% of the texts whole\)", summary.lengths)[1])
 
 
-def test_windows_are_chosen_from_the_texts_trained_per_window_and_evaluated_per_document(windowed):
+def test_windows_are_chosen_from_the_texts_trained_per_window_and_evaluated_per_document(windowed, tmp_path):
+    from pipeline.reporting.report import build_report
+
     config, summary = windowed
     assert summary.outcome == "complete" and summary.pushed_dir
     count = _window_count(summary)
@@ -75,6 +77,8 @@ def test_windows_are_chosen_from_the_texts_trained_per_window_and_evaluated_per_
     assert steps > 2 * (summary.split_counts["train"] // batch), summary.throughput
     # TFMA scored documents, not windows
     assert summary.metrics["example_count"] == summary.split_counts["test"]
+    report = build_report(config.metadata_sqlite, config.pipeline_name, tmp_path / "report.html", summary)
+    assert f"<li>windows: at most {count} per text" in report.read_text() and "<li>length buckets" in report.read_text()
     card = (Path(summary.hf_model_dir) / "README.md").read_text()
     assert "overlapping windows" in card and f"long texts windows (at most {count}, stride {STRIDE})" in card
 

@@ -344,6 +344,15 @@ th{background:#f3f3f3}td:first-child{text-align:left}img{max-width:100%}.verdict
 .verdict.true{color:#17702e}.verdict.false{color:#b3261e}h2{border-bottom:1px solid #ddd;padding-bottom:4px}"""
 
 
+def _lengths_list(lengths: str) -> str:
+    """The preflight's length choices (token lengths, width, windows, buckets), one per line."""
+    parts = [part for part in lengths.removeprefix("lengths: ").split("; ") if part]
+    if not parts:
+        return ""
+    items = "".join(f"<li>{html.escape(part)}</li>" for part in parts)
+    return f"<p>Text lengths, in the model's tokens, and what the run chose from them:</p><ul>{items}</ul>"
+
+
 def build_report(sqlite_path: str, pipeline_name: str, output: str | Path, summary: RunSummary | None = None) -> Path:
     """The latest run's HTML page; `summary` is that run's, when the caller already read it from ML Metadata."""
     summary = summary or summarize(sqlite_path, pipeline_name)
@@ -370,7 +379,8 @@ def build_report(sqlite_path: str, pipeline_name: str, output: str | Path, summa
             f"<p>Span {summary.span}; spans read: {', '.join(map(str, summary.spans))}</p>"
             if summary.spans and summary.spans != [0]
             else ""
-        ),
+        )
+        + _lengths_list(summary.lengths),
         "statistics": _statistics_section(artifacts),
         "training": _training_section(artifacts),
         "evaluation": metrics_html,
