@@ -1,6 +1,7 @@
 """Length bucketing keeps every example and label, only cutting padding."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from components.trainer import bucket_by_length
@@ -145,3 +146,21 @@ def test_a_compiled_specs_auto_buckets_are_chosen_by_the_trainer_from_its_train_
     assert length_buckets("auto", 64, dataset) == (16, 32, 48)
     assert f"from {len(lengths)} train examples" in capsys.readouterr().out
     assert length_buckets((32,), 64, dataset) == (32,)
+
+
+@pytest.mark.parametrize("multi_label", [False, True])
+def test_texts_in_windows_become_one_example_per_window_that_holds_text_with_the_texts_label(multi_label):
+    """model.long_texts: windows. Three texts of two windows of width 4 each; the second's second window is a
+    padding window (mask 0) and is dropped; every other window keeps its text's label (an id, or a 0/1 vector)."""
+    from components.trainer import window_examples
+
+    ids = np.array([[1, 1, 0, 0, 2, 2, 0, 0], [3, 0, 0, 0, 0, 0, 0, 0], [4, 4, 4, 0, 5, 5, 0, 0]], np.int64)
+    mask = np.array([[1, 1], [1, 0], [1, 1]], np.int64)
+    labels = np.array([[1, 0], [0, 1], [1, 1]], np.int64) if multi_label else np.array([0, 1, 2], np.int64)
+    texts = tf.data.Dataset.from_tensor_slices(({"input_ids": ids, "window_mask": mask}, labels)).batch(2)
+    (batch,) = list(window_examples(texts, 2, 4, 5, shuffle_seed=None, static_shapes=False))  # across texts
+    features, got = batch
+    assert features["input_ids"].numpy()[:, 0].tolist() == [1, 2, 3, 4, 5] and features["input_ids"].shape[1] == 4
+    assert got.numpy().tolist() == [labels[i].tolist() for i in (0, 0, 1, 2, 2)]
+    shuffled = list(window_examples(texts, 2, 4, 2, shuffle_seed=0, static_shapes=True))
+    assert [f["input_ids"].shape for f, _ in shuffled] == [(2, 4), (2, 4)]  # full batches only: static shapes

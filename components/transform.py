@@ -87,7 +87,8 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
     outputs = dict(features)  # the model's inputs (and WINDOW_MASK)
     outputs[TOKEN_COUNT] = token_count
     outputs[TRUNCATED] = tf.cast(truncated, tf.int64)
-    # How many kept tokens the vocab could not represent: the statistics show how well it covers the data.
+    # How many kept tokens the vocab could not represent: the statistics show how well it covers the data
+    # (in windows, a token two windows share counts twice).
     outputs[UNKNOWN_TOKENS] = tf.reduce_sum(tf.cast(tf.equal(features[INPUT_IDS], spec.unk_id), tf.int64), axis=1)
     outputs[LENGTH_BUCKET] = length_bucket(token_count, custom_config.get("length_buckets", (16, 32)))
     if LABEL_FEATURE in inputs:  # a label id, or for multi-label the 0/1 vector over the label set
