@@ -60,8 +60,11 @@ def runtime_parameters(config: PipelineConfig) -> RunParameters:
 
 
 def values(config: PipelineConfig, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Every parameter's value for one run: the config's, replaced by `overrides` (names checked)."""
+    """Every parameter's value for one run: the config's, replaced by `overrides` (names checked). A value the
+    config leaves `auto` (the learning rate) is left out: the compiled spec's default, chosen from the model
+    when it was compiled, applies."""
     unknown = sorted(set(overrides or {}) - set(NAMES))
     if unknown:
         raise ConfigError(f"unknown pipeline parameter(s) {unknown}; the compiled pipeline takes {list(NAMES)}")
-    return {**{p.name: p.default(config) for p in RUN_PARAMETERS}, **(overrides or {})}
+    configured = {p.name: p.default(config) for p in RUN_PARAMETERS}
+    return {**{name: value for name, value in configured.items() if value != "auto"}, **(overrides or {})}

@@ -37,6 +37,7 @@ from models.hf_export import hf_format_dir, save_hf_format
 from models.lengths import AUTO, LENGTH_SAMPLE, LengthProfile, choose_buckets
 from models.machine_peak import matmul_peak
 from models.pretrained import build_classifier, model_files, resolve_model_dir, weights_only_copy
+from models.recipe import RecipeChoice, choose_recipe
 from models.task import task_contract, write_contract
 from models.tokenizer import tokenizer_spec
 from models.training_config import EARLY_STOPPING_METRICS, ModelConfig, TrainingConfig
@@ -306,19 +307,24 @@ def loss_and_metrics(multi_label: bool, positive_weights: list[float] | None = N
 
 def compile_for_training(
     model, training: TrainingConfig, total_steps: int, multi_label: bool = False, positive_weights=None
-) -> None:
-    """AdamW with linear warm-up and decay (transformers' own schedule), cross-entropy on logits."""
+) -> RecipeChoice:
+    """AdamW with linear warm-up and decay (transformers' own schedule), clipped at the recipe's global norm,
+    cross-entropy on logits. The recipe's `auto` settings are chosen from the model built (a local run's
+    preflight has already chosen them the same way from the same config.json)."""
     from transformers import create_optimizer
 
+    recipe = choose_recipe(EncoderShape.from_config(model.config), model.config.model_type, training)
     optimizer, _ = create_optimizer(
-        init_lr=training.learning_rate,
+        init_lr=recipe.learning_rate,
         num_train_steps=total_steps,
-        num_warmup_steps=math.ceil(training.warmup_ratio * total_steps),
+        num_warmup_steps=math.ceil(recipe.warmup_ratio * total_steps),
         weight_decay_rate=training.weight_decay,
+        adam_global_clipnorm=recipe.clip_norm,
     )
     optimizer.gradient_transformers = [dense_gradients]  # create_optimizer does not pass it through
     loss, metrics = loss_and_metrics(multi_label, positive_weights)
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
+    return recipe
 
 
 def early_stopping(training: TrainingConfig, checkpoints: str, *, has_eval: bool) -> BestEpoch | None:
@@ -530,7 +536,8 @@ def build_and_compile(fn_args, plan: TrainingPlan, weights):
         print(f"[Trainer] {report.describe()}; dropout {dropout}; input embeddings {embeddings}", flush=True)
         check_disk_space(model, [fn_args.model_run_dir, fn_args.serving_model_dir])
         positive = [weights[i] for i in range(len(settings.label_names))] if weights and settings.multi_label else None
-        compile_for_training(model, training, plan.total_steps, settings.multi_label, positive)
+        recipe = compile_for_training(model, training, plan.total_steps, settings.multi_label, positive)
+        print(f"[Trainer] {recipe.describe()}", flush=True)
     return model
 
 

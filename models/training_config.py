@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from models.config_section import ConfigSection, flag
 from models.lengths import AUTO, BucketWidths, SeqLength, WindowCount
+from models.recipe import ClipNorm, LearningRate, WarmupRatio
 
 CLASS_WEIGHT_MODES = ("none", "balanced")
 LONG_TEXT_POLICIES = ("truncate", "head_tail", "windows")
@@ -97,11 +98,22 @@ class TrainingConfig(ConfigSection):
         description="examples per step and replica; the global batch is this times the replica count",
         json_schema_extra=flag("--batch-size"),
     )
-    # 1 epoch of MiniLM-L6: +0.011 to +0.014 test accuracy over 5e-5 at two seeds.
-    learning_rate: float = Field(
-        1e-4, gt=0, lt=1, description="peak learning rate", json_schema_extra=flag("--learning-rate")
+    learning_rate: LearningRate = Field(
+        AUTO,
+        description="peak learning rate. auto: from the encoder's size (1e-4 up to 30M parameters in its layers, "
+        "MiniLM's; 3e-5 for base-size; 1e-5 for large: models/recipe.py cites the sources)",
+        json_schema_extra=flag("--learning-rate"),
     )
-    warmup_ratio: float = Field(0.1, ge=0, lt=1, description="share of the steps spent warming the rate up from 0")
+    warmup_ratio: WarmupRatio = Field(
+        AUTO,
+        description="share of the steps spent warming the rate up from 0. auto: 0.06 for RoBERTa-family models "
+        "(RoBERTa's recipe), else 0.1",
+    )
+    gradient_clip_norm: ClipNorm = Field(
+        AUTO,
+        description="clip the gradients to this global norm; none: no clipping. auto: 1.0 for encoders over 30M "
+        "parameters (transformers' Trainer's default), none for small ones (as the default run was tuned)",
+    )
     weight_decay: float = Field(0.01, ge=0, description="AdamW's decoupled weight decay")
     precision: Literal["auto", "bf16", "fp32"] = Field(
         "auto",

@@ -23,6 +23,7 @@ def training_recipe(config: PipelineConfig) -> dict[str, Any]:
         "batch size": tr.batch_size,
         "learning rate": tr.learning_rate,
         "warm-up ratio": tr.warmup_ratio,
+        "gradient clipping": f"global norm {tr.gradient_clip_norm}" if tr.gradient_clip_norm else "none",
         "weight decay": tr.weight_decay,
         "precision": tr.precision,
         "max_seq_length": config.model.max_seq_length,

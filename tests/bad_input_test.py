@@ -400,3 +400,30 @@ def test_run_check_says_before_training_that_most_texts_will_be_cut_and_what_to_
         r"windows: at most (\d+) per text \(auto: 99% of the texts whole\), 126 text tokens each, 63 apart", out
     )
     assert "0.0% of texts cut" in out.split("windows:")[1] and "warning" not in out
+
+
+@pytest.mark.slow  # writes a 418 MB BERT-base-shaped folder (17 s) before the check
+def test_run_check_gives_a_base_size_bert_its_rate_and_clipping_before_anything_trains(tmp_path, capsys):
+    """A 12-layer, 768-wide BERT-family folder laid out as the hub lays it out: the check prints a rate within
+    BERT's fine-tuning grid and global-norm clipping, chosen from its config.json, and why."""
+    import shutil
+
+    from transformers import BertConfig, TFBertModel
+
+    from models.pretrained import packaged_model_dir
+    from pipeline.cli import main
+    from tests.tiny_model import TOKENIZER_FILES
+
+    folder = tmp_path / "bert-base"
+    model = TFBertModel(BertConfig())
+    model(model.dummy_inputs)
+    model.save_pretrained(folder)
+    for name in TOKENIZER_FILES:
+        shutil.copy(packaged_model_dir("all-MiniLM-L6-v2") / name, folder / name)
+    reviews = [(f"a review number {i} of a film", "pos" if i % 2 else "neg") for i in range(200)]
+    args = ["run", "--check", "--model", str(folder), "--dataset", str(_csv(tmp_path, reviews))]
+    assert main([*args, "--pipeline-root", str(tmp_path / "root"), "--serving-dir", str(tmp_path / "serve")]) == 0
+    out = capsys.readouterr().out
+    rate = float(re.search(r"recipe: learning rate ([0-9.e-]+),", out)[1])
+    assert rate <= 5e-5 and "gradients clipped at global norm 1" in out
+    assert "chosen for a bert encoder with 85M parameters in its layers: a base-size encoder" in out

@@ -19,6 +19,7 @@ from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, compile_spec
 from pipeline.cloud.profile import dataflow_option_errors, serving_image, validate_cloud
 from pipeline.configs import ConfigError
 from pipeline.orchestration.dag import create_components
+from pipeline.orchestration.probe import with_recipe_chosen
 from tests import fake_kfp, fake_vertex
 from tests.pipeline_e2e_test import COMPONENTS
 
@@ -127,8 +128,9 @@ def test_runtime_parameters_reach_their_components_with_defaults(committed, prof
         "span": 0,
         "dataset_revision": "",
         "epochs": profile.training.epochs,
-        "learning_rate": profile.training.learning_rate,
+        "learning_rate": with_recipe_chosen(profile).training.learning_rate,  # auto: chosen from the model
     }
+    assert profile.training.learning_rate == "auto" and parameters["learning_rate"]["defaultValue"] == 1e-4
     tasks = committed["root"]["dag"]["tasks"]
     trainer_inputs = tasks["Trainer"]["inputs"]["parameters"]
     assert trainer_inputs["epochs"] == {"componentInputParameter": "epochs"}
@@ -510,8 +512,7 @@ def test_submitted_pipeline_job_arrives_as_the_dry_run_shows_it(profile, vertex_
         "span": 3,
         "dataset_revision": "",
         "epochs": 5,
-        "learning_rate": 0.0001,
-    }
+    }  # learning_rate is auto in the config: the compiled default, chosen from the model, applies
     assert dict(sent.labels) == {"team": "ml-platform", "app": "hf-text-classifier"}
     assert sent.service_account == "hftfx-runner@my-gcp-project.iam.gserviceaccount.com"
     assert sent.network == "projects/123/global/networks/ml"
@@ -756,8 +757,7 @@ def test_kfp_submission_through_the_kfp_client_carries_root_parameters_and_spec(
         "span": 4,
         "dataset_revision": "",
         "epochs": 3,
-        "learning_rate": 0.0001,
-    }
+    }  # learning_rate is auto in the config: the compiled default, chosen from the model, applies
     assert sent["service_account"] == "hftfx-runner"
     spec = json_format.ParseDict(sent["pipeline_spec"], pipeline_spec_pb2.PipelineSpec(), ignore_unknown_fields=False)
     assert "latest_blessed_model_resolver" not in spec.root.dag.tasks

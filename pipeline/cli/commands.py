@@ -158,10 +158,12 @@ def _predict_on_vertex(args: argparse.Namespace) -> int:
 
 def _check_model(config: configs.PipelineConfig) -> None:
     """The run's model checks (tokenizer family, architecture, position limit) before a spec goes to the cloud,
-    where they would otherwise fail in the Transform or the Trainer; config and tokenizer files only."""
-    from pipeline.orchestration.probe import probe_model
+    where they would otherwise fail in the Transform or the Trainer; config and tokenizer files only. Says the
+    recipe the model gets (a compiled spec fixes its `auto` settings from the same config.json)."""
+    from pipeline.orchestration.probe import probe_model, resolve_recipe
 
-    probe_model(config, weights=False)
+    _, recipe = resolve_recipe(config, probe_model(config, weights=False))
+    print(f"recipe: {recipe.describe()}", file=sys.stderr)
 
 
 def cmd_compile(args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ from pipeline.cloud.profile import (
 from pipeline.configs import PipelineConfig
 from pipeline.node_ids import BASELINE_RESOLVER, TRAINER
 from pipeline.orchestration.dag import CloudPlacement, create_components, task_of
+from pipeline.orchestration.probe import with_recipe_chosen
 
 
 def images(config: PipelineConfig) -> dict[str, str]:
@@ -61,7 +62,9 @@ def create_cloud_pipeline(config: PipelineConfig, run: RunParameters) -> tfx_pip
 
 
 def compile_spec(config: PipelineConfig) -> dict:
-    """The PipelineSpec (KFP IR, schema 2.1) with the runtime parameters' defaults from the config."""
+    """The PipelineSpec (KFP IR, schema 2.1) with the runtime parameters' defaults from the config (its recipe's
+    `auto` settings chosen from the model)."""
+    config = with_recipe_chosen(config)
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
             default_image=images(config),
@@ -100,7 +103,9 @@ def scope_baseline_to_task(spec: dict, task_key: str, pipeline_name: str) -> Non
 
 
 def compile_pipeline(config: PipelineConfig, output: str | Path = PIPELINE_YAML) -> dict:
-    """Writes the pipeline template (YAML, as `kfp` compiles it) to `output`; returns the spec."""
+    """Writes the pipeline template (YAML, as `kfp` compiles it) to `output`; returns the spec. Its header lists
+    the settings as the config gives them (`auto` included): what submit and the retraining trigger compare
+    their own config with."""
     spec = compile_spec(config)
     header = (
         f"# PIPELINE DEFINITION\n# Name: {spec['pipelineInfo']['name']}\n"

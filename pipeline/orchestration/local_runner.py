@@ -116,6 +116,7 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
         flush=True,
     )
     print(f"[pipeline] {describe_lengths(probed)}", file=stream, flush=True)
+    print(f"[pipeline] recipe: {probed.recipe.describe()}", file=stream, flush=True)
     if (probed.windows or probed.lengths).cuts_most:
         print(f"[pipeline] warning: {length_options(probed)}", file=stream, flush=True)
     preflight.check_serving_contract(config, task_of(config))
@@ -173,5 +174,6 @@ def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool
     summary = summarize(config.metadata_sqlite, config.pipeline_name)
     summary.wall_seconds = time.monotonic() - started
     summary.peak_rss_bytes = peak_rss_bytes()
+    summary.recipe = probed.recipe.describe()
     summary.lengths = "; ".join(part.describe() for part in (probed.lengths, probed.windows, probed.buckets) if part)
     return summary

@@ -27,7 +27,15 @@ from models.lengths import (
     choose_windows,
     token_lengths,
 )
-from models.pretrained import check_architecture, encoder_shape, model_files, position_limit, resolve_model_dir
+from models.pretrained import (
+    check_architecture,
+    encoder_shape,
+    model_files,
+    position_limit,
+    read_config,
+    resolve_model_dir,
+)
+from models.recipe import RecipeChoice, choose_recipe
 from models.tokenizer import tokenizer_spec
 from pipeline.configs import ConfigError, PipelineConfig, check_label_settings
 
@@ -44,6 +52,7 @@ class ProbeResult:
     lengths: WidthChoice  # the training texts' token lengths and the max_seq_length chosen from them
     buckets: BucketChoice  # the narrower widths the Trainer cuts batches to, chosen from the same lengths
     windows: WindowChoice | None  # model.long_texts: windows: how the texts are split
+    recipe: RecipeChoice  # learning rate, warm-up and clipping, as set or chosen from the model
     encoder: EncoderShape | None
     window: tuple[int, ...] = ()  # the spans read, for span-versioned data
     input_fingerprint: str = ""  # of the files read; '' for hub and packaged datasets
@@ -59,6 +68,27 @@ class ModelFacts:
     directory: Path
     position_limit: int | None  # the longest input its position embeddings hold
     encoder: EncoderShape | None  # its sizes, for FLOP counts (None: no config.json to read them from)
+    model_type: str = ""  # config.json's (bert, roberta ...): the family the recipe's warm-up follows
+
+
+def resolve_recipe(config: PipelineConfig, model: ModelFacts) -> tuple[PipelineConfig, RecipeChoice]:
+    """The config with its recipe's `auto` settings chosen from the model (models/recipe.py), and the choice."""
+    recipe = choose_recipe(model.encoder, model.model_type, config.training)
+    chosen = {
+        "learning_rate": recipe.learning_rate,
+        "warmup_ratio": recipe.warmup_ratio,
+        "gradient_clip_norm": recipe.clip_norm,
+    }
+    return config.model_copy(update={"training": config.training.model_copy(update=chosen)}), recipe
+
+
+def with_recipe_chosen(config: PipelineConfig) -> PipelineConfig:
+    """The config with no `auto` left in its recipe, chosen from the model's config.json (no weights read): what
+    a compiled spec fixes, its learning_rate parameter's default included."""
+    training = config.training
+    if AUTO not in (training.learning_rate, training.warmup_ratio, training.gradient_clip_norm):
+        return config
+    return resolve_recipe(config, probe_model(config, weights=False))[0]
 
 
 def probe_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
@@ -66,10 +96,11 @@ def probe_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
     sequence-classification class, a tokenizer family the in-graph tokenizer reproduces, the weights (unless `weights`
     is False: compile and submit read only config and tokenizer), max_seq_length within the position limit."""
     directory = resolve_model_dir(config.model.name, config.model.revision, weights=weights)
-    shape = None
+    shape, model_type = None, ""
     if (directory / "config.json").is_file():
         check_architecture(directory)
         shape = encoder_shape(directory)  # the Trainer's FLOP meter reads it after building the model
+        model_type = read_config(directory).get("model_type", "")
     tokenizer_spec(directory)
     if weights or not (directory / "config.json").is_file():
         model_files(directory)
@@ -80,7 +111,7 @@ def probe_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
             f"model.max_seq_length {requested} is over the model's position limit {limit}; use at most {limit} "
             "(or auto)"
         )
-    return ModelFacts(directory, limit, shape)
+    return ModelFacts(directory, limit, shape, model_type)
 
 
 def label_names(read: sources.DatasetRead, sample: sources.Sample, beam_args) -> list[str]:
@@ -142,8 +173,10 @@ def probe(config: PipelineConfig) -> ProbeResult:
         "model": config.model.model_copy(update=model_update),
         "training": config.training.model_copy(update={"length_buckets": buckets.buckets}),
     }
+    resolved, recipe = resolve_recipe(config.model_copy(update=chosen), model)
     return ProbeResult(
-        config=config.model_copy(update=chosen),
+        config=resolved,
+        recipe=recipe,
         lengths=lengths,
         buckets=buckets,
         windows=windows,

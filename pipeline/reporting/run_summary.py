@@ -53,6 +53,7 @@ class RunSummary:
     hub_revision: str | None = None  # <repo url>@<tag> (<commit>) when the HFPublisher pushed it to a Hub
     scored: dict[str, Any] = dataclasses.field(default_factory=dict)  # the BatchScorer's: file, rows, labels
     lengths: str = ""  # the training texts' token lengths and the max_seq_length chosen (the run's preflight)
+    recipe: str = ""  # learning rate, warm-up and clipping, and why (the run's preflight)
 
     @property
     def outcome(self) -> str:
@@ -95,6 +96,7 @@ class RunSummary:
             "hub_revision": self.hub_revision,
             "scored": self.scored,
             "lengths": self.lengths,
+            "recipe": self.recipe,
         }
 
     def render(self) -> str:
@@ -115,6 +117,8 @@ class RunSummary:
             lines.append(f"  dropped       {dropped} (rows with a missing text or label; dataset.missing_text: drop)")
         if self.lengths:
             lines.append(f"  lengths       {self.lengths.removeprefix('lengths: ')}")
+        if self.recipe:
+            lines.append(f"  recipe        {self.recipe}")
         if self.spans and self.spans != [0]:
             lines.append(f"  data          span {self.span} (spans read: {', '.join(map(str, self.spans))})")
         shown = ", ".join(f"{k} {v:.4f}" for k, v in self.metrics.items() if k != "example_count")
