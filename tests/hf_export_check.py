@@ -89,18 +89,20 @@ logits = model({k: tf.constant(v) for k, v in inputs.items()}).logits
 probabilities = tf.nn.softmax(logits).numpy()
 windows = [[p for p, d in zip(probabilities, document) if d == i][:count] for i in range(len(texts))]
 answers = [np.mean(w, axis=0).tolist() for w in windows]
-print(json.dumps(answers))
+print(json.dumps({"mean": answers, "first": [w[0].tolist() for w in windows]}))
 """
 
 
-def hf_window_probabilities(folder: str, texts: list[str], overlap: int, count: int) -> np.ndarray:
+def hf_window_probabilities(folder: str, texts: list[str], overlap: int, count: int) -> tuple[np.ndarray, np.ndarray]:
     """The mean of softmax probabilities over each text's first `count` windows, as a transformers user computes
     it: the export's tokenizer with `return_overflowing_tokens` (`overlap` tokens shared by neighbours, its own
-    model_max_length wide) and its TF model, in a fresh process that imports nothing of this project."""
+    model_max_length wide) and its TF model, in a fresh process that imports nothing of this project; and each
+    text's first window's probabilities."""
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
     result = subprocess.run(
         [sys.executable, "-c", _WINDOWS_SCRIPT, folder, json.dumps(texts), str(overlap), str(count)],
         capture_output=True, text=True, env=env, cwd="/", timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    return np.array(json.loads(result.stdout.strip().splitlines()[-1]))
+    answer = json.loads(result.stdout.strip().splitlines()[-1])
+    return np.array(answer["mean"]), np.array(answer["first"])
