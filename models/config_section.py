@@ -7,6 +7,7 @@ into the lines a user reads: the dotted key, the value given, what it should be 
 
 from __future__ import annotations
 
+import math
 import typing
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -37,6 +38,23 @@ def flag(name: str) -> dict[str, dict[str, str]]:
 def per_key_flags(**flags_by_key: str) -> dict[str, dict[str, str]]:
     """Flags for keys of a mapping field: `per_key_flags(train="--train-limit")` sets `<field>.train`."""
     return {"flags": {name: key for key, name in flags_by_key.items()}}
+
+
+AUTO = "auto"  # a setting the run chooses from the data or the model (said at --check, the reason with it)
+
+
+def auto_or_number(value: Any, *, kind: type = int, low: float, high: float = math.inf, what: str) -> Any:
+    """`auto`, or a number of `kind` in [low, high) (as text too: --set passes strings); else one message that
+    names both forms, rather than one per alternative of a union."""
+    if value == AUTO:
+        return value
+    try:
+        number = kind(str(value))
+    except ValueError:
+        raise ValueError(f"should be auto or {what}") from None
+    if not low <= number < high:
+        raise ValueError(f"should be auto or {what}")
+    return number
 
 
 def _one_or_many(value: Any) -> Any:

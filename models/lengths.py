@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -23,39 +24,17 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator
 
-AUTO = "auto"
+from models.config_section import AUTO, auto_or_number
+
 SHORTEST_WIDTH = 8  # a few special tokens and a word or two
-
-
-def _seq_length(value: object) -> object:
-    """`auto`, or a whole number of tokens of at least SHORTEST_WIDTH (as text too: --set passes strings)."""
-    if value == AUTO:
-        return value
-    try:
-        width = int(str(value))
-    except ValueError:
-        raise ValueError(f"should be auto or a number of tokens (at least {SHORTEST_WIDTH})") from None
-    if width < SHORTEST_WIDTH:
-        raise ValueError(f"should be auto or at least {SHORTEST_WIDTH} tokens")
-    return width
-
-
-def _window_count(value: object) -> object:
-    """`auto`, or a whole number of windows of at least 1 (as text too: --set passes strings)."""
-    if value == AUTO:
-        return value
-    try:
-        count = int(str(value))
-    except ValueError:
-        raise ValueError("should be auto or a number of windows (at least 1)") from None
-    if count < 1:
-        raise ValueError("should be auto or at least 1 window")
-    return count
-
-
-WindowCount = Annotated[int | Literal["auto"], BeforeValidator(_window_count)]
-# One validator for both forms, so a bad value gets one message instead of one per alternative.
-SeqLength = Annotated[int | Literal["auto"], BeforeValidator(_seq_length)]
+_WIDTH = f"a number of tokens (at least {SHORTEST_WIDTH})"
+SeqLength = Annotated[
+    int | Literal["auto"], BeforeValidator(functools.partial(auto_or_number, low=SHORTEST_WIDTH, what=_WIDTH))
+]
+WindowCount = Annotated[
+    int | Literal["auto"],
+    BeforeValidator(functools.partial(auto_or_number, low=1, what="a number of windows (at least 1)")),
+]
 COVERED_SHARE = 0.99  # of the sampled texts held whole: the long tail alone does not set the width
 WIDTH_MULTIPLE = 16
 MOST_TEXTS_CUT = 0.5  # a width that cuts more than this share of the texts is worth a warning before training

@@ -10,14 +10,14 @@ A number in the config still wins.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator
 
+from models.config_section import AUTO, auto_or_number
 from models.flops import EncoderShape
-
-AUTO = "auto"
 
 # (encoder parameters at most, learning rate, global-norm clipping, why) — smallest first.
 SIZE_RULES: tuple[tuple[float, float, float | None, str], ...] = (
@@ -37,32 +37,17 @@ WARMUP_BY_FAMILY = {"roberta": 0.06, "xlm-roberta": 0.06, "camembert": 0.06}
 DEFAULT_WARMUP = 0.1
 
 
-def _number(value: object, low: float, high: float, what: str) -> object:
-    """`auto`, or a number in [low, high) (as text too: --set passes strings)."""
-    if value == AUTO:
-        return value
-    try:
-        number = float(str(value))
-    except ValueError:
-        raise ValueError(f"should be auto or {what}") from None
-    if not low <= number < high:
-        raise ValueError(f"should be auto or {what}")
-    return number
-
-
 def _clip_norm(value: object) -> object:
     """`auto`, none (no clipping) or a positive global norm."""
     if value is None or str(value).lower() in ("none", "null"):
         return None
-    return _number(value, 1e-12, math.inf, "none or a positive norm")
+    return auto_or_number(value, kind=float, low=1e-12, what="none or a positive norm")
 
 
-LearningRate = Annotated[
-    float | Literal["auto"], BeforeValidator(lambda v: _number(v, 1e-12, 1.0, "a rate between 0 and 1"))
-]
-WarmupRatio = Annotated[
-    float | Literal["auto"], BeforeValidator(lambda v: _number(v, 0.0, 1.0, "a share of the steps in [0, 1)"))
-]
+_RATE = functools.partial(auto_or_number, kind=float, low=1e-12, high=1.0, what="a rate between 0 and 1")
+_SHARE = functools.partial(auto_or_number, kind=float, low=0.0, high=1.0, what="a share of the steps in [0, 1)")
+LearningRate = Annotated[float | Literal["auto"], BeforeValidator(_RATE)]
+WarmupRatio = Annotated[float | Literal["auto"], BeforeValidator(_SHARE)]
 ClipNorm = Annotated[float | Literal["auto"] | None, BeforeValidator(_clip_norm)]
 
 

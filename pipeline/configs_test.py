@@ -150,7 +150,9 @@ def test_numbers_yaml_reads_where_text_is_expected_are_taken_as_text(tmp_path):
 
 def test_the_width_is_auto_or_a_number_and_head_tail_is_for_single_texts():
     assert configs.load_config(overrides={"model.max_seq_length": "96"}).model.max_seq_length == 96  # as --set gives it
-    with pytest.raises(configs.ConfigError, match=r"model.max_seq_length = '4': should be auto or at least 8 tokens"):
+    with pytest.raises(
+        configs.ConfigError, match=r"model.max_seq_length = '4': should be auto or a number of tokens \(at least 8\)"
+    ):
         configs.load_config(overrides={"model.max_seq_length": "4"})
     with pytest.raises(configs.ConfigError, match=r"= 'long': should be auto or a number of tokens \(at least 8\)"):
         configs.load_config(overrides={"model.max_seq_length": "long"})
@@ -165,7 +167,9 @@ def test_windows_take_a_stride_share_and_a_count_and_refuse_pairs():
     assert windows.model.windows == (0.5, 6) and configs.load_config().model.windows is None
     with pytest.raises(ValueError, match="max_windows is still auto"):
         _ = configs.load_config(overrides={"model.long_texts": "windows"}).model.windows  # the preflight resolves it
-    with pytest.raises(configs.ConfigError, match=r"model.max_windows = '0': should be auto or at least 1 window"):
+    with pytest.raises(
+        configs.ConfigError, match=r"model.max_windows = '0': should be auto or a number of windows \(at least 1\)"
+    ):
         configs.load_config(overrides={"model.max_windows": "0"})
     with pytest.raises(configs.ConfigError, match=r"model.window_stride = 1.5"):
         configs.load_config(overrides={"model.window_stride": 1.5})

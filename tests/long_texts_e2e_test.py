@@ -20,6 +20,7 @@ from pipeline.orchestration.local_runner import run_local
 from tests import user_datasets
 from tests.float_bounds import probability_bound
 from tests.hf_export_check import hf_window_probabilities
+from tests.serve_request import ask
 from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
@@ -83,17 +84,6 @@ def test_windows_are_chosen_from_the_texts_trained_per_window_and_evaluated_per_
     assert "overlapping windows" in card and f"long texts windows (at most {count}, stride {STRIDE})" in card
 
 
-def _serve_check(pushed_dir: str, request: dict) -> dict:
-    """A REST body answered the way TF Serving would, in a fresh process (tensorflow + tensorflow_text)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "serve-check", pushed_dir, "--request", json.dumps(request)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    (line,) = [x for x in done.stdout.splitlines() if x.startswith("response:")]
-    return json.loads(line.removeprefix("response:").strip())
-
-
 def test_the_served_answer_per_document_is_the_mean_over_its_windows_and_batch_scoring_agrees(
     windowed, sensitive_bert_dir, tmp_path
 ):
@@ -102,7 +92,7 @@ def test_the_served_answer_per_document_is_the_mean_over_its_windows_and_batch_s
     _, summary = windowed
     count = _window_count(summary)
     pages = [row["page"] for row in _pages(20)] + ["a gem.", ""]
-    served = _serve_check(summary.pushed_dir, {"instances": pages})["predictions"]
+    served = ask(summary.pushed_dir, {"instances": pages})["predictions"]
     assert len(served) == len(pages)
     served = np.array([p["probabilities"] for p in served])
     budget = WIDTH - 2

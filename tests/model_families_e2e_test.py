@@ -4,13 +4,12 @@ tokenizer, training, blessing (thresholds at 0), push, and TF Serving's view of 
 XLM-R-style (SentencePiece) run in `make test`; ALBERT, DeBERTa-v3, MPNet and Funnel in `make test-all`."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from pipeline import configs
 from pipeline.orchestration.local_runner import run_local
+from tests.serve_request import serve_check
 from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
@@ -55,11 +54,7 @@ def test_trains_blesses_and_pushes(family_run):
 def test_the_export_serves_as_tf_serving_would(family_run):
     name, summary = family_run
     request = {"instances": ["a warm, funny and moving film", "Ein großartiger Film 😀"]}
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "serve-check", summary.pushed_dir, "--request", json.dumps(request)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    done = serve_check(summary.pushed_dir, request)
     ops_line = next(line for line in done.stdout.splitlines() if line.startswith("ops:"))
     assert EXPECTED_TEXT_OPS[name] in ops_line
     (line,) = [x for x in done.stdout.splitlines() if x.startswith("response:")]

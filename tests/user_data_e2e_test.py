@@ -21,6 +21,7 @@ from pipeline.orchestration.local_runner import run_local
 from tests import user_datasets
 from tests.float_bounds import probability_bound
 from tests.hf_export_check import PAIR_TEXTS, hf_probabilities, serving_probabilities
+from tests.serve_request import ask
 from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
@@ -32,17 +33,6 @@ WIDTH = 48  # max_seq_length of these runs
 def run_config(workdir: Path, model_dir: Path, settings: dict | None = None, **dataset) -> configs.PipelineConfig:
     overrides = {**tiny_overrides(workdir, model_dir, WIDTH), **(settings or {}), "dataset": dataset}
     return configs.load_config(overrides=overrides)
-
-
-def ask(pushed_dir: str, request: dict) -> dict:
-    """A REST body answered the way TF Serving would, in a fresh process (tensorflow + tensorflow_text)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "serve-check", pushed_dir, "--request", json.dumps(request)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    (line,) = [x for x in done.stdout.splitlines() if x.startswith("response:")]
-    return json.loads(line.removeprefix("response:").strip())
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,23 @@
+"""A REST body answered the way TF Serving would: `hftfx serve-check` in a fresh process (tensorflow and
+tensorflow_text loaded, nothing of the run's process), as the e2e scenarios ask their pushed models."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def serve_check(pushed_dir: str, request: dict) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "serve-check", pushed_dir, "--request", json.dumps(request)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    return done
+
+
+def ask(pushed_dir: str, request: dict) -> dict:
+    """The response body (the request is the user's: answered whole)."""
+    (line,) = [x for x in serve_check(pushed_dir, request).stdout.splitlines() if x.startswith("response:")]
+    return json.loads(line.removeprefix("response:").strip())
