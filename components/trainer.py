@@ -306,7 +306,12 @@ def loss_and_metrics(multi_label: bool, positive_weights: list[float] | None = N
 
 
 def compile_for_training(
-    model, training: TrainingConfig, total_steps: int, multi_label: bool = False, positive_weights=None
+    model,
+    training: TrainingConfig,
+    total_steps: int,
+    multi_label: bool = False,
+    positive_weights=None,
+    steps_per_execution: int = 1,
 ) -> RecipeChoice:
     """AdamW with linear warm-up and decay (transformers' own schedule), clipped at the recipe's global norm,
     cross-entropy on logits. The recipe's `auto` settings are chosen from the model built (a local run's
@@ -323,7 +328,8 @@ def compile_for_training(
     )
     optimizer.gradient_transformers = [dense_gradients]  # create_optimizer does not pass it through
     loss, metrics = loss_and_metrics(multi_label, positive_weights)
-    model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
+    # Under mixed_float16 compile wraps the optimizer in a LossScaleOptimizer (dynamic loss scaling).
+    model.compile(optimizer=optimizer, loss=loss, metrics=metrics, steps_per_execution=steps_per_execution)
     return recipe
 
 
@@ -398,6 +404,7 @@ class TrainingPlan:
     model_inputs: tuple[str, ...]
     train_count: int
     eval_count: int
+    steps_per_execution: int = 1  # training steps per call from the host (32 on TPUs)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -423,7 +430,7 @@ def plan_training(fn_args, settings: TrainerSettings) -> TrainingPlan:
     distribution.configure_cpu_replicas(training.cpu_replicas)  # a no-op where the runner already did it
     placement = distribution.select_placement(cpu_replicas=training.cpu_replicas)
     precision = distribution.resolve_precision(training.precision, placement)
-    tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if precision == "bf16" else "float32")
+    tf_keras.mixed_precision.set_global_policy(distribution.KERAS_POLICY[precision])
     files = model_files(resolve_model_dir(settings.model.name, settings.model.revision))
     plan = TrainingPlan(
         settings=settings,
@@ -434,6 +441,7 @@ def plan_training(fn_args, settings: TrainerSettings) -> TrainingPlan:
         model_inputs=tuple(tokenizer_spec(files.directory).model_input_names),
         train_count=count_records(fn_args.train_files, window_count(settings)),
         eval_count=count_records(fn_args.eval_files, window_count(settings)),
+        steps_per_execution=distribution.resolve_steps_per_execution(training.steps_per_execution, placement),
     )
     if plan.steps_per_epoch == 0:
         raise ValueError(
@@ -442,7 +450,8 @@ def plan_training(fn_args, settings: TrainerSettings) -> TrainingPlan:
         )
     examples = "examples" if window_count(settings) is None else "examples (windows of the texts)"
     print(
-        f"[Trainer] {placement.describe()}, {precision}, global batch {plan.global_batch}; {plan.train_count} train / "
+        f"[Trainer] {placement.describe()}, {precision}, global batch {plan.global_batch}, "
+        f"{plan.steps_per_execution} step(s) per execution; {plan.train_count} train / "
         f"{plan.eval_count} eval {examples}; {training.epochs} epoch(s) x {plan.steps_per_epoch} steps; "
         f"labels {list(settings.label_names)}",
         flush=True,
@@ -536,7 +545,9 @@ def build_and_compile(fn_args, plan: TrainingPlan, weights):
         print(f"[Trainer] {report.describe()}; dropout {dropout}; input embeddings {embeddings}", flush=True)
         check_disk_space(model, [fn_args.model_run_dir, fn_args.serving_model_dir])
         positive = [weights[i] for i in range(len(settings.label_names))] if weights and settings.multi_label else None
-        recipe = compile_for_training(model, training, plan.total_steps, settings.multi_label, positive)
+        recipe = compile_for_training(
+            model, training, plan.total_steps, settings.multi_label, positive, plan.steps_per_execution
+        )
         print(f"[Trainer] {recipe.describe()}", flush=True)
     return model
 
@@ -566,7 +577,7 @@ def measured_meter(model, plan: TrainingPlan) -> TrainingMeter:
     training = plan.settings.training
     peak = None
     if plan.placement.kind != "tpu":
-        peak = matmul_peak("bfloat16" if plan.precision == "bf16" else "float32")
+        peak = matmul_peak(distribution.MATMUL_DTYPE[plan.precision])
         print(f"[Trainer] {peak.describe()} (measured now)", flush=True)
     shape = EncoderShape.from_config(model.config, embeddings_trained=not training.freeze_embeddings)
     return TrainingMeter(shape, peak)

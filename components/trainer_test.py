@@ -164,3 +164,33 @@ def test_texts_in_windows_become_one_example_per_window_that_holds_text_with_the
     assert got.numpy().tolist() == [labels[i].tolist() for i in (0, 0, 1, 2, 2)]
     shuffled = list(window_examples(texts, 2, 4, 2, shuffle_seed=0, static_shapes=True))
     assert [f["input_ids"].shape for f, _ in shuffled] == [(2, 4), (2, 4)]  # full batches only: static shapes
+
+
+def test_fp16_scales_the_loss_and_many_steps_run_per_execution_on_any_device():
+    """What a T4 or V100 (fp16) and a TPU (32 steps per execution) get, built on this CPU: the real Trainer
+    compile under Keras' mixed_float16 policy wraps AdamW in dynamic loss scaling, and a fit of 8 steps at 4 per
+    execution runs every step and calls back once per execution."""
+    import tf_keras
+    from transformers import TFBertForSequenceClassification
+
+    from components.trainer import compile_for_training
+    from models.distribution import KERAS_POLICY
+    from pipeline.configs import TrainingConfig
+    from tests.tiny_model import tiny_bert_config
+
+    ids = np.tile(np.array([[101, 2204, 3185, 102]], np.int64), (16, 1))
+    data = tf.data.Dataset.from_tensor_slices(({"input_ids": ids, "attention_mask": ids > 0}, np.arange(16) % 2))
+    tf_keras.mixed_precision.set_global_policy(KERAS_POLICY["fp16"])
+    try:
+        tf_keras.utils.set_random_seed(0)
+        model = TFBertForSequenceClassification(tiny_bert_config(num_labels=2))
+        compile_for_training(model, TrainingConfig(), total_steps=8, steps_per_execution=4)
+        assert isinstance(model.optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
+        assert model.layers[0].compute_dtype == "float16"
+        batch_ends = []
+        callback = tf_keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: batch_ends.append(batch))
+        history = model.fit(data.batch(2).repeat(), steps_per_epoch=8, epochs=1, callbacks=[callback], verbose=0)
+    finally:
+        tf_keras.mixed_precision.set_global_policy("float32")
+    assert np.isfinite(history.history["loss"][0]) and int(model.optimizer.iterations.numpy()) == 8
+    assert batch_ends == [3, 7]  # one callback per execution of 4 steps

@@ -113,12 +113,21 @@ def gpu_supports_bf16() -> bool:
     return bool(gpus) and all(c >= (8, 0) for c in capabilities)
 
 
+# Keras' mixed-precision policy per precision; under mixed_float16 Model.compile wraps the optimizer in a
+# LossScaleOptimizer (dynamic loss scaling), which fp16's narrow exponent needs and bf16 does not.
+KERAS_POLICY = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16", "fp32": "float32"}
+MATMUL_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}  # the peak a run is measured against
+TPU_STEPS_PER_EXECUTION = 32  # steps per host round trip on TPUs: Keras' TPU guides use 32-100
+
+
 def resolve_precision(
     requested: str,
     placement: Placement,
     gpu_bf16: Callable[[], bool] = gpu_supports_bf16,
 ) -> str:
-    """'bf16' or 'fp32': TPUs always bf16; 'auto' takes bf16 on GPUs that compute it natively, fp32 on CPUs.
+    """'bf16', 'fp16' or 'fp32': TPUs always bf16; 'auto' takes bf16 on GPUs that compute it natively (Ampere
+    and later), fp16 with loss scaling on older ones (T4, V100: their tensor cores compute fp16, not bf16, so
+    fp32 would leave them idle), fp32 on CPUs.
 
     On CPUs bf16 is opt-in (`precision: bf16`), as in Keras and the HF Trainer: only some CPUs (AMX,
     AVX512-BF16) compute it natively, so an automatic choice would make the default run's metrics depend on
@@ -126,6 +135,17 @@ def resolve_precision(
     """
     if placement.kind == "tpu" or requested == "bf16":
         return "bf16"
-    if requested == "fp32" or placement.kind not in ("gpu", "multi-gpu"):
+    if requested in ("fp16", "fp32"):
+        return requested
+    if placement.kind not in ("gpu", "multi-gpu"):
         return "fp32"
-    return "bf16" if gpu_bf16() else "fp32"
+    return "bf16" if gpu_bf16() else "fp16"
+
+
+def resolve_steps_per_execution(requested: int | str, placement: Placement) -> int:
+    """Training steps run per call from the host: TPU_STEPS_PER_EXECUTION on TPUs, where each call is a round
+    trip to the TPU host that would otherwise idle the chips between steps; 1 on CPUs and GPUs, where a step's
+    launch costs little beside its work and callbacks then see every step. A number in the config wins."""
+    if requested != "auto":
+        return int(requested)
+    return TPU_STEPS_PER_EXECUTION if placement.kind == "tpu" else 1

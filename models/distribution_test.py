@@ -26,6 +26,9 @@ def test_tpu_found_gives_tpu_strategy_and_bf16():
     )
     assert (placement.kind, placement.replicas) == ("tpu", 8)
     assert distribution.resolve_precision("fp32", placement) == "bf16"
+    assert distribution.resolve_steps_per_execution("auto", placement) == distribution.TPU_STEPS_PER_EXECUTION
+    assert distribution.resolve_steps_per_execution(4, placement) == 4
+    assert distribution.resolve_steps_per_execution("auto", distribution.Placement(None, "gpu", 1)) == 1
 
 
 def test_several_gpus_give_mirrored_strategy_over_all_of_them():
@@ -45,7 +48,9 @@ def test_cpu_gets_the_default_strategy_and_bf16_only_when_asked(tmp_path):
     assert distribution.resolve_precision("bf16", placement) == "bf16"
     gpu = distribution.Placement(None, "gpu", 1)
     assert distribution.resolve_precision("auto", gpu, gpu_bf16=lambda: True) == "bf16"
-    assert distribution.resolve_precision("auto", gpu, gpu_bf16=lambda: False) == "fp32"
+    # a T4 or V100: fp16 with loss scaling, what their tensor cores compute
+    assert distribution.resolve_precision("auto", gpu, gpu_bf16=lambda: False) == "fp16"
+    assert distribution.resolve_precision("fp16", placement) == "fp16"  # asked for, even on a CPU
     assert distribution.resolve_precision("fp32", gpu, gpu_bf16=lambda: True) == "fp32"
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("flags\t\t: fpu sse avx2 amx_bf16 amx_tile\n")

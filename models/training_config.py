@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from models.config_section import ConfigSection, flag
+from models.config_section import ConfigSection, auto_or_number, flag
 from models.lengths import AUTO, BucketWidths, SeqLength, WindowCount
 from models.recipe import ClipNorm, LearningRate, WarmupRatio
 
+StepsPerExecution = Annotated[
+    int | Literal["auto"],
+    BeforeValidator(functools.partial(auto_or_number, low=1, what="a number of steps (at least 1)")),
+]
 CLASS_WEIGHT_MODES = ("none", "balanced")
 LONG_TEXT_POLICIES = ("truncate", "head_tail", "windows")
 EARLY_STOPPING_METRICS = {"val_loss": "min", "val_accuracy": "max"}  # Keras' names of the eval split's metrics
@@ -115,11 +120,17 @@ class TrainingConfig(ConfigSection):
         "parameters (transformers' Trainer's default), none for small ones (as the default run was tuned)",
     )
     weight_decay: float = Field(0.01, ge=0, description="AdamW's decoupled weight decay")
-    precision: Literal["auto", "bf16", "fp32"] = Field(
+    precision: Literal["auto", "bf16", "fp16", "fp32"] = Field(
         "auto",
-        description="auto: bf16 on TPUs and GPUs that compute it natively, fp32 on CPUs (bf16 there is opt-in: "
-        "faster on AMX / AVX512-BF16 CPUs, at metrics that differ from fp32's)",
+        description="auto: bf16 on TPUs and GPUs that compute it natively, fp16 with loss scaling on older GPUs "
+        "(T4, V100), fp32 on CPUs (bf16 there is opt-in: faster on AMX / AVX512-BF16 CPUs, at metrics that "
+        "differ from fp32's)",
         json_schema_extra=flag("--precision"),
+    )
+    steps_per_execution: StepsPerExecution = Field(
+        AUTO,
+        description="training steps per call from the host (Keras' steps_per_execution). auto: 32 on TPUs (a "
+        "round trip to the TPU host per step idles the chips), 1 elsewhere",
     )
     seed: int = Field(42, description="seeds weights of the new head, shuffling and dropout")
     log_every_steps: int = Field(25, ge=1, description="steps between progress lines")
