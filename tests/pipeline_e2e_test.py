@@ -482,6 +482,10 @@ def test_run_report_has_every_section_with_embedded_plots(first_run, strict_run,
         assert f'<section id="{section}">' in page, section
     assert page.count("data:image/png;base64,") >= 2  # training curves; ROC/PR/confusion/calibration
     assert "BLESSED" in page and "label_name=fresh" in page and "Anomalies:</b> none" in page
+    # a label's slice shows its accuracy (that label's recall), not the one-label AUC, precision and recall
+    fresh_row = re.search(r"<tr><td>label_name=fresh</td>(.*?)</tr>", page)[1]
+    assert re.match(r"<td>[\d.]+</td>(<td>n/a</td>){4}<td>\d+</td>$", fresh_row), fresh_row
+    assert "On a label's slice, accuracy is that label's recall" in page
     assert "tokens per text mean" in page and "of texts hold [UNK] tokens" in page
     assert "took part as the baseline" in page  # the latest run is the strict one, with a baseline
     # the thresholds as the Evaluator ran them (TFMA's own eval config loader): absolute bounds and changes

@@ -167,15 +167,25 @@ def _metrics_tables(summary: RunSummary) -> str:
             int(summary.metrics.get("example_count", 0)),
         ]
     ]
+    label_slices = False
     for name, values in summary.slices.items():
-        single_label = name.startswith(f"{LABEL_NAME_FEATURE}=")  # AUCs are undefined on one label
+        # On a slice holding one label, AUCs are undefined and a binary model's precision and recall read 1, 0 or
+        # nan whatever it does; accuracy there is that label's recall, which means something.
+        single_label = name.startswith(f"{LABEL_NAME_FEATURE}=")
+        hidden = ("auc", "auc_pr", *(() if multi_label else ("precision", "recall"))) if single_label else ()
+        label_slices |= single_label and not multi_label
         cells = [
-            ("n/a" if single_label and k in ("auc", "auc_pr") else f"{values.get(k, float('nan')):.4f}")
+            ("n/a" if k in hidden else f"{values.get(k, float('nan')):.4f}")
             for k in (accuracy, "auc", "auc_pr", "precision", "recall")
         ]
         rows.append([name, *cells, int(values.get("example_count", 0))])
     headers = ["slice", accuracy.replace("_", " "), "AUC", "AUC-PR", "precision", "recall", "examples"]
     metrics_html = _table(headers, rows)
+    if label_slices:
+        metrics_html += (
+            "<p>On a label's slice, accuracy is that label's recall; AUC, precision and recall need both labels "
+            "and are shown overall (and per class below, when there are more than two).</p>"
+        )
     if summary.per_class:
         answered = "at each label's decision threshold" if multi_label else "of the served answer"
         metrics_html += (
