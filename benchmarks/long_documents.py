@@ -18,7 +18,7 @@ from pathlib import Path
 
 from benchmarks.reference import publish_sections, table_section
 from benchmarks.seeds import row, run_seed
-from models.lengths import Windows
+from models.windows import Windows
 
 MAX_WINDOWS = 32  # windows-256's: 32 windows of 256 hold a LONG_DOCUMENT_WORDS-word document
 SECTION = "## Long documents: length policies side by side (`make bench-long`)"

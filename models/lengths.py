@@ -25,6 +25,7 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator
 
 from models.config_section import AUTO, auto_or_number
+from models.windows import Windows
 
 SHORTEST_WIDTH = 8  # a few special tokens and a word or two
 _WIDTH = f"a number of tokens (at least {SHORTEST_WIDTH})"
@@ -172,29 +173,6 @@ def choose_buckets(profile: LengthProfile, width: int, requested: BucketWidths) 
 
 
 MAX_AUTO_WINDOWS = 16  # windows per document auto allows: 16 x 512 tokens hold ~5,000 words at half overlap
-
-
-@dataclasses.dataclass(frozen=True)
-class Windows:
-    """Overlapping windows over a document's tokens (`model.long_texts: windows`): each holds `budget` text
-    tokens (the width less the special tokens), consecutive ones start `step` tokens apart, at most `count`."""
-
-    budget: int
-    step: int
-    count: int
-
-    @classmethod
-    def over(cls, width: int, special_tokens: int, stride: float, count: int) -> Windows:
-        budget = width - special_tokens
-        return cls(budget, max(1, int(budget * stride)), count)
-
-    def needed(self, text_tokens: int) -> int:
-        """Windows that cover `text_tokens` whole: one, then one per `step` past the first window."""
-        return 1 + max(0, -(-(text_tokens - self.budget) // self.step))
-
-    def split(self, text_tokens: int) -> list[int]:
-        """The text tokens each window of a document holds (the last one may be shorter)."""
-        return [min(self.budget, text_tokens - k * self.step) for k in range(min(self.count, self.needed(text_tokens)))]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -74,7 +74,7 @@ def test_texts_longer_than_the_width_are_counted_cut_to_it():
 
 
 def test_windows_cover_a_text_one_step_past_the_first_window_at_a_time():
-    from models.lengths import Windows
+    from models.windows import Windows
 
     windows = Windows.over(width=16, special_tokens=2, stride=0.5, count=4)
     assert (windows.budget, windows.step) == (14, 7)

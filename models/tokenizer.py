@@ -22,9 +22,9 @@ import tensorflow as tf
 
 from models import byte_level_bpe, special_tokens, spm_tokenizer, wordpiece
 from models.contract import MODEL_INPUT_FEATURES, TOKEN_COUNT, TOKEN_TYPE_IDS, TRUNCATED, WINDOW_MASK
-from models.lengths import Windows
 from models.pretrained import ModelFilesError
 from models.tokenizer_errors import UnsupportedTokenizerError
+from models.windows import Windows
 
 WORDPIECE, SENTENCEPIECE, BYTE_LEVEL_BPE = "WordPiece", "SentencePiece", "byte-level BPE"
 SUPPORTED = (
