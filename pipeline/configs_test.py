@@ -41,7 +41,7 @@ def test_unknown_keys_and_wrong_types_are_named():
             r"evaluation.min_auc = 1.5: should be at most 1 \(allowed: >= 0, <= 1; blessing needs at least this test",
         ),
         ({"evaluation.min_accuracy": -0.1}, "evaluation.min_accuracy"),
-        ({"training.precision": "fp8"}, "training.precision = 'fp8': should be 'auto', 'bf16' or 'fp32'"),
+        ({"training.precision": "fp8"}, "training.precision = 'fp8': should be 'auto', 'bf16', 'fp16' or 'fp32'"),
         ({"dataset.split_ratios": {"eval": 0}}, "split_ratios"),
         ({"dataset.split_ratios": {"dev": 0.1}}, "split_ratios"),
         (

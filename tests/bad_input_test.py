@@ -371,7 +371,8 @@ def test_run_check_runs_the_preflight_and_stops_before_the_first_component(tmp_p
     )
     # the width auto chose from the training texts' own lengths ("[CLS] good film 12 [SEP]": 5 tokens), its cost
     assert "lengths: 34 sampled texts: median 5, p90 5, p99 5, max 5 tokens; max_seq_length 16 (auto: " in out
-    assert "0.0% of texts cut; training ~" in out and "s per epoch of " in out and "GFLOP/s fp32)" in out
+    assert "0.0% of texts cut; length buckets " in out and "of the trained tokens are padding" in out
+    assert "s per epoch of " in out and "GFLOP/s fp32)" in out
     assert "warning" not in out
     assert not (root / "metadata.sqlite").exists() and list(root.iterdir()) == []
     assert main([*args, "--max-seq-length", "130"]) == 2  # knowable from the model's files: refused by the check

@@ -50,7 +50,7 @@ def sensitive_bert_dir(tmp_path_factory):
 def windowed(tmp_path_factory, sensitive_bert_dir):
     workdir = tmp_path_factory.mktemp("windows")
     data = workdir / "pages.jsonl"
-    data.write_text("".join(json.dumps(row) + "\n" for row in _pages(240)), encoding="utf-8")
+    data.write_text("".join(json.dumps(row) + "\n" for row in _pages(160)), encoding="utf-8")
     overrides = {
         **tiny_overrides(workdir, sensitive_bert_dir, WIDTH),
         "model.long_texts": "windows",

@@ -145,6 +145,7 @@ def test_bench_long_runs_a_tiny_configuration(tmp_path, tiny_bert_dir, scratch_r
     assert section["heading"] in scratch_reference.read_text()
 
 
+@pytest.mark.slow  # an ExampleGen pass over 300 rows in a Beam pipeline (42 s); its parser is built above
 def test_bench_scale_runs_a_tiny_configuration(tmp_path, scratch_reference):
     from benchmarks import scale
 
