@@ -34,7 +34,7 @@ from models.contract import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_
 from models.errors import UserError
 from models.flops import EncoderShape
 from models.hf_export import hf_format_dir, save_hf_format
-from models.lengths import AUTO, LENGTH_SAMPLE, LengthProfile, choose_buckets
+from models.lengths import AUTO, LENGTH_SAMPLE, LengthProfile, bucket_edges, choose_buckets
 from models.machine_peak import matmul_peak
 from models.pretrained import build_classifier, model_files, resolve_model_dir, weights_only_copy
 from models.recipe import RecipeChoice, choose_recipe
@@ -235,10 +235,11 @@ def bucket_by_length(
     is one static shape, so XLA / TPU compile once per width. A finite dataset (validation) keeps each
     bucket's last partial batch with keep_partial_batches; without it, they are dropped (static shapes).
     """
-    widths = tuple(w for w in widths if w < max_seq_length)
+    edges = bucket_edges(max_seq_length, widths)
+    widths = edges[:-1]
     if not widths:
         return dataset
-    all_widths = tf.constant([*widths, max_seq_length], tf.int32)
+    all_widths = tf.constant(edges, tf.int32)
 
     def length(features, label):
         return tf.reduce_sum(tf.cast(features[ATTENTION_MASK], tf.int32))

@@ -137,12 +137,17 @@ class BucketChoice:
         )
 
 
+def bucket_edges(width: int, buckets: Sequence[int]) -> list[int]:
+    """The widths a batch can be cut to, narrowest first: the buckets below `width` (a wider one is never used),
+    then `width` itself. The Trainer, the epoch estimate and the bucket choice all cut by this."""
+    return sorted({*(b for b in buckets if b < width), width})
+
+
 def padded_tokens(profile: LengthProfile, width: int, buckets: Sequence[int]) -> int:
     """Tokens the Trainer computes on for the profile's texts: each at the narrowest of the bucket widths and
     `width` that holds it (texts longer than `width` are cut to it)."""
-    edges = sorted({*(b for b in buckets if b < width), width})
     total, below = 0, 0
-    for edge in edges:
+    for edge in bucket_edges(width, buckets):
         held = bisect.bisect_right(profile.lengths, edge)
         total += edge * (held - below)
         below = held
@@ -160,7 +165,7 @@ def choose_buckets(profile: LengthProfile, width: int, requested: BucketWidths) 
     Padded tokens, not FLOPs: attention's share is small at these widths, and the count is what users read."""
     one_width = padding_share(profile, width, ())
     if requested != AUTO:
-        buckets = tuple(b for b in requested if b < width)
+        buckets = tuple(bucket_edges(width, requested)[:-1])
         return BucketChoice(buckets, "set in the config", padding_share(profile, width, buckets), one_width)
     candidates = range(WIDTH_MULTIPLE, width, WIDTH_MULTIPLE)
     best = [

@@ -55,7 +55,9 @@ class RunEstimate:
 def padded_widths(token_counts, max_seq_length: int, length_buckets, special_tokens: int = 2) -> list[int]:
     """The width each example is padded to: the smallest of the Trainer's bucket widths that holds it with its
     `special_tokens` (the model's layout: [CLS] text [SEP] for BERT)."""
-    widths = sorted({*(w for w in length_buckets if w < max_seq_length), max_seq_length})
+    from models.lengths import bucket_edges
+
+    widths = bucket_edges(max_seq_length, length_buckets)
     tokens = [min(count + special_tokens, max_seq_length) for count in token_counts]
     return [next(w for w in widths if w >= length) for length in tokens]
 

@@ -127,7 +127,7 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
 
 def describe_lengths(probed: probe.ProbeResult) -> str:
     """The length choice and what it costs: training seconds per epoch on this machine at its matmul peak."""
-    text = "; ".join(part.describe() for part in (probed.lengths, probed.windows, probed.buckets) if part)
+    text = probed.describe_lengths()
     if probed.encoder is None:
         return text
     from models.machine_peak import matmul_peak
@@ -175,5 +175,5 @@ def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool
     summary.wall_seconds = time.monotonic() - started
     summary.peak_rss_bytes = peak_rss_bytes()
     summary.recipe = probed.recipe.describe()
-    summary.lengths = "; ".join(part.describe() for part in (probed.lengths, probed.windows, probed.buckets) if part)
+    summary.lengths = probed.describe_lengths()
     return summary

@@ -57,6 +57,10 @@ class ProbeResult:
     window: tuple[int, ...] = ()  # the spans read, for span-versioned data
     input_fingerprint: str = ""  # of the files read; '' for hub and packaged datasets
 
+    def describe_lengths(self) -> str:
+        """The token lengths and what the run chose from them (width, windows, buckets), as printed and kept."""
+        return "; ".join(part.describe() for part in (self.lengths, self.windows, self.buckets) if part)
+
     def describe(self) -> str:
         if self.split_sizes is not None:
             return f"splits {self.split_sizes}"
