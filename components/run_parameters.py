@@ -31,12 +31,14 @@ class RunParameter:
     def default(self, config: PipelineConfig) -> Any:
         section, field = self.section_field
         value = getattr(getattr(config, section), field)
-        return "" if value is None and self.ptype is str else value  # a pipeline parameter cannot be None
+        if self.ptype is str:  # a pipeline parameter cannot be None; a number is sent as its text
+            return "" if value is None else str(value)
+        return value
 
 
 SPAN = RunParameter("span", int, "dataset.span")
 DATASET_REVISION = RunParameter("dataset_revision", str, "dataset.revision")
-EPOCHS = RunParameter("epochs", int, "training.epochs")
+EPOCHS = RunParameter("epochs", str, "training.epochs")  # text: a number, or auto (the Trainer chooses)
 LEARNING_RATE = RunParameter("learning_rate", float, "training.learning_rate")
 RUN_PARAMETERS = (SPAN, DATASET_REVISION, EPOCHS, LEARNING_RATE)
 NAMES = tuple(p.name for p in RUN_PARAMETERS)
@@ -60,11 +62,12 @@ def runtime_parameters(config: PipelineConfig) -> RunParameters:
 
 
 def values(config: PipelineConfig, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Every parameter's value for one run: the config's, replaced by `overrides` (names checked). A value the
-    config leaves `auto` (the learning rate) is left out: the compiled spec's default, chosen from the model
-    when it was compiled, applies."""
+    """Every parameter's value for one run, as its declared type: the config's, replaced by `overrides` (names
+    checked). A value the config leaves `auto` is left out: the compiled spec's default applies (the learning
+    rate chosen from the model when it was compiled; auto epochs, which the Trainer chooses)."""
     unknown = sorted(set(overrides or {}) - set(NAMES))
     if unknown:
         raise ConfigError(f"unknown pipeline parameter(s) {unknown}; the compiled pipeline takes {list(NAMES)}")
-    configured = {p.name: p.default(config) for p in RUN_PARAMETERS}
-    return {**{name: value for name, value in configured.items() if value != "auto"}, **(overrides or {})}
+    configured = {p.name: p.default(config) for p in RUN_PARAMETERS if p.default(config) != "auto"}
+    given = {p.name: p.ptype(overrides[p.name]) for p in RUN_PARAMETERS if p.name in (overrides or {})}
+    return configured | given

@@ -31,6 +31,7 @@ from components.training_record import TrainingRecord
 from models import distribution, serving_contract, signatures
 from models.config_section import build_section
 from models.contract import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES, WINDOW_MASK
+from models.epochs import EpochChoice, StoppingChoice, choose_epochs, choose_patience
 from models.errors import UserError
 from models.flops import EncoderShape
 from models.hf_export import hf_format_dir, save_hf_format
@@ -334,16 +335,19 @@ def compile_for_training(
     return recipe
 
 
-def early_stopping(training: TrainingConfig, checkpoints: str, *, has_eval: bool) -> BestEpoch | None:
-    """The early-stopping callback when training.early_stopping.patience is set; its state lives beside the
-    training checkpoints (not inside: BackupAndRestore deletes those when training ends)."""
+def early_stopping(
+    training: TrainingConfig, checkpoints: str, epochs: int, *, has_eval: bool
+) -> tuple[BestEpoch | None, StoppingChoice]:
+    """The early-stopping callback when training.early_stopping.patience is set or chosen (models/epochs.py); its
+    state lives beside the training checkpoints (not inside: BackupAndRestore deletes those when training ends)."""
     stopping = training.early_stopping
-    if not stopping.patience:
-        return None
-    if not has_eval:
-        raise ValueError("training.early_stopping needs eval examples to watch; the eval split is empty")
+    choice = choose_patience(stopping, epochs, has_eval)
+    print(f"[Trainer] {choice.describe(stopping.metric)}", flush=True)
+    if not choice.patience:
+        return None, choice
     mode = EARLY_STOPPING_METRICS[stopping.metric]
-    return BestEpoch(stopping.metric, mode, stopping.patience, stopping.min_delta, checkpoints.rstrip("/") + "-best")
+    best = BestEpoch(stopping.metric, mode, choice.patience, stopping.min_delta, checkpoints.rstrip("/") + "-best")
+    return best, choice
 
 
 def class_weights(
@@ -364,29 +368,29 @@ def class_weights(
 
 
 def training_record(
-    training: TrainingConfig,
-    label_names: list[str],
+    plan: TrainingPlan,
     weights: dict[int, float] | None,
     best: BestEpoch | None,
-    multi_label: bool = False,
+    stopping: StoppingChoice,
 ) -> TrainingRecord:
+    training, label_names = plan.settings.training, list(plan.settings.label_names)
     setting = training.class_weights if isinstance(training.class_weights, str) else "mapping"
-    if multi_label and weights:
+    if plan.settings.multi_label and weights:
         setting += ", positive weight per label"
-    ran = {"epochs_run": training.epochs}
+    ran = {"epochs_run": plan.epochs.epochs, "stopping_reason": stopping.describe(training.early_stopping.metric)}
     if best is not None:
-        stopping = training.early_stopping
-        ran = {
+        ran |= {
             "epochs_run": best.last_epoch + 1,
             "monitor": best.monitor,
             "best_value": best.best_value,
             "best_epoch": best.best_epoch + 1,
             "stopped_early": best.stopped_early,
             "patience": stopping.patience,
-            "min_delta": stopping.min_delta,
+            "min_delta": training.early_stopping.min_delta,
         }
     return TrainingRecord(
-        epochs=training.epochs,
+        epochs=plan.epochs.epochs,
+        epochs_reason=plan.epochs.reason,
         class_weights={label_names[i]: w for i, w in weights.items()} if weights else None,
         class_weight_setting=setting,
         **ran,
@@ -405,6 +409,7 @@ class TrainingPlan:
     model_inputs: tuple[str, ...]
     train_count: int
     eval_count: int
+    epochs: EpochChoice  # training.epochs as set, or chosen from train_count
     steps_per_execution: int = 1  # training steps per call from the host (32 on TPUs)
 
     @property
@@ -417,7 +422,7 @@ class TrainingPlan:
 
     @property
     def total_steps(self) -> int:
-        return self.steps_per_epoch * self.settings.training.epochs
+        return self.steps_per_epoch * self.epochs.epochs
 
     @property
     def static_validation(self) -> bool:
@@ -433,6 +438,7 @@ def plan_training(fn_args, settings: TrainerSettings) -> TrainingPlan:
     precision = distribution.resolve_precision(training.precision, placement)
     tf_keras.mixed_precision.set_global_policy(distribution.KERAS_POLICY[precision])
     files = model_files(resolve_model_dir(settings.model.name, settings.model.revision))
+    train_count = count_records(fn_args.train_files, window_count(settings))
     plan = TrainingPlan(
         settings=settings,
         placement=placement,
@@ -440,8 +446,9 @@ def plan_training(fn_args, settings: TrainerSettings) -> TrainingPlan:
         global_batch=training.batch_size * placement.replicas,
         files=files,
         model_inputs=tuple(tokenizer_spec(files.directory).model_input_names),
-        train_count=count_records(fn_args.train_files, window_count(settings)),
+        train_count=train_count,
         eval_count=count_records(fn_args.eval_files, window_count(settings)),
+        epochs=choose_epochs(training.epochs, train_count),
         steps_per_execution=distribution.resolve_steps_per_execution(training.steps_per_execution, placement),
     )
     if plan.steps_per_epoch == 0:
@@ -453,7 +460,7 @@ def plan_training(fn_args, settings: TrainerSettings) -> TrainingPlan:
     print(
         f"[Trainer] {placement.describe()}, {precision}, global batch {plan.global_batch}, "
         f"{plan.steps_per_execution} step(s) per execution; {plan.train_count} train / "
-        f"{plan.eval_count} eval {examples}; {training.epochs} epoch(s) x {plan.steps_per_epoch} steps; "
+        f"{plan.eval_count} eval {examples}; {plan.epochs.describe()} x {plan.steps_per_epoch} steps; "
         f"labels {list(settings.label_names)}",
         flush=True,
     )
@@ -554,11 +561,11 @@ def build_and_compile(fn_args, plan: TrainingPlan, weights):
 
 
 def training_callbacks(fn_args, plan: TrainingPlan, meter: TrainingMeter, has_eval: bool):
-    """(callbacks in order, the progress logger, the early-stopping tracker or None)."""
+    """(callbacks in order, the progress logger, the early-stopping tracker or None, the stopping choice)."""
     training = plan.settings.training
     progress = ProgressLogger(plan.total_steps, plan.global_batch, training.log_every_steps, meter)
     checkpoints = resume_dir(fn_args, plan.settings)
-    best_epoch = early_stopping(training, checkpoints, has_eval=has_eval)
+    best_epoch, stopping = early_stopping(training, checkpoints, plan.epochs.epochs, has_eval=has_eval)
     callbacks = [
         # First, so the others see the restored state: a rerun after a crash continues from the last
         # checkpoint (weights, optimizer, step), not from step 0.
@@ -569,7 +576,7 @@ def training_callbacks(fn_args, plan: TrainingPlan, meter: TrainingMeter, has_ev
             log_dir=os.path.join(fn_args.model_run_dir, "logs"), update_freq=training.log_every_steps
         ),
     ]
-    return callbacks, progress, best_epoch
+    return callbacks, progress, best_epoch, stopping
 
 
 def measured_meter(model, plan: TrainingPlan) -> TrainingMeter:
@@ -623,10 +630,10 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     model = build_and_compile(fn_args, plan, weights)
     meter = measured_meter(model, plan)
     train_data = record_batch_shapes(train_data, meter.records)
-    callbacks, progress, best_epoch = training_callbacks(fn_args, plan, meter, has_eval=eval_data is not None)
+    callbacks, progress, best_epoch, stopping = training_callbacks(fn_args, plan, meter, has_eval=eval_data is not None)
     model.fit(
         train_data,
-        epochs=training.epochs,
+        epochs=plan.epochs.epochs,
         steps_per_epoch=plan.steps_per_epoch,
         validation_data=eval_data,
         validation_steps=plan.eval_steps if plan.static_validation else None,
@@ -636,5 +643,5 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     )
     logging.info("training throughput: %.1f examples/s", progress.examples_per_second)
     meter.write(fn_args.model_run_dir)
-    training_record(training, label_names, weights, best_epoch, settings.multi_label).write(fn_args.model_run_dir)
+    training_record(plan, weights, best_epoch, stopping).write(fn_args.model_run_dir)
     export_models(fn_args, plan, model, tf_transform_output)

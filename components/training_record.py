@@ -12,8 +12,10 @@ RECORD_FILE = "training_record.json"
 
 @dataclasses.dataclass
 class TrainingRecord:
-    epochs: int  # asked for
+    epochs: int  # at most: set, or chosen from the train split's size
     epochs_run: int
+    epochs_reason: str = ""  # why at most `epochs` (models.epochs.EpochChoice)
+    stopping_reason: str = ""  # whether early stopping watched, and why (models.epochs.StoppingChoice)
     class_weights: dict[str, float] | None = None  # by label name; None: unweighted
     class_weight_setting: str = "none"  # none | balanced | mapping
     monitor: str = ""  # the early-stopping metric; '' when early stopping was off
@@ -24,15 +26,17 @@ class TrainingRecord:
     min_delta: float = 0.0
 
     def describe_epochs(self) -> str:
+        limit = f"at most {self.epochs}" + (f" ({self.epochs_reason})" if self.epochs_reason else "")
         if not self.monitor:
-            return f"{self.epochs_run} of {self.epochs} epoch(s); the last one exported (early stopping off)"
+            stopping = self.stopping_reason or "early stopping off"
+            return f"{self.epochs_run} epoch(s) ran, {limit}; the last one exported: {stopping}"
         exported = f"epoch {self.best_epoch} exported: best {self.monitor} {self.best_value:.4f}"
         if self.stopped_early:
             return (
-                f"stopped after epoch {self.epochs_run} of {self.epochs}: {self.monitor} did not improve by more "
-                f"than {self.min_delta:g} for {self.patience} epoch(s); {exported}"
+                f"stopped after epoch {self.epochs_run}, {limit}: {self.monitor} did not improve by more than "
+                f"{self.min_delta:g} for {self.patience} epoch(s); {exported}"
             )
-        return f"all {self.epochs_run} epochs ran; {exported}"
+        return f"all {self.epochs_run} epochs ran, {limit}; {exported}"
 
     def describe_class_weights(self) -> str:
         if not self.class_weights:

@@ -9,9 +9,18 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from models.config_section import ConfigSection, auto_or_number, flag
+from models.epochs import AUTO_PATIENCE, MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN
 from models.lengths import AUTO, BucketWidths, SeqLength, WindowCount
 from models.recipe import ClipNorm, LearningRate, WarmupRatio
 
+Epochs = Annotated[
+    int | Literal["auto"],
+    BeforeValidator(functools.partial(auto_or_number, low=1, what="a number of epochs (at least 1)")),
+]
+Patience = Annotated[
+    int | Literal["auto"],
+    BeforeValidator(functools.partial(auto_or_number, low=0, what="a number of epochs (0: off)")),
+]
 StepsPerExecution = Annotated[
     int | Literal["auto"],
     BeforeValidator(functools.partial(auto_or_number, low=1, what="a number of steps (at least 1)")),
@@ -86,7 +95,11 @@ class EarlyStoppingConfig(ConfigSection):
     """Stops training once the eval split's `metric` has not improved by more than `min_delta` for `patience`
     epochs; the exported model is then the best epoch's, not the last one's."""
 
-    patience: int = Field(0, ge=0, description="epochs without improvement before stopping; 0: off (all epochs run)")
+    patience: Patience = Field(
+        AUTO,
+        description=f"epochs without improvement before stopping; 0: off (all epochs run). auto: {AUTO_PATIENCE} "
+        "when there are 2 or more epochs and an eval split, else off",
+    )
     metric: Literal[tuple(EARLY_STOPPING_METRICS)] = Field(
         "val_loss", description="the eval split's metric watched: val_loss (lower is better) or val_accuracy"
     )
@@ -96,7 +109,13 @@ class EarlyStoppingConfig(ConfigSection):
 class TrainingConfig(ConfigSection):
     """How the Trainer fine-tunes the model (AdamW, linear warm-up then decay)."""
 
-    epochs: int = Field(1, ge=1, description="passes over the train split", json_schema_extra=flag("--epochs"))
+    epochs: Epochs = Field(
+        AUTO,
+        description="passes over the train split at most (early stopping may end training sooner). auto: enough "
+        f"to train on {MIN_EXAMPLES_SEEN:,} examples, at most {MAX_AUTO_EPOCHS} (1 on a split that large; "
+        "models/epochs.py says why)",
+        json_schema_extra=flag("--epochs"),
+    )
     batch_size: int = Field(
         32,
         ge=1,
@@ -182,7 +201,7 @@ class TrainingConfig(ConfigSection):
     @model_validator(mode="after")
     def _early_stopping_has_epochs_to_choose_from(self) -> TrainingConfig:
         patience = self.early_stopping.patience
-        if patience and self.epochs < 2:
+        if patience not in (AUTO, 0) and self.epochs != AUTO and self.epochs < 2:
             raise ValueError(
                 f"training.early_stopping.patience {patience} needs training.epochs >= 2 (it is {self.epochs}): "
                 "early stopping chooses among epochs"

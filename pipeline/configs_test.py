@@ -8,7 +8,7 @@ def test_defaults_are_the_embedded_offline_run():
     config = configs.load_config()
     assert config.dataset.name == "packaged:rotten_tomatoes"
     assert config.model.name == "packaged:all-MiniLM-L6-v2"
-    assert (config.model.max_seq_length, config.training.epochs) == ("auto", 1)  # chosen from the texts
+    assert (config.model.max_seq_length, config.training.epochs) == ("auto", "auto")  # chosen from the data
     assert config.metadata_sqlite.endswith("metadata.sqlite")
 
 
@@ -28,7 +28,7 @@ def test_unknown_keys_and_wrong_types_are_named():
         configs.load_config(overrides={"training.epoch": 2})
     with pytest.raises(
         configs.ConfigError,
-        match=r"training\.epochs = 'many': should be a valid integer.*\(passes over the train split\)",
+        match=r"training\.epochs = 'many': should be auto or a number of epochs \(at least 1\) \(passes over",
     ):
         configs.load_config(overrides={"training.epochs": "many"})
 
@@ -112,7 +112,7 @@ def test_class_weights_take_a_mode_or_a_mapping_and_early_stopping_is_a_section(
         overrides={"training.class_weights": "balanced", "training.early_stopping.patience": "1", "training.epochs": 2}
     )
     assert flags.training.class_weights == "balanced" and flags.training.early_stopping.patience == 1
-    assert configs.load_config().training.early_stopping.patience == 0  # off by default
+    assert configs.load_config().training.early_stopping.patience == "auto"  # on where it can choose (models/epochs)
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,7 @@ def test_class_weights_take_a_mode_or_a_mapping_and_early_stopping_is_a_section(
             {"training.class_weights": {"negative": 2}, "dataset.label_names": ["neg", "pos"]},
             r"training.class_weights names \['negative'\], which are not labels of this run",
         ),
-        ({"training.early_stopping.patience": 1}, "needs training.epochs >= 2"),
+        ({"training.early_stopping.patience": 1, "training.epochs": 1}, "needs training.epochs >= 2"),
         (
             {"training.early_stopping.metric": "val_auc", "training.epochs": 2},
             "training.early_stopping.metric = 'val_auc': should be 'val_loss' or 'val_accuracy'",

@@ -6,6 +6,7 @@ import csv
 
 import pytest
 
+from models.epochs import MAX_AUTO_EPOCHS
 from pipeline import configs
 from pipeline.orchestration.local_runner import run_local
 from tests import user_datasets
@@ -31,10 +32,11 @@ def config_for(workdir, model_dir, csv_path, **evaluation):
     overrides = {
         **tiny_overrides(workdir, model_dir, 32, **evaluation),
         "dataset.name": str(csv_path),
-        "training.epochs": 3,
+        # The defaults: epochs auto (a few hundred rows: the most auto chooses) and early stopping's patience auto (2).
+        "training.epochs": "auto",
         "training.class_weights": "balanced",
-        # min_delta 10 makes every epoch after the first "no improvement": patience 1 stops after epoch 2.
-        "training.early_stopping": {"patience": 1, "min_delta": 10.0, "metric": "val_loss"},
+        # min_delta 10 makes every epoch after the first "no improvement": patience 2 stops after epoch 3.
+        "training.early_stopping": {"min_delta": 10.0, "metric": "val_loss"},
     }
     return configs.load_config(overrides=overrides)
 
@@ -59,12 +61,15 @@ def test_balanced_class_weights_come_from_the_train_split_counts(runs):
     assert "class weights balanced: " in summary.render()
 
 
-def test_early_stopping_stops_before_the_last_epoch_and_exports_the_best(runs):
+def test_auto_epochs_are_a_maximum_early_stopping_ends_and_exports_the_best(runs):
     summary, _ = runs
     record = summary.training
-    assert (record.epochs, record.epochs_run, record.best_epoch, record.stopped_early) == (3, 2, 1, True)
-    assert "stopped after epoch 2 of 3: val_loss did not improve by more than 10 for 1 epoch(s); epoch 1" in (
-        summary.render()
+    assert (record.epochs, record.epochs_run, record.best_epoch, record.stopped_early) == (MAX_AUTO_EPOCHS, 3, 1, True)
+    train = summary.label_counts["train"]
+    assert record.epochs_reason == f"auto: {sum(train.values()):,} train examples: 10 passes, the most auto chooses"
+    assert (
+        f"stopped after epoch 3, at most {MAX_AUTO_EPOCHS} (auto: " in summary.render()
+        and "val_loss did not improve by more than 10 for 2 epoch(s); epoch 1" in summary.render()
     )
 
 

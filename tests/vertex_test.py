@@ -12,6 +12,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from components import run_parameters
 from components.hf_trainer import with_overrides
+from models.training_config import TrainingConfig
 from pipeline import cli, configs
 from pipeline.cloud import submit
 from pipeline.cloud.compiled_specs import COMPILED_PROFILES, KUBEFLOW_PIPELINE_YAML, PIPELINE_YAML
@@ -127,7 +128,7 @@ def test_runtime_parameters_reach_their_components_with_defaults(committed, prof
     assert {k: v["defaultValue"] for k, v in parameters.items()} == {
         "span": 0,
         "dataset_revision": "",
-        "epochs": profile.training.epochs,
+        "epochs": str(profile.training.epochs),  # text: a number, or auto (the Trainer chooses from its split)
         "learning_rate": with_recipe_chosen(profile).training.learning_rate,  # auto: chosen from the model
     }
     assert profile.training.learning_rate == "auto" and parameters["learning_rate"]["defaultValue"] == 1e-4
@@ -374,11 +375,12 @@ def test_dataflow_workers_join_the_network_through_beams_own_options(on_dataflow
 def test_trainer_overrides_fold_into_custom_config():
     properties = {
         "custom_config": json.dumps({"training": {"epochs": 1, "batch_size": 8}}),
-        "epochs": 4,
+        "epochs": "4",  # a runtime parameter's text
         "learning_rate": None,
     }
     folded = json.loads(with_overrides(properties)["custom_config"])
-    assert folded["training"] == {"epochs": 4, "batch_size": 8}
+    assert folded["training"] == {"epochs": "4", "batch_size": 8}
+    assert TrainingConfig.model_validate(folded["training"]).epochs == 4
 
 
 @pytest.mark.parametrize(
@@ -511,7 +513,7 @@ def test_submitted_pipeline_job_arrives_as_the_dry_run_shows_it(profile, vertex_
     assert dict(sent.runtime_config.parameter_values) == {
         "span": 3,
         "dataset_revision": "",
-        "epochs": 5,
+        "epochs": "5",
     }  # learning_rate is auto in the config: the compiled default, chosen from the model, applies
     assert dict(sent.labels) == {"team": "ml-platform", "app": "hf-text-classifier"}
     assert sent.service_account == "hftfx-runner@my-gcp-project.iam.gserviceaccount.com"
@@ -756,7 +758,7 @@ def test_kfp_submission_through_the_kfp_client_carries_root_parameters_and_spec(
     assert sent["runtime_config"]["parameters"] == {
         "span": 4,
         "dataset_revision": "",
-        "epochs": 3,
+        "epochs": "3",
     }  # learning_rate is auto in the config: the compiled default, chosen from the model, applies
     assert sent["service_account"] == "hftfx-runner"
     spec = json_format.ParseDict(sent["pipeline_spec"], pipeline_spec_pb2.PipelineSpec(), ignore_unknown_fields=False)

@@ -102,6 +102,7 @@ def default_training_flops(config) -> float:
     Trainer pads it, for every epoch."""
     from transformers import AutoConfig
 
+    from models.epochs import choose_epochs
     from models.flops import EncoderShape
     from models.lengths import choose_buckets
     from models.pretrained import resolve_model_dir
@@ -115,7 +116,8 @@ def default_training_flops(config) -> float:
     shape = EncoderShape.from_config(model_config, embeddings_trained=not config.training.freeze_embeddings)
     steps = texts // config.training.batch_size
     used = steps * config.training.batch_size / texts  # the last partial batch is dropped
-    return shapes.training_flops(shape) * used * config.training.epochs
+    epochs = choose_epochs(config.training.epochs, texts).epochs  # at most: early stopping may end sooner
+    return shapes.training_flops(shape) * used * epochs
 
 
 def estimate_default_run(peak_gflops: float, config=None) -> RunEstimate:

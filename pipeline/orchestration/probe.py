@@ -16,6 +16,7 @@ from pathlib import Path
 from components import evaluation
 from components.evaluation_config import threshold_per_label
 from components.hf_example_gen import beam_rows, sources, spans, splitting
+from models.epochs import MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN, choose_epochs, choose_patience
 from models.flops import EncoderShape
 from models.lengths import (
     AUTO,
@@ -60,6 +61,30 @@ class ProbeResult:
     def describe_lengths(self) -> str:
         """The token lengths and what the run chose from them (width, windows, buckets), as printed and kept."""
         return "; ".join(part.describe() for part in (self.lengths, self.windows, self.buckets) if part)
+
+    @property
+    def train_examples(self) -> int | None:
+        """What one epoch trains on, when the sample held the whole dataset: train texts, or their windows."""
+        texts = (self.split_sizes or {}).get("train")
+        if texts is None or self.windows is None:
+            return texts
+        return round(texts * len(self.windows.trained.lengths) / max(1, len(self.lengths.profile.lengths)))
+
+    def describe_epochs(self) -> str:
+        """How many epochs the Trainer will run at most and whether early stopping watches, as far as the sample
+        tells; on a sample short of the whole dataset the Trainer chooses from the split it counts."""
+        training = self.config.training
+        examples = self.train_examples
+        if examples is None:
+            if training.epochs != AUTO:
+                return choose_epochs(training.epochs, 0).describe()
+            return (
+                f"auto: the Trainer chooses from the train split's size (enough to train on {MIN_EXAMPLES_SEEN:,} "
+                f"examples, at most {MAX_AUTO_EPOCHS})"
+            )
+        epochs = choose_epochs(training.epochs, examples)
+        stopping = choose_patience(training.early_stopping, epochs.epochs, self.split_sizes.get("eval", 0) > 0)
+        return f"{epochs.describe()}; {stopping.describe(training.early_stopping.metric)}"
 
     def describe(self) -> str:
         if self.split_sizes is not None:
