@@ -6,12 +6,23 @@ Read by the run summary and report (pipeline/reporting) and by the model card of
 from __future__ import annotations
 
 from components.evaluation import metric_names, top1_precision_recall
+from components.noise_aware_gate import read_comparisons
 
 
 def _metric_value(value: dict) -> float | None:
+    """A metric's point value, with or without an interval (TFMA's view shows one as a boundedValue)."""
     if "doubleValue" in value:
         return float(value["doubleValue"])
+    if "boundedValue" in value:
+        return float(value["boundedValue"].get("value", 0.0))
     return None
+
+
+def _interval(value: dict) -> tuple[float, float] | None:
+    bounded = value.get("boundedValue")
+    if bounded is None:
+        return None
+    return float(bounded.get("lowerBound", 0.0)), float(bounded.get("upperBound", 0.0))
 
 
 def load_eval_config(evaluation_uri: str):
@@ -82,6 +93,31 @@ def read_metrics(
     return overall, dict(sorted(slices.items())), per_class
 
 
+def read_intervals(
+    evaluation_uri: str, label_names: list[str]
+) -> tuple[dict[str, tuple[float, float]], dict[str, tuple[float, float, float]]]:
+    """The candidate's whole-test-split 95% intervals, where TFMA computed them (evaluation.confidence_intervals):
+    ({metric: (lower, upper)}, {metric: (change vs. the baseline, lower, upper)}), under our names."""
+    rename = metric_names(max(len(label_names), 2))
+    result = load_eval_result(evaluation_uri)
+    own, changes = {}, {}
+    for slice_key, by_output in result.slicing_metrics:
+        if slice_key:
+            continue
+        for name, value in by_output.get("", {}).get("", {}).items():
+            interval = _interval(value)
+            if interval is None:
+                continue
+            diff = name.endswith("_diff")
+            ours = _metric_name(name.removesuffix("_diff"))
+            ours = rename.get(ours, ours)
+            if diff:
+                changes[ours] = (_metric_value(value), *interval)
+            else:
+                own[ours] = interval
+    return own, changes
+
+
 def multiclass_confusion_matrix(result) -> dict:
     """TFMA's K x K confusion matrix of top-1 predictions over the whole test split ({} if not computed)."""
     plots = dict(result.plots)
@@ -113,6 +149,8 @@ def describe_failure(failure) -> str:
                 limit = getattr(change, kind).value
                 shown = 0.0 if abs(limit) < 1e-6 else limit  # TFMA's "no regression" bound is -1e-10
                 bounds.append(f"needs {kind} change {'>=' if higher else '<='} {shown:.4g}")
+    if failure.message and bounds:
+        bounds.append(failure.message)  # the noise-aware gate's interval (components/noise_aware_gate.py)
     return f"{name} {value:.4f} ({', '.join(bounds) or failure.message})"
 
 
@@ -121,7 +159,10 @@ def blessing_reason(evaluation_uri: str, blessed: bool) -> str:
 
     result = tfma.load_validation_result(evaluation_uri)
     if result.validation_ok:
-        return "every threshold met" if blessed else "thresholds met, but the Evaluator did not bless the model"
+        within = [c.describe() for c in read_comparisons(evaluation_uri) if c.within_noise]
+        if not blessed:
+            return "thresholds met, but the Evaluator did not bless the model"
+        return "; ".join(["every threshold met", *within])
     failures = []
     for per_slice in result.metric_validations_per_slice:
         where = ", ".join(

@@ -201,8 +201,16 @@ def eval_config(
         config_pb2.SlicingSpec(feature_keys=[LABEL_NAME_FEATURE]),
         config_pb2.SlicingSpec(feature_keys=[LENGTH_BUCKET]),
     ]
+    options = config_pb2.Options(
+        confidence_intervals=config_pb2.ConfidenceIntervalOptions(method=config_pb2.ConfidenceIntervalOptions.JACKKNIFE)
+    )
+    if evaluation.confidence_intervals != "auto":  # auto: left unset, the Evaluator decides per run (same_task.py)
+        options.compute_confidence_intervals.value = evaluation.confidence_intervals == "always"
     return config_pb2.EvalConfig(
-        model_specs=[model_spec], slicing_specs=slicing, metrics_specs=metrics_specs(num_labels, evaluation, thresholds)
+        model_specs=[model_spec],
+        slicing_specs=slicing,
+        metrics_specs=metrics_specs(num_labels, evaluation, thresholds),
+        options=options,
     )
 
 

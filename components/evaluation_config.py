@@ -6,7 +6,7 @@ Apart from components/evaluation.py, which imports TFMA: the config is read befo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -26,7 +26,15 @@ class EvaluationConfig(ConfigSection):
         0.75, description="blessing needs at least this test AUC", json_schema_extra=flag("--min-auc")
     )
     max_auc_regression: Share = Field(
-        0.0, description="how much AUC a new model may lose against the blessed baseline and still be blessed"
+        0.0,
+        description="how much AUC a new model may lose against the blessed baseline and still be blessed, beyond "
+        "the test split's noise: a loss whose 95% interval (paired, TFMA's jackknife) reaches this is blessed",
+    )
+    confidence_intervals: Literal["auto", "always", "never"] = Field(
+        "auto",
+        description="TFMA's 95% intervals of every metric and slice: auto: when a blessed baseline takes part (the "
+        "comparison with it needs them); always: every run (about 5 s more per slice on 2 cores); never: the "
+        "comparison takes point values (a retrain of equal quality is then refused about half the time)",
     )
     min_macro_f1: Share | None = Field(
         None,

@@ -82,6 +82,7 @@ class HFTrainer(trainer_component.Trainer):
         custom_config: dict[str, Any],
         epochs=None,
         learning_rate=None,
+        hyperparameters=None,
     ):
         # TFX's Trainer.__init__ builds a TrainerSpec; this one needs the two extra parameters.
         base_component.BaseComponent.__init__(
@@ -94,6 +95,7 @@ class HFTrainer(trainer_component.Trainer):
                 train_args=train_args,
                 eval_args=eval_args,
                 custom_config=json_utils.dumps(custom_config),
+                hyperparameters=hyperparameters,  # the Tuner's best_hyperparameters, when a Tuner runs
                 **{EPOCHS.name: epochs, LEARNING_RATE.name: learning_rate},
                 model=types.Channel(type=standard_artifacts.Model),
                 model_run=types.Channel(type=standard_artifacts.ModelRun),

@@ -68,6 +68,11 @@ class TrainerSettings:
             config.update(multi_label=True, decision_thresholds=list(self.decision_thresholds))
         return config
 
+    def with_training(self, values: dict[str, Any]) -> TrainerSettings:
+        """These settings with training keys replaced (a tuning trial's values, or the best trial's)."""
+        training = build_section(TrainingConfig, {**self.training.model_dump(mode="json"), **values}, "training")
+        return dataclasses.replace(self, training=training)
+
     @classmethod
     def from_custom_config(cls, custom_config: dict[str, Any]) -> TrainerSettings:
         return cls(
@@ -551,7 +556,8 @@ def build_and_compile(fn_args, plan: TrainingPlan, weights):
         dropout = "the checkpoint's" if training.dropout is None else f"{training.dropout} (training.dropout)"
         embeddings = "frozen (training.freeze_embeddings)" if training.freeze_embeddings else "trained"
         print(f"[Trainer] {report.describe()}; dropout {dropout}; input embeddings {embeddings}", flush=True)
-        check_disk_space(model, [fn_args.model_run_dir, fn_args.serving_model_dir])
+        exports = [fn_args.model_run_dir, fn_args.serving_model_dir]  # none in a tuning trial
+        check_disk_space(model, [directory for directory in exports if directory])
         positive = [weights[i] for i in range(len(settings.label_names))] if weights and settings.multi_label else None
         recipe = compile_for_training(
             model, training, plan.total_steps, settings.multi_label, positive, plan.steps_per_execution
@@ -619,8 +625,20 @@ def export_models(fn_args, plan: TrainingPlan, model, tf_transform_output) -> No
     )
 
 
+def tuned(settings: TrainerSettings, hyperparameters: dict[str, Any] | None) -> TrainerSettings:
+    """The settings with the Tuner's best trial's values (its `best_hyperparameters`, KerasTuner's HyperParameters
+    config as fn_args.hyperparameters holds it), said; unchanged without a Tuner."""
+    values = dict((hyperparameters or {}).get("values", {}))
+    if not values:
+        return settings
+    shown = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items())
+    print(f"[Trainer] the Tuner's best trial: {shown}", flush=True)
+    return settings.with_training(values)
+
+
 def run_fn(fn_args: tfx.components.FnArgs) -> None:
     settings = TrainerSettings.from_custom_config(fn_args.custom_config)
+    settings = tuned(settings, fn_args.hyperparameters)
     training, label_names = settings.training, list(settings.label_names)
     tf_keras.utils.set_random_seed(training.seed)
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
@@ -631,7 +649,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     meter = measured_meter(model, plan)
     train_data = record_batch_shapes(train_data, meter.records)
     callbacks, progress, best_epoch, stopping = training_callbacks(fn_args, plan, meter, has_eval=eval_data is not None)
-    model.fit(
+    history = model.fit(
         train_data,
         epochs=plan.epochs.epochs,
         steps_per_epoch=plan.steps_per_epoch,
@@ -643,5 +661,11 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     )
     logging.info("training throughput: %.1f examples/s", progress.examples_per_second)
     meter.write(fn_args.model_run_dir)
-    training_record(plan, weights, best_epoch, stopping).write(fn_args.model_run_dir)
+    record = training_record(plan, weights, best_epoch, stopping)
+    record.tuned = dict((fn_args.hyperparameters or {}).get("values", {})) or None
+    exported = (record.best_epoch or record.epochs_run) - 1
+    if exported in history.epoch:  # a resumed run's history holds only the epochs it ran itself
+        at = history.epoch.index(exported)
+        record.exported_eval = {k: float(v[at]) for k, v in history.history.items() if k.startswith("val_")} or None
+    record.write(fn_args.model_run_dir)
     export_models(fn_args, plan, model, tf_transform_output)

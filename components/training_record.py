@@ -24,6 +24,8 @@ class TrainingRecord:
     stopped_early: bool = False
     patience: int = 0
     min_delta: float = 0.0
+    tuned: dict | None = None  # the Tuner's best trial's values the Trainer trained with; None: no Tuner
+    exported_eval: dict | None = None  # the eval split's metrics (val_loss, val_accuracy) of the exported epoch
 
     def describe_epochs(self) -> str:
         limit = f"at most {self.epochs}" + (f" ({self.epochs_reason})" if self.epochs_reason else "")

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import pydantic
 from pydantic.fields import FieldInfo
+from pydantic_core import to_jsonable_python
 
 from models.config_section import allowed_range, is_section
 from pipeline.configs import PipelineConfig
@@ -91,10 +92,12 @@ def type_name(annotation: Any) -> str:
     if origin in (types.UnionType, typing.Union):
         inner = [type_name(a) for a in args if a is not type(None)]
         return " or ".join(inner) + (" or null" if type(None) in args else "")
-    if origin is tuple:
-        return f"list of {type_name(args[0])}"
+    if origin in (tuple, list):
+        return f"list of {type_name(args[0])}" if args and args[0] is not Any else "list"
     if origin is dict:
         return f"mapping of {type_name(args[0])} to {type_name(args[1])}"
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):  # a small value object
+        return "{" + ", ".join(annotation.model_fields) + "}"
     return {str: "text", int: "integer", float: "number", bool: "true / false"}.get(annotation, str(annotation))
 
 
@@ -107,7 +110,7 @@ def _bare(annotation: Any) -> Any:
 def _shown(value: Any) -> str:
     if isinstance(value, tuple):
         value = list(value)
-    return f"`{json.dumps(value)}`"
+    return f"`{json.dumps(value, default=to_jsonable_python)}`"  # pydantic's own JSON of a section's values
 
 
 def markdown() -> str:

@@ -18,6 +18,7 @@ from components.batch_job import ScoringConfig
 from components.evaluation_config import EvaluationConfig
 from components.hf_example_gen.config import DatasetConfig
 from components.hub_push import HubConfig
+from components.tuning_config import TuningConfig
 from models.config_section import ConfigError, ConfigSection, Texts, build_section, flag
 from models.training_config import EarlyStoppingConfig, ModelConfig, TrainingConfig
 from pipeline.cloud_config import CloudConfig
@@ -86,6 +87,7 @@ class PipelineConfig(ConfigSection):
     dataset: DatasetConfig = Field(default_factory=DatasetConfig, description="the examples")
     model: ModelConfig = Field(default_factory=ModelConfig, description="the pretrained model")
     training: TrainingConfig = Field(default_factory=TrainingConfig, description="the fine-tuning")
+    tuning: TuningConfig = Field(default_factory=TuningConfig, description="a search before the Trainer")
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig, description="the blessing")
     retraining: RetrainingConfig = Field(default_factory=RetrainingConfig, description="when triggers retrain")
     cloud: CloudConfig = Field(default_factory=CloudConfig, description="Vertex AI / Kubeflow")

@@ -1,6 +1,7 @@
 """The DAG's node ids: the names ML Metadata, the compiled spec, the report and the summary know each step by."""
 
 TRANSFORMED_STATISTICS_GEN = "TransformedStatisticsGen"
+TUNER = "Tuner"
 TRAINER = "Trainer"
 EVALUATOR = "Evaluator"
 BASELINE_RESOLVER = "latest_blessed_model_resolver"

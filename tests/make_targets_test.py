@@ -29,6 +29,7 @@ STARTED_BY = {
     "python -m benchmarks.scale": "test_bench_scale_runs_a_tiny_configuration",
     "python -m benchmarks.seeds": "test_bench_seeds_runs_a_tiny_recipe",
     "python -m benchmarks.long_documents": "test_bench_long_runs_a_tiny_configuration (slow: a whole tiny run)",
+    "python -m benchmarks.tuning": "test_bench_tuning_runs_a_tiny_search (slow: two tiny runs, one tuned)",
     "bin/setup-env": "make test itself: setup is its first step",
     "bin/build-image": "tests/image_test.py (slow: podman, a 4 GB image)",
     "bin/check-image": "tests/image_test.py (slow: podman, a 4 GB image)",
@@ -143,6 +144,21 @@ def test_bench_long_runs_a_tiny_configuration(tmp_path, tiny_bert_dir, scratch_r
     assert "head_tail at 64" in [row[0] for row in section["rows"]]
     assert not others or "Kept from an earlier run of this section" in " ".join(section["notes"])
     assert section["heading"] in scratch_reference.read_text()
+
+
+@pytest.mark.slow  # two whole tiny runs, one with 2 trials before the Trainer; tests/tuning_e2e_test.py tunes too
+def test_bench_tuning_runs_a_tiny_search(tmp_path, tiny_bert_dir, scratch_reference):
+    from benchmarks import tuning
+
+    argv = ["--trials", "2", "--out", str(scratch_reference)]
+    for setting in tiny_settings(tmp_path, tiny_bert_dir):
+        argv += ["--set", setting]
+    assert tuning.main(argv) == 0
+    (section,) = [s for s in reference.read()["sections"] if s["heading"] == tuning.SECTION]
+    assert [row[0] for row in section["rows"]] == ["default recipe", "tuned (2 trials)"]
+    assert section["notes"][0].startswith("Best trial: score ") and "x the default run's wall x peak" in (
+        section["notes"][2]
+    )
 
 
 @pytest.mark.slow  # an ExampleGen pass over 300 rows in a Beam pipeline (42 s); its parser is built above

@@ -272,6 +272,12 @@ def test_a_threshold_no_model_meets_blocks_blessing_and_push(first_run, strict_r
     # the first run's blessed model took part as the baseline; the candidate's own metrics are reported
     assert 0 <= summary.metrics["auc"] <= 1 and summary.metrics["example_count"] == 160
     assert set(summary.baseline_metrics) >= {"accuracy", "auc"}
+    # a baseline took part, so TFMA computed intervals (evaluation.confidence_intervals auto); the first run had none
+    assert first_run[1].intervals == {} and first_run[1].changes == {}
+    low, high = summary.intervals["auc"]
+    assert low < summary.metrics["auc"] < high and high - low < 0.5
+    assert summary.changes["auc"] == (0.0, 0.0, 0.0)  # the cached Trainer's model is its own baseline
+    assert "  vs baseline   " in summary.render() and "auc +0.0000 (95% +0.0000 to +0.0000)" in summary.render()
     assert summary.pushed_dir is None
     assert sorted(os.listdir(config.push_base_directory)) == before
     states = {c.name: c.state for c in summary.components}
@@ -495,7 +501,7 @@ def test_run_report_has_every_section_with_embedded_plots(first_run, strict_run,
     assert "tokens per text mean" in page and "of texts hold [UNK] tokens" in page
     assert "took part as the baseline" in page  # the latest run is the strict one, with a baseline
     # the thresholds as the Evaluator ran them (TFMA's own eval config loader): absolute bounds and changes
-    assert re.search(r"<tr><td>\w+</td><td>[\d.]+</td>", page) and " vs baseline</td>" in page
+    assert re.search(r"<tr><td>\w+</td><td>[\d.]+</td>", page) and "beyond the test split&#x27;s noise</td>" in page
     model_run = sorted(glob.glob(f"{config.pipeline_root}/Trainer/model_run/*"))[-1]
     curves = training_series(model_run)
     assert curves["train/epoch_loss"] and curves["validation/evaluation_loss_vs_iterations"]

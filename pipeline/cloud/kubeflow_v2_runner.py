@@ -25,9 +25,10 @@ from pipeline.cloud.profile import (
     validate_cloud,
     vertex_serving_config,
     vertex_training_config,
+    vertex_tuning_config,
 )
 from pipeline.configs import PipelineConfig
-from pipeline.node_ids import BASELINE_RESOLVER, TRAINER
+from pipeline.node_ids import BASELINE_RESOLVER, TRAINER, TUNER
 from pipeline.orchestration.dag import CloudPlacement, create_components, task_of
 from pipeline.orchestration.probe import with_recipe_chosen
 
@@ -38,7 +39,8 @@ def images(config: PipelineConfig) -> dict[str, str]:
     (a TPU image's TensorFlow would wait for TPU chips at import in the launcher). On Kubeflow the Trainer
     trains in its own pod, so that pod runs the trainer image."""
     trainer = config.cloud.image_uri if on_vertex(config.cloud) else trainer_image(config.cloud)
-    return {kubeflow_v2_dag_runner._DEFAULT_IMAGE_PATH_KEY: config.cloud.image_uri, TRAINER: trainer}
+    # The Tuner's trials train as the Trainer does: in its pod on Kubeflow, in a CustomJob on Vertex.
+    return {kubeflow_v2_dag_runner._DEFAULT_IMAGE_PATH_KEY: config.cloud.image_uri, TRAINER: trainer, TUNER: trainer}
 
 
 def cloud_placement(config: PipelineConfig) -> CloudPlacement:
@@ -46,7 +48,12 @@ def cloud_placement(config: PipelineConfig) -> CloudPlacement:
     if not on_vertex(config.cloud):
         return CloudPlacement(vertex=False)
     endpoint = vertex_serving_config(config.cloud) if config.cloud.push_to == "endpoint" else None
-    return CloudPlacement(vertex=True, training_config=vertex_training_config(config.cloud), serving_config=endpoint)
+    return CloudPlacement(
+        vertex=True,
+        training_config=vertex_training_config(config.cloud),
+        tuning_config=vertex_tuning_config(config.cloud),
+        serving_config=endpoint,
+    )
 
 
 def create_cloud_pipeline(config: PipelineConfig, run: RunParameters) -> tfx_pipeline.Pipeline:

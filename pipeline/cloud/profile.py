@@ -399,6 +399,17 @@ def vertex_training_config(cloud: CloudConfig) -> dict:
     }
 
 
+def vertex_tuning_config(cloud: CloudConfig) -> dict:
+    """The keys TFX's Vertex Tuner reads: the Trainer's CustomJob under its tuning key. TFX adds the worker pool of
+    the parallel trials beyond the chief's (a copy of the first pool, tuning.parallel_trials - 1 replicas)."""
+    from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_trainer_executor
+    from tfx.extensions.google_cloud_ai_platform.tuner import executor as vertex_tuner_executor
+
+    settings = vertex_training_config(cloud)
+    job = settings.pop(vertex_trainer_executor.TRAINING_ARGS_KEY)
+    return {**settings, vertex_tuner_executor.TUNING_ARGS_KEY: job}
+
+
 def vertex_client_settings(cloud: CloudConfig) -> dict:
     """The API host and CMEK key the components' Vertex clients use (components/vertex_clients.py)."""
     return {API_ENDPOINT: api_endpoint(cloud), ENCRYPTION_KEY: cloud.encryption_key}

@@ -17,10 +17,12 @@ from components.example_validator import StrictExampleValidator
 from components.hf_example_gen.component import HFDatasetExampleGen
 from components.hf_publisher import HFPublisher
 from components.hf_trainer import HFTrainer, VertexHFTrainer
+from components.hf_tuner import TUNER_FN, VertexHFTuner
 from components.pusher import ServingPusher
 from components.run_parameters import RunParameters
 from components.trainer import TrainerSettings
 from components.transform import transform_custom_config
+from components.tuning_config import TUNING_KEY
 from models.contract import TEXT_FEATURE, TEXT_PAIR_FEATURE
 from models.errors import UserError
 from models.task import TaskContract, task_contract
@@ -33,6 +35,7 @@ from pipeline.node_ids import (
     PUSHER,
     TRAINER,
     TRANSFORMED_STATISTICS_GEN,
+    TUNER,
 )
 from pipeline.publishing import card_facts
 
@@ -50,6 +53,7 @@ class CloudPlacement:
 
     vertex: bool
     training_config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    tuning_config: dict[str, Any] = dataclasses.field(default_factory=dict)  # the Tuner's CustomJob, on Vertex
     serving_config: dict[str, Any] | None = None  # None: the filesystem push
 
 
@@ -121,7 +125,8 @@ def create_components(
         )
     vertex = cloud is not None and cloud.vertex
     data = data_components(config, run, input_fingerprint)
-    trainer = trainer_component(config, run, data, cloud.training_config if vertex else None)
+    tuner = tuner_component(config, data, cloud.tuning_config if vertex else None)
+    trainer = trainer_component(config, run, data, cloud.training_config if vertex else None, tuner)
     # Kubeflow's v2 backend runs no resolver nodes: there the Evaluator has no baseline.
     resolver = baseline_resolver(config, vertex) if cloud is None or vertex else None
     evaluator = evaluator_component(config, data, trainer, resolver)
@@ -129,7 +134,8 @@ def create_components(
     publisher = publisher_component(config, data, trainer, evaluator)
     scorers = [scorer_component(config, trainer, evaluator)] if config.scoring.input else []
     resolvers = [resolver] if resolver else []
-    return [*data.in_order(), trainer, *resolvers, evaluator, pusher, publisher, *scorers]
+    tuners = [tuner] if tuner else []
+    return [*data.in_order(), *tuners, trainer, *resolvers, evaluator, pusher, publisher, *scorers]
 
 
 def data_components(config: PipelineConfig, run: RunParameters, input_fingerprint: str) -> DataComponents:
@@ -175,17 +181,44 @@ def data_components(config: PipelineConfig, run: RunParameters, input_fingerprin
     )
 
 
-def trainer_component(
-    config: PipelineConfig, run: RunParameters, data: DataComponents, vertex_job: dict[str, Any] | None
-):
-    """Fine-tunes the transformers model and exports the SavedModel with its serving signatures (and the HF
-    format); with `vertex_job`, in a Vertex AI CustomJob on the profile's machine."""
-    settings = TrainerSettings(
+def trainer_settings(config: PipelineConfig) -> TrainerSettings:
+    return TrainerSettings(
         config.model, config.training, config.dataset.label_names, config.dataset.multi_label,
         decision_thresholds(config) or (),
     )  # fmt: skip
+
+
+def tuner_component(config: PipelineConfig, data: DataComponents, vertex_job: dict[str, Any] | None):
+    """With tuning.trials: searches training settings before the Trainer, each trial fine-tuning as the Trainer
+    does and scored on the eval split; the Trainer trains with the best trial's values. On Vertex, the trials run
+    in one CustomJob, tuning.parallel_trials at a time."""
+    if not config.tuning.enabled:
+        return None
+    tuner_config = {**trainer_settings(config).to_custom_config(), TUNING_KEY: config.tuning.model_dump(mode="json")}
+    tuner_class, extra = tfx.components.Tuner, {}
+    if vertex_job is not None:
+        tuner_class, tuner_config = VertexHFTuner, {**tuner_config, **vertex_job}
+        extra = {"tune_args": tfx.proto.TuneArgs(num_parallel_trials=config.tuning.parallel_trials)}
+    return tuner_class(
+        tuner_fn=TUNER_FN,
+        examples=data.transform.outputs["transformed_examples"],
+        transform_graph=data.transform.outputs["transform_graph"],
+        schema=data.schema_gen.outputs["schema"],
+        train_args=tfx.proto.TrainArgs(splits=["train"]),
+        eval_args=tfx.proto.EvalArgs(splits=["eval"]),
+        custom_config=tuner_config,
+        **extra,
+    ).with_id(TUNER)
+
+
+def trainer_component(
+    config: PipelineConfig, run: RunParameters, data: DataComponents, vertex_job: dict[str, Any] | None, tuner=None
+):
+    """Fine-tunes the transformers model and exports the SavedModel with its serving signatures (and the HF
+    format); with `vertex_job`, in a Vertex AI CustomJob on the profile's machine; with a `tuner`, with its best
+    trial's training values."""
     scope = {same_task.BASELINE_SCOPE_PROPERTY: config.pipeline_name}
-    trainer_class, trainer_config = HFTrainer, {**settings.to_custom_config(), **scope}
+    trainer_class, trainer_config = HFTrainer, {**trainer_settings(config).to_custom_config(), **scope}
     if vertex_job is not None:
         trainer_class, trainer_config = VertexHFTrainer, {**trainer_config, **vertex_job}
     return trainer_class(
@@ -198,6 +231,7 @@ def trainer_component(
         train_args=tfx.proto.TrainArgs(splits=["train"]),
         eval_args=tfx.proto.EvalArgs(splits=["eval"]),
         custom_config=trainer_config,
+        hyperparameters=tuner.outputs["best_hyperparameters"] if tuner else None,
     ).with_id(TRAINER)
 
 

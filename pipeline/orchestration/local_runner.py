@@ -118,6 +118,10 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
     print(f"[pipeline] {describe_lengths(probed)}", file=stream, flush=True)
     print(f"[pipeline] recipe: {probed.recipe.describe()}", file=stream, flush=True)
     print(f"[pipeline] epochs: {probed.describe_epochs()}", file=stream, flush=True)
+    if config.tuning.enabled:
+        print(f"[pipeline] tuning: {config.tuning.describe()}", file=stream, flush=True)
+    if small := probed.small_test_split():
+        print(f"[pipeline] warning: {small}", file=stream, flush=True)
     if (probed.windows or probed.lengths).cuts_most:
         print(f"[pipeline] warning: {length_options(probed)}", file=stream, flush=True)
     preflight.check_serving_contract(config, task_of(config))

@@ -16,6 +16,7 @@ from pathlib import Path
 from components import evaluation
 from components.evaluation_config import threshold_per_label
 from components.hf_example_gen import beam_rows, sources, spans, splitting
+from components.noise_aware_gate import small_test_split
 from models.epochs import MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN, choose_epochs, choose_patience
 from models.flops import EncoderShape
 from models.lengths import (
@@ -53,6 +54,7 @@ class ProbeResult:
     lengths: WidthChoice  # the training texts' token lengths and the max_seq_length chosen from them
     buckets: BucketChoice  # the narrower widths the Trainer cuts batches to, chosen from the same lengths
     windows: WindowChoice | None  # model.long_texts: windows: how the texts are split
+    test_labels: dict[str, int] | None  # {label: test examples}, when the sample held the whole dataset
     recipe: RecipeChoice  # learning rate, warm-up and clipping, as set or chosen from the model
     encoder: EncoderShape | None
     window: tuple[int, ...] = ()  # the spans read, for span-versioned data
@@ -85,6 +87,13 @@ class ProbeResult:
         epochs = choose_epochs(training.epochs, examples)
         stopping = choose_patience(training.early_stopping, epochs.epochs, self.split_sizes.get("eval", 0) > 0)
         return f"{epochs.describe()}; {stopping.describe(training.early_stopping.metric)}"
+
+    def small_test_split(self) -> str | None:
+        """Why the test split is too small for its metrics and the blessing gate to mean much, when it is."""
+        if self.split_sizes is None or self.test_labels is None:
+            return None
+        counts = {name: self.test_labels.get(name, 0) for name in self.config.dataset.label_names}
+        return small_test_split(counts, self.split_sizes.get("test", 0))
 
     def describe(self) -> str:
         if self.split_sizes is not None:
@@ -211,6 +220,9 @@ def probe(config: PipelineConfig) -> ProbeResult:
         windows=windows,
         encoder=model.encoder,
         split_sizes={name: len(rows) for name, rows in placed.rows.items()} if sample.complete else None,
+        test_labels=(
+            {names[i]: n for i, n in placed.label_counts().get("test", {}).items()} if sample.complete else None
+        ),
         sampled_rows=sum(len(rows) for rows in sample.records.values()),
         shards=len(read.shards),
         window=read.window,

@@ -10,10 +10,11 @@ from typing import Any
 import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
 from tfx.components.evaluator import constants as evaluator_constants
+from tfx.components.tuner.executor import _DEFAULT_TUNER_RESULTS_FILE_NAME as TUNER_RESULTS_FILE  # TFX's name for it
 
 from components.batch_scorer import BAD_ROWS_PROPERTY, ROWS_PROPERTY, SCORED_FILE
 from components.batch_scorer import LABEL_COUNTS_PROPERTY as SCORER_LABEL_COUNTS
-from components.eval_results import blessing_reason, read_metrics
+from components.eval_results import blessing_reason, read_intervals, read_metrics
 from components.hf_publisher import HUB_COMMIT_PROPERTY, HUB_TAG_PROPERTY, HUB_URL_PROPERTY, PUBLISHED_PROPERTY
 from components.training_meter import THROUGHPUT_FILE
 from components.training_record import TrainingRecord
@@ -178,6 +179,7 @@ def _read_evaluation(summary: RunSummary, outputs: dict, with_metrics: bool) -> 
             uri, summary.label_names, "candidate", multi_label
         )
         summary.baseline_metrics, _, _ = read_metrics(uri, summary.label_names, "baseline", multi_label)
+        summary.intervals, summary.changes = read_intervals(uri, summary.label_names)
         summary.blessing_reason = blessing_reason(uri, summary.blessed)
 
 
@@ -217,12 +219,20 @@ def _read_pushed(summary: RunSummary, outputs: dict, with_metrics: bool) -> None
         summary.pushed_version = _custom(pushed, "pushed_version")
 
 
+def _read_tuning(summary: RunSummary, outputs: dict, with_metrics: bool) -> None:
+    """The Tuner's trials as TFX wrote them (tuner_results.json: trial id, score, values; best first)."""
+    path = Path(outputs["tuner_results"].uri) / TUNER_RESULTS_FILE
+    if path.is_file():
+        summary.trials = json.loads(path.read_text(encoding="utf-8"))
+
+
 # (output key, reader): each execution's outputs, read by what they hold
 OUTPUT_READERS = (
     ("examples", _read_examples),
     ("model", _read_model),
     ("blessing", _read_evaluation),
     ("model_run", _read_model_run),
+    ("tuner_results", _read_tuning),
     ("hf_model", _read_published),
     ("scored", _read_scored),
     ("pushed_model", _read_pushed),

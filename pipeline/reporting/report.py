@@ -137,6 +137,23 @@ def _training_section(artifacts) -> str:
     return _png(figure)
 
 
+def _trials_table(summary: RunSummary) -> str:
+    """The Tuner's trials, best first, and what the Trainer took from the best ('' without a Tuner)."""
+    if not summary.trials:
+        return ""
+    keys = [k for k in summary.trials[0] if k not in ("trial_id", "score")]
+    rows = [
+        [t.get("trial_id"), f"{t.get('score', float('nan')):.4f}", *(f"{t.get(k)}" for k in keys)]
+        for t in summary.trials
+    ]
+    tuned = summary.training.tuned if summary.training else None
+    taken = f" The Trainer trained with the best trial's values ({html.escape(str(tuned))})." if tuned else ""
+    return (
+        f"<p>The Tuner's {len(rows)} trial(s), best first; score: the eval split's objective at each trial's best "
+        f"epoch.{taken}</p>" + _table(["trial", "score", *keys], rows)
+    )
+
+
 def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str, str]:
     """(the metrics tables, the curves) of the Evaluator's result."""
     metrics_html = _metrics_tables(summary)
@@ -160,10 +177,7 @@ def _metrics_tables(summary: RunSummary) -> str:
     rows = [
         [
             "overall",
-            *[
-                f"{summary.metrics.get(k, float('nan')):.4f}"
-                for k in (accuracy, "auc", "auc_pr", "precision", "recall")
-            ],
+            *[summary.with_interval(k) for k in (accuracy, "auc", "auc_pr", "precision", "recall")],
             int(summary.metrics.get("example_count", 0)),
         ]
     ]
@@ -181,6 +195,11 @@ def _metrics_tables(summary: RunSummary) -> str:
         rows.append([name, *cells, int(values.get("example_count", 0))])
     headers = ["slice", accuracy.replace("_", " "), "AUC", "AUC-PR", "precision", "recall", "examples"]
     metrics_html = _table(headers, rows)
+    if summary.intervals:
+        metrics_html += (
+            "<p>In parentheses: the 95% interval of the whole test split's metric (TFMA's jackknife over 20 "
+            "partitions of the test examples).</p>"
+        )
     if label_slices:
         metrics_html += (
             "<p>On a label's slice, accuracy is that label's recall; AUC, precision and recall need both labels "
@@ -330,7 +349,9 @@ def _blessing_section(evaluation_uri: str, summary: RunSummary) -> str:
                     [
                         metric.class_name,
                         f"{value.lower_bound.value:g}" if value.HasField("lower_bound") else "-",
-                        f"change >= {change.absolute.value:.2g} vs baseline" if change.HasField("absolute") else "-",
+                        f"a loss of at most {max(0.0, -change.absolute.value):.2g} beyond the test split's noise"
+                        if change.HasField("absolute")
+                        else "-",
                     ]
                 )
     if summary.baseline_metrics:
@@ -338,6 +359,10 @@ def _blessing_section(evaluation_uri: str, summary: RunSummary) -> str:
             f"{k} {summary.baseline_metrics[k]:.4f}" for k in ("accuracy", "auc") if k in summary.baseline_metrics
         )
         baseline = f"the latest blessed model took part as the baseline ({shown} on this test split)"
+        if summary.changes:
+            baseline += ". Candidate minus baseline on the same examples, with its paired 95% interval: " + ", ".join(
+                f"{k} {change:+.4f} ({low:+.4f} to {high:+.4f})" for k, (change, low, high) in summary.changes.items()
+            )
     else:
         baseline = "no blessed baseline yet: only the absolute bounds applied"
     verdict = {True: "BLESSED", False: "NOT BLESSED", None: "not evaluated"}[summary.blessed]
@@ -392,7 +417,7 @@ def build_report(sqlite_path: str, pipeline_name: str, output: str | Path, summa
         )
         + _lengths_list(summary.lengths),
         "statistics": _statistics_section(artifacts),
-        "training": _training_section(artifacts),
+        "training": _trials_table(summary) + _training_section(artifacts),
         "evaluation": metrics_html,
         "curves": curves_html,
         "blessing": _blessing_section(evaluation.uri, summary) if evaluation is not None else "",
