@@ -17,7 +17,7 @@ from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
 
-TRIALS = 3
+TRIALS = 2
 
 
 @pytest.fixture(scope="module")
