@@ -1,5 +1,5 @@
 # The README's two commands are `make run` and `make test`; both set up the environment first.
-.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds bench-long bench-tuning image clean-env
+.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds bench-long bench-tuning bench-gate image clean-env
 
 setup:
 	bin/setup-env
@@ -44,6 +44,11 @@ bench-long: setup
 # wall x peak of each (about 7x a default run); ARGS="--set dataset.limits.train=3000" for a shorter one.
 bench-tuning: setup
 	bin/in-env python -m benchmarks.tuning $(ARGS)
+
+# Three default runs in one pipeline root (seed 42, seed 1, a learning rate 100x too small): the AUC change
+# against the blessed baseline with its paired interval, and the gate's decision (about 3 default runs).
+bench-gate: setup
+	bin/in-env python -m benchmarks.gate $(ARGS)
 
 # The pipeline image with podman (installed when missing; vfs storage, offline base from the Debian 13
 # userland), then the checks inside it: doctor, every code path the compiled specs name, a tiny run.

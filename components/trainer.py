@@ -597,6 +597,21 @@ def measured_meter(model, plan: TrainingPlan) -> TrainingMeter:
     return TrainingMeter(shape, peak)
 
 
+def fit(model, plan: TrainingPlan, train, validation, callbacks: list, weights: dict[int, float] | None):
+    """Keras' fit over the plan's epochs and steps (full validation batches on a TPU); class weights as Keras
+    takes them for one label per row (a multi-label model's are inside its loss)."""
+    return model.fit(
+        train,
+        epochs=plan.epochs.epochs,
+        steps_per_epoch=plan.steps_per_epoch,
+        validation_data=validation,
+        validation_steps=plan.eval_steps if plan.static_validation else None,
+        callbacks=callbacks,
+        class_weight=None if plan.settings.multi_label else weights,
+        verbose=0,
+    )
+
+
 def export_models(fn_args, plan: TrainingPlan, model, tf_transform_output) -> None:
     """The SavedModel with its signatures, warm-up requests and task contract; the Hugging Face format beside."""
     settings = plan.settings
@@ -649,16 +664,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     meter = measured_meter(model, plan)
     train_data = record_batch_shapes(train_data, meter.records)
     callbacks, progress, best_epoch, stopping = training_callbacks(fn_args, plan, meter, has_eval=eval_data is not None)
-    history = model.fit(
-        train_data,
-        epochs=plan.epochs.epochs,
-        steps_per_epoch=plan.steps_per_epoch,
-        validation_data=eval_data,
-        validation_steps=plan.eval_steps if plan.static_validation else None,
-        callbacks=callbacks,
-        class_weight=None if settings.multi_label else weights,
-        verbose=0,
-    )
+    history = fit(model, plan, train_data, eval_data, callbacks, weights)
     logging.info("training throughput: %.1f examples/s", progress.examples_per_second)
     meter.write(fn_args.model_run_dir)
     record = training_record(plan, weights, best_epoch, stopping)

@@ -68,16 +68,7 @@ def train_trial(fn_args, settings: trainer.TrainerSettings, objective: str) -> d
     if patience:
         mode = EARLY_STOPPING_METRICS[stopping.metric]
         callbacks.append(tf_keras.callbacks.EarlyStopping(stopping.metric, stopping.min_delta, patience, mode=mode))
-    history = model.fit(
-        train,
-        epochs=plan.epochs.epochs,
-        steps_per_epoch=plan.steps_per_epoch,
-        validation_data=validation,
-        validation_steps=plan.eval_steps if plan.static_validation else None,
-        callbacks=callbacks,
-        class_weight=None if settings.multi_label else weights,
-        verbose=0,
-    ).history
+    history = trainer.fit(model, plan, train, validation, callbacks, weights).history
     scores = history[objective]
     pick = min if EARLY_STOPPING_METRICS[objective] == "min" else max
     best = scores.index(pick(scores))

@@ -98,6 +98,12 @@ class TuningConfig(ConfigSection):
                     raise ValueError(f"{key}: {value!r} is not a value training.{key} takes") from None
         return search
 
+    @model_validator(mode="after")
+    def _no_more_at_once_than_in_all(self) -> TuningConfig:
+        if self.trials and self.parallel_trials > self.trials:
+            raise ValueError(f"parallel_trials {self.parallel_trials} is more than the {self.trials} trials")
+        return self
+
     @property
     def enabled(self) -> bool:
         return self.trials > 0

@@ -34,7 +34,7 @@ def test_real_model_training_step_compiles_with_xla(packaged_model_dir):
 @pytest.mark.e2e
 def test_trainer_under_mirrored_strategy_over_two_logical_cpus(tmp_path, tiny_bert_dir):
     done = subprocess.run(
-        tiny_run_command(tiny_bert_dir, tmp_path, "--set", "training.cpu_replicas=2"),
+        tiny_run_command(tiny_bert_dir, tmp_path, "--set", "training.cpu_replicas=2", train=128),
         capture_output=True,
         text=True,
         timeout=900,

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from components.hf_example_gen.config import DatasetConfig, dump_dataset_config, load_dataset_config
@@ -175,3 +177,22 @@ def test_windows_take_a_stride_share_and_a_count_and_refuse_pairs():
         configs.load_config(overrides={"model.window_stride": 1.5})
     with pytest.raises(configs.ConfigError, match="windowing one of them would answer for fragments"):
         configs.load_config(overrides={"model.long_texts": "windows", "dataset.text_pair_column": "b"})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"tuning.search": {"seed": [1, 2]}}, "'seed' is not a training key a search can vary"),
+        ({"tuning.search": {"batch_size": [0, 16]}}, "batch_size: 0 is not a value training.batch_size takes"),
+        ({"tuning.search": {"learning_rate": {"min": 1e-3, "max": 1e-4}}}, "min 0.001 should be below max 0.0001"),
+        ({"tuning.search": {"learning_rate": {"min": 0, "max": 1e-4}}}, "a log scale needs min > 0"),
+        ({"tuning.search": {"learning_rate": 3e-5}}, "should be {min, max, scale} or a list of choices"),
+        ({"tuning.trials": 2, "tuning.parallel_trials": 3}, "parallel_trials 3 is more than the 2 trials"),
+    ],
+)
+def test_a_search_is_checked_against_the_training_section_before_anything_runs(overrides, message):
+    with pytest.raises(configs.ConfigError, match=re.escape(message)):
+        configs.load_config(overrides=overrides)
+    tuned = configs.load_config(overrides={"tuning.trials": 6, "tuning.search": {"batch_size": {"min": 8, "max": 64}}})
+    assert tuned.tuning.enabled and tuned.tuning.search["batch_size"].integers
+    assert "6 trials (bayesian) over learning_rate 1e-05-0.0002 (log), batch_size 8-64 (log)" in tuned.tuning.describe()

@@ -27,9 +27,10 @@ STARTED_BY = {
     "hftfx doctor": "test_doctor_measures_and_estimates in this file",
     "python -m benchmarks.bench": "test_bench_runs_a_tiny_configuration (slow: MiniLM steps, a step profile)",
     "python -m benchmarks.scale": "test_bench_scale_runs_a_tiny_configuration",
-    "python -m benchmarks.seeds": "test_bench_seeds_runs_a_tiny_recipe",
+    "python -m benchmarks.seeds": "test_bench_seeds_runs_a_tiny_recipe (slow: a whole tiny run)",
     "python -m benchmarks.long_documents": "test_bench_long_runs_a_tiny_configuration (slow: a whole tiny run)",
     "python -m benchmarks.tuning": "test_bench_tuning_runs_a_tiny_search (slow: two tiny runs, one tuned)",
+    "python -m benchmarks.gate": "test_bench_gate_runs_three_tiny_runs_in_one_root (slow: three tiny runs)",
     "bin/setup-env": "make test itself: setup is its first step",
     "bin/build-image": "tests/image_test.py (slow: podman, a 4 GB image)",
     "bin/check-image": "tests/image_test.py (slow: podman, a 4 GB image)",
@@ -115,6 +116,7 @@ def test_doctor_measures_and_estimates(capsys):
     assert "GFLOP/s" in out
 
 
+@pytest.mark.slow  # a whole tiny run (60 s); `hftfx run` itself is started in the fast suite by hub_push/faults tests
 def test_bench_seeds_runs_a_tiny_recipe(tmp_path, tiny_bert_dir, scratch_reference):
     from benchmarks import seeds
 
@@ -128,7 +130,7 @@ def test_bench_seeds_runs_a_tiny_recipe(tmp_path, tiny_bert_dir, scratch_referen
     assert section["heading"] in scratch_reference.read_text()
 
 
-@pytest.mark.slow  # a whole tiny run (70 s): bench-seeds' runner, which the fast suite starts, does the same
+@pytest.mark.slow  # a whole tiny run (70 s)
 def test_bench_long_runs_a_tiny_configuration(tmp_path, tiny_bert_dir, scratch_reference):
     from benchmarks import long_documents
 
@@ -159,6 +161,19 @@ def test_bench_tuning_runs_a_tiny_search(tmp_path, tiny_bert_dir, scratch_refere
     assert section["notes"][0].startswith("Best trial: score ") and "x the default run's wall x peak" in (
         section["notes"][2]
     )
+
+
+@pytest.mark.slow  # three whole tiny runs; tests/retrain_gate_e2e_test.py is the same scenario on MiniLM
+def test_bench_gate_runs_three_tiny_runs_in_one_root(tmp_path, tiny_bert_dir, scratch_reference):
+    from benchmarks import gate
+
+    argv = ["--out", str(scratch_reference)]
+    for setting in tiny_settings(tmp_path, tiny_bert_dir):
+        argv += ["--set", setting]
+    assert gate.main(argv) == 0
+    (section,) = [s for s in reference.read()["sections"] if s["heading"] == gate.SECTION]
+    assert [row[0] for row in section["rows"]] == ["seed 42", "seed 1", "seed 2, learning rate 1e-6"]
+    assert section["rows"][0][3] == "none: first of its task" and "(" in section["rows"][1][3]
 
 
 @pytest.mark.slow  # an ExampleGen pass over 300 rows in a Beam pipeline (42 s); its parser is built above

@@ -46,7 +46,8 @@ def runs(tmp_path_factory, tiny_bert_dir):
     workdir = tmp_path_factory.mktemp("controls")
     csv_path = write_imbalanced_csv(workdir / "data" / "imbalanced.csv")
     gated = run_local(config_for(workdir, tiny_bert_dir, csv_path, min_macro_f1=0.0))
-    impossible = run_local(config_for(workdir, tiny_bert_dir, csv_path, min_macro_f1=1.0))
+    # the first model is its baseline; the macro-F1 bound is the point, not intervals (20 s of jackknife)
+    impossible = run_local(config_for(workdir, tiny_bert_dir, csv_path, min_macro_f1=1.0, confidence_intervals="never"))
     return gated, impossible
 
 

@@ -199,16 +199,18 @@ def tuner_component(config: PipelineConfig, data: DataComponents, vertex_job: di
     if vertex_job is not None:
         tuner_class, tuner_config = VertexHFTuner, {**tuner_config, **vertex_job}
         extra = {"tune_args": tfx.proto.TuneArgs(num_parallel_trials=config.tuning.parallel_trials)}
-    return tuner_class(
-        tuner_fn=TUNER_FN,
-        examples=data.transform.outputs["transformed_examples"],
-        transform_graph=data.transform.outputs["transform_graph"],
-        schema=data.schema_gen.outputs["schema"],
-        train_args=tfx.proto.TrainArgs(splits=["train"]),
-        eval_args=tfx.proto.EvalArgs(splits=["eval"]),
-        custom_config=tuner_config,
-        **extra,
-    ).with_id(TUNER)
+    return tuner_class(tuner_fn=TUNER_FN, **training_inputs(data), custom_config=tuner_config, **extra).with_id(TUNER)
+
+
+def training_inputs(data: DataComponents) -> dict[str, Any]:
+    """What the Tuner's trials and the Trainer train on: the transformed train and eval splits, their graph."""
+    return {
+        "examples": data.transform.outputs["transformed_examples"],
+        "transform_graph": data.transform.outputs["transform_graph"],
+        "schema": data.schema_gen.outputs["schema"],
+        "train_args": tfx.proto.TrainArgs(splits=["train"]),
+        "eval_args": tfx.proto.EvalArgs(splits=["eval"]),
+    }
 
 
 def trainer_component(
@@ -225,11 +227,7 @@ def trainer_component(
         epochs=run.epochs,
         learning_rate=run.learning_rate,
         run_fn=RUN_FN,
-        examples=data.transform.outputs["transformed_examples"],
-        transform_graph=data.transform.outputs["transform_graph"],
-        schema=data.schema_gen.outputs["schema"],
-        train_args=tfx.proto.TrainArgs(splits=["train"]),
-        eval_args=tfx.proto.EvalArgs(splits=["eval"]),
+        **training_inputs(data),
         custom_config=trainer_config,
         hyperparameters=tuner.outputs["best_hyperparameters"] if tuner else None,
     ).with_id(TRAINER)

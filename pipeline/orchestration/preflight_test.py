@@ -43,3 +43,27 @@ def test_another_contract_under_the_served_name_is_refused_with_the_fixes(tmp_pa
     assert "--set model_name=NAME" in message and "replace_serving_contract=true" in message
     check_serving_contract(_config(tmp_path, replace_serving_contract=True), contract)
     check_serving_contract(_config(tmp_path, model_name="other"), contract)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "sizes", "message"),
+    [
+        ({"training.early_stopping.patience": 2}, {"train": 100, "eval": 0}, "watches the eval split, which is empty"),
+        ({"tuning.trials": 4}, {"train": 100, "eval": 0}, "tuning scores each trial on the eval split, which is"),
+        ({}, {"train": 20, "eval": 5}, r"20 examples, fewer than one batch of 32 \(training.batch_size 32\)"),
+        ({"tuning.trials": 2}, {"train": 24, "eval": 5}, r"one batch of 32 \(training.batch_size 32\)"),
+        (
+            {"tuning.trials": 2, "training.batch_size": 8, "tuning.search": {"batch_size": [8, 64]}},
+            {"train": 40, "eval": 5},
+            r"fewer than one batch of 64 \(tuning.search.batch_size 64\)",
+        ),
+        ({"training.cpu_replicas": 2}, {"train": 40, "eval": 5}, r"one batch of 64 \(training.batch_size 32 x 2 CPU"),
+    ],
+)
+def test_what_training_and_tuning_need_of_the_splits_is_checked_before_any_component(overrides, sizes, message):
+    from pipeline.configs import ConfigError, load_config
+    from pipeline.orchestration.probe import check_training_splits
+
+    with pytest.raises(ConfigError, match=message):
+        check_training_splits(load_config(overrides=overrides), sizes)
+    check_training_splits(load_config(), {"train": 32, "eval": 0})  # auto patience: off without an eval split

@@ -167,6 +167,33 @@ def label_names(read: sources.DatasetRead, sample: sources.Sample, beam_args) ->
         return splitting.names_from_values(values, read.config.label_column)
 
 
+def check_training_splits(config: PipelineConfig, sizes: dict[str, int]) -> None:
+    """What the Trainer and the Tuner's trials need of the splits, known once the whole dataset is sampled: an
+    eval split to stop early or score trials with, and a train split of at least one batch of every batch size
+    they may use (windows only add examples)."""
+    eval_rows, train_rows = sizes.get("eval", 0), sizes.get("train", 0)
+    patience = config.training.early_stopping.patience
+    if not eval_rows and patience not in (AUTO, 0):
+        raise ConfigError(
+            f"training.early_stopping.patience {patience} watches the eval split, which is empty: give the dataset "
+            "an eval split (dataset.split_ratios) or set the patience to 0"
+        )
+    if not eval_rows and config.tuning.enabled:
+        raise ConfigError(
+            "tuning scores each trial on the eval split, which is empty: give the dataset an eval split "
+            "(dataset.split_ratios) or set tuning.trials to 0"
+        )
+    batch = config.tuning.search.get("batch_size") if config.tuning.enabled else None
+    largest = max([config.training.batch_size, *(([batch.max] if hasattr(batch, "max") else batch) or [])])
+    replicas = config.training.cpu_replicas  # a global batch spans them
+    if train_rows < largest * replicas:
+        named = "tuning.search.batch_size" if largest != config.training.batch_size else "training.batch_size"
+        raise ConfigError(
+            f"the train split has {train_rows} examples, fewer than one batch of {largest * replicas} ({named} "
+            f"{largest}{f' x {replicas} CPU replicas' if replicas > 1 else ''}): lower it or add data"
+        )
+
+
 def detect_multi_label(read: sources.DatasetRead, sample: sources.Sample) -> sources.DatasetRead:
     """The read with dataset.multi_label set when the label column's schema, or any sampled row, holds lists."""
     if read.config.multi_label:
@@ -191,6 +218,7 @@ def probe(config: PipelineConfig) -> ProbeResult:
     placed = sources.place(read, names, sample.rows())
     if sample.complete:
         splitting.check_split_counts(placed.label_counts(), names, read.plan, placed.totals() if multi_label else None)
+        check_training_splits(config, placed.totals())
     thresholds = threshold_per_label(config.evaluation, names) if multi_label else None
     evaluation.check_eval_config(len(names), config.evaluation, thresholds)
     dataset = config.dataset.model_copy(
