@@ -354,7 +354,7 @@ def test_a_config_typo_exits_2_before_tensorflow_or_tfx_load():
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert done.stdout.strip().splitlines()[-1] == "2 []", done.stdout + done.stderr[-2000:]
-    assert "training.epochs = '0': should be auto or a number of epochs (at least 1) (passes over the train" in done.stderr
+    assert "training.epochs = '0': should be auto or a number of epochs (at least 1) (passes over" in done.stderr
 
 
 def test_run_check_runs_the_preflight_and_stops_before_the_first_component(tmp_path, tiny_bert_dir, capsys):
