@@ -33,7 +33,7 @@ class EvaluationConfig(ConfigSection):
     confidence_intervals: Literal["auto", "always", "never"] = Field(
         "auto",
         description="TFMA's 95% intervals of every metric and slice: auto: when a blessed baseline takes part (the "
-        "comparison with it needs them); always: every run (about 5 s more per slice on 2 cores); never: the "
+        "comparison with it needs them); always: every run (about 7 s more per slice on 2 cores); never: the "
         "comparison takes point values (a retrain of equal quality is then refused about half the time)",
     )
     min_macro_f1: Share | None = Field(
