@@ -389,7 +389,8 @@ def test_run_check_says_before_training_that_most_texts_will_be_cut_and_what_to_
 
     speeches = [(" ".join(["the people of this nation"] * (40 + i)), "pos" if i % 2 else "neg") for i in range(40)]
     args = ["run", "--check", "--model", str(tiny_bert_dir), "--dataset", str(_csv(tmp_path, speeches))]
-    args += ["--pipeline-root", str(tmp_path / "root"), "--serving-dir", str(tmp_path / "serve")]
+    # 31 training speeches: a batch of 16 (the default 32 is more than the split holds, refused by the check)
+    args += ["--pipeline-root", str(tmp_path / "root"), "--serving-dir", str(tmp_path / "serve"), "--batch-size", "16"]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "max_seq_length 128 (auto: the model's position limit; 99% of the texts need 400)" in out
