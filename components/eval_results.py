@@ -159,9 +159,9 @@ def blessing_reason(evaluation_uri: str, blessed: bool) -> str:
 
     result = tfma.load_validation_result(evaluation_uri)
     if result.validation_ok:
-        within = [c.describe() for c in read_comparisons(evaluation_uri) if c.within_noise]
         if not blessed:
             return "thresholds met, but the Evaluator did not bless the model"
+        within = [c.describe() for c in read_comparisons(evaluation_uri) if c.within_noise]
         return "; ".join(["every threshold met", *within])
     failures = []
     for per_slice in result.metric_validations_per_slice:

@@ -159,10 +159,13 @@ def gate_with_noise(output_uri: str) -> bool | None:
     import tensorflow as tf
     import tensorflow_model_analysis as tfma
 
+    validation = tfma.load_validation_result(output_uri)
+    if validation.validation_ok:
+        return None  # nothing failed: nothing to re-judge
     intervals = overall_intervals(output_uri)
     if not intervals:
         return None
-    judged, comparisons = rejudge(tfma.load_validation_result(output_uri), intervals)
+    judged, comparisons = rejudge(validation, intervals)
     if not comparisons:
         return None
     write_validation(output_uri, judged)

@@ -27,7 +27,7 @@ from tfx_bsl.public import tfxio
 from components.best_epoch import BestEpoch
 from components.class_weights import class_weight_map, train_label_counts
 from components.training_meter import TrainingMeter, record_batch_shapes
-from components.training_record import TrainingRecord
+from components.training_record import TrainingRecord, describe_values
 from models import distribution, serving_contract, signatures
 from models.config_section import build_section
 from models.contract import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES, WINDOW_MASK
@@ -377,7 +377,11 @@ def training_record(
     weights: dict[int, float] | None,
     best: BestEpoch | None,
     stopping: StoppingChoice,
+    history,
+    tuned_by: dict[str, Any],
 ) -> TrainingRecord:
+    """What the Trainer decided and measured: epochs (set or chosen, run, exported, why), class weights, the
+    Tuner's values it trained with, and the eval split's metrics of the exported epoch (from Keras' `history`)."""
     training, label_names = plan.settings.training, list(plan.settings.label_names)
     setting = training.class_weights if isinstance(training.class_weights, str) else "mapping"
     if plan.settings.multi_label and weights:
@@ -393,11 +397,17 @@ def training_record(
             "patience": stopping.patience,
             "min_delta": training.early_stopping.min_delta,
         }
+    exported, exported_eval = ran.get("best_epoch", ran["epochs_run"]) - 1, None
+    if exported in history.epoch:  # a resumed run's history holds only the epochs it ran itself
+        at = history.epoch.index(exported)
+        exported_eval = {k: float(v[at]) for k, v in history.history.items() if k.startswith("val_")} or None
     return TrainingRecord(
         epochs=plan.epochs.epochs,
         epochs_reason=plan.epochs.reason,
         class_weights={label_names[i]: w for i, w in weights.items()} if weights else None,
         class_weight_setting=setting,
+        tuned=tuned_by or None,
+        exported_eval=exported_eval,
         **ran,
     )
 
@@ -640,20 +650,23 @@ def export_models(fn_args, plan: TrainingPlan, model, tf_transform_output) -> No
     )
 
 
-def tuned(settings: TrainerSettings, hyperparameters: dict[str, Any] | None) -> TrainerSettings:
-    """The settings with the Tuner's best trial's values (its `best_hyperparameters`, KerasTuner's HyperParameters
-    config as fn_args.hyperparameters holds it), said; unchanged without a Tuner."""
-    values = dict((hyperparameters or {}).get("values", {}))
+def tuned_values(hyperparameters: dict[str, Any] | None) -> dict[str, Any]:
+    """The Tuner's best trial's values (its `best_hyperparameters`, KerasTuner's HyperParameters config as
+    fn_args.hyperparameters holds it); {} without a Tuner."""
+    return dict((hyperparameters or {}).get("values", {}))
+
+
+def tuned(settings: TrainerSettings, values: dict[str, Any]) -> TrainerSettings:
+    """The settings with the Tuner's best trial's `values`, said; unchanged without a Tuner."""
     if not values:
         return settings
-    shown = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items())
-    print(f"[Trainer] the Tuner's best trial: {shown}", flush=True)
+    print(f"[Trainer] the Tuner's best trial: {describe_values(values)}", flush=True)
     return settings.with_training(values)
 
 
 def run_fn(fn_args: tfx.components.FnArgs) -> None:
-    settings = TrainerSettings.from_custom_config(fn_args.custom_config)
-    settings = tuned(settings, fn_args.hyperparameters)
+    tuned_by = tuned_values(fn_args.hyperparameters)
+    settings = tuned(TrainerSettings.from_custom_config(fn_args.custom_config), tuned_by)
     training, label_names = settings.training, list(settings.label_names)
     tf_keras.utils.set_random_seed(training.seed)
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
@@ -667,11 +680,5 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     history = fit(model, plan, train_data, eval_data, callbacks, weights)
     logging.info("training throughput: %.1f examples/s", progress.examples_per_second)
     meter.write(fn_args.model_run_dir)
-    record = training_record(plan, weights, best_epoch, stopping)
-    record.tuned = dict((fn_args.hyperparameters or {}).get("values", {})) or None
-    exported = (record.best_epoch or record.epochs_run) - 1
-    if exported in history.epoch:  # a resumed run's history holds only the epochs it ran itself
-        at = history.epoch.index(exported)
-        record.exported_eval = {k: float(v[at]) for k, v in history.history.items() if k.startswith("val_")} or None
-    record.write(fn_args.model_run_dir)
+    training_record(plan, weights, best_epoch, stopping, history, tuned_by).write(fn_args.model_run_dir)
     export_models(fn_args, plan, model, tf_transform_output)

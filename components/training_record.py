@@ -6,8 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from typing import Any
 
 RECORD_FILE = "training_record.json"
+
+
+def describe_values(values: dict[str, Any]) -> str:
+    """`batch_size 16, learning_rate 7.44e-05`: training settings as a person reads them (3 significant digits)."""
+    return ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items())
 
 
 @dataclasses.dataclass

@@ -20,6 +20,7 @@ from keras_tuner.engine import base_tuner
 from tfx import v1 as tfx
 
 from components import trainer
+from components.training_record import describe_values
 from components.tuning_config import TUNING_KEY, Range, TuningConfig
 from models.config_section import build_section
 from models.epochs import choose_patience
@@ -84,8 +85,7 @@ class HFTuner(base_tuner.BaseTuner):
 
     def run_trial(self, trial, fn_args, settings: trainer.TrainerSettings, objective: str) -> dict[str, float]:
         values = trial.hyperparameters.values
-        shown = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items())
-        print(f"[Tuner] trial {trial.trial_id}: {shown}", flush=True)
+        print(f"[Tuner] trial {trial.trial_id}: {describe_values(values)}", flush=True)
         started = time.monotonic()
         result = train_trial(fn_args, settings.with_training(values), objective)
         print(f"[Tuner] trial {trial.trial_id}: {objective} {result[objective]:.4f} after "

@@ -17,6 +17,7 @@ from components import evaluation
 from components.evaluation_config import threshold_per_label
 from components.hf_example_gen import beam_rows, sources, spans, splitting
 from components.noise_aware_gate import small_test_split
+from components.tuning_config import Range
 from models.epochs import MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN, choose_epochs, choose_patience
 from models.flops import EncoderShape
 from models.lengths import (
@@ -183,8 +184,8 @@ def check_training_splits(config: PipelineConfig, sizes: dict[str, int]) -> None
             "tuning scores each trial on the eval split, which is empty: give the dataset an eval split "
             "(dataset.split_ratios) or set tuning.trials to 0"
         )
-    batch = config.tuning.search.get("batch_size") if config.tuning.enabled else None
-    largest = max([config.training.batch_size, *(([batch.max] if hasattr(batch, "max") else batch) or [])])
+    batch = config.tuning.search.get("batch_size", ()) if config.tuning.enabled else ()
+    largest = max([config.training.batch_size, *([batch.max] if isinstance(batch, Range) else batch)])
     replicas = config.training.cpu_replicas  # a global batch spans them
     if train_rows < largest * replicas:
         named = "tuning.search.batch_size" if largest != config.training.batch_size else "training.batch_size"

@@ -24,6 +24,7 @@ from components.class_metrics import PER_CLASS, SUBSET_ACCURACY
 from components.eval_results import load_eval_config, load_eval_result, multiclass_confusion_matrix
 from components.evaluation import confusion_cells
 from components.tokenization_stats import tokenization_figures
+from components.training_record import describe_values
 from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE
 from models.task import MULTI_LABEL
 from pipeline.configs import ConfigError, PipelineConfig
@@ -147,7 +148,7 @@ def _trials_table(summary: RunSummary) -> str:
         for t in summary.trials
     ]
     tuned = summary.training.tuned if summary.training else None
-    taken = f" The Trainer trained with the best trial's values ({html.escape(str(tuned))})." if tuned else ""
+    taken = f" The Trainer trained with its values: {html.escape(describe_values(tuned))}." if tuned else ""
     return (
         f"<p>The Tuner's {len(rows)} trial(s), best first; score: the eval split's objective at each trial's best "
         f"epoch.{taken}</p>" + _table(["trial", "score", *keys], rows)
@@ -360,9 +361,7 @@ def _blessing_section(evaluation_uri: str, summary: RunSummary) -> str:
         )
         baseline = f"the latest blessed model took part as the baseline ({shown} on this test split)"
         if summary.changes:
-            baseline += ". Candidate minus baseline on the same examples, with its paired 95% interval: " + ", ".join(
-                f"{k} {change:+.4f} ({low:+.4f} to {high:+.4f})" for k, (change, low, high) in summary.changes.items()
-            )
+            baseline += f". Candidate minus baseline on the same examples: {summary.describe_changes()}"
     else:
         baseline = "no blessed baseline yet: only the absolute bounds applied"
     verdict = {True: "BLESSED", False: "NOT BLESSED", None: "not evaluated"}[summary.blessed]

@@ -8,7 +8,7 @@ from typing import Any
 
 from components.class_metrics import SUBSET_ACCURACY
 from components.evaluation import ACCURACY, AUC
-from components.training_record import TrainingRecord
+from components.training_record import TrainingRecord, describe_values
 from models.contract import (
     LABEL_NAME_FEATURE,
 )
@@ -65,6 +65,12 @@ class RunSummary:
             low, high = self.intervals[metric]
             shown += f" ({low:.4f}-{high:.4f})"
         return shown
+
+    def describe_changes(self) -> str:
+        """`auc -0.0012 (95% -0.0115 to +0.0091)`: candidate minus baseline, each with its paired interval."""
+        return ", ".join(
+            f"{k} {change:+.4f} (95% {low:+.4f} to {high:+.4f})" for k, (change, low, high) in self.changes.items()
+        )
 
     @property
     def outcome(self) -> str:
@@ -152,10 +158,7 @@ class RunSummary:
             baseline = self.baseline_uri or "none: the first blessed model of this task, judged on thresholds alone"
             lines.append(f"  baseline      {baseline}")
         if self.changes:
-            shown = ", ".join(
-                f"{k} {change:+.4f} (95% {low:+.4f} to {high:+.4f})" for k, (change, low, high) in self.changes.items()
-            )
-            lines.append(f"  vs baseline   {shown}")
+            lines.append(f"  vs baseline   {self.describe_changes()}")
         verdict = {True: "BLESSED", False: "NOT blessed", None: "not evaluated"}[self.blessed]
         lines.append(f"  blessing      {verdict}: {self.blessing_reason}")
         pushed = f"{self.pushed_dir} (version {self.pushed_version})" if self.pushed_dir else "nothing pushed"
@@ -190,11 +193,6 @@ def describe_trial(trial: dict[str, Any]) -> str:
     """`trial 03  score 0.4213  learning_rate 5e-05, batch_size 16`: one row of TFX's tuner_results."""
     values = describe_values({k: v for k, v in trial.items() if k not in ("trial_id", "score")})
     return f"trial {trial.get('trial_id')}  score {trial.get('score', float('nan')):.4f}  {values}"
-
-
-def describe_values(values: dict[str, Any]) -> str:
-    """`batch_size 16, learning_rate 7.44e-05`: settings as a person reads them (3 significant digits)."""
-    return ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items())
 
 
 def describe_throughput(throughput: dict[str, Any]) -> str:
