@@ -28,12 +28,28 @@ Labels, in id order: {{ label_list }}.
 
 ## How to use
 
+With PyTorch (transformers 4 or 5: `model.safetensors` holds the weights in PyTorch's layout):
+
+```python
+import torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+tokenizer = AutoTokenizer.from_pretrained("{{ repo_ref }}")
+model = AutoModelForSequenceClassification.from_pretrained("{{ repo_ref }}")
+inputs = tokenizer({{ example_call }}, truncation=True, padding=True, return_tensors="pt")
+with torch.no_grad():
+    probabilities = model(**inputs).logits.{{ torch_activation }}
+```
+
+With TensorFlow (transformers 4 with tf-keras: `tf_model.h5`; `use_safetensors=False` because transformers 4's
+TF loader fails on any safetensors file, transformers#40028):
+
 ```python
 import tensorflow as tf
 from transformers import AutoTokenizer, TFAutoModelForSequenceClassification
 
 tokenizer = AutoTokenizer.from_pretrained("{{ repo_ref }}")
-model = TFAutoModelForSequenceClassification.from_pretrained("{{ repo_ref }}")
+model = TFAutoModelForSequenceClassification.from_pretrained("{{ repo_ref }}", use_safetensors=False)
 inputs = tokenizer({{ example_call }}, truncation=True, padding=True, return_tensors="tf")
 probabilities = {{ activation }}(model(**inputs).logits)
 ```
@@ -199,6 +215,7 @@ def _text_fields(facts: CardFacts) -> dict[str, Any]:
         "repo_ref": facts.repo_id or "path/to/this/folder",
         "example_call": '["first text"], ["its pair"]' if facts.pair else '["a text to classify"]',
         "activation": "tf.sigmoid" if facts.multi_label else "tf.nn.softmax",
+        "torch_activation": "sigmoid()" if facts.multi_label else "softmax(-1)",
         "max_seq_length": facts.max_seq_length,
         "truncation_text": _truncation_text(facts),
         "dataset_text": f"`{facts.dataset}`",

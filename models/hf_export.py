@@ -3,7 +3,13 @@
 `save_pretrained` of the TF model (config.json with id2label / label2id / problem_type, tf_model.h5) and of
 the base model's tokenizer, with `model_max_length` set to the length the SavedModel truncates to, so that
 `tokenizer(texts, truncation=True)` gives the ids the serving graph gives (both truncate `longest_first`).
-Weights are written as tf_model.h5: transformers 4.57's TF loader fails on safetensors (models/pretrained.py).
+
+The same weights also go to `model.safetensors` in PyTorch's names and layouts (`format: pt`): what PyTorch,
+transformers 5 (which has no TensorFlow) and `pipeline("text-classification")` load. transformers 4's TF
+`save_pretrained(safe_serialization=True)` would write TF names with `format: tf`, which only a TensorFlow install
+converts. The names and transposes are transformers' own TF<->PT rules (modeling_tf_pytorch_utils), the ones its
+PT->TF loader inverts. With both files in one folder transformers 4's TF loader picks the safetensors and fails on
+safetensors >= 0.6 (transformers#40028, not to be fixed: TF is deprecated): TF users pass `use_safetensors=False`.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from pathlib import Path
 
 HF_FORMAT_DIR = "Format-HF"  # beside TFX's Format-Serving in the Trainer's model artifact
 HF_WEIGHTS = "tf_model.h5"
+PT_WEIGHTS = "model.safetensors"  # PyTorch names and layouts: what transformers 5 and PyTorch users load
 HF_CONFIG = "config.json"
 
 
@@ -31,10 +38,34 @@ def save_hf_format(model, tokenizer_dir: str | Path, max_seq_length: int, destin
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, model_max_length=max_seq_length)
     with tempfile.TemporaryDirectory(prefix="hf-export-") as local:
         model.save_pretrained(local)
+        save_pytorch_weights(model, os.path.join(local, PT_WEIGHTS))
         tokenizer.save_pretrained(local)
         names = sorted(os.listdir(local))
         _copy_tree(local, destination)
     return names
+
+
+def pytorch_state_dict(model) -> dict:
+    """The TF classifier's weights as a PyTorch state dict of numpy arrays: each variable renamed and transposed by
+    transformers' own TF->PT rules (dense kernels transposed, `layer_._0` -> `layer.0`, the Keras model's own
+    scope dropped, so the encoder sits under its PyTorch prefix: `bert.`, `roberta.`, ...)."""
+    import numpy as np
+    from transformers.modeling_tf_pytorch_utils import apply_transpose, convert_tf_weight_name_to_pt_weight_name
+
+    state = {}
+    for weight in model.weights:
+        name, transpose = convert_tf_weight_name_to_pt_weight_name(weight.name, tf_weight_shape=weight.shape)
+        if name in state:
+            raise ValueError(f"two weights of {type(model).__name__} map to the PyTorch name {name}")
+        state[name] = np.ascontiguousarray(apply_transpose(transpose, weight.numpy(), pt_to_tf=False))
+    return state
+
+
+def save_pytorch_weights(model, path: str) -> None:
+    """pytorch_state_dict as safetensors with the `format: pt` metadata transformers' loaders check."""
+    from safetensors.numpy import save_file
+
+    save_file(pytorch_state_dict(model), path, metadata={"format": "pt"})
 
 
 def _copy_tree(source: str, destination: str) -> None:

@@ -1,8 +1,10 @@
 """The Hugging Face export read the way a transformers user reads it, in a fresh process, beside the SavedModel.
 
 `hf_probabilities` runs AutoTokenizer + TFAutoModelForSequenceClassification (`from_pretrained` on the
-exported folder) in a new interpreter that imports nothing of this project; `serving_probabilities` asks the
-pushed SavedModel's serving_default. Texts of every length bucket: short, mid-length and over max_seq_length.
+exported folder) in a new interpreter that imports nothing of this project, and the same with the weights of the
+PyTorch-layout model.safetensors read by transformers' own PT->TF loader (no key may be missing or left over, the
+probabilities must be the h5's); `serving_probabilities` asks the pushed SavedModel's serving_default. Texts of
+every length bucket: short, mid-length and over max_seq_length.
 """
 
 from __future__ import annotations
@@ -32,16 +34,27 @@ PAIR_TEXTS = [
 _SCRIPT = """
 import json, sys
 import tensorflow as tf
+from safetensors.numpy import load_file
 from transformers import AutoConfig, AutoTokenizer, TFAutoModelForSequenceClassification
+from transformers.modeling_tf_pytorch_utils import load_pytorch_state_dict_in_tf2_model
 
 folder, texts, pairs = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 tokenizer = AutoTokenizer.from_pretrained(folder)
-model = TFAutoModelForSequenceClassification.from_pretrained(folder)
+model = TFAutoModelForSequenceClassification.from_pretrained(folder, use_safetensors=False)  # transformers#40028
 inputs = tokenizer(texts, pairs, truncation=True, padding=True, return_tensors="tf")
-logits = model(**inputs).logits
 multi = AutoConfig.from_pretrained(folder).problem_type == "multi_label_classification"
-probabilities = tf.sigmoid(logits) if multi else tf.nn.softmax(logits)
-print(json.dumps({"probabilities": probabilities.numpy().tolist(), "id2label": model.config.id2label}))
+activation = tf.sigmoid if multi else tf.nn.softmax
+probabilities = activation(model(**inputs).logits)
+pt_model = TFAutoModelForSequenceClassification.from_config(AutoConfig.from_pretrained(folder))
+_, info = load_pytorch_state_dict_in_tf2_model(
+    pt_model, load_file(folder + "/model.safetensors"), allow_missing_keys=True, output_loading_info=True
+)
+print(json.dumps({
+    "probabilities": probabilities.numpy().tolist(),
+    "id2label": model.config.id2label,
+    "pytorch_layout": activation(pt_model(**inputs).logits).numpy().tolist(),
+    "pytorch_keys": {k: info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")},
+}))
 """
 
 
@@ -57,6 +70,8 @@ def hf_probabilities(folder: str, texts: list[str], pairs: list[str] | None = No
     )
     assert result.returncode == 0, result.stderr[-3000:]
     answer = json.loads(result.stdout.strip().splitlines()[-1])
+    assert answer["pytorch_keys"] == {"missing_keys": [], "unexpected_keys": [], "mismatched_keys": []}
+    np.testing.assert_allclose(answer["pytorch_layout"], answer["probabilities"], rtol=0, atol=1e-6)
     return np.array(answer["probabilities"]), answer["id2label"]
 
 
@@ -82,7 +97,7 @@ from transformers import AutoTokenizer, TFAutoModelForSequenceClassification
 
 folder, texts, overlap, count = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 tokenizer = AutoTokenizer.from_pretrained(folder)
-model = TFAutoModelForSequenceClassification.from_pretrained(folder)
+model = TFAutoModelForSequenceClassification.from_pretrained(folder, use_safetensors=False)  # transformers#40028
 inputs = tokenizer(texts, truncation=True, stride=overlap, return_overflowing_tokens=True, padding=True)
 document = inputs.pop("overflow_to_sample_mapping")
 logits = model({k: tf.constant(v) for k, v in inputs.items()}).logits

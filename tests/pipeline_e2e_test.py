@@ -287,13 +287,14 @@ def test_a_threshold_no_model_meets_blocks_blessing_and_push(first_run, strict_r
 
 
 def test_blessed_model_is_published_in_the_hugging_face_layout(first_run):
-    """save_pretrained's folder with the run's label set; transformers' Auto classes in a fresh process give
-    the SavedModel's probabilities on texts of every length bucket, the truncated ones included."""
+    """save_pretrained's folder with the run's label set and PyTorch-layout weights; transformers' Auto classes in
+    a fresh process give the SavedModel's probabilities on texts of every length bucket, the truncated ones
+    included, from tf_model.h5 and from model.safetensors through transformers' PT->TF loader."""
     _, summary = first_run
     folder = Path(summary.hf_model_dir)
-    assert {"config.json", "tf_model.h5", "tokenizer.json", "tokenizer_config.json", "README.md"} <= {
-        p.name for p in folder.iterdir()
-    }
+    names = {p.name for p in folder.iterdir()}
+    assert {"config.json", "tf_model.h5", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} <= names
+    assert "README.md" in names
     model_config = json.loads((folder / "config.json").read_text())
     assert model_config["id2label"] == {"0": "rotten", "1": "fresh"}
     assert model_config["label2id"] == {"rotten": 0, "fresh": 1}
