@@ -105,4 +105,3 @@ def tuner_fn(fn_args: tfx.components.FnArgs) -> tfx.components.TunerFnResult:
     return tfx.components.TunerFnResult(
         tuner=tuner, fit_kwargs={"fn_args": fn_args, "settings": settings, "objective": tuning.objective}
     )
-

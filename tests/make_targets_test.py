@@ -158,8 +158,9 @@ def test_bench_tuning_runs_a_tiny_search(tmp_path, tiny_bert_dir, scratch_refere
     assert tuning.main(argv) == 0
     (section,) = [s for s in reference.read()["sections"] if s["heading"] == tuning.SECTION]
     assert [row[0] for row in section["rows"]] == ["default recipe", "tuned (2 trials)"]
-    assert section["notes"][0].startswith("Best trial: score ") and "x the default run's wall x peak" in (
-        section["notes"][2]
+    assert (
+        section["notes"][0].startswith("Best trial: score ")
+        and "x the default run's wall x peak" in (section["notes"][2])
     )
 
 
