@@ -23,7 +23,7 @@ from tfx.types import artifact, artifact_utils, component_spec, standard_artifac
 from tfx.utils import io_utils
 
 from components.eval_results import blessing_reason, read_metrics
-from components.hub_push import HubConfig, HubRevision, push_folder
+from components.hub_push import HubConfig, HubRevision, push_folder, untagged_run_id
 from components.model_card import CardFacts, build_model_card, parse_card
 from components.tokenization_stats import tokenization_figures
 from components.training_record import TrainingRecord
@@ -132,13 +132,13 @@ class Executor(base_executor.BaseExecutor):
             published.set_int_custom_property(PUBLISHED_PROPERTY, 0)
             print("[HFPublisher] the model is not blessed: no Hugging Face export, nothing pushed", flush=True)
             return
-        run_id = self._context.pipeline_run_id if self._context else ""
         source = os.path.join(artifact_utils.get_single_uri(input_dict["model"]), HF_FORMAT_DIR)
         io_utils.copy_dir(source, published.uri)
+        run_id = (self._context.pipeline_run_id if self._context else "") or _local_copy(published.uri, untagged_run_id)
         configured = json.loads(exec_properties["card_facts"])
         configured["label_names"] = tuple(configured["label_names"])
         configured["language"] = tuple(configured.get("language", ()))
-        card = build_model_card(gather_facts(input_dict, configured, run_id or "local"))
+        card = build_model_card(gather_facts(input_dict, configured, run_id))
         parse_card(card.content)  # fails here, not at the Hub, on metadata its model-index parser rejects
         io_utils.write_string_file(os.path.join(published.uri, CARD_FILE), card.content)
         published.set_int_custom_property(PUBLISHED_PROPERTY, 1)
@@ -147,7 +147,7 @@ class Executor(base_executor.BaseExecutor):
         if hub.repo_id:
             metrics = card.data.eval_results or []
             summary = ", ".join(f"{r.metric_type} {r.metric_value}" for r in metrics)
-            revision = _push(published.uri, hub, run_id or "local", f"{configured['title']}: test {summary}")
+            revision = _push(published.uri, hub, run_id, f"{configured['title']}: test {summary}")
             published.set_string_custom_property(HUB_URL_PROPERTY, revision.repo_url)
             published.set_string_custom_property(HUB_COMMIT_PROPERTY, revision.commit)
             published.set_string_custom_property(HUB_TAG_PROPERTY, revision.tag)
@@ -157,11 +157,16 @@ class Executor(base_executor.BaseExecutor):
 
 
 def _push(uri: str, hub: HubConfig, run_id: str, message: str) -> HubRevision:
+    return _local_copy(uri, lambda folder: push_folder(folder, hub, run_id, message))
+
+
+def _local_copy(uri: str, use):
+    """use(a local path holding the folder at uri): huggingface_hub and hashlib read local files."""
     if "://" not in uri:
-        return push_folder(uri, hub, run_id, message)
-    with tempfile.TemporaryDirectory(prefix="hf-publish-") as local:  # huggingface_hub uploads local files
+        return use(uri)
+    with tempfile.TemporaryDirectory(prefix="hf-publish-") as local:
         io_utils.copy_dir(uri, local)
-        return push_folder(local, hub, run_id, message)
+        return use(local)
 
 
 class HFPublisher(base_component.BaseComponent):

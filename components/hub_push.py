@@ -1,15 +1,19 @@
 """Publishing a folder to a Hugging Face Hub (huggingface.co or a self-hosted one) through huggingface_hub.
 
-One revision per pipeline run: the push is a commit tagged with the run id, so a rerun of the same run (a
-retry, a resumed pipeline) finds its tag and pushes nothing twice.
+One revision per pipeline run: the push is a commit tagged with the run id (a run without one: the weights'
+digest), so a rerun of the same run (a retry, a resumed pipeline) finds its tag and pushes nothing twice. Each
+commit mirrors the export: files an older push left that this export lacks are deleted in the same commit, so no
+stale weights file sits beside the new ones under the new tag.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
 import re
+from pathlib import Path
 
 from pydantic import Field, field_validator
 
@@ -50,7 +54,8 @@ class HubConfig(ConfigSection):
         return repo_id
 
     def check_credentials(self) -> None:
-        """A token in the environment and huggingface_hub not switched off: known before the run starts."""
+        """A token in the environment that the Hub accepts for writing, and huggingface_hub not switched off: known
+        before the run starts, not after training."""
         if not self.repo_id:
             return
         if not os.environ.get(self.token_env):
@@ -60,6 +65,35 @@ class HubConfig(ConfigSection):
             )
         if offline_hub():
             raise HubPushError("hub.repo_id is set but HF_HUB_OFFLINE=1 switches huggingface_hub off: unset it")
+        with _library_endpoint(self.endpoint):
+            check_write_token(self, os.environ[self.token_env])
+
+
+def check_write_token(hub: HubConfig, token: str) -> None:
+    """The Hub's own answer on the token (whoami): refused, or read-only, stops the run with the fix. A
+    fine-grained token's per-repo scopes are the Hub's to enforce at the push."""
+    from huggingface_hub import HfApi
+    from requests import HTTPError, RequestException  # whoami re-raises a 401 as requests' own (hub 0.36)
+
+    where = hub.endpoint or "the Hub"
+    try:
+        identity = HfApi(endpoint=hub.endpoint or None).whoami(token=token)
+    except HTTPError as error:
+        status = error.response.status_code if error.response is not None else None
+        if status == 401:
+            raise HubPushError(
+                f"{where} refuses the token in ${hub.token_env} (401: invalid or revoked): create a write token "
+                "(huggingface.co/settings/tokens, or your Hub's) and export it"
+            ) from None
+        raise HubPushError(f"could not check the token in ${hub.token_env} with {where}: {error}") from None
+    except RequestException as error:
+        raise HubPushError(f"could not reach {where} to check the token in ${hub.token_env}: {error}") from None
+    role = identity.get("auth", {}).get("accessToken", {}).get("role")
+    if role == "read":
+        raise HubPushError(
+            f"the token in ${hub.token_env} is read-only for {identity.get('name', 'its user')}: hub.repo_id needs "
+            "a write token (or a fine-grained one that may write to the repo)"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +107,16 @@ class HubRevision:
 def run_tag(run_id: str) -> str:
     """The run id as a git tag name (no ':', spaces or other characters git refuses)."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", run_id).strip("-.") or "run"
+
+
+def untagged_run_id(folder: str) -> str:
+    """A tag for a run without a run id: the digest of its export's files, the same for every retry of the run
+    and different for every other model (a fixed name would let the first such run block all later ones)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.name != "README.md"):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return f"model-{digest.hexdigest()[:16]}"
 
 
 def push_folder(folder: str, hub: HubConfig, run_id: str, commit_message: str) -> HubRevision:
@@ -108,7 +152,10 @@ def _push(api, folder: str, hub: HubConfig, run_id: str, commit_message: str) ->
     existing = {ref.name: ref.target_commit for ref in api.list_repo_refs(hub.repo_id).tags}
     if tag in existing:
         return HubRevision(str(repo_url), existing[tag], tag, pushed=False)
-    commit = api.upload_folder(repo_id=hub.repo_id, folder_path=folder, commit_message=commit_message)
+    # delete_patterns: remote files the folder lacks go in the same commit (huggingface_hub keeps .gitattributes)
+    commit = api.upload_folder(
+        repo_id=hub.repo_id, folder_path=folder, commit_message=commit_message, delete_patterns="*"
+    )
     api.create_tag(hub.repo_id, tag=tag, revision=commit.oid, tag_message=f"pipeline run {run_id}")
     return HubRevision(str(repo_url), commit.oid, tag, pushed=True)
 

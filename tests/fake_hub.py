@@ -1,9 +1,10 @@
 """A Hugging Face Hub on 127.0.0.1 that answers what huggingface_hub's HfApi sends for a push, and keeps it.
 
-Routes, as huggingface_hub 0.36 calls them: repo create, README metadata validation, refs, preupload (LFS
-for binary files, as the Hub decides), the git-LFS batch API and the upload its `href` names, the NDJSON
-commit, tag creation. Each repo records its commits (files by path, as bytes) and its tags, and every request
-with the token it carried, so a test reads what arrived exactly as the server received it.
+Routes, as huggingface_hub 0.36 calls them: whoami (tokens in `tokens`, with their role), repo create, README
+metadata validation, refs, the file tree, preupload (LFS for binary files, as the Hub decides), the git-LFS batch
+API and the upload its `href` names, the NDJSON commit (files added and deleted), tag creation. Each repo records
+its commits (files by path, as bytes) and its tags, and every request with the token it carried, so a test reads
+what arrived exactly as the server received it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class Commit:
     oid: str
     summary: str
     files: dict[str, bytes]
+    deleted: frozenset[str] = frozenset()
 
 
 @dataclasses.dataclass
@@ -38,6 +40,8 @@ class Repo:
         files = {}
         for commit in self.commits:
             files.update(commit.files)
+            for path in commit.deleted:
+                files.pop(path, None)
             if commit.oid == oid:
                 return files
         raise KeyError(oid)
@@ -49,6 +53,7 @@ class FakeHub:
     lfs_objects: dict[str, bytes] = dataclasses.field(default_factory=dict)
     requests: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (method, path, token)
     validated_cards: list[str] = dataclasses.field(default_factory=list)
+    tokens: dict[str, str] = dataclasses.field(default_factory=dict)  # token -> role (write, read, fineGrained)
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
 
@@ -67,6 +72,23 @@ def _handler(hub: FakeHub, port_holder: list[int]):
 
         def do_GET(self):
             path = self._record()
+            if path == "/api/whoami-v2":
+                token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                if token not in hub.tokens:
+                    return self._json(401, {"error": "Invalid credentials in Authorization header"})
+                access = {"displayName": "pipeline", "role": hub.tokens[token]}
+                return self._json(200, {"type": "user", "name": "reviews-team", "auth": {"accessToken": access}})
+            if path.startswith("/api/models/") and "/tree/" in path:
+                repo_id, _ = path.removeprefix("/api/models/").split("/tree/", 1)
+                repo = hub.repos.get(repo_id)
+                if repo is None:
+                    return self._json(404, {"error": "Repository not found"})
+                files = repo.files_at(repo.commits[-1].oid) if repo.commits else {}
+                tree = [
+                    {"type": "file", "path": name, "size": len(data), "oid": hashlib.sha1(data).hexdigest()}
+                    for name, data in sorted(files.items())
+                ]
+                return self._json(200, tree)
             if path.startswith("/api/models/") and path.endswith("/refs"):
                 repo = hub.repos.get(path.removeprefix("/api/models/").removesuffix("/refs"))
                 if repo is None:
@@ -147,10 +169,12 @@ def _handler(hub: FakeHub, port_holder: list[int]):
         def commit(self, repo_id, repo, revision, body):
             lines = [json.loads(line) for line in body.splitlines() if line.strip()]
             header = next(line["value"] for line in lines if line["key"] == "header")
-            files = {}
+            files, deleted = {}, set()
             for line in lines:
                 value = line["value"]
-                if line["key"] == "file":
+                if line["key"] == "deletedFile":
+                    deleted.add(value["path"])
+                elif line["key"] == "file":
                     files[value["path"]] = base64.b64decode(value["content"])
                 elif line["key"] == "lfsFile":
                     if value["oid"] not in hub.lfs_objects:
@@ -158,7 +182,7 @@ def _handler(hub: FakeHub, port_holder: list[int]):
                     files[value["path"]] = hub.lfs_objects[value["oid"]]
             with hub.lock:
                 oid = hashlib.sha1(f"{repo_id}:{len(repo.commits)}:{header['summary']}".encode()).hexdigest()
-                repo.commits.append(Commit(oid, header["summary"], files))
+                repo.commits.append(Commit(oid, header["summary"], files, frozenset(deleted)))
             return self._json(
                 200, {"commitOid": oid, "commitUrl": f"http://127.0.0.1:{port_holder[0]}/{repo_id}/commit/{oid}"}
             )

@@ -2,7 +2,8 @@
 
 `hftfx run` with hub.repo_id pushes the blessed model's export (config, weights through git-LFS, tokenizer,
 the card, validated by the Hub's validate-yaml route) as one commit tagged with the run id; a run whose model
-is not blessed pushes nothing; a missing token stops the run before its first component.
+is not blessed pushes nothing; a missing, refused or read-only token stops the run before its first component;
+a push deletes what an older one left that the new export lacks.
 """
 
 from __future__ import annotations
@@ -14,19 +15,20 @@ from pathlib import Path
 
 import pytest
 
-from components.hub_push import HubConfig, HubPushError, push_folder, run_tag
+from components.hub_push import HubConfig, HubPushError, push_folder, run_tag, untagged_run_id
 from components.model_card import parse_card
 from pipeline import configs
 from tests.fake_hub import FakeHub, serve_hub
 from tests.tiny_model import tiny_run_command
 
 TOKEN = "hf_fake_write_token"
+READ_TOKEN = "hf_fake_read_token"
 REPO = "reviews-team/tiny-sentiment"
 
 
 @pytest.fixture(scope="module")
 def hub():
-    fake = FakeHub()
+    fake = FakeHub(tokens={TOKEN: "write", READ_TOKEN: "read"})
     with serve_hub(fake) as endpoint:
         yield fake, endpoint
 
@@ -53,6 +55,8 @@ def test_a_push_is_one_commit_tagged_with_the_run_and_a_retry_of_the_run_sends_n
 
     first = push_folder(str(folder), target, "2026-11-25T10:00:00.1", "run one")
     again = push_folder(str(folder), target, "2026-11-25T10:00:00.1", "run one")
+    (folder / "tf_model.h5").unlink()  # the next export's weights are in another file: the old one must go
+    (folder / "model.safetensors").write_bytes(os.urandom(4096))
     other = push_folder(str(folder), target, "2026-11-25T11:00:00.2", "run two")
 
     repo = fake.repos["team/idempotent"]
@@ -61,7 +65,9 @@ def test_a_push_is_one_commit_tagged_with_the_run_and_a_retry_of_the_run_sends_n
     assert again.commit == first.commit and again.tag == first.tag == "2026-11-25T10-00-00.1"
     assert [c.summary for c in repo.commits] == ["run one", "run two"]
     assert repo.tags[first.tag][0] == first.commit and repo.tags[other.tag][0] == other.commit
-    assert repo.files_at(first.commit)["tf_model.h5"] == (folder / "tf_model.h5").read_bytes()
+    assert set(repo.files_at(first.commit)) == {"config.json", "tf_model.h5"}
+    assert set(repo.files_at(other.commit)) == {"config.json", "model.safetensors"}  # in the same commit
+    assert repo.files_at(other.commit)["model.safetensors"] == (folder / "model.safetensors").read_bytes()
     assert {token for _, path, token in fake.requests if "idempotent" in path} == {f"Bearer {TOKEN}"}
 
 
@@ -77,6 +83,34 @@ def test_run_ids_become_tags_git_accepts():
 def test_a_bad_repo_id_is_a_config_error(repo_id, message):
     with pytest.raises(configs.ConfigError, match=message):
         configs.load_config(overrides={"hub.repo_id": repo_id})
+
+
+def test_a_run_without_a_run_id_is_tagged_by_its_weights_so_a_later_model_is_still_pushed(tmp_path):
+    def export(name: str, weights: bytes) -> str:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(weights)
+        (folder / "README.md").write_text(f"card of {name}")  # the card names the tag: not part of the digest
+        return str(folder)
+
+    first, retry, later = export("a", b"weights 1"), export("b", b"weights 1"), export("c", b"weights 2")
+
+    assert untagged_run_id(first) == untagged_run_id(retry) != untagged_run_id(later)
+    assert run_tag(untagged_run_id(first)) == untagged_run_id(first)
+
+
+@pytest.mark.parametrize(
+    ("token", "message"),
+    [("hf_revoked", r"refuses the token in \$HF_TOKEN \(401"), (READ_TOKEN, "read-only for reviews-team")],
+)
+def test_a_token_the_hub_refuses_or_that_cannot_write_is_refused_before_the_run(hub, monkeypatch, token, message):
+    _, endpoint = hub
+    online(monkeypatch)
+    monkeypatch.setenv("HF_TOKEN", token)
+    with pytest.raises(HubPushError, match=message):
+        HubConfig(repo_id=REPO, endpoint=endpoint).check_credentials()
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    HubConfig(repo_id=REPO, endpoint=endpoint).check_credentials()  # a write token passes
 
 
 def test_a_missing_token_or_an_offline_hub_is_refused_before_the_run(monkeypatch):
@@ -109,9 +143,9 @@ def test_hftfx_run_pushes_the_blessed_model_and_its_card_and_an_unblessed_one_ne
     repo = fake.repos[REPO]
     (commit,) = repo.commits
     files = repo.files_at(commit.oid)
-    assert {"config.json", "tf_model.h5", "tokenizer.json", "tokenizer_config.json", "README.md"} <= set(files)
     local = Path(summary["hf_model_dir"])
-    assert files["tf_model.h5"] == (local / "tf_model.h5").read_bytes()  # through git-LFS
+    assert set(files) == {p.name for p in local.iterdir()}  # the export, model.safetensors and the card included
+    assert files["model.safetensors"] == (local / "model.safetensors").read_bytes()  # through git-LFS
     assert json.loads(files["config.json"])["id2label"] == {"0": "rotten", "1": "fresh"}
     card = parse_card(files["README.md"].decode())
     assert card.data.license == "apache-2.0" and card.data.language == ["en"]
@@ -133,11 +167,13 @@ def test_hftfx_run_pushes_the_blessed_model_and_its_card_and_an_unblessed_one_ne
     assert len(repo.commits) == 1 and len(repo.tags) == 1
 
 
-def test_hftfx_run_without_a_token_stops_before_any_component(hub, tiny_bert_dir, tmp_path):
+@pytest.mark.parametrize(("token", "message"), [("", "$HF_TOKEN is empty"), (READ_TOKEN, "is read-only")])
+def test_hftfx_run_without_a_write_token_stops_before_any_component(hub, tiny_bert_dir, tmp_path, token, message):
     _, endpoint = hub
-    done = run_cli(tiny_bert_dir, tmp_path, endpoint, token="")
+    done = run_cli(tiny_bert_dir, tmp_path, endpoint, token=token)
     assert done.returncode == 2
-    assert "$HF_TOKEN is empty" in done.stderr
+    assert message in done.stderr
+    assert not (tmp_path / "pipeline").exists()  # no component ran
     assert not (tmp_path / "root").exists()  # nothing ran, nothing was written
 
 
