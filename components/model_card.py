@@ -127,6 +127,7 @@ class CardFacts:
     repo_id: str = ""
     head_share: float | None = None  # model.long_texts: head_tail (None: truncate)
     windows: tuple[float, int] | None = None  # model.long_texts: windows: (stride, count)
+    base_model_revision: str = ""  # the revision (a hub model's commit, pinned before the run) fine-tuned from
 
 
 def card_data(facts: CardFacts):
@@ -210,7 +211,8 @@ def _text_fields(facts: CardFacts) -> dict[str, Any]:
         "run_id": facts.run_id,
         "task_text": ("multi-label " if facts.multi_label else "") + ("sentence-pair" if facts.pair else "text"),
         "input_text": "pairs of texts" if facts.pair else "texts",
-        "base_model_text": f"`{facts.base_model_id or facts.base_model}`",
+        "base_model_text": f"`{facts.base_model_id or facts.base_model}`"
+        + (f" at revision `{facts.base_model_revision}`" if facts.base_model_revision else ""),
         "label_list": ", ".join(f"`{name}`" for name in facts.label_names),
         "repo_ref": facts.repo_id or "path/to/this/folder",
         "example_call": '["first text"], ["its pair"]' if facts.pair else '["a text to classify"]',

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -104,6 +105,14 @@ def resolve_model_dir(name: str, revision: str | None = None, weights: bool = Tr
             f"could not get model '{name}' from the Hugging Face hub{hint}: {error}. "
             "Use a hub id that exists, a local model directory, or packaged:all-MiniLM-L6-v2."
         ) from error
+
+
+def hub_commit(name: str, directory: Path) -> str | None:
+    """The commit a hub model resolved to: snapshot_download's folder is named by it (online or from the cache).
+    None for packaged models and local folders, which have no commit to pin."""
+    if name.startswith(PACKAGED_PREFIX) or Path(name).expanduser().is_dir():
+        return None
+    return directory.name if re.fullmatch(r"[0-9a-f]{40}", directory.name) else None
 
 
 def model_files(directory: Path) -> ModelFiles:

@@ -56,6 +56,7 @@ def card_facts(config: PipelineConfig) -> dict[str, Any]:
         **({"windows": list(windows)} if (windows := config.model.windows) else {}),
         "base_model": config.model.name,
         "base_model_id": _hub_id(config.model.name, PACKAGED_HUB_IDS),
+        "base_model_revision": config.model.revision or "",
         "dataset": dataset,
         "dataset_id": _hub_id(ds.name, PACKAGED_DATASET_HUB_IDS),
         "recipe": training_recipe(config),

@@ -111,7 +111,8 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
     spans = f", span {config.dataset.span} (reading spans {list(probed.window)})" if probed.window else ""
     print(
         f"[pipeline] dataset '{config.dataset.name}'{spans}: {probed.describe()}, "
-        f"labels {list(config.dataset.label_names)}; model '{config.model.name}'",
+        f"labels {list(config.dataset.label_names)}; model '{config.model.name}'"
+        + (f" at commit {config.model.revision}" if probed.model_commit else ""),
         file=stream,
         flush=True,
     )

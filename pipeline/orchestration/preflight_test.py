@@ -67,3 +67,38 @@ def test_what_training_and_tuning_need_of_the_splits_is_checked_before_any_compo
     with pytest.raises(ConfigError, match=message):
         check_training_splits(load_config(overrides=overrides), sizes)
     check_training_splits(load_config(), {"train": 32, "eval": 0})  # auto patience: off without an eval split
+
+
+def _cache_snapshot(cache, repo_id: str, commit: str, source) -> None:
+    """A hub model in huggingface_hub's cache layout (what snapshot_download leaves), with refs/main -> commit."""
+    import shutil
+
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    shutil.copytree(source, repo / "snapshots" / commit)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(commit)
+
+
+def test_a_hub_model_is_pinned_to_the_commit_the_preflight_read(tmp_path, tiny_bert_dir, monkeypatch):
+    """The probe resolves the branch through huggingface_hub (offline here: its cache) and fixes the commit in
+    the config every component reads; a later push to the branch does not change what the run reads."""
+    import huggingface_hub.constants
+
+    from models.pretrained import resolve_model_dir
+    from pipeline.orchestration.probe import probe
+
+    cache, first, second = tmp_path / "hub", "a" * 40, "b" * 40
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    _cache_snapshot(cache, "reviews-team/tiny-bert", first, tiny_bert_dir)
+    config = configs.load_config(
+        overrides={"model.name": "reviews-team/tiny-bert", "model.max_seq_length": 32, "dataset.limits.train": 64}
+    )
+
+    probed = probe(config)
+
+    assert probed.config.model.revision == first and probed.model_commit == first
+    _cache_snapshot(cache, "reviews-team/tiny-bert", second, tiny_bert_dir)  # a push to main during the run
+    assert resolve_model_dir("reviews-team/tiny-bert").name == second
+    assert resolve_model_dir("reviews-team/tiny-bert", probed.config.model.revision).name == first
+    local = configs.load_config(overrides={"model.name": str(tiny_bert_dir), "model.max_seq_length": 32})
+    assert probe(local).config.model.revision is None  # a folder has no commit to pin

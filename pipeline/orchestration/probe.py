@@ -33,6 +33,7 @@ from models.lengths import (
 from models.pretrained import (
     check_architecture,
     encoder_shape,
+    hub_commit,
     model_files,
     position_limit,
     read_config,
@@ -60,6 +61,7 @@ class ProbeResult:
     encoder: EncoderShape | None
     window: tuple[int, ...] = ()  # the spans read, for span-versioned data
     input_fingerprint: str = ""  # of the files read; '' for hub and packaged datasets
+    model_commit: str | None = None  # the hub model's commit every component reads (config.model.revision)
 
     def describe_lengths(self) -> str:
         """The token lengths and what the run chose from them (width, windows, buckets), as printed and kept."""
@@ -108,6 +110,7 @@ class ModelFacts:
     position_limit: int | None  # the longest input its position embeddings hold
     encoder: EncoderShape | None  # its sizes, for FLOP counts (None: no config.json to read them from)
     model_type: str = ""  # config.json's (bert, roberta ...): the family the recipe's warm-up follows
+    commit: str | None = None  # a hub model's commit, which every component then reads (None: not a hub model)
 
 
 def resolve_recipe(config: PipelineConfig, model: ModelFacts) -> tuple[PipelineConfig, RecipeChoice]:
@@ -150,7 +153,7 @@ def probe_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
             f"model.max_seq_length {requested} is over the model's position limit {limit}; use at most {limit} "
             "(or auto)"
         )
-    return ModelFacts(directory, limit, shape, model_type)
+    return ModelFacts(directory, limit, shape, model_type, hub_commit(config.model.name, directory))
 
 
 def label_names(read: sources.DatasetRead, sample: sources.Sample, beam_args) -> list[str]:
@@ -229,7 +232,8 @@ def probe(config: PipelineConfig) -> ProbeResult:
     lengths = choose_width(
         token_lengths(model.directory, training_rows), config.model.max_seq_length, model.position_limit
     )
-    model_update: dict = {"max_seq_length": lengths.width}
+    # A hub model pinned to the commit read here: a push to its repo during the run cannot mix files of two commits
+    model_update: dict = {"max_seq_length": lengths.width, **({"revision": model.commit} if model.commit else {})}
     windows, trained = None, lengths.profile
     if config.model.long_texts == "windows":
         windows = choose_windows(lengths.profile, lengths.width, config.model.window_stride, config.model.max_windows)
@@ -256,4 +260,5 @@ def probe(config: PipelineConfig) -> ProbeResult:
         shards=len(read.shards),
         window=read.window,
         input_fingerprint=spans.files_fingerprint(read.config),
+        model_commit=model.commit,
     )
