@@ -16,34 +16,19 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
-import tensorflow as tf
 from absl import logging
 
 from models import serving_contract
+from models.remote_folder import localize
 from models.serving import load_serving_model
 
 DEFAULT_PORT = 8080
 DEFAULT_HEALTH_ROUTE = "/health"
 DEFAULT_PREDICT_ROUTE = "/predict"
-
-
-def localize(uri: str) -> Path:
-    """The SavedModel folder at `uri` on local disk: copied with TF's filesystems (gs:// included) unless local."""
-    if "://" not in uri:
-        return Path(uri)
-    target = Path(tempfile.mkdtemp(prefix="hftfx-model-"))
-    for directory, _, files in tf.io.gfile.walk(uri):
-        relative = directory[len(uri.rstrip("/")) :].lstrip("/")
-        (target / relative).mkdir(parents=True, exist_ok=True)
-        for name in files:
-            tf.io.gfile.copy(f"{directory.rstrip('/')}/{name}", str(target / relative / name), overwrite=True)
-    return target
 
 
 class PredictionServer(ThreadingHTTPServer):

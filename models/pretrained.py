@@ -8,6 +8,7 @@ way the only weights allowed to start fresh are the classification head's.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.metadata
 import json
 import re
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from models import environment
 from models.errors import UserError
+from models.remote_folder import is_remote, localize
 
 PACKAGED_PREFIX = "packaged:"
 # name -> (distribution, model directory inside it)
@@ -84,10 +86,13 @@ def packaged_model_dir(name: str) -> Path:
 
 
 def resolve_model_dir(name: str, revision: str | None = None, weights: bool = True) -> Path:
-    """A local directory for `name`: packaged:<model>, an existing directory, or a hub id (downloaded; without
-    the weights when `weights` is False, for checks that read only the config and the tokenizer)."""
+    """A local directory for `name`: packaged:<model>, an existing directory, a folder in a bucket (gs://...,
+    copied) or a hub id (downloaded, private and gated repos with $HF_TOKEN; without the weights when `weights`
+    is False, for checks that read only the config and the tokenizer)."""
     if name.startswith(PACKAGED_PREFIX):
         return packaged_model_dir(name.removeprefix(PACKAGED_PREFIX))
+    if is_remote(name):
+        return _bucket_model(name.rstrip("/"), weights)
     local = Path(name).expanduser()
     if local.is_dir():
         return local.resolve()
@@ -107,10 +112,33 @@ def resolve_model_dir(name: str, revision: str | None = None, weights: bool = Tr
         ) from error
 
 
+@functools.cache
+def _bucket_model(uri: str, weights: bool) -> Path:
+    """The model folder at `uri`, copied once per process (the probe and each component in a local run share it;
+    a cloud component copies into its own container)."""
+    import tensorflow as tf
+
+    patterns = _HUB_FILES if weights else [p for p in _HUB_FILES if p not in (SAFETENSORS_WEIGHTS, TF_WEIGHTS)]
+    try:
+        found = tf.io.gfile.exists(f"{uri}/config.json")
+        directory = localize(uri, patterns) if found else None
+    except tf.errors.OpError as error:
+        raise ModelFilesError(
+            f"could not read model folder {uri}: {error.message.splitlines()[0]}. The identity the run uses needs to "
+            "read the bucket (roles/storage.objectViewer); locally, `gcloud auth application-default login`."
+        ) from None
+    if directory is None:
+        raise ModelFilesError(
+            f"model folder {uri} has no config.json: name the folder that save_pretrained wrote (config.json, "
+            "the weights and the tokenizer files side by side)"
+        )
+    return directory
+
+
 def hub_commit(name: str, directory: Path) -> str | None:
     """The commit a hub model resolved to: snapshot_download's folder is named by it (online or from the cache).
     None for packaged models and local folders, which have no commit to pin."""
-    if name.startswith(PACKAGED_PREFIX) or Path(name).expanduser().is_dir():
+    if name.startswith(PACKAGED_PREFIX) or is_remote(name) or Path(name).expanduser().is_dir():
         return None
     return directory.name if re.fullmatch(r"[0-9a-f]{40}", directory.name) else None
 

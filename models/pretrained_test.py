@@ -148,3 +148,31 @@ def test_the_position_limit_is_the_longest_input_the_model_runs(family_model_dir
     model(tf.fill([1, limit], 5), training=False)
     with pytest.raises(tf.errors.InvalidArgumentError):
         model(tf.fill([1, limit + 1], 5), training=False)
+
+
+def test_a_model_folder_in_a_bucket_is_copied_through_tfs_filesystems(tiny_bert_dir, tmp_path):
+    """ram:// is TensorFlow's in-memory filesystem: a non-local one, reached by the same tf.io.gfile calls as
+    gs://. Only what fine-tuning reads is copied; without weights (compile's checks), no weights."""
+    import tensorflow as tf
+
+    bucket = f"ram://{tmp_path.name}/models/tiny"
+    tf.io.gfile.makedirs(bucket)
+    for path in tiny_bert_dir.iterdir():
+        tf.io.gfile.copy(str(path), f"{bucket}/{path.name}")
+    tf.io.gfile.copy(str(tiny_bert_dir / "config.json"), f"{bucket}/notes.bin")  # not a model file
+
+    copied = resolve_model_dir(bucket + "/")
+    checks_only = resolve_model_dir(bucket, weights=False)
+
+    assert sorted(p.name for p in copied.iterdir()) == sorted(p.name for p in tiny_bert_dir.iterdir())
+    assert (copied / "tf_model.h5").read_bytes() == (tiny_bert_dir / "tf_model.h5").read_bytes()
+    assert not (checks_only / "tf_model.h5").exists() and (checks_only / "config.json").is_file()
+    build_classifier(model_files(copied), ["rotten", "fresh"])  # what the Trainer does with it
+    parent = bucket.rsplit("/", 1)[0]
+    with pytest.raises(ModelFilesError, match=r"has no config.json: name the folder that save_pretrained wrote"):
+        resolve_model_dir(parent)  # the folder above the model
+
+
+def test_an_unreadable_bucket_names_the_identity_it_needs():
+    with pytest.raises(ModelFilesError, match=r"gs://hftfx-no-such-bucket/model.*(objectViewer|no config.json)"):
+        resolve_model_dir("gs://hftfx-no-such-bucket/model")

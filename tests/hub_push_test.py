@@ -123,9 +123,11 @@ def test_a_missing_token_or_an_offline_hub_is_refused_before_the_run(monkeypatch
 
 
 def run_cli(tiny_bert_dir, workdir, endpoint, *extra, token=TOKEN):
+    """The run fine-tunes a model read from a folder URL: file:// is TF's local filesystem behind the same copy a
+    gs:// folder goes through (no GCS endpoint can be faked for TF's own GCS client)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_TOKEN": token}
     command = tiny_run_command(
-        tiny_bert_dir, workdir, "--set", f"hub.repo_id={REPO}", "--set", f"hub.endpoint={endpoint}",
+        f"file://{tiny_bert_dir}", workdir, "--set", f"hub.repo_id={REPO}", "--set", f"hub.endpoint={endpoint}",
         "--set", "hub.license=apache-2.0", "--set", "hub.language=[en]", *extra, train=128,
     )  # fmt: skip
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=False)
@@ -156,6 +158,7 @@ def test_hftfx_run_pushes_the_blessed_model_and_its_card_and_an_unblessed_one_ne
     assert run_tag(summary["run_id"]) in repo.tags and repo.tags[run_tag(summary["run_id"])][0] == commit.oid
     assert f"@{run_tag(summary['run_id'])} ({commit.oid})" in summary["hub_revision"]
     assert "hub           http://127.0.0.1" in done.stdout
+    assert f"model 'file://{tiny_bert_dir}'" in done.stderr + done.stdout  # trained from the copied folder
 
     # A threshold no model meets: not blessed, so nothing reaches the Hub.
     # (The first model is its baseline; intervals, beside the point here, are left out: 20 s of jackknife.)

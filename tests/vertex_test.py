@@ -402,6 +402,7 @@ def test_trainer_overrides_fold_into_custom_config():
             "TPU v5e VMs are in us-central1",
         ),
         ({"cloud.network": "projects/my-gcp-project/global/networks/vpc"}, "takes the project number, not its id"),
+        ({"model.name": "./my-model"}, "model.name './my-model' is a local folder, which does not exist in the cloud"),
         ({"cloud.labels": {"Team": "ml"}}, "cloud.labels key 'Team' must start with a lowercase letter"),
         ({"cloud.labels": {"team": "ML Platform"}}, "cloud.labels value 'ML Platform' (of 'team')"),
         ({"cloud.trainer_accelerator": "a100", "cloud.trainer_accelerator_count": 3}, "in counts [1, 2, 4, 8, 16]"),

@@ -71,6 +71,7 @@ def create_cloud_pipeline(config: PipelineConfig, run: RunParameters) -> tfx_pip
 def compile_spec(config: PipelineConfig) -> dict:
     """The PipelineSpec (KFP IR, schema 2.1) with the runtime parameters' defaults from the config (its recipe's
     `auto` settings chosen from the model)."""
+    validate_cloud(config)  # before the model is read: a profile naming a model the cloud cannot reach stops here
     config = with_recipe_chosen(config)
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(

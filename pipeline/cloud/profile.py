@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 
 from components.vertex_clients import API_ENDPOINT, ENCRYPTION_KEY, VERTEX_CLIENT_KEY
 from models.lengths import AUTO
+from models.pretrained import PACKAGED_PREFIX
 from pipeline.cloud_config import CloudConfig
 from pipeline.configs import MULTI_PROCESSING_BEAM_ARGS, ConfigError, PipelineConfig
 
@@ -285,6 +287,12 @@ def _data_problems(config: PipelineConfig) -> list[str]:
         config.dataset.data_files and any(not f.startswith("gs://") for f in config.dataset.data_files)
     ):
         problems.append("dataset files must be hub ids or gs:// paths in the cloud; local paths do not exist there")
+    model = config.model.name
+    if not model.startswith((PACKAGED_PREFIX, "gs://")) and (model.startswith(("/", ".", "~")) or Path(model).exists()):
+        problems.append(
+            f"model.name '{model}' is a local folder, which does not exist in the cloud: copy it to a bucket "
+            "(gcloud storage cp -r FOLDER gs://BUCKET/models/NAME) and name that gs:// folder, or use a hub id"
+        )
     if config.scoring.input and not config.scoring.input.startswith("gs://"):
         problems.append(f"scoring.input '{config.scoring.input}' must be a gs:// path in the cloud")
     if config.model.max_seq_length == AUTO:

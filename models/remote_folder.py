@@ -1,0 +1,35 @@
+"""A folder held in an object store (gs://, or any URL TensorFlow's filesystems read), copied to local disk.
+
+Models fine-tuned from a bucket and SavedModels served from one are read by libraries that open local files
+(transformers, TF Serving's loader): the folder is copied once with TF's filesystems, which every artifact of
+the pipeline already goes through (and which use the run's own credentials on Google Cloud).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def is_remote(path: str) -> bool:
+    """A URL (gs://bucket/folder, file:///...) rather than a local path."""
+    return "://" in path
+
+
+def localize(uri: str, patterns: Sequence[str] = ("*",)) -> Path:
+    """The folder at `uri` on local disk (a fresh temporary folder, kept while the process lives): its files
+    whose names match one of `patterns`, subfolders included. A local path is returned as it is."""
+    if not is_remote(uri):
+        return Path(uri)
+    import tensorflow as tf
+
+    target = Path(tempfile.mkdtemp(prefix="hftfx-model-"))
+    for directory, _, files in tf.io.gfile.walk(uri):
+        relative = directory[len(uri.rstrip("/")) :].lstrip("/")
+        (target / relative).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            if any(fnmatch.fnmatch(name, pattern) for pattern in patterns):
+                tf.io.gfile.copy(f"{directory.rstrip('/')}/{name}", str(target / relative / name), overwrite=True)
+    return target
