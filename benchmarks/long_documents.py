@@ -78,7 +78,17 @@ def merged(rows: list[list[str]], previous: dict | None) -> tuple[list[list[str]
     fresh = {row[0] for row in rows}
     kept = [row for row in (previous or {}).get("rows", []) if row[0] not in fresh]
     order = {name: index for index, (name, _) in enumerate(POLICIES.values())}
-    notes = [f"Kept from an earlier run of this section: {', '.join(r[0] for r in kept)}."] if kept else []
+    notes = (
+        [
+            f"Kept from an earlier run of this section, on its own data size and recipe (`git log -p "
+            f"BENCHMARKS.md`): {', '.join(r[0] for r in kept)}."
+        ]
+        if kept
+        else []
+    )
+    # the serving latency belongs to the windows-256 row: kept with it
+    if POLICIES["windows-256"][0] not in fresh:
+        notes += [n for n in (previous or {}).get("notes", []) if n.startswith("Serving")]
     return sorted([*rows, *kept], key=lambda row: order.get(row[0], len(order))), notes
 
 
