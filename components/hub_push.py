@@ -20,6 +20,7 @@ from pydantic import Field, field_validator
 from models.config_section import ConfigSection, Texts
 from models.environment import offline_hub
 from models.errors import UserError
+from models.hub_token import SECRET_VERSION, load_hub_token
 from models.pretrained import PACKAGED_PREFIX
 
 
@@ -34,6 +35,13 @@ class HubConfig(ConfigSection):
     private: bool = Field(True, description="a repo created by the push is private")
     endpoint: str = Field("", description="a self-hosted Hub's URL; empty: huggingface.co (or $HF_ENDPOINT)")
     token_env: str = Field("HF_TOKEN", description="the environment variable holding a write token")
+    token_secret: str = Field(
+        "",
+        description="cloud runs: the Secret Manager secret version holding the Hub token "
+        "(projects/<project>/secrets/<name>/versions/<number>), read at run time by each component that reaches "
+        "the Hub (private model and dataset downloads, the push) with the run's service account; local runs use "
+        "token_env",
+    )
     license: str = Field("", description="the model card's license id (apache-2.0, mit, ...); empty leaves it out")
     language: Texts = Field((), description="the model card's ISO 639-1 language codes (en, fr, ...)")
 
@@ -52,6 +60,15 @@ class HubConfig(ConfigSection):
         if "/" not in repo_id:
             raise ValueError(f"'{repo_id}' needs its namespace: <user or org>/{repo_id}")
         return repo_id
+
+    @field_validator("token_secret")
+    @classmethod
+    def _a_secret_version(cls, name: str) -> str:
+        if name and not SECRET_VERSION.fullmatch(name):
+            raise ValueError(
+                f"'{name}' is not a Secret Manager secret version: projects/<project>/secrets/<name>/versions/<number>"
+            )
+        return name
 
     def check_credentials(self) -> None:
         """A token in the environment that the Hub accepts for writing, and huggingface_hub not switched off: known
@@ -123,6 +140,7 @@ def push_folder(folder: str, hub: HubConfig, run_id: str, commit_message: str) -
     """Creates the repo if needed, commits `folder` and tags the commit with the run id; idempotent per run."""
     from huggingface_hub import HfApi
 
+    load_hub_token(hub.token_env)  # a cloud component's token, from Secret Manager
     hub.check_credentials()
     with _library_endpoint(hub.endpoint):
         api = HfApi(endpoint=hub.endpoint or None, token=os.environ[hub.token_env])

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from models import environment
 from models.errors import UserError
+from models.hub_token import load_hub_token
 from models.remote_folder import is_remote, localize
 
 PACKAGED_PREFIX = "packaged:"
@@ -100,6 +101,8 @@ def resolve_model_dir(name: str, revision: str | None = None, weights: bool = Tr
         raise ModelFilesError(f"model path '{name}' is not a directory")
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    load_hub_token()  # a cloud component's token for private and gated repos, from Secret Manager
 
     try:
         patterns = _HUB_FILES if weights else [p for p in _HUB_FILES if p not in (SAFETENSORS_WEIGHTS, TF_WEIGHTS)]

@@ -1,7 +1,8 @@
 """A Hugging Face Hub on 127.0.0.1 that answers what huggingface_hub's HfApi sends for a push, and keeps it.
 
 Routes, as huggingface_hub 0.36 calls them: whoami (tokens in `tokens`, with their role), repo create, README
-metadata validation, refs, the file tree, preupload (LFS for binary files, as the Hub decides), the git-LFS batch
+metadata validation, refs, the file tree, a revision's info and file downloads (snapshot_download; a private repo
+only to a known token), preupload (LFS for binary files, as the Hub decides), the git-LFS batch
 API and the upload its `href` names, the NDJSON commit (files added and deleted), tag creation. Each repo records
 its commits (files by path, as bytes) and its tags, and every request with the token it carried, so a test reads
 what arrived exactly as the server received it.
@@ -70,8 +71,50 @@ def _handler(hub: FakeHub, port_holder: list[int]):
             hub.requests.append((self.command, path, self.headers.get("Authorization", "")))
             return path
 
+        def _readable(self, repo: Repo | None) -> bool:
+            """A public repo, or a private one asked for with a token the Hub knows (a 404 otherwise, as the Hub
+            hides private repos)."""
+            token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            return repo is not None and (not repo.private or token in hub.tokens)
+
+        def _resolve(self, path: str) -> tuple[str, bytes, str] | None:
+            """/<repo>/resolve/<revision>/<file> -> (file, its bytes, the commit), for a readable repo."""
+            repo_id, _, rest = path.lstrip("/").partition("/resolve/")
+            revision, _, name = rest.partition("/")
+            repo = hub.repos.get(repo_id)
+            if not self._readable(repo) or not repo.commits:
+                return None
+            commit = repo.commits[-1].oid if revision == "main" else revision
+            files = repo.files_at(commit)
+            return (name, files[name], commit) if name in files else None
+
+        def do_HEAD(self):
+            path = self._record()
+            found = self._resolve(path) if "/resolve/" in path else None
+            if found is None:
+                return self.reply(404, **{"X-Error-Code": "RepoNotFound"})
+            _, data, commit = found
+            self.send_response(200)
+            self.send_header("X-Repo-Commit", commit)
+            self.send_header("ETag", f'"{hashlib.sha1(data).hexdigest()}"')
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+
         def do_GET(self):
             path = self._record()
+            if "/resolve/" in path:
+                found = self._resolve(path)
+                if found is None:
+                    return self._json(404, {"error": "Repository not found"})
+                return self.reply(200, found[1], "application/octet-stream")
+            if path.startswith("/api/models/") and "/revision/" in path:
+                repo_id, revision = path.removeprefix("/api/models/").split("/revision/", 1)
+                repo = hub.repos.get(repo_id)
+                if not self._readable(repo) or not repo.commits:
+                    return self._json(404, {"error": "Repository not found"})
+                commit = repo.commits[-1].oid if revision == "main" else revision
+                siblings = [{"rfilename": name} for name in sorted(repo.files_at(commit))]
+                return self._json(200, {"id": repo_id, "sha": commit, "private": repo.private, "siblings": siblings})
             if path == "/api/whoami-v2":
                 token = self.headers.get("Authorization", "").removeprefix("Bearer ")
                 if token not in hub.tokens:

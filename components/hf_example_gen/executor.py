@@ -37,6 +37,7 @@ from models.contract import (
     TEXT_FEATURE,
     TEXT_PAIR_FEATURE,
 )
+from models.hub_token import load_hub_token
 
 
 def _bytes(value: str) -> tf.train.Feature:
@@ -70,6 +71,8 @@ def fingerprint(source_fingerprints: list[str], config: DatasetConfig, label_nam
 class Executor(base_beam_executor.BaseBeamExecutor):
     def Do(self, input_dict, output_dict, exec_properties) -> None:
         self._log_startup(input_dict, output_dict, exec_properties)
+        # The first component: a cloud run whose Hub token cannot be read stops here, before any training.
+        load_hub_token()
         config = load_dataset_config(exec_properties["dataset_config"])
         if exec_properties.get("revision"):
             config = config.model_copy(update={"revision": exec_properties["revision"]})

@@ -38,6 +38,12 @@ GRANTS = (
         "use cloud.encryption_key",
         "cmek",
     ),
+    Grant(
+        "cloud.service_account (pipeline runner)",
+        "roles/secretmanager.secretAccessor",
+        "read hub.token_secret (on that secret)",
+        "hub_token",
+    ),
     Grant("cloud.serving_service_account", "roles/storage.objectViewer", "read the pushed model", "endpoint"),
     Grant("cloud.serving_service_account", "roles/storage.objectCreator", "write batch prediction results", "endpoint"),
     Grant("event function's service account", "roles/aiplatform.user", "create the span's pipeline job", "event"),
@@ -56,6 +62,7 @@ def grants_for(config: PipelineConfig) -> list[Grant]:
         "cmek": bool(config.cloud.encryption_key),
         "endpoint": config.cloud.push_to == "endpoint" and bool(config.cloud.serving_service_account),
         "event": "{SPAN}" in str(config.dataset.split_files) or "{SPAN}" in str(config.dataset.data_files),
+        "hub_token": bool(config.hub.token_secret),
     }
     return [g for g in GRANTS if not g.when or uses[g.when]]
 

@@ -20,6 +20,7 @@ from models.task import TASK_KEY_PROPERTY
 from pipeline.cloud.compiled_specs import PIPELINE_YAML, profile_header
 from pipeline.cloud.profile import (
     beam_args,
+    container_env,
     on_vertex,
     trainer_image,
     validate_cloud,
@@ -50,8 +51,8 @@ def cloud_placement(config: PipelineConfig) -> CloudPlacement:
     endpoint = vertex_serving_config(config.cloud) if config.cloud.push_to == "endpoint" else None
     return CloudPlacement(
         vertex=True,
-        training_config=vertex_training_config(config.cloud),
-        tuning_config=vertex_tuning_config(config.cloud),
+        training_config=vertex_training_config(config.cloud, container_env(config)),
+        tuning_config=vertex_tuning_config(config.cloud, container_env(config)),
         serving_config=endpoint,
     )
 
@@ -91,7 +92,15 @@ def compile_spec(config: PipelineConfig) -> dict:
             definition["defaultValue"] = defaults[name]
             definition["isOptional"] = True
     scope_baseline_to_task(spec, task_of(config).key, config.pipeline_name)
+    set_container_env(spec, container_env(config))
     return spec
+
+
+def set_container_env(spec: dict, env: dict[str, str]) -> None:
+    """`env` in every container task of the spec (KFP's PipelineContainerSpec.env): TFX compiles none."""
+    for executor in spec["deploymentSpec"]["executors"].values():
+        if env and "container" in executor:
+            executor["container"]["env"] = [{"name": name, "value": value} for name, value in env.items()]
 
 
 def scope_baseline_to_task(spec: dict, task_key: str, pipeline_name: str) -> None:

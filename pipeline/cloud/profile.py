@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from components.vertex_clients import API_ENDPOINT, ENCRYPTION_KEY, VERTEX_CLIENT_KEY
+from models.hub_token import TOKEN_SECRET_ENV
 from models.lengths import AUTO
 from models.pretrained import PACKAGED_PREFIX
 from pipeline.cloud_config import CloudConfig
@@ -306,11 +307,12 @@ def _data_problems(config: PipelineConfig) -> list[str]:
             "fixes the Transform's windows: set a number (`hftfx run --check --long-texts windows` on a sample of "
             "the data prints what auto chooses)"
         )
-    if config.hub.repo_id:
+    if config.hub.repo_id and not config.hub.token_secret:
         problems.append(
-            "hub.repo_id: pushing to the Hugging Face Hub runs in local runs only (a cloud component has no token "
-            "source yet); leave hub.repo_id empty here: the blessed model's HF export is still in the run's "
-            "HFPublisher artifact"
+            "hub.repo_id: a cloud run pushes with the token in a Secret Manager secret: set hub.token_secret to its "
+            "version (projects/<project>/secrets/<name>/versions/<number>; the runner's service account needs "
+            "roles/secretmanager.secretAccessor on it), or leave hub.repo_id empty: the blessed model's HF export is "
+            "still in the run's HFPublisher artifact"
         )
     return problems
 
@@ -362,8 +364,15 @@ def serving_image(cloud: CloudConfig) -> str:
     return cloud.serving_image_uri or cloud.image_uri
 
 
-def worker_pool_specs(cloud: CloudConfig) -> list[dict]:
-    """The Vertex CustomJob worker pool the Trainer runs in (TFX fills in the container's command)."""
+def container_env(config: PipelineConfig) -> dict[str, str]:
+    """Variables every container of a cloud run gets: the Hub token's secret version (never the token), which
+    the components that reach the Hub read at run time (models/hub_token.py)."""
+    return {TOKEN_SECRET_ENV: config.hub.token_secret} if config.hub.token_secret else {}
+
+
+def worker_pool_specs(cloud: CloudConfig, env: dict[str, str] | None = None) -> list[dict]:
+    """The Vertex CustomJob worker pool the Trainer runs in (TFX fills in the container's command), with `env`
+    in its container."""
     chosen = accelerator(cloud)
     machine_spec = {"machine_type": chosen.machine_type}
     if chosen.accelerator_type:
@@ -376,19 +385,22 @@ def worker_pool_specs(cloud: CloudConfig) -> list[dict]:
             "machine_spec": machine_spec,
             "replica_count": 1,
             "disk_spec": {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": 100},
-            "container_spec": {"image_uri": trainer_image(cloud)},
+            "container_spec": {
+                "image_uri": trainer_image(cloud),
+                **({"env": [{"name": k, "value": v} for k, v in env.items()]} if env else {}),
+            },
         }
     ]
 
 
-def vertex_training_config(cloud: CloudConfig) -> dict:
+def vertex_training_config(cloud: CloudConfig, env: dict[str, str] | None = None) -> dict:
     """The keys TFX's Vertex Trainer reads from custom_config.
 
     TFX's runner pops `project`, then `VertexJobClient.create_training_job` takes `job_spec` as the
     CustomJobSpec and `labels` / `encryption_spec` as the CustomJob's own fields; without a `job_spec` key it
     would treat the whole dict as the spec, which the API rejects (labels are no CustomJobSpec field).
     """
-    job_spec = {"worker_pool_specs": worker_pool_specs(cloud)}
+    job_spec = {"worker_pool_specs": worker_pool_specs(cloud, env)}
     if cloud.service_account:
         job_spec["service_account"] = cloud.service_account
     if cloud.network:
@@ -407,13 +419,13 @@ def vertex_training_config(cloud: CloudConfig) -> dict:
     }
 
 
-def vertex_tuning_config(cloud: CloudConfig) -> dict:
+def vertex_tuning_config(cloud: CloudConfig, env: dict[str, str] | None = None) -> dict:
     """The keys TFX's Vertex Tuner reads: the Trainer's CustomJob under its tuning key. TFX adds the worker pool of
     the parallel trials beyond the chief's (a copy of the first pool, tuning.parallel_trials - 1 replicas)."""
     from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_trainer_executor
     from tfx.extensions.google_cloud_ai_platform.tuner import executor as vertex_tuner_executor
 
-    settings = vertex_training_config(cloud)
+    settings = vertex_training_config(cloud, env)
     job = settings.pop(vertex_trainer_executor.TRAINING_ARGS_KEY)
     return {**settings, vertex_tuner_executor.TUNING_ARGS_KEY: job}
 
