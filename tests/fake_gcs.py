@@ -1,0 +1,75 @@
+"""Cloud Storage's JSON API for objects on 127.0.0.1, as gcsfs (fsspec's gs://, what datasets reads data files
+with) calls it: object metadata, listings by prefix and delimiter, media downloads with byte ranges. Clients
+reach it through STORAGE_EMULATOR_HOST, the storage libraries' own setting. TF's GCS filesystem has no such
+setting, so this fake serves the Python clients only."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.fake_vertex import QuietHandler, http_server
+
+
+def _metadata(bucket: str, name: str, data: bytes) -> dict:
+    return {
+        "kind": "storage#object",
+        "bucket": bucket,
+        "name": name,
+        "size": str(len(data)),
+        "generation": "1",
+        "metageneration": "1",
+        "etag": hashlib.md5(data).hexdigest(),
+        "updated": "2026-11-26T07:00:00.000Z",
+        "timeCreated": "2026-11-26T07:00:00.000Z",
+        "contentType": "application/octet-stream",
+    }
+
+
+@contextlib.contextmanager
+def serve_objects(monkeypatch, objects: dict[str, bytes]):
+    """Serves `objects` ("bucket/path/to/object" -> bytes); yields the request paths it received."""
+    asked: list[str] = []
+
+    class Handler(QuietHandler):
+        def do_GET(self):
+            url = urlsplit(self.path)
+            asked.append(url.path)
+            query = {k: v[0] for k, v in parse_qs(url.query).items()}
+            download = url.path.startswith("/download/storage/v1/b/")
+            rest = url.path.removeprefix("/download/storage/v1/b/" if download else "/storage/v1/b/")
+            bucket, _, tail = rest.partition("/")
+            if tail == "o":
+                return self._list(bucket, query.get("prefix", ""), query.get("delimiter", ""))
+            name = unquote(tail.removeprefix("o/"))
+            data = objects.get(f"{bucket}/{name}")
+            if data is None:
+                return self.reply(404, json.dumps({"error": {"code": 404, "message": "No such object"}}).encode())
+            if not download:
+                return self.reply(200, json.dumps(_metadata(bucket, name, data)).encode())
+            span = self.headers.get("Range", "")
+            if span.startswith("bytes="):
+                start, _, end = span.removeprefix("bytes=").partition("-")
+                part = data[int(start) : int(end) + 1 if end else None]
+                return self.reply(206, part, "application/octet-stream")
+            return self.reply(200, data, "application/octet-stream")
+
+        def _list(self, bucket: str, prefix: str, delimiter: str):
+            items, prefixes = [], set()
+            for key, data in sorted(objects.items()):
+                owner, _, name = key.partition("/")
+                if owner != bucket or not name.startswith(prefix):
+                    continue
+                below = name[len(prefix) :]
+                if delimiter and delimiter in below:
+                    prefixes.add(prefix + below.split(delimiter)[0] + delimiter)
+                else:
+                    items.append(_metadata(bucket, name, data))
+            body = {"kind": "storage#objects", "items": items, "prefixes": sorted(prefixes)}
+            self.reply(200, json.dumps(body).encode())
+
+    with http_server(Handler) as port:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+        yield asked
