@@ -27,6 +27,7 @@ PACKAGED_MODELS = {
 }
 # packaged name -> the Hub id of the same checkpoint (what a model card names as its base model)
 PACKAGED_HUB_IDS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
+COMMIT = re.compile(r"[0-9a-f]{40}")  # a git commit as the Hub names revisions
 TF_WEIGHTS = "tf_model.h5"
 SAFETENSORS_WEIGHTS = "model.safetensors"
 # config and tokenizer files of every tokenizer family (vocab.txt, merges.txt, SentencePiece .model), the weights
@@ -143,7 +144,7 @@ def hub_commit(name: str, directory: Path) -> str | None:
     None for packaged models and local folders, which have no commit to pin."""
     if name.startswith(PACKAGED_PREFIX) or is_remote(name) or Path(name).expanduser().is_dir():
         return None
-    return directory.name if re.fullmatch(r"[0-9a-f]{40}", directory.name) else None
+    return directory.name if COMMIT.fullmatch(directory.name) else None
 
 
 def model_files(directory: Path) -> ModelFiles:

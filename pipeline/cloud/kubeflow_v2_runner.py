@@ -31,7 +31,7 @@ from pipeline.cloud.profile import (
 from pipeline.configs import PipelineConfig
 from pipeline.node_ids import BASELINE_RESOLVER, TRAINER, TUNER
 from pipeline.orchestration.dag import CloudPlacement, create_components, task_of
-from pipeline.orchestration.probe import with_recipe_chosen
+from pipeline.orchestration.probe import with_model_pinned, with_recipe_chosen
 
 
 def images(config: PipelineConfig) -> dict[str, str]:
@@ -73,7 +73,7 @@ def compile_spec(config: PipelineConfig) -> dict:
     """The PipelineSpec (KFP IR, schema 2.1) with the runtime parameters' defaults from the config (its recipe's
     `auto` settings chosen from the model)."""
     validate_cloud(config)  # before the model is read: a profile naming a model the cloud cannot reach stops here
-    config = with_recipe_chosen(config)
+    config = with_recipe_chosen(with_model_pinned(config))
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
             default_image=images(config),

@@ -102,3 +102,25 @@ def test_a_hub_model_is_pinned_to_the_commit_the_preflight_read(tmp_path, tiny_b
     assert resolve_model_dir("reviews-team/tiny-bert", probed.config.model.revision).name == first
     local = configs.load_config(overrides={"model.name": str(tiny_bert_dir), "model.max_seq_length": 32})
     assert probe(local).config.model.revision is None  # a folder has no commit to pin
+
+
+def test_a_compiled_spec_pins_a_hub_model_to_its_commit(tmp_path, tiny_bert_dir, monkeypatch):
+    """Compiling resolves the branch once: every component of every run of the spec reads that commit."""
+    import json
+    from pathlib import Path
+
+    import huggingface_hub.constants
+
+    from pipeline.cloud.kubeflow_v2_runner import compile_spec
+
+    cache, commit = tmp_path / "hub", "c" * 40
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    _cache_snapshot(cache, "reviews-team/tiny-bert", commit, tiny_bert_dir)
+    profile = Path(__file__).resolve().parents[2] / "configs/vertex.yaml"
+    config = configs.load_config(profile, {"model.name": "reviews-team/tiny-bert", "model.max_seq_length": 32})
+
+    spec = compile_spec(config)
+
+    parameters = spec["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
+    assert json.loads(parameters["custom_config"]["runtimeValue"]["constant"])["model"]["revision"] == commit
+    assert config.model.revision is None  # the profile itself is unchanged: submit compares the spec with it

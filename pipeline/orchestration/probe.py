@@ -16,6 +16,7 @@ from pathlib import Path
 from components import evaluation
 from components.evaluation_config import threshold_per_label
 from components.hf_example_gen import beam_rows, sources, spans, splitting
+from components.hub_push import hub_model_id
 from components.noise_aware_gate import small_test_split
 from components.tuning_config import Range
 from models.epochs import MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN, choose_epochs, choose_patience
@@ -31,6 +32,7 @@ from models.lengths import (
     token_lengths,
 )
 from models.pretrained import (
+    COMMIT,
     check_architecture,
     encoder_shape,
     hub_commit,
@@ -131,6 +133,17 @@ def with_recipe_chosen(config: PipelineConfig) -> PipelineConfig:
     if AUTO not in (training.learning_rate, training.warmup_ratio, training.gradient_clip_norm):
         return config
     return resolve_recipe(config, probe_model(config, weights=False))[0]
+
+
+def with_model_pinned(config: PipelineConfig) -> PipelineConfig:
+    """A hub model's branch or tag resolved to its commit (what a compiled spec fixes, so its components read one
+    model however long the schedule runs and whatever is pushed to the repo meanwhile); a commit, a folder or a
+    packaged model as they are."""
+    name, revision = config.model.name, config.model.revision
+    if hub_model_id(name) is None or (revision and COMMIT.fullmatch(revision)):
+        return config
+    commit = hub_commit(name, resolve_model_dir(name, revision, weights=False))
+    return config.model_copy(update={"model": config.model.model_copy(update={"revision": commit})})
 
 
 def probe_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
