@@ -1,8 +1,15 @@
-"""Versions appear whole or not at all; leftovers of an interrupted push are cleared."""
+"""Versions appear whole or not at all; two pushes into one serving directory never mix; only leftovers of
+pushes that provably died are cleared."""
 
 import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
 
-from components.pusher import STAGING_PREFIX, next_version, push_atomically
+from components.pusher import PUSH_LOCK, STAGING_PREFIX, next_version, push_atomically
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _model(tmp_path):
@@ -19,7 +26,7 @@ def test_push_lands_a_complete_numbered_version(tmp_path):
     assert version.isdigit() and destination == os.path.join(base, version)
     assert (base / version / "saved_model.pb").read_bytes() == b"graph"
     assert (base / version / "variables" / "variables.index").exists()
-    assert os.listdir(base) == [version]
+    assert sorted(os.listdir(base)) == sorted([version, PUSH_LOCK])
 
 
 def test_versions_only_grow_even_within_the_same_second(tmp_path):
@@ -36,4 +43,57 @@ def test_a_partial_push_left_by_a_crash_is_removed_and_never_visible(tmp_path):
     (partial / "variables").mkdir(parents=True)
     (partial / "variables" / "variables.data").write_bytes(b"half")
     _, version = push_atomically(str(_model(tmp_path)), str(base))
-    assert sorted(os.listdir(base)) == sorted(["1700000000", version])
+    assert sorted(os.listdir(base)) == sorted(["1700000000", version, PUSH_LOCK])
+
+
+def test_only_staging_of_a_dead_push_on_this_host_is_cleared(tmp_path):
+    base = tmp_path / "m"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    names = {
+        "dead": f"{STAGING_PREFIX}{socket.gethostname()}-{int(dead.stdout)}-0123456789ab",
+        "live": f"{STAGING_PREFIX}{socket.gethostname()}-{os.getpid()}-0123456789ab",  # a push under way
+        "other host": f"{STAGING_PREFIX}serving-node-7-1-0123456789ab",  # can't tell: kept
+    }
+    for name in names.values():
+        (base / name).mkdir(parents=True)
+
+    _, version = push_atomically(str(_model(tmp_path)), str(base))
+
+    assert sorted(os.listdir(base)) == sorted([version, PUSH_LOCK, names["live"], names["other host"]])
+
+
+_PUSH = """
+import sys, time
+from pathlib import Path
+from components import pusher
+pusher.time.time = lambda: 1_800_000_000.5  # both runs push within the same second
+start = Path(sys.argv[3])
+while not start.exists():
+    time.sleep(0.001)
+print(pusher.push_atomically(sys.argv[1], sys.argv[2])[1])
+"""
+
+
+def test_two_runs_pushing_in_the_same_second_get_two_complete_versions(tmp_path):
+    """Two processes (two pipeline roots' Pushers) released at once into one serving directory."""
+    base, start = tmp_path / "serving" / "m", tmp_path / "go"
+    models = []
+    for run in ("a", "b"):
+        model = _model(tmp_path / run)
+        (model / "variables" / "variables.data").write_bytes(run.encode() * 2_000_000)  # a copy that takes a while
+        (model / "saved_model.pb").write_bytes(f"graph of {run}".encode())
+        models.append(model)
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _PUSH, str(m), str(base), str(start)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+        )
+        for m in models
+    ]
+    start.touch()
+    versions = [r.communicate(timeout=120)[0].strip() for r in runs]
+
+    assert sorted(versions) == ["1800000000", "1800000001"]
+    assert sorted(os.listdir(base)) == sorted([*versions, PUSH_LOCK])  # no staging left
+    for version, run in zip(versions, ("a", "b"), strict=True):
+        assert (base / version / "saved_model.pb").read_bytes() == f"graph of {run}".encode()
+        assert (base / version / "variables" / "variables.data").read_bytes() == run.encode() * 2_000_000
