@@ -1,8 +1,10 @@
 """TFX's Vertex endpoint Pusher, and the clean-up it leaves out: older models leave the endpoint.
 
-TFX deploys each blessed model with 100% of the endpoint's traffic and leaves the models deployed before it
-at 0%: each keeps its replicas, and its bill, until someone undeploys it. After TFX's own push this executor
-undeploys them, keeping the newest `cloud.endpoint_keep_previous` (at 0% traffic) for a quick rollback.
+TFX deploys each blessed model with `cloud.endpoint_traffic_percentage` of the endpoint's traffic (100 unless
+a canary) and leaves the models deployed before it in place: those at 0% keep their replicas, and their bill,
+until someone undeploys them. After TFX's own push this executor undeploys them, keeping the newest
+`cloud.endpoint_keep_previous` (at 0% traffic) for a quick rollback; a model still serving part of a canary's
+traffic stays. `promote` ends a canary: the newest model takes 100%, then the same clean-up.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import json_utils
 
 from components.vertex_clients import VERTEX_CLIENT_KEY, configure_aiplatform
+from models.errors import UserError
 
 KEEP_PREVIOUS_KEY = "hftfx_endpoint_keep_previous"  # our key in the Pusher's custom_config
 
@@ -39,7 +42,8 @@ def retire_previous_models(custom_config: dict[str, Any], pushed_model: str) -> 
         logging.warning("%d endpoints named %s host %s: nothing undeployed", len(hosting), endpoint_name, pushed_model)
         return []
     endpoint, models = hosting[0]
-    previous = [m for m in models if not _same_model(m.model, pushed_model)]
+    serving = {key for key, share in endpoint.traffic_split.items() if share > 0}
+    previous = [m for m in models if not _same_model(m.model, pushed_model) and m.id not in serving]
     previous.sort(key=lambda m: m.create_time, reverse=True)
     retired = []
     for deployed in previous[custom_config.get(KEEP_PREVIOUS_KEY, 0) :]:
@@ -47,6 +51,31 @@ def retire_previous_models(custom_config: dict[str, Any], pushed_model: str) -> 
         endpoint.undeploy(deployed_model_id=deployed.id, sync=True)
         retired.append(deployed.id)
     return retired
+
+
+def promote_newest(custom_config: dict[str, Any]) -> tuple[str, list[str]]:
+    """Ends a canary: the endpoint's newest deployed model takes 100% of the traffic, then the models before it
+    are retired as after a push; returns (the promoted deployed-model id, the ids undeployed)."""
+    from google.cloud import aiplatform
+
+    endpoint_name = custom_config[vertex_constants.SERVING_ARGS_KEY]["endpoint_name"]
+    named = aiplatform.Endpoint.list(filter=f'display_name="{endpoint_name}"')
+    if len(named) != 1:
+        raise PromoteError(
+            f"{len(named)} endpoints are named {endpoint_name}: promote needs exactly one (see `gcloud ai "
+            "endpoints list`)"
+        )
+    (endpoint,) = named
+    models = endpoint.list_models()
+    if not models:
+        raise PromoteError(f"endpoint {endpoint_name} serves no model: nothing to promote")
+    newest = max(models, key=lambda m: m.create_time)
+    endpoint.update(traffic_split={newest.id: 100})
+    return newest.id, retire_previous_models(custom_config, newest.model)
+
+
+class PromoteError(UserError, RuntimeError):
+    """There is no single endpoint, or no model on it, to promote."""
 
 
 def _same_model(name: str, other: str) -> bool:

@@ -69,6 +69,18 @@ class CloudConfig(ConfigSection):
     )
     endpoint_name: str = Field("", description="the Vertex endpoint's display name (created when missing)")
     endpoint_machine_type: str = Field("n1-standard-4", description="the endpoint replicas' machine type")
+    endpoint_min_replicas: int = Field(1, description="replicas the endpoint keeps for the pushed model at least")
+    endpoint_max_replicas: int = Field(
+        0, description="replicas Vertex may scale the pushed model up to under load; 0: endpoint_min_replicas"
+    )
+    endpoint_accelerator: str = Field(
+        "", description="a GPU per replica (t4, l4, v100, a100, ...: the trainer's names); empty: CPU only"
+    )
+    endpoint_traffic_percentage: int = Field(
+        100,
+        description="the share of the endpoint's traffic the pushed model takes; under 100 a canary: the models "
+        "already serving keep the rest (in their proportions) until `hftfx promote` gives the newest 100%",
+    )
     endpoint_keep_previous: int = Field(
         0,
         description="models deployed before the pushed one that stay on the endpoint at 0% traffic for a quick "

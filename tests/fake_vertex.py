@@ -181,6 +181,19 @@ class FakeVertex:
             aiplatform_v1.DeployModelResponse(deployed_model=deployed),
         )
 
+    def update_endpoint(self, request, context):
+        """The fields the mask names; a traffic split must name deployed models and add up to 100, as Vertex
+        checks."""
+        endpoint = _find(self.endpoints, request.endpoint.name, context)
+        if "traffic_split" in request.update_mask.paths:
+            split = dict(request.endpoint.traffic_split)
+            deployed = {m.id for m in endpoint.deployed_models}
+            if sum(split.values()) != 100 or not set(split) <= deployed:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad traffic split {split} for {sorted(deployed)}")
+            endpoint.traffic_split.clear()
+            endpoint.traffic_split.update(split)
+        return endpoint
+
     def undeploy_model(self, request, context):
         endpoint = _find(self.endpoints, request.endpoint, context)
         kept = [m for m in endpoint.deployed_models if m.id != request.deployed_model_id]
@@ -250,6 +263,7 @@ _METHODS = [
     ("EndpointService", "ListEndpoints", v1.ListEndpointsRequest, v1.ListEndpointsResponse),
     ("EndpointService", "CreateEndpoint", v1.CreateEndpointRequest, operations_pb2.Operation),
     ("EndpointService", "GetEndpoint", v1.GetEndpointRequest, v1.Endpoint),
+    ("EndpointService", "UpdateEndpoint", v1.UpdateEndpointRequest, v1.Endpoint),
     ("EndpointService", "DeployModel", v1.DeployModelRequest, operations_pb2.Operation),
     ("EndpointService", "UndeployModel", v1.UndeployModelRequest, operations_pb2.Operation),
     ("ModelService", "UploadModel", v1.UploadModelRequest, operations_pb2.Operation),

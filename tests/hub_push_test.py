@@ -180,14 +180,6 @@ def test_hftfx_run_without_a_write_token_stops_before_any_component(hub, tiny_be
     assert not (tmp_path / "root").exists()  # nothing ran, nothing was written
 
 
-def test_cloud_profiles_refuse_a_hub_push_they_have_no_token_for():
-    from pipeline.cloud.profile import validate_cloud
-
-    config = configs.load_config("configs/vertex.yaml", overrides={"hub.repo_id": REPO})
-    with pytest.raises(configs.ConfigError, match="local runs only"):
-        validate_cloud(config)
-
-
 def test_the_fake_hub_refuses_a_card_whose_model_index_is_broken(hub, monkeypatch):
     """The fake's validate-yaml route is not a yes-machine: huggingface_hub's own upload fails on bad metadata."""
     from huggingface_hub import HfApi

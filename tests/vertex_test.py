@@ -657,6 +657,64 @@ def test_each_push_retires_the_models_before_it_but_the_kept_ones(profile, verte
     )
 
 
+def test_replicas_and_a_gpu_reach_the_deploy_request(profile, vertex_api):
+    fake, address = vertex_api
+    config = _at(
+        profile, address, endpoint_min_replicas=2, endpoint_max_replicas=6, endpoint_accelerator="l4",
+        endpoint_machine_type="g2-standard-8",
+    )  # fmt: skip
+    _push_to_endpoint(compile_spec(config), 1700000000)
+
+    (deployed,) = fake.requests("EndpointService/DeployModel")
+    resources = deployed.deployed_model.dedicated_resources
+    assert (resources.min_replica_count, resources.max_replica_count) == (2, 6)
+    assert resources.machine_spec.machine_type == "g2-standard-8"
+    assert (resources.machine_spec.accelerator_type.name, resources.machine_spec.accelerator_count) == ("NVIDIA_L4", 1)
+
+
+@pytest.mark.parametrize(
+    ("cloud", "message"),
+    [
+        ({"endpoint_accelerator": "a100"}, "a100 runs on a2-highgpu-* machines, not n1-standard-4"),
+        ({"endpoint_accelerator": "tpu-v5e-1"}, "is not one of"),
+        ({"endpoint_min_replicas": 3, "endpoint_max_replicas": 2}, "is below endpoint_min_replicas 3"),
+        ({"endpoint_traffic_percentage": 0}, "must be 1 to 100"),
+    ],
+)
+def test_endpoint_settings_vertex_would_refuse_are_refused_before_compiling(profile, cloud, message):
+    config = profile.model_copy(update={"cloud": profile.cloud.model_copy(update=cloud)})
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        validate_cloud(config)
+
+
+def test_a_canary_takes_its_share_keeps_the_serving_model_and_promote_gives_it_all(
+    profile, vertex_api, monkeypatch, capsys
+):
+    """A push at 10% leaves the model serving the rest in place; `hftfx promote` moves all the traffic to the
+    newest model (UpdateEndpoint) and retires the one before it."""
+    from components.endpoint_pusher import retire_previous_models
+
+    fake, address = vertex_api
+    stable = compile_spec(_at(profile, address))
+    _push_to_endpoint(stable, 1700000000)
+    canary = compile_spec(_at(profile, address, endpoint_traffic_percentage=10))
+    assert retire_previous_models(_pusher_config(canary), _push_to_endpoint(canary, 1700000100)) == []
+
+    (endpoint,) = fake.endpoints
+    first, second = endpoint.deployed_models
+    assert dict(endpoint.traffic_split) == {first.id: 90, second.id: 10}
+
+    monkeypatch.setattr(submit, "default_credentials", AnonymousCredentials)
+    assert cli.main(["promote", "--config", str(PROFILE), "--set", f"cloud.api_endpoint={address}"]) == 0
+
+    (update,) = fake.requests("EndpointService/UpdateEndpoint")
+    assert dict(update.endpoint.traffic_split) == {second.id: 100} and list(update.update_mask.paths) == [
+        "traffic_split"
+    ]
+    assert [m.id for m in endpoint.deployed_models] == [second.id] and dict(endpoint.traffic_split) == {second.id: 100}
+    assert f"deployed model {second.id} now takes 100% of the traffic; undeployed {first.id}" in capsys.readouterr().out
+
+
 def test_the_clean_up_finds_the_endpoint_it_pushed_to_among_endpoints_of_the_same_name(profile, vertex_api):
     """Display names are not unique: another endpoint named alike (created by hand, say) is left alone."""
     from google.cloud import aiplatform_v1

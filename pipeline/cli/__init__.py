@@ -14,6 +14,7 @@ from pipeline.cli.commands import (
     cmd_doctor,
     cmd_function_source,
     cmd_predict,
+    cmd_promote,
     cmd_report,
     cmd_run,
     cmd_runs,
@@ -219,6 +220,12 @@ def _add_cloud_commands(commands, shared: SharedOptions) -> None:
         help="send to this Kubeflow Pipelines API instead of Vertex AI (a profile with cloud.orchestrator: kubeflow)",
     )
     submit_.set_defaults(handler=cmd_submit)
+    promote = commands.add_parser(
+        "promote",
+        parents=[shared.cloud_config],
+        help="end a canary (cloud.endpoint_traffic_percentage): the endpoint's newest model takes 100% of the traffic",
+    )
+    promote.set_defaults(handler=cmd_promote)
 
 
 def _add_retraining_commands(commands, shared: SharedOptions) -> None:

@@ -156,6 +156,28 @@ def _predict_on_vertex(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_promote(args: argparse.Namespace) -> int:
+    """End a canary: the endpoint's newest model takes all the traffic, the ones before it are retired."""
+    from google.cloud import aiplatform
+
+    from components.endpoint_pusher import promote_newest
+    from pipeline.cloud import submit
+    from pipeline.cloud.profile import api_endpoint, vertex_serving_config
+
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    cloud = config.cloud
+    if cloud.push_to != "endpoint":
+        raise UserError(f"{args.config} pushes to {cloud.push_to}, not a Vertex endpoint: nothing to promote")
+    aiplatform.init(
+        project=cloud.project, location=cloud.region, api_endpoint=api_endpoint(cloud), api_transport="grpc",
+        credentials=submit.default_credentials(),
+    )  # fmt: skip
+    promoted, retired = promote_newest(vertex_serving_config(cloud))
+    print(f"endpoint {cloud.endpoint_name}: deployed model {promoted} now takes 100% of the traffic", end="")
+    print(f"; undeployed {', '.join(retired)}" if retired else "")
+    return 0
+
+
 def _check_model(config: configs.PipelineConfig) -> None:
     """The run's model checks (tokenizer family, architecture, position limit) before a spec goes to the cloud,
     where they would otherwise fail in the Transform or the Trainer; config and tokenizer files only. Says the

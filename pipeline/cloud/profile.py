@@ -76,6 +76,10 @@ GPU_MACHINES = {
     "a100-80gb": {1: "a2-ultragpu-1g", 2: "a2-ultragpu-2g", 4: "a2-ultragpu-4g", 8: "a2-ultragpu-8g"},
     "h100": {8: "a3-highgpu-8g"},
 }
+# The machine family each GPU is attached to (Compute Engine's GPU platforms).
+GPU_FAMILIES = {
+    "t4": "n1-", "v100": "n1-", "l4": "g2-", "a100": "a2-highgpu-", "a100-80gb": "a2-ultragpu-", "h100": "a3-"
+}  # fmt: skip
 _G2_GPUS = {4: 1, 8: 1, 12: 1, 16: 1, 32: 1, 24: 2, 48: 4, 96: 8}
 
 
@@ -247,6 +251,28 @@ def _push_problems(config: PipelineConfig) -> list[str]:
         problems.append("cloud.push_to is endpoint but cloud.endpoint_name is empty")
     if cloud.endpoint_keep_previous < 0:
         problems.append(f"cloud.endpoint_keep_previous must be 0 or more, not {cloud.endpoint_keep_previous}")
+    if cloud.endpoint_min_replicas < 1:
+        problems.append(f"cloud.endpoint_min_replicas must be 1 or more, not {cloud.endpoint_min_replicas}")
+    if cloud.endpoint_max_replicas and cloud.endpoint_max_replicas < cloud.endpoint_min_replicas:
+        problems.append(
+            f"cloud.endpoint_max_replicas {cloud.endpoint_max_replicas} is below endpoint_min_replicas "
+            f"{cloud.endpoint_min_replicas}: set it to at least that, or 0 for the same"
+        )
+    if not 1 <= cloud.endpoint_traffic_percentage <= 100:
+        problems.append(
+            f"cloud.endpoint_traffic_percentage must be 1 to 100, not {cloud.endpoint_traffic_percentage}"
+        )
+    gpus = sorted(name for name, a in ACCELERATORS.items() if a.kind == "gpu")
+    if cloud.endpoint_accelerator and cloud.endpoint_accelerator not in gpus:
+        problems.append(f"cloud.endpoint_accelerator '{cloud.endpoint_accelerator}' is not one of {gpus}")
+    elif cloud.endpoint_accelerator:
+        family = GPU_FAMILIES[cloud.endpoint_accelerator]
+        if not cloud.endpoint_machine_type.startswith(family):
+            smallest = GPU_MACHINES[cloud.endpoint_accelerator][min(GPU_MACHINES[cloud.endpoint_accelerator])]
+            problems.append(
+                f"cloud.endpoint_accelerator {cloud.endpoint_accelerator} runs on {family}* machines, not "
+                f"{cloud.endpoint_machine_type}: set cloud.endpoint_machine_type (e.g. {smallest})"
+            )
     if cloud.push_to == "filesystem" and not _GCS.match(config.serving_dir):
         problems.append(f"serving_dir '{config.serving_dir}' must be a gs:// path when the pipeline runs in the cloud")
     return problems
@@ -450,8 +476,13 @@ def vertex_serving_config(cloud: CloudConfig) -> dict:
         "project_id": cloud.project,
         "endpoint_name": cloud.endpoint_name,
         "machine_type": cloud.endpoint_machine_type,
-        "min_replica_count": 1,
+        "min_replica_count": cloud.endpoint_min_replicas,
+        "max_replica_count": cloud.endpoint_max_replicas or cloud.endpoint_min_replicas,
+        "traffic_percentage": cloud.endpoint_traffic_percentage,
     }
+    if cloud.endpoint_accelerator:
+        serving_args["accelerator_type"] = ACCELERATORS[cloud.endpoint_accelerator].accelerator_type
+        serving_args["accelerator_count"] = fixed_gpu_count(cloud.endpoint_machine_type) or 1
     if cloud.serving_service_account:
         serving_args["service_account"] = cloud.serving_service_account
     return {
