@@ -227,6 +227,9 @@ def test_endpoint_pusher_deploys_on_a_tf_serving_container(committed, profile):
         "endpoint_name": "hf-text-classifier",
         "machine_type": "n1-standard-4",
         "min_replica_count": 1,
+        "max_replica_count": 1,
+        "traffic_percentage": 100,
+        "service_account": "hftfx-serving@my-gcp-project.iam.gserviceaccount.com",
     }
 
 
@@ -414,6 +417,8 @@ def test_trainer_overrides_fold_into_custom_config():
         ({"cloud.push_to": "endpoint", "cloud.endpoint_name": ""}, "endpoint_name is empty"),
         ({"cloud.push_to": "filesystem", "serving_dir": "serving"}, "must be a gs:// path"),
         ({"cloud.service_account": "me"}, "not a service account email"),
+        ({"cloud.service_account": ""}, "the run would go as the project's default Compute Engine identity"),
+        ({"cloud.serving_service_account": ""}, "the endpoint's replicas would run as Vertex's service agent"),
         ({"dataset.label_names": []}, "label_names must be declared"),
         ({"training.batch_size": 12, "cloud.trainer_accelerator": "tpu-v5e-4"}, "divisible by 8"),
         ({"cloud.trainer_accelerator": "l4"}, "l4 needs cloud.trainer_image_uri: the pipeline image's TensorFlow"),
@@ -962,9 +967,9 @@ def test_the_vertex_docs_list_the_iam_roles_the_code_declares():
 
     page = (ROOT / "docs" / "vertex.md").read_text()
     section = page[page.index("### IAM") :]
-    rows = [line.split("|")[1:4] for line in section.splitlines() if line.startswith("| ") and "`roles/" in line]
-    assert [(i.strip(), r.strip().strip("`"), w.strip()) for i, r, w in rows] == [
-        (g.identity, g.role, g.why) for g in GRANTS
+    rows = [line.split("|")[1:5] for line in section.splitlines() if line.startswith("| ") and "`roles/" in line]
+    assert [(i.strip(), r.strip().strip("`"), s.strip(), w.strip()) for i, r, s, w in rows] == [
+        (g.identity, g.role, g.scope, g.why) for g in GRANTS
     ]
 
 
@@ -974,6 +979,8 @@ def test_doctor_cloud_checks_the_profile_and_its_spec_offline_and_lists_the_role
     out = capsys.readouterr().out
     assert "[OK] profile" in out and "[OK] compiled spec" in out
     assert "roles/aiplatform.user" in out and "roles/dataflow.worker" not in out  # the profile runs no Dataflow
+    # actAs on the endpoint's identity, on that identity only: the first push would fail with 403 without it
+    assert "roles/iam.serviceAccountUser          on cloud.serving_service_account: deploy the endpoint's" in out
     assert cli.main(["doctor", "--cloud", "--config", "configs/vertex.yaml", "--set", "cloud.region=europe-west4"]) == 1
     out = capsys.readouterr().out
     assert "[FAIL] compiled spec" in out and 'cloud.region ("us-central1" -> "europe-west4")' in out

@@ -21,38 +21,46 @@ class Grant:
     role: str
     why: str
     when: str = ""  # the profile setting it depends on; empty: always
+    scope: str = "the project"  # the resource the grant is made on: the narrowest that works
 
 
+RUNNER = "cloud.service_account (pipeline runner)"
+EVENT = "event function's service account"
 GRANTS = (
     Grant("you (submit, schedule, trigger)", "roles/aiplatform.user", "create pipeline jobs and schedules"),
-    Grant("you (submit, schedule, trigger)", "roles/iam.serviceAccountUser", "run jobs as cloud.service_account"),
-    Grant("cloud.service_account (pipeline runner)", "roles/aiplatform.user", "the Trainer's CustomJob, the push"),
-    Grant("cloud.service_account (pipeline runner)", "roles/storage.objectAdmin", "pipeline_root and serving_dir"),
-    Grant("cloud.service_account (pipeline runner)", "roles/artifactregistry.reader", "pull the images"),
-    Grant("cloud.service_account (pipeline runner)", "roles/iam.serviceAccountUser", "CustomJob/Dataflow run as it"),
-    Grant("cloud.service_account (pipeline runner)", "roles/dataflow.developer", "start Dataflow jobs", "dataflow"),
+    Grant(
+        "you (submit, schedule, trigger)", "roles/iam.serviceAccountUser", "run jobs as cloud.service_account",
+        scope="cloud.service_account",
+    ),
+    Grant(RUNNER, "roles/aiplatform.user", "the Trainer's CustomJob, the push"),
+    Grant(RUNNER, "roles/storage.objectAdmin", "pipeline_root and serving_dir", scope="their buckets"),
+    Grant(RUNNER, "roles/artifactregistry.reader", "pull the images", scope="the images' repository"),
+    Grant(RUNNER, "roles/iam.serviceAccountUser", "CustomJob/Dataflow run as it", scope="cloud.service_account"),
+    Grant(
+        RUNNER, "roles/iam.serviceAccountUser", "deploy the endpoint's model as cloud.serving_service_account",
+        "endpoint", scope="cloud.serving_service_account",
+    ),
+    Grant(RUNNER, "roles/dataflow.developer", "start Dataflow jobs", "dataflow"),
     Grant("cloud.service_account (Dataflow workers)", "roles/dataflow.worker", "run Dataflow work items", "dataflow"),
     Grant(
-        "Vertex AI, Dataflow and Storage service agents",
-        "roles/cloudkms.cryptoKeyEncrypterDecrypter",
-        "use cloud.encryption_key",
-        "cmek",
+        "Vertex AI, Dataflow and Storage service agents", "roles/cloudkms.cryptoKeyEncrypterDecrypter",
+        "use cloud.encryption_key", "cmek", scope="the key",
+    ),
+    Grant(RUNNER, "roles/secretmanager.secretAccessor", "read hub.token_secret", "hub_token", scope="that secret"),
+    Grant(
+        "cloud.serving_service_account", "roles/storage.objectViewer", "read the pushed model", "endpoint",
+        scope="the pipeline root's bucket",
     ),
     Grant(
-        "cloud.service_account (pipeline runner)",
-        "roles/secretmanager.secretAccessor",
-        "read hub.token_secret (on that secret)",
-        "hub_token",
+        "cloud.serving_service_account", "roles/storage.objectCreator", "write batch prediction results",
+        "endpoint", scope="the results' bucket",
     ),
-    Grant("cloud.serving_service_account", "roles/storage.objectViewer", "read the pushed model", "endpoint"),
-    Grant("cloud.serving_service_account", "roles/storage.objectCreator", "write batch prediction results", "endpoint"),
-    Grant("event function's service account", "roles/aiplatform.user", "create the span's pipeline job", "event"),
-    Grant(
-        "event function's service account", "roles/iam.serviceAccountUser", "run it as cloud.service_account", "event"
-    ),
-    Grant("event function's service account", "roles/eventarc.eventReceiver", "receive the bucket's events", "event"),
+    Grant(EVENT, "roles/aiplatform.user", "create the span's pipeline job", "event"),
+    Grant(EVENT, "roles/iam.serviceAccountUser", "run it as cloud.service_account", "event", "cloud.service_account"),
+    Grant(EVENT, "roles/eventarc.eventReceiver", "receive the bucket's events", "event"),
+    Grant(EVENT, "roles/run.invoker", "Eventarc's trigger calls the function", "event", "the function's service"),
     Grant("Cloud Storage service agent", "roles/pubsub.publisher", "Eventarc's storage trigger", "event"),
-)
+)  # fmt: skip
 
 
 def grants_for(config: PipelineConfig) -> list[Grant]:
@@ -60,7 +68,7 @@ def grants_for(config: PipelineConfig) -> list[Grant]:
     uses = {
         "dataflow": config.cloud.beam_runner == "DataflowRunner",
         "cmek": bool(config.cloud.encryption_key),
-        "endpoint": config.cloud.push_to == "endpoint" and bool(config.cloud.serving_service_account),
+        "endpoint": config.cloud.push_to == "endpoint",
         "event": "{SPAN}" in str(config.dataset.split_files) or "{SPAN}" in str(config.dataset.data_files),
         "hub_token": bool(config.hub.token_secret),
     }
@@ -109,4 +117,4 @@ def offline_checks(config: PipelineConfig, template: str | None) -> list[CloudCh
 
 def role_lines(config: PipelineConfig) -> list[str]:
     width = max(len(g.identity) for g in GRANTS)
-    return [f"  {g.identity:<{width}}  {g.role:<44} {g.why}" for g in grants_for(config)]
+    return [f"  {g.identity:<{width}}  {g.role:<37} on {g.scope}: {g.why}" for g in grants_for(config)]

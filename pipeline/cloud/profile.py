@@ -281,6 +281,17 @@ def _push_problems(config: PipelineConfig) -> list[str]:
 def _identity_problems(cloud: CloudConfig) -> list[str]:
     """Service account, network, labels and CMEK key, in the forms Vertex AI takes."""
     problems: list[str] = []
+    if on_vertex(cloud) and not cloud.service_account:
+        problems.append(
+            "cloud.service_account is empty: the run would go as the project's default Compute Engine identity "
+            "(broad Editor rights, shared with everything else): name the pipeline's own service account "
+            "(`hftfx doctor --cloud` lists the roles it needs)"
+        )
+    if on_vertex(cloud) and cloud.push_to == "endpoint" and not cloud.serving_service_account:
+        problems.append(
+            "cloud.serving_service_account is empty: the endpoint's replicas would run as Vertex's service agent; "
+            "name a service account that may read the pushed model (and nothing else)"
+        )
     if on_vertex(cloud) and cloud.service_account and not cloud.service_account.endswith(".iam.gserviceaccount.com"):
         problems.append(f"cloud.service_account '{cloud.service_account}' is not a service account email")
     if not on_vertex(cloud) and cloud.service_account and not _K8S_NAME.match(cloud.service_account):
