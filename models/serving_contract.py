@@ -8,6 +8,7 @@ its official builds link), replays `assets.extra/tf_serving_warmup_requests`, th
 from __future__ import annotations
 
 import base64
+import binascii
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -88,7 +89,14 @@ def _example(features: dict[str, Any]) -> bytes:
 def request_to_call(
     payload: dict[str, Any], text_inputs: Sequence[str] = (TEXT_INPUT,)
 ) -> tuple[str, dict[str, tf.Tensor]]:
-    """Maps a TF Serving REST body onto (signature name, keyword tensors).
+    """Maps a TF Serving REST body onto (signature name, keyword tensors): request_rows' columns as tensors."""
+    signature, columns = request_rows(payload, text_inputs)
+    return signature, {name: tf.constant(values, dtype=tf.string) for name, values in columns.items()}
+
+
+def request_rows(payload: Any, text_inputs: Sequence[str] = (TEXT_INPUT,)) -> tuple[str, dict[str, list]]:
+    """Maps a TF Serving REST body onto (signature name, {input: one string or bytes per row}), refusing every
+    malformed body with a BadRequestError that says what is wrong (never an error from deeper down).
 
     `text_inputs` are serving_default's inputs: (text,) or, for sentence pairs, (text, text_pair), which
     TF Serving's row format sends as objects {"text": ..., "text_pair": ...} and its columnar format as lists.
@@ -96,45 +104,58 @@ def request_to_call(
     if not isinstance(payload, dict):
         raise BadRequestError("the request body must be a JSON object")
     signature = payload.get("signature_name", SERVING_DEFAULT)
+    if not isinstance(signature, str):
+        raise BadRequestError('"signature_name" must be a string')
     if "examples" in payload:  # classify/regress-style: feature dicts, sent as serialized tf.Examples
         examples = payload["examples"]
         if not isinstance(examples, list) or not all(isinstance(e, dict) for e in examples):
             raise BadRequestError('"examples" must be a list of {feature: value} objects')
-        signature = payload.get("signature_name", SERVING_TF_EXAMPLE)
-        return signature, {EXAMPLES_INPUT: tf.constant([_example(e) for e in examples], dtype=tf.string)}
+        try:
+            serialized = [_example(e) for e in examples]
+        except (TypeError, ValueError) as error:
+            raise BadRequestError(f'an "examples" feature is not a string or a list of strings: {error}') from None
+        return payload.get("signature_name", SERVING_TF_EXAMPLE), {EXAMPLES_INPUT: serialized}
     rows = payload.get("instances", payload.get("inputs"))
     names = tuple(text_inputs) if signature == SERVING_DEFAULT else (EXAMPLES_INPUT,)
     if isinstance(rows, dict):  # columnar {"inputs": {"text": [...], "text_pair": [...]}}
         if set(rows) != set(names) or not all(isinstance(v, list) for v in rows.values()):
             raise BadRequestError(f'columnar "inputs" must map {list(names)} to lists, got keys {sorted(rows)}')
+        lengths = {n: len(rows[n]) for n in names}
+        if len(set(lengths.values())) > 1:
+            raise BadRequestError(f'columnar "inputs" must hold lists of one length, got {lengths}')
         rows = [dict(zip(names, values, strict=True)) for values in zip(*(rows[n] for n in names), strict=True)]
     if not isinstance(rows, list):
         raise BadRequestError('the request needs "instances" (a list), "inputs" or "examples"')
     if len(names) > 1:
         return signature, _named_rows(rows, names)
     (name,) = names
-    values = []
-    for row in rows:
-        if isinstance(row, dict) and set(row) == {"b64"}:
-            values.append(base64.b64decode(row["b64"]))
-        elif isinstance(row, dict) and name in row:
-            values.append(row[name])
-        elif isinstance(row, str):
-            values.append(row)
-        else:
-            raise BadRequestError(f"instance {row!r} is not a string (or {{\"b64\": ...}}) for input '{name}'")
-    return signature, {name: tf.constant(values, dtype=tf.string)}
+    return signature, {name: [_row_value(row, name) for row in rows]}
 
 
-def _named_rows(rows: list, names: Sequence[str]) -> dict[str, tf.Tensor]:
+def _row_value(row: Any, name: str) -> str | bytes:
+    """One instance of a one-input signature: a string, {"b64": ...} or {name: string}."""
+    if isinstance(row, dict) and set(row) == {"b64"}:
+        if not isinstance(row["b64"], str):
+            raise BadRequestError(f'"b64" must hold a base64 string, got {type(row["b64"]).__name__}')
+        try:
+            return base64.b64decode(row["b64"], validate=True)
+        except binascii.Error as error:
+            raise BadRequestError(f'"b64" value {row["b64"][:40]!r} is not base64: {error}') from None
+    value = row.get(name) if isinstance(row, dict) else row
+    if isinstance(value, str):
+        return value
+    raise BadRequestError(f"instance {str(row)[:80]} is not a string (or {{\"b64\": ...}}) for input '{name}'")
+
+
+def _named_rows(rows: list, names: Sequence[str]) -> dict[str, list[str]]:
     """Row-format instances of a signature with several inputs: every row an object holding each of them."""
     columns: dict[str, list[str]] = {name: [] for name in names}
     for row in rows:
         if not isinstance(row, dict) or set(row) != set(names) or not all(isinstance(row[n], str) for n in names):
-            raise BadRequestError(f"instance {row!r} must be an object with the strings {list(names)}")
+            raise BadRequestError(f"instance {str(row)[:80]} must be an object with the strings {list(names)}")
         for name in names:
             columns[name].append(row[name])
-    return {name: tf.constant(values, dtype=tf.string) for name, values in columns.items()}
+    return columns
 
 
 def text_inputs(model) -> tuple[str, ...]:
@@ -148,11 +169,14 @@ def predict(model, payload: dict[str, Any]) -> dict[str, Any]:
     signature_name, inputs = request_to_call(payload, text_inputs(model))
     if signature_name not in model.signatures:
         raise BadRequestError(f"no signature '{signature_name}'; the model has {sorted(model.signatures)}")
-    outputs = model.signatures[signature_name](**inputs)
-    columns = {key: value.numpy().tolist() for key, value in outputs.items()}
+    return {"predictions": prediction_rows(model.signatures[signature_name](**inputs))}
+
+
+def prediction_rows(outputs: dict[str, tf.Tensor]) -> list[dict[str, Any]]:
+    """A signature's output tensors as TF Serving's row-format predictions: one {output: value} per row."""
+    columns = {key: _decoded(value.numpy().tolist()) for key, value in outputs.items()}
     rows = len(next(iter(columns.values()))) if columns else 0
-    decoded = {k: _decoded(vs) for k, vs in columns.items()}
-    return {"predictions": [{k: decoded[k][i] for k in decoded} for i in range(rows)]}
+    return [{k: columns[k][i] for k in columns} for i in range(rows)]
 
 
 def _decoded(value):

@@ -484,6 +484,98 @@ def test_the_image_default_command_serves_as_a_vertex_custom_container(first_run
         assert vertex_container.http_json(container.base + "/elsewhere")[0] == 404
 
 
+def _raw_exchange(base: str, request: bytes, wait: float) -> tuple[bytes, float]:
+    """Sends `request` bytes as they are and reads the answer: (its status line, seconds it took)."""
+    import socket
+    import time
+    from urllib.parse import urlsplit
+
+    url = urlsplit(base)
+    with socket.create_connection((url.hostname, url.port), timeout=wait) as connection:
+        started = time.monotonic()
+        connection.sendall(request)
+        answer = connection.recv(200)
+        return answer.split(b"\r\n")[0], time.monotonic() - started
+
+
+def test_the_server_answers_bad_input_with_its_reason_and_batches_concurrent_requests(first_run, served_model):
+    """`hftfx serve` against a 20 MB body, a body that never finishes, 1,000 instances, malformed JSON, base64,
+    types and columns: each a 4xx with its reason in bounded time, and the next normal request still answers.
+    Concurrent one-text requests share model calls and get the answers they would get alone."""
+    import concurrent.futures
+    import json
+    import urllib.error
+    import urllib.request
+
+    from models import serving_contract
+    from models.prediction_server import BATCH_HEADER
+
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--read-timeout", "2", "--batch-wait-ms", "20"]
+    with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
+        predict = container.predict
+        bad = [
+            ({"instances": ["x"] * 1000}, 413, "at most 256"),
+            ({"instances": [{"b64": "%%%"}]}, 400, "is not base64"),
+            ({"instances": [{"text": 5}]}, 400, "is not a string"),
+            ({"inputs": {"text": ["a", "b"], "other": ["c"]}}, 400, "must map ['text'] to lists"),
+            ({"examples": [{"text": 2**70}]}, 400, "examples"),
+            ({"signature_name": "nope", "instances": ["a"]}, 400, "no signature 'nope'"),
+            ([1, 2], 400, "must be a JSON object"),
+        ]
+        for body, status, reason in bad:
+            got, answer = vertex_container.http_json(predict, body)
+            assert (got, reason in answer["error"]) == (status, True), (body, got, answer)
+        route = "/" + predict.split("/", 3)[3]
+        head = f"POST {route} HTTP/1.1\r\nHost: x\r\n"
+        status, _ = _raw_exchange(container.base, f"{head}Content-Length: 9\r\n\r\n{{not json".encode(), 30)
+        assert status == b"HTTP/1.1 400 Bad Request"
+        big = urllib.request.Request(predict, data=b"x" * 20_000_000, headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(big, timeout=60)
+        assert refused.value.code == 413
+        status, seconds = _raw_exchange(container.base, f'{head}Content-Length: 100\r\n\r\n{{"inst'.encode(), 30)
+        assert status == b"HTTP/1.1 408 Request Timeout" and seconds < 10
+        assert vertex_container.http_json(predict, {"instances": ["still answering"]})[0] == 200
+
+        texts = [f"a film, take {i}: {'moving' if i % 2 else 'dull'}" for i in range(32)]
+
+        def one(text):
+            request = urllib.request.Request(predict, data=json.dumps({"instances": [text]}).encode())
+            with urllib.request.urlopen(request, timeout=120) as response:
+                return json.loads(response.read())["predictions"][0], int(response.headers[BATCH_HEADER])
+
+        with concurrent.futures.ThreadPoolExecutor(32) as pool:
+            answers = list(pool.map(one, texts))
+    assert max(rows for _, rows in answers) > 1  # requests shared model calls
+    alone = serving_contract.predict(served_model, {"instances": texts})["predictions"]
+    for (got, _), want in zip(answers, alone, strict=True):
+        assert got["label"] == want["label"]
+        assert got["probabilities"] == pytest.approx(want["probabilities"], abs=1e-5)
+
+
+def test_a_full_queue_answers_503_with_retry_after(first_run):
+    import concurrent.futures
+    import json
+    import urllib.error
+    import urllib.request
+
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--max-queued-rows", "2", "--batch-wait-ms", "200"]
+    with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
+
+        def one(i):
+            request = urllib.request.Request(container.predict, data=json.dumps({"instances": ["a", "b"]}).encode())
+            try:
+                with urllib.request.urlopen(request, timeout=120) as response:
+                    return response.status, None
+            except urllib.error.HTTPError as error:
+                return error.code, error.headers.get("Retry-After")
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(one, range(8)))
+    assert (200, None) in answers and (503, "1") in answers
+    assert set(answers) <= {(200, None), (503, "1")}
+
+
 def test_run_report_has_every_section_with_embedded_plots(first_run, strict_run, tmp_path):
     import glob
 

@@ -183,6 +183,13 @@ def _add_serving_commands(commands, shared: SharedOptions) -> None:
     )
     serve.add_argument("--model", help="a model folder, local or gs:// (default: $AIP_STORAGE_URI, set by Vertex AI)")
     serve.add_argument("--port", type=int, help="default: $AIP_HTTP_PORT, else 8080")
+    serve.add_argument("--host", help="default: all interfaces in a Vertex container ($AIP_HTTP_PORT), else 127.0.0.1")
+    serve.add_argument("--max-batch", type=int, help="rows per model call (default 64)")
+    serve.add_argument("--batch-wait-ms", type=float, help="how long a call waits for requests to join it (default 5)")
+    serve.add_argument("--max-body-mb", type=float, help="largest request body (default 1.5, Vertex AI's limit)")
+    serve.add_argument("--max-instances", type=int, help="instances per request (default 256)")
+    serve.add_argument("--read-timeout", type=float, help="seconds to receive a body (default 10)")
+    serve.add_argument("--max-queued-rows", type=int, help="rows waiting for the model before a 503 (default 1024)")
     serve.set_defaults(handler=cmd_serve)
 
 

@@ -356,9 +356,17 @@ def _assignments(assignments: list[str] | None, flag: str, parse=str) -> dict:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from models.prediction_server import serve
+    from models.prediction_server import limits_from, serve
 
-    serve(args.model, args.port)
+    limits = limits_from({
+        "max_batch": args.max_batch,
+        "batch_wait_s": None if args.batch_wait_ms is None else args.batch_wait_ms / 1e3,
+        "max_body_bytes": None if args.max_body_mb is None else int(args.max_body_mb * 1e6),
+        "max_instances": args.max_instances,
+        "read_timeout_s": args.read_timeout,
+        "max_queued_rows": args.max_queued_rows,
+    })  # fmt: skip
+    serve(args.model, args.port, args.host, limits)
     return 0
 
 
