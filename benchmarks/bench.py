@@ -295,6 +295,18 @@ def serving_latency(serving_dir: Path, repeats: int) -> list[Row]:
     return rows
 
 
+def serving_load(serving_dir: Path, seconds: float) -> list[Row]:
+    """benchmarks/serving_load.py's rows: the dynamic-batching server against one call per request."""
+    from benchmarks import serving_load
+    from models.serving import resolve_version_dir
+
+    try:
+        resolve_version_dir(serving_dir)
+    except FileNotFoundError:
+        return [Row(f"serving load: no pushed model under {serving_dir} (run `make run` first)", "-", "-", "-")]
+    return [Row(*row) for row in serving_load.rows(str(serving_dir), corpus(2000), seconds)]
+
+
 def _useful_forward_flops(model_dir: Path, texts: list[str], max_length: int) -> float:
     """Forward FLOPs of the texts at their own token counts (no padding): the work any scorer must do."""
     from transformers import AutoConfig, AutoTokenizer
@@ -384,14 +396,16 @@ def reference_figures(config: PipelineConfig) -> dict | None:
     }
 
 
-def write_reference(config: PipelineConfig, bench: dict | None = None) -> None:
-    """The default run's figures (from the latest run's records) and, given, this bench's table."""
-    figures = reference_figures(config)
-    if figures is None:
-        print(f"no default run with a summary under {config.pipeline_root}: {DEFAULT_RUN_FILE} kept", flush=True)
-    else:
-        DEFAULT_RUN_FILE.write_text(json.dumps({"written_by": "make bench", **figures}, indent=2) + "\n")
-        print(f"default run figures written to {DEFAULT_RUN_FILE}", flush=True)
+def write_reference(config: PipelineConfig, bench: dict | None = None, run_figures: bool = True) -> None:
+    """The default run's figures (from the latest run's records, unless not `run_figures`) and, given, this
+    bench's table."""
+    if run_figures:
+        figures = reference_figures(config)
+        if figures is None:
+            print(f"no default run with a summary under {config.pipeline_root}: {DEFAULT_RUN_FILE} kept", flush=True)
+        else:
+            DEFAULT_RUN_FILE.write_text(json.dumps({"written_by": "make bench", **figures}, indent=2) + "\n")
+            print(f"default run figures written to {DEFAULT_RUN_FILE}", flush=True)
     if bench is not None:
         reference.write({**reference.read(), "bench": bench})
         print(f"bench figures written to {reference.REFERENCE}", flush=True)
@@ -447,6 +461,19 @@ def bench_table(rows: list[Row], seconds: float) -> dict:
     return {"machine": machine, "seconds": round(seconds), "rows": [dataclasses.asdict(r) for r in rows]}
 
 
+SECTIONS = ("tokenization", "serving", "serving-load", "batch-prediction", "trainer", "step-profile", "pipeline")
+
+
+def merged_bench(previous: dict | None, fresh: dict) -> dict:
+    """The previous table with this run's rows in place of those of the same name (new ones appended)."""
+    if not previous:
+        return fresh
+    by_name = {row["name"]: row for row in fresh["rows"]}
+    kept = [by_name.pop(row["name"], row) for row in previous["rows"]]
+    note = f"{previous.get('machine', '')}; some rows from a later run on {fresh['machine']}"
+    return {**previous, "machine": note, "rows": [*kept, *by_name.values()]}
+
+
 def main(argv=None) -> int:
     defaults = PipelineConfig()  # pydantic keeps field defaults on instances, not on the class
     parser = argparse.ArgumentParser(description=__doc__)
@@ -458,6 +485,10 @@ def main(argv=None) -> int:
     parser.add_argument("--serving-dir", default=str(Path(defaults.serving_dir, defaults.model_name)))
     parser.add_argument("--pipeline-root", default=defaults.pipeline_root)
     parser.add_argument("--pipeline-name", default=defaults.pipeline_name)
+    parser.add_argument("--load-seconds", type=float, default=10.0, help="per client count, per server")
+    parser.add_argument(
+        "--sections", help=f"comma-separated, of {', '.join(SECTIONS)} (default: all); the others' rows are kept"
+    )
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument(
         "--reference-only",
@@ -470,20 +501,26 @@ def main(argv=None) -> int:
         write_reference(run_config)
         return 0
     started = time.perf_counter()
+    sections = {
+        "tokenization": lambda: tokenization_throughput(args.corpus_rows),
+        "serving": lambda: serving_latency(Path(args.serving_dir), args.repeats),
+        "serving-load": lambda: serving_load(Path(args.serving_dir), args.load_seconds),
+        "batch-prediction": lambda: batch_prediction_throughput(Path(args.serving_dir), args.batch_rows),
+        "trainer": lambda: trainer_throughput(args.steps),
+        "step-profile": lambda: step_breakdown(args.profiled_steps),
+        "pipeline": lambda: pipeline_figures(run_config),
+    }
+    chosen = args.sections.split(",") if args.sections else list(sections)
     rows = []
-    for section in (
-        lambda: tokenization_throughput(args.corpus_rows),
-        lambda: serving_latency(Path(args.serving_dir), args.repeats),
-        lambda: batch_prediction_throughput(Path(args.serving_dir), args.batch_rows),
-        lambda: trainer_throughput(args.steps),
-        lambda: step_breakdown(args.profiled_steps),
-        lambda: pipeline_figures(run_config),
-    ):
-        new = section()
+    for name in chosen:
+        new = sections[name]()
         for row in new:
             print(f"{row.name}: {row.value} (baseline {row.baseline}, {row.ratio})", flush=True)
         rows += new
-    write_reference(run_config, bench_table(rows, time.perf_counter() - started))
+    table = bench_table(rows, time.perf_counter() - started)
+    if args.sections:  # the rows of the sections not run now stay as measured before, where they were
+        table = merged_bench(reference.read().get("bench"), table)
+    write_reference(run_config, table, run_figures=not args.sections)
     reference.render_into(Path(args.out))
     print(f"written to {args.out}")
     return 0
