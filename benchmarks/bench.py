@@ -464,13 +464,13 @@ def bench_table(rows: list[Row], seconds: float) -> dict:
 SECTIONS = ("tokenization", "serving", "serving-load", "batch-prediction", "trainer", "step-profile", "pipeline")
 
 
-def merged_bench(previous: dict | None, fresh: dict) -> dict:
+def merged_bench(previous: dict | None, fresh: dict, sections: list[str]) -> dict:
     """The previous table with this run's rows in place of those of the same name (new ones appended)."""
     if not previous:
         return fresh
     by_name = {row["name"]: row for row in fresh["rows"]}
     kept = [by_name.pop(row["name"], row) for row in previous["rows"]]
-    note = f"{previous.get('machine', '')}; some rows from a later run on {fresh['machine']}"
+    note = f"{previous.get('machine', '')} (the rows of {', '.join(sections)} from a later run on {fresh['machine']})"
     return {**previous, "machine": note, "rows": [*kept, *by_name.values()]}
 
 
@@ -519,7 +519,7 @@ def main(argv=None) -> int:
         rows += new
     table = bench_table(rows, time.perf_counter() - started)
     if args.sections:  # the rows of the sections not run now stay as measured before, where they were
-        table = merged_bench(reference.read().get("bench"), table)
+        table = merged_bench(reference.read().get("bench"), table, chosen)
     write_reference(run_config, table, run_figures=not args.sections)
     reference.render_into(Path(args.out))
     print(f"written to {args.out}")

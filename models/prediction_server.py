@@ -44,7 +44,9 @@ class ServerLimits:
     max_body_bytes: int = 1_500_000  # Vertex AI's own online prediction request limit (1.5 MB)
     max_instances: int = 256  # per request
     max_batch: int = 64  # rows per model call
-    batch_wait_s: float = 0.005  # how long the first request of a call waits for others to join it
+    # How long the first request of a call waits for others to join it. 0: none, a call takes what queued while
+    # the previous one ran (under load that is a full batch; a lone client pays no wait).
+    batch_wait_s: float = 0.0
     max_queued_rows: int = 1024  # rows waiting for the model beyond which a request gets a 503
     read_timeout_s: float = 10.0  # to receive a whole body
     request_timeout_s: float = 60.0  # from a body's arrival to its answer
@@ -64,8 +66,9 @@ class _Waiting:
 
 
 class Batcher:
-    """Requests of one signature that arrive within batch_wait_s of each other run as one model call of at most
-    max_batch rows, on one thread (TensorFlow parallelizes inside the call); each gets its own rows back."""
+    """Requests of one signature that queued while the model was busy (or within batch_wait_s) run as one model
+    call of at most max_batch rows, on one thread (TensorFlow parallelizes inside the call); each gets its own
+    rows back."""
 
     def __init__(self, model, limits: ServerLimits):
         self.model = model
@@ -91,19 +94,29 @@ class Batcher:
             self.queued_rows -= rows
 
     async def _next(self, timeout: float | None) -> _Waiting:
+        """The held request, else the next queued one: waiting for it (timeout None), up to `timeout` seconds, or
+        (timeout 0) only if one is there already."""
         if self._held is not None:
             held, self._held = self._held, None
             return held
-        return await (self._queue.get() if timeout is None else asyncio.wait_for(self._queue.get(), timeout))
+        if timeout is None:
+            return await self._queue.get()
+        if timeout <= 0:
+            try:
+                return self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                raise TimeoutError from None
+        return await asyncio.wait_for(self._queue.get(), timeout)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
             batch = [await self._next(None)]
             rows, deadline = batch[0].rows, loop.time() + self.limits.batch_wait_s
-            while rows < self.limits.max_batch and (left := deadline - loop.time()) > 0:
+            # Requests that queued while the model ran join at once; batch_wait_s > 0 also waits for later ones.
+            while rows < self.limits.max_batch:
                 try:
-                    item = await self._next(left)
+                    item = await self._next(max(0.0, deadline - loop.time()))
                 except TimeoutError:
                     break
                 if item.signature != batch[0].signature or set(item.columns) != set(batch[0].columns):

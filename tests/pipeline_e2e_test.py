@@ -510,7 +510,7 @@ def test_the_server_answers_bad_input_with_its_reason_and_batches_concurrent_req
     from models import serving_contract
     from models.prediction_server import BATCH_HEADER
 
-    command = [sys.executable, "-m", "pipeline.cli", "serve", "--read-timeout", "2", "--batch-wait-ms", "20"]
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--read-timeout", "2"]
     with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
         predict = container.predict
         bad = [

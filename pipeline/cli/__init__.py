@@ -185,7 +185,7 @@ def _add_serving_commands(commands, shared: SharedOptions) -> None:
     serve.add_argument("--port", type=int, help="default: $AIP_HTTP_PORT, else 8080")
     serve.add_argument("--host", help="default: all interfaces in a Vertex container ($AIP_HTTP_PORT), else 127.0.0.1")
     serve.add_argument("--max-batch", type=int, help="rows per model call (default 64)")
-    serve.add_argument("--batch-wait-ms", type=float, help="how long a call waits for requests to join it (default 5)")
+    serve.add_argument("--batch-wait-ms", type=float, help="how long a call waits for more requests (default 0)")
     serve.add_argument("--max-body-mb", type=float, help="largest request body (default 1.5, Vertex AI's limit)")
     serve.add_argument("--max-instances", type=int, help="instances per request (default 256)")
     serve.add_argument("--read-timeout", type=float, help="seconds to receive a body (default 10)")
