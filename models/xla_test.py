@@ -32,6 +32,7 @@ def test_real_model_training_step_compiles_with_xla(packaged_model_dir):
 
 
 @pytest.mark.e2e
+@pytest.mark.slow  # a whole run (~80 s); distribution_test checks the strategy cpu_replicas selects in every run
 def test_trainer_under_mirrored_strategy_over_two_logical_cpus(tmp_path, tiny_bert_dir):
     done = subprocess.run(
         tiny_run_command(tiny_bert_dir, tmp_path, "--set", "training.cpu_replicas=2", train=128),
