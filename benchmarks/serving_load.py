@@ -94,5 +94,3 @@ def rows(model_dir: str, texts: list[str], seconds: float = 10.0):
         )
         for clients in CLIENTS
     ]
-
-

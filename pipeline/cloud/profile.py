@@ -259,9 +259,7 @@ def _push_problems(config: PipelineConfig) -> list[str]:
             f"{cloud.endpoint_min_replicas}: set it to at least that, or 0 for the same"
         )
     if not 1 <= cloud.endpoint_traffic_percentage <= 100:
-        problems.append(
-            f"cloud.endpoint_traffic_percentage must be 1 to 100, not {cloud.endpoint_traffic_percentage}"
-        )
+        problems.append(f"cloud.endpoint_traffic_percentage must be 1 to 100, not {cloud.endpoint_traffic_percentage}")
     gpus = sorted(name for name, a in ACCELERATORS.items() if a.kind == "gpu")
     if cloud.endpoint_accelerator and cloud.endpoint_accelerator not in gpus:
         problems.append(f"cloud.endpoint_accelerator '{cloud.endpoint_accelerator}' is not one of {gpus}")
