@@ -67,8 +67,8 @@ class _Waiting:
 
 class Batcher:
     """Requests of one signature that queued while the model was busy (or within batch_wait_s) run as one model
-    call of at most max_batch rows, on one thread (TensorFlow parallelizes inside the call); each gets its own
-    rows back."""
+    call of at most max_batch rows (a larger request runs alone), on one thread (TensorFlow parallelizes inside
+    the call); each gets its own rows back."""
 
     def __init__(self, model, limits: ServerLimits):
         self.model = model
