@@ -30,6 +30,7 @@ import os
 from typing import Any
 
 from models import serving_contract
+from models.errors import UserError
 from models.remote_folder import localize
 from models.serving import load_serving_model
 
@@ -53,8 +54,8 @@ class ServerLimits:
     max_connections: int = 512  # served at once (uvicorn's limit_concurrency: a 503 beyond)
 
 
-class Saturated(Exception):
-    """The queue holds max_queued_rows already."""
+class Saturated(UserError, RuntimeError):
+    """The queue holds max_queued_rows already: the client retries (503 + Retry-After)."""
 
 
 @dataclasses.dataclass
@@ -154,7 +155,9 @@ class Batcher:
         return answers
 
 
-class RequestError(Exception):
+class RequestError(UserError, ValueError):
+    """A request the server refuses: its HTTP status, the reason and the headers of the answer."""
+
     def __init__(self, status: int, message: str, **headers: str):
         super().__init__(message)
         self.status, self.headers = status, headers

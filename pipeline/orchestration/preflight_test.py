@@ -84,7 +84,7 @@ def test_a_hub_model_is_pinned_to_the_commit_the_preflight_read(tmp_path, tiny_b
     the config every component reads; a later push to the branch does not change what the run reads."""
     import huggingface_hub.constants
 
-    from models.pretrained import resolve_model_dir
+    from models.pretrained import hub_commit, resolve_model_dir
     from pipeline.orchestration.probe import probe
 
     cache, first, second = tmp_path / "hub", "a" * 40, "b" * 40
@@ -100,27 +100,24 @@ def test_a_hub_model_is_pinned_to_the_commit_the_preflight_read(tmp_path, tiny_b
     _cache_snapshot(cache, "reviews-team/tiny-bert", second, tiny_bert_dir)  # a push to main during the run
     assert resolve_model_dir("reviews-team/tiny-bert").name == second
     assert resolve_model_dir("reviews-team/tiny-bert", probed.config.model.revision).name == first
-    local = configs.load_config(overrides={"model.name": str(tiny_bert_dir), "model.max_seq_length": 32})
-    assert probe(local).config.model.revision is None  # a folder has no commit to pin
+    assert hub_commit(str(tiny_bert_dir), tiny_bert_dir) is None  # a folder has no commit to pin
 
 
 def test_a_compiled_spec_pins_a_hub_model_to_its_commit(tmp_path, tiny_bert_dir, monkeypatch):
-    """Compiling resolves the branch once: every component of every run of the spec reads that commit."""
-    import json
-    from pathlib import Path
-
+    """What compile_spec fixes before building the DAG: the branch resolved once, so every component of every run
+    of the spec reads that commit; a revision that is a commit already is kept without reading the Hub."""
     import huggingface_hub.constants
 
-    from pipeline.cloud.kubeflow_v2_runner import compile_spec
+    from pipeline.orchestration.probe import with_model_pinned
 
     cache, commit = tmp_path / "hub", "c" * 40
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
     _cache_snapshot(cache, "reviews-team/tiny-bert", commit, tiny_bert_dir)
-    profile = Path(__file__).resolve().parents[2] / "configs/vertex.yaml"
-    config = configs.load_config(profile, {"model.name": "reviews-team/tiny-bert", "model.max_seq_length": 32})
+    config = configs.load_config(overrides={"model.name": "reviews-team/tiny-bert"})
 
-    spec = compile_spec(config)
-
-    parameters = spec["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
-    assert json.loads(parameters["custom_config"]["runtimeValue"]["constant"])["model"]["revision"] == commit
+    assert with_model_pinned(config).model.revision == commit
     assert config.model.revision is None  # the profile itself is unchanged: submit compares the spec with it
+    pinned = configs.load_config(overrides={"model.name": "reviews-team/other", "model.revision": "d" * 40})
+    assert with_model_pinned(pinned) is pinned  # not in the cache, and not read: already a commit
+    packaged = configs.load_config()
+    assert with_model_pinned(packaged) is packaged
