@@ -58,8 +58,8 @@ def cloud_placement(config: PipelineConfig) -> CloudPlacement:
 
 
 def create_cloud_pipeline(config: PipelineConfig, run: RunParameters) -> tfx_pipeline.Pipeline:
-    """The local run's DAG placed for Vertex AI Pipelines / Kubeflow: gs:// root, Vertex training, cloud Beam."""
-    validate_cloud(config)
+    """The local run's DAG placed for Vertex AI Pipelines / Kubeflow: gs:// root, Vertex training, cloud Beam. The
+    profile is validated by compile_spec, its one caller, before the model is read."""
     return tfx.dsl.Pipeline(
         pipeline_name=config.pipeline_name,
         pipeline_root=config.cloud.pipeline_root,
@@ -98,8 +98,10 @@ def compile_spec(config: PipelineConfig) -> dict:
 
 def set_container_env(spec: dict, env: dict[str, str]) -> None:
     """`env` in every container task of the spec (KFP's PipelineContainerSpec.env): TFX compiles none."""
+    if not env:
+        return
     for executor in spec["deploymentSpec"]["executors"].values():
-        if env and "container" in executor:
+        if "container" in executor:
             executor["container"]["env"] = [{"name": name, "value": value} for name, value in env.items()]
 
 
