@@ -5,7 +5,8 @@ midway leaves a numbered folder with part of a model in it. Here the copy goes t
 (TF Serving ignores names that are not numbers) and is renamed into place, which is atomic on a local
 filesystem. Pushes from several runs (other pipeline roots included) take turns under a lock in the serving
 directory, each in its own staging folder; only staging folders of pushes that provably died are cleared.
-Unblessed models are never pushed: that check stays TFX's own.
+A gs:// serving directory gets the same guarantee another way (bucket_push.py: claimed versions, the graph
+written last). Unblessed models are never pushed: that check stays TFX's own.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from tfx.dsl.components.base import executor_spec
 from tfx.proto import pusher_pb2
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, proto_utils
+
+from components.bucket_push import push_to_bucket
 
 STAGING_PREFIX = ".staging-"
 PUSH_LOCK = ".push.lock"  # in the serving directory: one push at a time, whatever pipeline root it comes from
@@ -107,16 +110,16 @@ class Executor(pusher_executor.Executor):
         push_destination = pusher_pb2.PushDestination()
         proto_utils.json_to_proto(exec_properties[standard_component_specs.PUSH_DESTINATION_KEY], push_destination)
         base = push_destination.filesystem.base_directory
-        if push_destination.WhichOneof("destination") != "filesystem" or "://" in base:
-            # Object stores have no atomic rename; TFX's own copy writes saved_model.pb last.
-            return super().Do(input_dict, output_dict, exec_properties)
+        remote = "://" in base
+        if push_destination.WhichOneof("destination") != "filesystem" or (remote and not base.startswith("gs://")):
+            return super().Do(input_dict, output_dict, exec_properties)  # TFX's own copy, saved_model.pb last
         self._log_startup(input_dict, output_dict, exec_properties)
         pushed = artifact_utils.get_single_instance(output_dict[standard_component_specs.PUSHED_MODEL_KEY])
         if not self.CheckBlessing(input_dict):
             self._MarkNotPushed(pushed)
             return
         model_path = self.GetModelPath(input_dict)
-        destination, version = push_atomically(model_path, base)
+        destination, version = (push_to_bucket if remote else push_atomically)(model_path, base)
         io_utils.copy_dir(model_path, pushed.uri)
         self._MarkPushed(pushed, pushed_destination=destination, pushed_version=version)
         logging.info("Model pushed to %s (version %s).", destination, version)

@@ -1,5 +1,6 @@
 """Cloud Storage's JSON API for objects on 127.0.0.1, as gcsfs (fsspec's gs://, what datasets reads data files
-with) calls it: object metadata, listings by prefix and delimiter, media downloads with byte ranges. Clients
+with) and google-cloud-storage call it: object metadata, listings by prefix and delimiter, media downloads with
+byte ranges, multipart uploads with the ifGenerationMatch=0 precondition (412 when the object exists). Clients
 reach it through STORAGE_EMULATOR_HOST, the storage libraries' own setting. TF's GCS filesystem has no such
 setting, so this fake serves the Python clients only."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import threading
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from tests.fake_vertex import QuietHandler, http_server
@@ -28,10 +30,20 @@ def _metadata(bucket: str, name: str, data: bytes) -> dict:
     }
 
 
+def _multipart(content_type: str, body: bytes) -> tuple[dict, bytes]:
+    """(metadata, data) of a multipart/related upload body: a JSON part, then the object's bytes."""
+    boundary = content_type.split("boundary=", 1)[1].strip('"').encode()
+    parts = body.split(b"--" + boundary)[1:-1]  # before the first and after the closing boundary: nothing
+    metadata, data = (part.split(b"\r\n\r\n", 1)[1].removesuffix(b"\r\n") for part in parts)
+    return json.loads(metadata), data
+
+
 @contextlib.contextmanager
 def serve_objects(monkeypatch, objects: dict[str, bytes]):
-    """Serves `objects` ("bucket/path/to/object" -> bytes); yields the request paths it received."""
+    """Serves `objects` ("bucket/path/to/object" -> bytes, uploads added to it); yields the request paths it
+    received."""
     asked: list[str] = []
+    writing = threading.Lock()  # a precondition check and its write happen as one step, as the service does
 
     class Handler(QuietHandler):
         def do_GET(self):
@@ -56,9 +68,34 @@ def serve_objects(monkeypatch, objects: dict[str, bytes]):
                 return self.reply(206, part, "application/octet-stream")
             return self.reply(200, data, "application/octet-stream")
 
+        def do_POST(self):
+            url = urlsplit(self.path)
+            asked.append(url.path)
+            query = {k: v[0] for k, v in parse_qs(url.query).items()}
+            bucket = url.path.removeprefix("/upload/storage/v1/b/").partition("/")[0]
+            if query.get("uploadType") != "multipart":
+                return self.reply(501, b'{"error": {"code": 501, "message": "only multipart uploads here"}}')
+            metadata, data = _multipart(
+                self.headers["Content-Type"], self.rfile.read(int(self.headers["Content-Length"]))
+            )
+            key = f"{bucket}/{metadata['name']}"
+            with writing:
+                if query.get("ifGenerationMatch") == "0" and key in objects:
+                    error = {
+                        "error": {
+                            "code": 412,
+                            "message": "At least one of the pre-conditions you specified did not hold.",
+                        }
+                    }
+                    return self.reply(412, json.dumps(error).encode())
+                objects[key] = data
+            self.reply(200, json.dumps(_metadata(bucket, metadata["name"], data)).encode())
+
         def _list(self, bucket: str, prefix: str, delimiter: str):
             items, prefixes = [], set()
-            for key, data in sorted(objects.items()):
+            with writing:
+                stored = sorted(objects.items())
+            for key, data in stored:
                 owner, _, name = key.partition("/")
                 if owner != bucket or not name.startswith(prefix):
                     continue
