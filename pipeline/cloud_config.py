@@ -86,6 +86,12 @@ class CloudConfig(ConfigSection):
         description="models deployed before the pushed one that stay on the endpoint at 0% traffic for a quick "
         "rollback; older ones are undeployed after each push",
     )
+    notify_topic: str = Field(
+        "",
+        description="a Pub/Sub topic (projects/<project>/topics/<name>, or a name in cloud.project) that gets "
+        "each run's outcome from an exit step: succeeded, not_blessed, failed or cancelled, with the reason and "
+        "the run's link; empty: no message",
+    )
     serving_service_account: str = Field(
         "", description="the identity the endpoint's replicas run as; empty: Vertex's service agent"
     )

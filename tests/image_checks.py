@@ -23,7 +23,9 @@ def code_paths(spec: dict) -> set[str]:
         args = executor.get("container", {}).get("args", [])
         if "--executor_class_path" in args:
             paths.add(args[args.index("--executor_class_path") + 1])
-    for task in spec["root"]["dag"]["tasks"].values():
+    from pipeline.cloud.compiled_specs import component_tasks
+
+    for task in component_tasks(spec).values():
         for name, parameter in task.get("inputs", {}).get("parameters", {}).items():
             value = parameter.get("runtimeValue", {}).get("constant")
             if name in ("run_fn", "preprocessing_fn", "stats_options_updater_fn") and value:

@@ -17,7 +17,7 @@ from google.cloud import aiplatform_v1
 
 from pipeline import cli, configs
 from pipeline.cloud import submit
-from pipeline.cloud.compiled_specs import default_template
+from pipeline.cloud.compiled_specs import component_tasks, default_template
 from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 from pipeline.retraining import events, vertex
 from tests import fake_vertex
@@ -110,7 +110,7 @@ def test_the_ready_marker_of_a_new_span_submits_exactly_this_request(profile, te
     assert body["runtimeConfig"]["parameterValues"]["span"] == 7
     assert body["runtimeConfig"]["gcsOutputDirectory"] == "gs://my-hftfx-bucket/pipeline-root"
     assert body["serviceAccount"] == "hftfx-runner@my-gcp-project.iam.gserviceaccount.com"
-    example_gen = body["pipelineSpec"]["root"]["dag"]["tasks"]["HFDatasetExampleGen"]
+    example_gen = component_tasks(body["pipelineSpec"])["HFDatasetExampleGen"]
     assert example_gen["inputs"]["parameters"]["span"] == {"componentInputParameter": "span"}
     dataset = json.loads(example_gen["inputs"]["parameters"]["dataset_config"]["runtimeValue"]["constant"])
     assert dataset["split_files"]["train"] == ["gs://my-hftfx-bucket/data/span-{SPAN}/*.csv"]

@@ -189,14 +189,14 @@ def _check_model(config: configs.PipelineConfig) -> None:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from pipeline.cloud.compiled_specs import default_template
+    from pipeline.cloud.compiled_specs import component_tasks, default_template
     from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
     _check_model(config)
     output = args.output or default_template(args.config)
     spec = compile_pipeline(config, output)
-    tasks = spec["root"]["dag"]["tasks"]
+    tasks = component_tasks(spec)
     parameters = spec["root"].get("inputDefinitions", {}).get("parameters", {})
     print(f"compiled {len(tasks)} components to {output}; runtime parameters: {sorted(parameters)}")
     return 0

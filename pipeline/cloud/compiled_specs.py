@@ -46,6 +46,20 @@ PROFILE_HEADER = "# Profile: "
 FINGERPRINT_HEADER = "# Profile fingerprint: "
 
 
+def component_tasks(spec: dict) -> dict[str, dict]:
+    """Every component's task of a compiled spec by name, wherever it sits: with an exit step TFX nests the DAG
+    in a sub-DAG task (`tfx-dag`) beside the exit step at the root."""
+    found, dags = {}, [spec["root"]["dag"]]
+    while dags:
+        for name, task in dags.pop()["tasks"].items():
+            component = spec["components"].get(task["componentRef"]["name"], {})
+            if "dag" in component:
+                dags.append(component["dag"])
+            else:
+                found[name] = task
+    return found
+
+
 def default_template(config_path: str) -> str:
     """The committed spec compiled from config_path; other configs name theirs."""
     template = COMPILED_PROFILES.get(str(Path(config_path)))

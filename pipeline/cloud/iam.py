@@ -46,6 +46,7 @@ GRANTS = (
         "Vertex AI, Dataflow and Storage service agents", "roles/cloudkms.cryptoKeyEncrypterDecrypter",
         "use cloud.encryption_key", "cmek", scope="the key",
     ),
+    Grant(RUNNER, "roles/pubsub.publisher", "the exit step's run outcome", "notify", scope="cloud.notify_topic"),
     Grant(RUNNER, "roles/secretmanager.secretAccessor", "read hub.token_secret", "hub_token", scope="that secret"),
     Grant(
         "cloud.serving_service_account", "roles/storage.objectViewer", "read the pushed model", "endpoint",
@@ -71,6 +72,7 @@ def grants_for(config: PipelineConfig) -> list[Grant]:
         "endpoint": config.cloud.push_to == "endpoint",
         "event": "{SPAN}" in str(config.dataset.split_files) or "{SPAN}" in str(config.dataset.data_files),
         "hub_token": bool(config.hub.token_secret),
+        "notify": bool(config.cloud.notify_topic),
     }
     return [g for g in GRANTS if not g.when or uses[g.when]]
 

@@ -11,16 +11,20 @@ from pathlib import Path
 
 import yaml
 from tfx import v1 as tfx
+from tfx.dsl.components.base import base_node
 from tfx.orchestration import pipeline as tfx_pipeline
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
+from components.run_notifier import RunNotifier
 from components.run_parameters import RunParameters, runtime_parameters
 from components.same_task import BASELINE_SCOPE_PROPERTY
 from models.task import TASK_KEY_PROPERTY
 from pipeline.cloud.compiled_specs import PIPELINE_YAML, profile_header
 from pipeline.cloud.profile import (
+    api_endpoint,
     beam_args,
     container_env,
+    notify_topic_path,
     on_vertex,
     trainer_image,
     validate_cloud,
@@ -29,7 +33,7 @@ from pipeline.cloud.profile import (
     vertex_tuning_config,
 )
 from pipeline.configs import PipelineConfig
-from pipeline.node_ids import BASELINE_RESOLVER, TRAINER, TUNER
+from pipeline.node_ids import BASELINE_RESOLVER, EVALUATOR, TRAINER, TUNER
 from pipeline.orchestration.dag import CloudPlacement, create_components, task_of
 from pipeline.orchestration.probe import with_model_pinned, with_recipe_chosen
 
@@ -82,6 +86,8 @@ def compile_spec(config: PipelineConfig) -> dict:
         ),
         output_dir=".",
     )
+    if config.cloud.notify_topic:
+        runner.set_exit_handler(run_notifier(config))
     run = runtime_parameters(config)
     spec = runner.run(create_cloud_pipeline(config, run), write_out=False)["pipelineSpec"]
     # TFX leaves the defaults out of the spec: put them on the inputs, so a run started from the console or
@@ -94,6 +100,17 @@ def compile_spec(config: PipelineConfig) -> dict:
     scope_baseline_to_task(spec, task_of(config).key, config.pipeline_name)
     set_container_env(spec, container_env(config))
     return spec
+
+
+def run_notifier(config: PipelineConfig) -> base_node.BaseNode:
+    """The exit step that publishes each run's outcome to cloud.notify_topic (components/run_notifier.py)."""
+    return RunNotifier(
+        final_status_json=tfx.orchestration.experimental.FinalStatusStr(),
+        topic=notify_topic_path(config.cloud),
+        pipeline=config.pipeline_name,
+        evaluator=EVALUATOR,
+        api_endpoint=api_endpoint(config.cloud) if on_vertex(config.cloud) else "",
+    )
 
 
 def set_container_env(spec: dict, env: dict[str, str]) -> None:

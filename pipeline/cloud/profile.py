@@ -98,6 +98,7 @@ _NETWORK = re.compile(r"^projects/\d+/global/networks/[a-z]([-a-z0-9]{0,61}[a-z0
 _LABEL_KEY, _LABEL_VALUE = re.compile(r"^[a-z][a-z0-9_-]{0,62}$"), re.compile(r"^[a-z0-9_-]{0,63}$")
 _GCS = re.compile(r"^gs://[a-z0-9][-_.a-z0-9]{1,220}(/.*)?$")
 _PROJECT = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+_TOPIC = re.compile(r"^(?!goog)[A-Za-z][-A-Za-z0-9_.~+%]{2,254}$")  # Pub/Sub's rule for a topic id
 
 
 def _is_pushed_image(uri: str) -> bool:
@@ -159,6 +160,12 @@ def on_vertex(cloud: CloudConfig) -> bool:
 def api_endpoint(cloud: CloudConfig) -> str:
     """The Vertex AI API host the submission, trigger and schedule clients talk to."""
     return cloud.api_endpoint or f"{cloud.region}-aiplatform.googleapis.com"
+
+
+def notify_topic_path(cloud: CloudConfig) -> str:
+    """projects/<project>/topics/<name> of cloud.notify_topic ("" when there is none)."""
+    topic = cloud.notify_topic
+    return topic if not topic or topic.startswith("projects/") else f"projects/{cloud.project}/topics/{topic}"
 
 
 def validate_cloud(config: PipelineConfig) -> None:
@@ -238,6 +245,17 @@ def _orchestrator_problems(cloud: CloudConfig) -> list[str]:
             f"cloud.experiment '{cloud.experiment}' is not a Vertex AI Experiment name (lowercase letters, digits, "
             "'-'; starts with a letter or digit; at most 128 characters)"
         )
+    topic_id = cloud.notify_topic.rsplit("/", 1)[-1]
+    whole = re.match(r"^projects/([^/]+)/topics/[^/]+$", cloud.notify_topic)
+    if cloud.notify_topic and (not _TOPIC.match(topic_id) or ("/" in cloud.notify_topic and not whole)):
+        problems.append(
+            f"cloud.notify_topic '{cloud.notify_topic}' is not a Pub/Sub topic: projects/<project>/topics/<name> or "
+            "a name of 3-255 letters, digits and - _ . ~ + %, starting with a letter (not 'goog')"
+        )
+    elif whole and not _PROJECT.match(whole.group(1)):
+        problems.append(f"cloud.notify_topic '{cloud.notify_topic}' names no Google Cloud project id")
+    elif cloud.notify_topic and "/" not in cloud.notify_topic and not _PROJECT.match(cloud.project):
+        problems.append(f"cloud.notify_topic '{cloud.notify_topic}' needs cloud.project, or name it whole")
     if cloud.experiment and not on_vertex(cloud):
         problems.append("cloud.experiment is a Vertex AI Experiment; with orchestrator kubeflow leave it empty")
     return problems
