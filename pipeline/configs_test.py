@@ -196,3 +196,20 @@ def test_a_search_is_checked_against_the_training_section_before_anything_runs(o
     tuned = configs.load_config(overrides={"tuning.trials": 6, "tuning.search": {"batch_size": {"min": 8, "max": 64}}})
     assert tuned.tuning.enabled and tuned.tuning.search["batch_size"].integers
     assert "6 trials (bayesian) over learning_rate 1e-05-0.0002 (log), batch_size 8-64 (log)" in tuned.tuning.describe()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"pipeline_name": "reviews_v2"}, r"cannot name Vertex jobs and labels.*e\.g\. 'reviews-v2'"),
+        ({"pipeline_name": "Reviews"}, "cannot name Vertex jobs"),  # Vertex job ids and labels are lowercase
+        ({"pipeline_name": "r" * 49}, "at most 48 characters"),  # + '-span-<n>-try-<k>' fits a job id and a label
+        ({"pipeline_name": 'a" OR labels.x="y'}, "cannot name Vertex jobs"),  # it is interpolated into a filter
+        ({"model_name": "../elsewhere"}, "not one folder name"),
+        ({"model_name": "a/b"}, "not one folder name"),
+    ],
+)
+def test_names_that_reach_job_ids_labels_filters_and_paths_are_checked_at_load(overrides, message):
+    with pytest.raises(configs.ConfigError, match=message):
+        configs.load_config(overrides=overrides)
+    assert configs.load_config(overrides={"pipeline_name": "reviews-v2", "model_name": "reviews_v2.1"})
