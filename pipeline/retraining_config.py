@@ -21,6 +21,11 @@ class RetrainingConfig(ConfigSection):
         "new_data", description="new_data: every new span; drift: a new span whose data drifted past the bounds"
     )
     max_attempts: int = Field(3, ge=1, description="failed or interrupted runs of one span before triggers stop")
+    event_service_account: str = Field(
+        "",
+        description="the storage-event function's own identity: it runs as it and Eventarc calls it with it "
+        "(`hftfx function-source` needs one; `hftfx doctor --cloud` lists its roles)",
+    )
     poll_seconds: float = Field(300.0, gt=0, description="hftfx trigger watch's interval")
     max_label_linf: Distance = Field(
         0.1, description="drift bound: L-infinity distance of the label distribution (TFDV), new span vs trained"

@@ -99,6 +99,16 @@ class FakeVertex:
     def get_pipeline_job(self, request, context):
         return _find(self.jobs, request.name, context)
 
+    def cancel_pipeline_job(self, request, context):
+        job = _find(self.jobs, request.name, context)
+        if job.state not in (
+            aiplatform_v1.PipelineState.PIPELINE_STATE_PENDING,
+            aiplatform_v1.PipelineState.PIPELINE_STATE_RUNNING,
+        ):
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{request.name} is in state {job.state.name}")
+        job.state = aiplatform_v1.PipelineState.PIPELINE_STATE_CANCELLED  # Vertex passes through CANCELLING
+        return empty_pb2.Empty()
+
     def list_pipeline_jobs(self, request, context):
         key, _, value = request.filter.removeprefix("labels.").partition("=")
         return aiplatform_v1.ListPipelineJobsResponse(
@@ -251,6 +261,7 @@ _METHODS = [
     ("PipelineService", "CreatePipelineJob", v1.CreatePipelineJobRequest, v1.PipelineJob),
     ("PipelineService", "GetPipelineJob", v1.GetPipelineJobRequest, v1.PipelineJob),
     ("PipelineService", "ListPipelineJobs", v1.ListPipelineJobsRequest, v1.ListPipelineJobsResponse),
+    ("PipelineService", "CancelPipelineJob", v1.CancelPipelineJobRequest, empty_pb2.Empty),
     ("MetadataService", "GetMetadataStore", v1.GetMetadataStoreRequest, v1.MetadataStore),
     ("MetadataService", "GetContext", v1.GetContextRequest, v1.Context),
     ("MetadataService", "CreateContext", v1.CreateContextRequest, v1.Context),

@@ -93,7 +93,8 @@ def handle(event, profile, template_at_fake, fake, **kwargs):
 def test_the_ready_marker_of_a_new_span_submits_exactly_this_request(profile, template_at_fake, fake):
     result = handle(storage_event("data/span-7/_SUCCESS"), profile, template_at_fake, fake)
     assert result.submitted and result.decision.span == 7
-    listed, created = fake.requests()
+    listed, created, relisted = fake.requests()  # the last: after submitting, older spans' runs to cancel
+    assert relisted == listed
     assert listed.parent == PARENT
     assert listed.filter == 'labels.hftfx-pipeline="hf-text-classifier-retraining"'
     assert created.parent == PARENT
@@ -345,3 +346,42 @@ def test_schedule_with_its_defaults_sends_the_spec_compiled_from_its_profile(cap
         submit.check_template(ROOT / "pipeline.yaml", configs.load_config(PROFILE))
     with pytest.raises(configs.ConfigError, match=r"no compiled spec is committed for my\.yaml"):
         default_template("my.yaml")
+
+
+def test_an_older_spans_event_arriving_while_a_newer_span_trains_submits_nothing(profile, template_at_fake, fake):
+    """Span 3's marker, then span 2's (storage delivers out of order, or span 2 was re-uploaded)."""
+    assert handle(storage_event("data/span-3/_SUCCESS"), profile, template_at_fake, fake).submitted
+    late = handle(storage_event("data/span-2/_SUCCESS"), profile, template_at_fake, fake)
+    assert not late.submitted and "arrived after span 3, which is being trained" in late.decision.reason
+    fake.jobs[0].state = aiplatform_v1.PipelineState.PIPELINE_STATE_SUCCEEDED
+    later = handle(storage_event("data/span-2/_SUCCESS"), profile, template_at_fake, fake)
+    assert not later.submitted and "arrived after span 3, which was trained by run" in later.decision.reason
+    created = fake.requests("PipelineService/CreatePipelineJob")
+    assert [r.pipeline_job.labels[vertex.SPAN_LABEL] for r in created] == ["3"]
+
+
+def test_a_newer_span_cancels_an_older_spans_run_still_in_flight(profile, template_at_fake, fake):
+    """Span 2 is training when span 3 lands (or both events were handled at once): the newest span wins."""
+    fake.jobs = [job(2, "PIPELINE_STATE_RUNNING")]
+    newer = handle(storage_event("data/span-3/_SUCCESS"), profile, template_at_fake, fake)
+    assert newer.submitted and newer.cancelled == [f"{PARENT}/pipelineJobs/hf-text-classifier-retraining-span-2-try-1"]
+    (cancel,) = fake.requests("PipelineService/CancelPipelineJob")
+    assert cancel.name == newer.cancelled[0]
+    assert fake.jobs[0].state == aiplatform_v1.PipelineState.PIPELINE_STATE_CANCELLED
+    assert any(line.startswith("cancelled: ") for line in newer.lines(show_request=False))
+
+
+@pytest.mark.parametrize(
+    ("name", "bucket", "reason"),
+    [
+        ("data/span-0/_SUCCESS", "my-hftfx-bucket", "span 0 means 'the newest span'"),
+        (f"data/span-{'9' * 80}/_SUCCESS", "my-hftfx-bucket", "the largest a pipeline parameter carries exactly"),
+        ("data/span-7/_SUCCESS", "someone-elses-bucket", "is not span data"),
+        ("data/span-7x/_SUCCESS", "my-hftfx-bucket", "is not span data"),
+        ("data/span-9/../span-7/_SUCCESS", "my-hftfx-bucket", "is not span data"),
+    ],
+)
+def test_forged_and_odd_span_names_are_refused_with_the_reason(profile, template_at_fake, fake, name, bucket, reason):
+    result = handle(storage_event(name, bucket=bucket), profile, template_at_fake, fake)
+    assert result.decision.action == "skip" and reason in result.decision.reason
+    assert fake.requests() == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import re
 
 from components.hf_example_gen.config import DatasetConfig
@@ -26,6 +27,25 @@ def _fileio():
 
 
 SPAN_TOKEN = "{SPAN}"
+
+
+# A span number travels as a pipeline parameter, a JSON number (a double): above 2**53 it would arrive changed.
+MAX_SPAN = 2**53 - 1
+
+
+def span_problem(span: int) -> str | None:
+    """Why a span number found in a path cannot name a run, or None."""
+    if span == 0:
+        return (
+            "span 0 means 'the newest span' to a run (dataset.span), so a span-0 folder could be trained twice: "
+            "number spans from 1"
+        )
+    if span > MAX_SPAN:
+        return (
+            f"span {str(span)[:20]}... is above {MAX_SPAN}, the largest a pipeline parameter carries exactly: "
+            "number spans with a date or a counter"
+        )
+    return None
 
 
 class SpanError(UserError, ValueError):
@@ -85,6 +105,9 @@ def available_spans(config: DatasetConfig) -> dict[int, dict[str, list[str]]]:
             for path in _glob(pattern.replace(SPAN_TOKEN, "*")):
                 match = regex.match(path)
                 if not match:
+                    continue
+                if span_problem(int(match.group(1))):
+                    logging.warning("ignoring %s: %s", path, span_problem(int(match.group(1))))
                     continue
                 if ready_marker and not _fileio().exists(f"{span_dir(pattern, match.group(1))}/{ready_marker}"):
                     continue

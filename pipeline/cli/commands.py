@@ -203,18 +203,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def cmd_function_source(args: argparse.Namespace) -> int:
-    from pipeline.retraining.function_source import ENTRY_POINT, MEMORY, write_function_source
+    import shlex
+
+    from pipeline.retraining.function_source import deploy_command, write_function_source
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
     _check_model(config)  # as `hftfx compile` does: the folder holds a compiled spec
     written = write_function_source(config, Path(args.output))
     print(f"wrote {args.output}: {', '.join(written)}")
-    print(
-        f"deploy: gcloud functions deploy {config.pipeline_name}-on-data --gen2 --runtime python313 "
-        f"--region {config.cloud.region} --source {args.output} --entry-point {ENTRY_POINT} --memory {MEMORY} "
-        f"--trigger-event-filters type=google.cloud.storage.object.v1.finalized "
-        f"--trigger-event-filters bucket=BUCKET --service-account {config.cloud.service_account or 'SA_EMAIL'}"
-    )
+    print(f"deploy: {shlex.join(deploy_command(config, Path(args.output)))}")
     return 0
 
 

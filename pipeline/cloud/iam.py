@@ -25,7 +25,7 @@ class Grant:
 
 
 RUNNER = "cloud.service_account (pipeline runner)"
-EVENT = "event function's service account"
+EVENT = "retraining.event_service_account (event function)"
 GRANTS = (
     Grant("you (submit, schedule, trigger)", "roles/aiplatform.user", "create pipeline jobs and schedules"),
     Grant(
@@ -60,6 +60,7 @@ GRANTS = (
     Grant(EVENT, "roles/iam.serviceAccountUser", "run it as cloud.service_account", "event", "cloud.service_account"),
     Grant(EVENT, "roles/eventarc.eventReceiver", "receive the bucket's events", "event"),
     Grant(EVENT, "roles/run.invoker", "Eventarc's trigger calls the function", "event", "the function's service"),
+    Grant(EVENT, "roles/logging.logWriter", "the function's decision lines", "event"),
     Grant("Cloud Storage service agent", "roles/pubsub.publisher", "Eventarc's storage trigger", "event"),
 )  # fmt: skip
 

@@ -143,3 +143,32 @@ def decide(
         drifted = "; ".join(f.describe() for f in report.features if f.drifted)
         return Decision("train", newest, f"{why}; drift against the blessed model's data: {drifted}", attempt, report)
     return Decision("train", newest, why, attempt, report)
+
+
+def newer_than(span: int, runs: Sequence[RunRecord]) -> RunRecord | None:
+    """The run of the newest span above `span` that consumed its span or is training it: an event for `span`
+    arriving after it (storage delivers out of order) would push a model of older data over that one's."""
+    newer = [r for r in runs if r.span is not None and r.span > span and r.outcome in (COMPLETE, RUNNING)]
+    return max(newer, key=lambda r: r.span, default=None)
+
+
+def superseded_in_flight(runs: Sequence[RunRecord]) -> list[RunRecord]:
+    """Runs still training a span older than one already consumed or in flight: left alone they could push
+    after the newer run and serve older data. The newest span wins; these are cancelled."""
+    newest = max((r.span for r in runs if r.span is not None and r.outcome in (COMPLETE, RUNNING)), default=None)
+    return [r for r in runs if r.outcome == RUNNING and r.span is not None and newest is not None and r.span < newest]
+
+
+def decide_event(span: int, runs: Sequence[RunRecord], rules: RetrainingConfig) -> Decision:
+    """An event's span: refused when a newer span was already consumed or is in flight, else the usual rules
+    for that one span."""
+    newer = newer_than(span, runs)
+    if newer is not None:
+        doing = "was trained" if newer.outcome == COMPLETE else "is being trained"
+        return Decision(
+            "skip",
+            span,
+            f"span {span} arrived after span {newer.span}, which {doing} by run {newer.run_id}: a model of the "
+            "older span would replace the newer one (a span_window still reads it)",
+        )
+    return decide([span], runs, rules)

@@ -5,7 +5,10 @@ Deploy `on_object_finalized` as a Cloud Run function with an Eventarc trigger on
 CloudEvents, Pub/Sub push envelopes of storage notifications, and the `messagePublished` CloudEvents an
 Eventarc Pub/Sub trigger wraps those envelopes in, are all understood. Storage delivers
 events at least once and one span is many files: the span's fixed job id makes the repeats no-ops, and a
-`dataset.ready_marker` (e.g. _SUCCESS) makes only the marker start the run, once every file is there.
+`dataset.ready_marker` (e.g. _SUCCESS) makes only the marker start the run, once every file is there. Events
+also come out of order: a span older than one trained or in flight is refused, and older runs still in flight
+are cancelled once a newer one is submitted. Errors no retry fixes are logged and returned; any other raises,
+so a deployment with retries gets the event again.
 """
 
 from __future__ import annotations
@@ -84,6 +87,8 @@ def handle_storage_event(
         marker = f" (only the ready marker '{config.dataset.ready_marker}' starts a run)"
         reason = f"{stored.uri} is not span data of {patterns}{marker if config.dataset.ready_marker else ''}"
         return CloudTriggerResult(decision.Decision("skip", None, reason))
+    if problem := spans.span_problem(span):
+        return CloudTriggerResult(decision.Decision("skip", None, f"{stored.uri} refused: {problem}"))
     return cloud_trigger(config, template, clients, credentials, span=span, trigger="storage-event", dry_run=dry_run)
 
 
@@ -99,8 +104,12 @@ def on_object_finalized(cloud_event) -> str:
     config = load_config(config_path)
     template = os.environ.get("HFTFX_TEMPLATE") or default_template(config_path)
     credentials = submit.default_credentials()
-    result = handle_storage_event(cloud_event, config, template, vertex_clients(config, credentials), credentials)
+    try:
+        result = handle_storage_event(cloud_event, config, template, vertex_clients(config, credentials), credentials)
+    except UserError as error:  # an event or profile that no retry fixes: logged, not raised (raising retries)
+        print(json.dumps({"severity": "ERROR", "message": f"refused: {error}"}))
+        return f"refused: {error}"
     outcome = "submitted" if result.submitted else result.decision.action
-    message = f"{outcome}: {result.decision.reason}"
+    message = "; ".join([f"{outcome}: {result.decision.reason}", *(f"cancelled {n}" for n in result.cancelled)])
     print(json.dumps({"severity": "INFO", "message": message}))  # structured log line for Cloud Logging
     return message

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from components.hf_example_gen import spans
 from pipeline.configs import ConfigError, PipelineConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,14 +46,54 @@ def requirements_txt() -> str:
     return exported.stdout
 
 
+def check_event_profile(config: PipelineConfig) -> None:
+    """What a profile needs to be driven by storage events, refused before any folder is written."""
+    problems = []
+    if config.retraining.policy != "new_data":
+        problems.append("the storage-event function applies retraining.policy new_data; set it in the profile")
+    if not spans.is_spanned(config.dataset):
+        problems.append("no dataset file pattern holds {SPAN}: no object event could name a span")
+    if not config.dataset.ready_marker:
+        problems.append(
+            "dataset.ready_marker is empty: the first file of a span to land would start its run, which would "
+            "train on a half-uploaded span; upload a span's files, then a marker, and name it (e.g. _SUCCESS)"
+        )
+    if not config.retraining.event_service_account.endswith(".iam.gserviceaccount.com"):
+        problems.append(
+            "retraining.event_service_account must name the function's own service account (it creates and "
+            "cancels pipeline jobs; `hftfx doctor --cloud` lists its roles)"
+        )
+    if problems:
+        raise ConfigError("this profile cannot drive the storage-event function:\n  - " + "\n  - ".join(problems))
+
+
+def data_bucket(config: PipelineConfig) -> str:
+    """The bucket whose object events name spans: that of the first pattern holding {SPAN}."""
+    spanned = [p for files in spans.patterns(config.dataset).values() for p in files if spans.SPAN_TOKEN in p]
+    return spanned[0].removeprefix("gs://").split("/", 1)[0]
+
+
+def deploy_command(config: PipelineConfig, source: Path) -> list[str]:
+    """`gcloud functions deploy` of the folder: retried deliveries (a transient Vertex error must not lose a
+    span; the handler makes repeats no-ops), the function's own identity for running and being invoked."""
+    identity = config.retraining.event_service_account
+    return [
+        "gcloud", "functions", "deploy", f"{config.pipeline_name}-on-data", "--gen2", "--runtime", "python313",
+        "--region", config.cloud.region, "--source", str(source), "--entry-point", ENTRY_POINT,
+        "--memory", MEMORY, "--retry",
+        "--trigger-event-filters", "type=google.cloud.storage.object.v1.finalized",
+        "--trigger-event-filters", f"bucket={data_bucket(config)}",
+        "--service-account", identity, "--trigger-service-account", identity,
+    ]  # fmt: skip
+
+
 def write_function_source(config: PipelineConfig, output: Path) -> list[str]:
     """Writes the folder, once the profile is known to compile; returns what was written, top level."""
     from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
     from pipeline.cloud.profile import validate_cloud
 
     validate_cloud(config)  # before anything is written: a refused profile leaves no half-made folder
-    if config.retraining.policy != "new_data":
-        raise ConfigError("the storage-event function applies retraining.policy new_data; set it in the profile")
+    check_event_profile(config)
     if output.exists() and any(output.iterdir()):
         raise ConfigError(f"{output} is not empty: give a new folder, the function's source is written whole")
     output.mkdir(parents=True, exist_ok=True)

@@ -89,6 +89,7 @@ class CloudTriggerResult:
     decision: decision.Decision
     request: Any = None  # the CreatePipelineJobRequest built (sent unless dry-run or refused)
     submitted: bool = False
+    cancelled: list[str] = dataclasses.field(default_factory=list)  # older spans' runs stopped for this one
 
     def lines(self, show_request: bool) -> list[str]:
         """The decision, then the request (`show_request`: a dry run's exact JSON) or the job it created."""
@@ -97,6 +98,7 @@ class CloudTriggerResult:
             lines.append(json.dumps(submit.request_json(self.request), indent=2))
         elif self.submitted:
             lines.append(f"submitted: {self.request.parent}/pipelineJobs/{self.request.pipeline_job_id}")
+        lines += [f"cancelled: {name} (an older span's run)" for name in self.cancelled]
         return lines
 
 
@@ -132,8 +134,11 @@ def cloud_trigger(
             f"retraining.policy '{config.retraining.policy}' is local only for now: drift is measured against "
             "the blessed model's data in the local ML Metadata. Use policy new_data on Vertex."
         )
-    available = [span] if span is not None else spans.available_spans(config.dataset)
-    chosen = decision.decide(available, run_records(config, clients) if ask_vertex else [], config.retraining)
+    records = run_records(config, clients) if ask_vertex else []
+    if span is not None:
+        chosen = decision.decide_event(span, records, config.retraining)
+    else:
+        chosen = decision.decide(spans.available_spans(config.dataset), records, config.retraining)
     if not ask_vertex:
         chosen = dataclasses.replace(chosen, reason=f"{chosen.reason} (dry run: past runs on Vertex not asked)")
     if not chosen.train:
@@ -148,7 +153,24 @@ def cloud_trigger(
             "skip", chosen.span, f"run {request.pipeline_job_id} was already submitted by a concurrent trigger"
         )
         return CloudTriggerResult(refused, request)
-    return CloudTriggerResult(chosen, request, submitted=True)
+    return CloudTriggerResult(chosen, request, submitted=True, cancelled=cancel_superseded(config, clients))
+
+
+def cancel_superseded(config: PipelineConfig, clients: VertexClients) -> list[str]:
+    """Cancels this pipeline's runs of spans older than the newest consumed or in flight, read after this
+    submission: two events handled at once both pass the check before either job exists, so whichever
+    handler looks last cancels the older run. Returns the names cancelled."""
+    from google.api_core.exceptions import FailedPrecondition, NotFound
+
+    cancelled = []
+    for record in decision.superseded_in_flight(run_records(config, clients)):
+        name = f"{submit.location_path(config)}/pipelineJobs/{record.run_id}"
+        try:
+            clients.pipelines.cancel_pipeline_job(name=name)
+            cancelled.append(name)
+        except (FailedPrecondition, NotFound):  # it ended meanwhile, or another handler cancelled it
+            continue
+    return cancelled
 
 
 # --- schedules -----------------------------------------------------------------------------------------
