@@ -28,7 +28,9 @@ ROWS_PROPERTY, BAD_ROWS_PROPERTY, LABEL_COUNTS_PROPERTY = "rows", "bad_rows", "l
 class ScoredRows(artifact.Artifact):
     """Rows scored by a model: the id columns, the label(s), the score and a probability per label."""
 
-    TYPE_NAME = "hftfx.ScoredRows"  # <namespace>.<Name>: what Kubeflow v2 specs accept as a schema title
+    # A Kubeflow v2 schema title (TFX's compiler takes only <namespace>.<Name>) that TFX's entrypoint imports
+    # the class from: components/__init__.py provides it.
+    TYPE_NAME = "components.ScoredRows"
 
 
 class BatchScorerSpec(types.ComponentSpec):

@@ -45,7 +45,9 @@ SCRIPT_SAMPLE = 2000  # train texts whose letters are counted by Unicode script 
 class HuggingFaceModel(artifact.Artifact):
     """A model folder in the Hugging Face layout (config.json, weights, tokenizer files, README.md)."""
 
-    TYPE_NAME = "hftfx.HuggingFaceModel"  # <namespace>.<Name>: what Kubeflow v2 specs accept as a schema title
+    # A Kubeflow v2 schema title (TFX's compiler takes only <namespace>.<Name>) that TFX's entrypoint imports
+    # the class from: components/__init__.py provides it.
+    TYPE_NAME = "components.HuggingFaceModel"
 
 
 class HFPublisherSpec(types.ComponentSpec):
