@@ -2,9 +2,12 @@
 
 A Beam pipeline (components/batch_scoring.py does the scoring): read rows -> set aside rows without a usable
 text -> RunInference -> write the id columns and the answer. JSON lines, CSV and parquet in and out, read and
-written as streams, so memory does not grow with the rows. Run by `hftfx predict --input` (its own Beam
-pipeline: the local runner, or Dataflow through beam_args) and by the pipeline's BatchScorer (the component's
-Beam pipeline, so the profile's runner).
+written as streams, so memory does not grow with the rows: the pipeline writes the output in parts, as its
+bundles finish (one output file would make Beam group every row under one key first, which the local runner
+holds in memory), and the parts are then appended into the one file, chunk by chunk. Lines that are not
+UTF-8, JSON that does not parse and fields over MAX_FIELD_CHARS go to the bad-rows file with their reason. Run by
+`hftfx predict --input` (its own Beam pipeline: the local runner, or Dataflow through beam_args) and by the
+pipeline's BatchScorer (the component's Beam pipeline, so the profile's runner).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import dataclasses
 import io
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -30,6 +34,12 @@ DATASET = "dataset"  # a save_to_disk folder
 # Rows per serving_default call. It runs a call's rows shortest first in chunks of 32, each as wide as its
 # longest text: the more rows per call, the less padding. 1024 scored 1.15x the rows/s of 256 on MiniLM-L6.
 DEFAULT_BATCH_SIZE = 1024
+
+
+# The csv module's own default field limit: a longer text is no classification input (the model reads its
+# first max_seq_length tokens), and a row holding one is set aside rather than stopping the job.
+MAX_FIELD_CHARS = 131_072
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")  # what errors="surrogateescape" decodes undecodable bytes to
 
 
 class BatchInputError(UserError, ValueError):
@@ -167,21 +177,51 @@ def _open_text(path: str):
     return io.TextIOWrapper(FileSystems.open(path), encoding="utf-8", newline="")
 
 
-def _csv_rows(readable_file):
-    """A CSV file's records as dicts, streamed (Python's csv reader: quoted newlines stay inside a field)."""
-    with io.TextIOWrapper(readable_file.open(), encoding="utf-8", newline="") as handle:
-        yield from csv.DictReader(handle)
+def row_problem(row: dict) -> str | None:
+    """Why a parsed row cannot be scored as read: bytes that were not UTF-8, or a field over the limit."""
+    for column, value in row.items():
+        if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
+            return f"field '{column}' has {len(value):,} characters, over the {MAX_FIELD_CHARS:,} a row may hold"
+        if isinstance(value, str) and _NOT_UTF8.search(value):
+            return f"field '{column}' is not UTF-8 text"
+    return None
 
 
-def _json_line(line: str):
+def _bad(reason: str, row: Any):
     import apache_beam as beam
 
     from components.batch_scoring import BAD
 
+    def shown(value: Any) -> str:  # undecodable bytes shown as U+FFFD: the bad-rows file is UTF-8 JSON
+        return str(value)[:1000].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+    shown = {k: shown(v) for k, v in row.items()} if isinstance(row, dict) else shown(row)
+    return beam.pvalue.TaggedOutput(BAD, {"reason": reason, "row": shown})
+
+
+def _csv_rows(readable_file):
+    """A CSV file's records as dicts, streamed (Python's csv reader: quoted newlines stay inside a field).
+    Undecodable bytes and oversized fields make that row a bad row, not the job's end."""
+    csv.field_size_limit(sys.maxsize)  # the limit is checked per row below, where a row can be set aside
+    with io.TextIOWrapper(readable_file.open(), encoding="utf-8", errors="surrogateescape", newline="") as handle:
+        for row in csv.DictReader(handle):
+            problem = row_problem(row)
+            yield _bad(problem, row) if problem else row
+
+
+def _json_line(line: bytes):
     try:
-        yield json.loads(line)
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        yield _bad(f"line is not UTF-8 text ({error.reason} at byte {error.start})", line.decode("utf-8", "replace"))
+        return
+    try:
+        row = json.loads(text)
     except json.JSONDecodeError as error:
-        yield beam.pvalue.TaggedOutput(BAD, {"reason": f"not JSON: {error}", "row": line[:1000]})
+        yield _bad(f"not JSON: {error}", text)
+        return
+    problem = row_problem(row) if isinstance(row, dict) else None
+    yield _bad(problem, row) if problem else row
 
 
 def _dataset_shard(index: int, folder: str, shards: int):
@@ -200,18 +240,19 @@ def read_rows(pipeline, job: BatchJob, kind: str):
     if kind == "jsonl":
         parsed = (
             pipeline
-            | "ReadLines" >> beam.io.ReadFromText(job.input)
+            | "ReadLines" >> beam.io.ReadFromText(job.input, coder=beam.coders.BytesCoder())  # decoded per line
             | "ParseJson" >> beam.FlatMap(_json_line).with_outputs(BAD, main="rows")
         )
         return parsed.rows, parsed[BAD]
     if kind == "csv":
-        rows = (
+        parsed = (
             pipeline
             | "MatchFiles" >> fileio.MatchFiles(job.input)
             | "ReadMatches" >> fileio.ReadMatches()
-            | "ReadCsv" >> beam.FlatMap(_csv_rows)
+            | "ReadCsv" >> beam.FlatMap(_csv_rows).with_outputs(BAD, main="rows")
         )
-    elif kind == "parquet":
+        return parsed.rows, parsed[BAD]
+    if kind == "parquet":
         rows = pipeline | "ReadParquet" >> beam.io.ReadFromParquet(job.input)
     else:
         shards = max(1, os.cpu_count() or 1) * 4
@@ -223,30 +264,53 @@ def read_rows(pipeline, job: BatchJob, kind: str):
     return rows, pipeline | "NoUnreadableRows" >> beam.Create([])
 
 
+def parts_prefix(path: str) -> str:
+    """Where the pipeline writes a file's parts before they are appended into it."""
+    return f"{path}.parts/part"
+
+
 def write_rows(rows, job: BatchJob, plan: ScoringPlan):
-    """The scored rows into job.output, one file, in its format."""
+    """The scored rows into parts of job.output, in its format, as bundles finish (merge_parts joins them)."""
     import apache_beam as beam
 
     from components.batch_scoring import to_json_line
 
     kind = file_format(job.output) if not os.path.isdir(job.output) else None
-    single_file = {"shard_name_template": "", "num_shards": 1}
     if kind == "jsonl":
-        return (
-            rows
-            | "WriteJson" >> beam.Map(to_json_line)
-            | "WriteJsonFile" >> beam.io.WriteToText(job.output, **single_file)
-        )
+        lines = rows | "WriteJson" >> beam.Map(to_json_line)
+        return lines | "WriteJsonParts" >> beam.io.WriteToText(parts_prefix(job.output))
     if kind == "csv":
         columns = plan.columns
-        header = _csv_line(columns)
         lines = rows | "ToCsv" >> beam.Map(lambda row: _csv_line([row.get(c) for c in columns]))
-        return lines | "WriteCsvFile" >> beam.io.WriteToText(job.output, header=header.rstrip("\r\n"), **single_file)
+        return lines | "WriteCsvParts" >> beam.io.WriteToText(parts_prefix(job.output))
     if kind == "parquet":
-        return rows | "WriteParquetFile" >> beam.io.WriteToParquet(
-            job.output, _parquet_schema(job, plan), **single_file
-        )
+        schema = _parquet_schema(job, plan)
+        return rows | "WriteParquetParts" >> beam.io.WriteToParquet(parts_prefix(job.output), schema)
     raise BatchInputError(f"--output {job.output}: name a .jsonl, .csv or .parquet file")
+
+
+def merge_parts(path: str, kind: str, header: str = "") -> None:
+    """Appends the parts written for `path` into it, a chunk or a row group at a time, then removes them."""
+    from apache_beam.io.filesystems import FileSystems
+
+    found = FileSystems.match([parts_prefix(path) + "*"])[0].metadata_list
+    parts = sorted(m.path for m in found)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        schema = pq.ParquetFile(FileSystems.open(parts[0])).schema_arrow if parts else None
+        with FileSystems.create(path) as sink, pq.ParquetWriter(sink, schema) as writer:
+            for part in parts:
+                for batch in pq.ParquetFile(FileSystems.open(part)).iter_batches():
+                    writer.write_batch(batch)
+    else:
+        with FileSystems.create(path) as sink:
+            sink.write(header.encode())
+            for part in parts:
+                with FileSystems.open(part) as source:
+                    while chunk := source.read(1 << 20):
+                        sink.write(chunk)
+    FileSystems.delete([path + ".parts"]) if parts else None
 
 
 def _csv_line(values) -> str:
@@ -340,16 +404,20 @@ def add_scoring(pipeline, job: BatchJob, plan: ScoringPlan) -> None:
     (
         bad
         | "BadToJson" >> beam.Map(to_json_line)
-        | "WriteBadRows" >> beam.io.WriteToText(job.bad_rows_path, shard_name_template="", num_shards=1)
+        | "WriteBadRowParts" >> beam.io.WriteToText(parts_prefix(job.bad_rows_path))
     )
 
 
 def job_summary(result, job: BatchJob, plan: ScoringPlan, seconds: float) -> BatchSummary:
-    """The finished pipeline's counters as a summary; the empty bad-rows file is removed."""
+    """The finished pipeline's parts joined into the output and bad-rows files, and its counters as a summary;
+    an empty bad-rows file is removed."""
     from apache_beam.metrics.metric import MetricsFilter
 
     from components.batch_scoring import LABEL_COUNTER_PREFIX, METRICS_NAMESPACE
 
+    kind = file_format(job.output)
+    merge_parts(job.output, kind, _csv_line(plan.columns) + "\n" if kind == "csv" else "")
+    merge_parts(job.bad_rows_path, "jsonl")
     counters = {
         r.key.metric.name: r.committed
         for r in result.metrics().query(MetricsFilter().with_namespace(METRICS_NAMESPACE))["counters"]
