@@ -10,6 +10,7 @@ from typing import Any
 
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the TF.Text ops in every Beam worker that loads this module)
+import tensorflow_transform as tft
 
 from models.contract import (
     INPUT_IDS,
@@ -63,16 +64,27 @@ def length_bucket(token_count: tf.Tensor, edges) -> tf.Tensor:
     return tf.gather(tf.constant(length_bucket_names(edges)), index)
 
 
+def vocab_asset_path(path: str) -> tf.Tensor:
+    """The path of `path` as a SavedModel asset: tracked by TFT in TF2 mode, or TF1's ASSET_FILEPATHS when
+    traced in a plain graph (tests, TF1 mode)."""
+    if tf.compat.v1.executing_eagerly_outside_functions():
+        return tft.make_and_track_object(lambda: tf.saved_model.Asset(path), name="vocab").asset_path
+    constant = tf.constant(path)
+    tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.ASSET_FILEPATHS, constant)
+    return constant
+
+
 def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> dict[str, tf.Tensor]:
     model_dir = resolve_model_dir(custom_config["model"], custom_config.get("revision"))
     spec = tokenizer_spec(model_dir)
     max_seq_length = int(custom_config["max_seq_length"])
-    # A vocab file the graph reads (WordPiece's) becomes an asset of the transform graph (copied into it, path
-    # relocated on load); the other families' tables are constants of the graph.
+    # A vocab file the graph reads (WordPiece's) becomes an asset of the transform graph: copied into it, and
+    # its path a captured asset the loader points at that copy. A constant path (even one listed in TF1's
+    # ASSET_FILEPATHS, which TFT's TF2 export copies but does not substitute) would make every exported model
+    # read the vocab where the training machine had it. The other families' tables are constants of the graph.
     vocab_path = None
     if spec.asset_path is not None:
-        vocab_path = tf.constant(spec.asset_path)
-        tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.ASSET_FILEPATHS, vocab_path)
+        vocab_path = vocab_asset_path(spec.asset_path)
 
     texts = tf.reshape(inputs[TEXT_FEATURE], [-1])
     # Sentence-pair data carries text_pair (the ExampleGen writes it when dataset.text_pair_column is set).
