@@ -8,10 +8,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-from concurrent import futures
 
 import grpc
 from google import pubsub_v1
+
+from tests.fake_vertex import grpc_serving, unary_service
 
 SERVICE = "google.pubsub.v1.Publisher"
 
@@ -34,16 +35,6 @@ class FakePubSub:
 @contextlib.contextmanager
 def serve(fake: FakePubSub):
     """Serves `fake` on a free port of 127.0.0.1; yields host:port for PUBSUB_EMULATOR_HOST."""
-    method = grpc.unary_unary_rpc_method_handler(
-        fake.publish,
-        request_deserializer=pubsub_v1.PublishRequest.deserialize,
-        response_serializer=pubsub_v1.PublishResponse.serialize,
-    )
-    handler = grpc.method_handlers_generic_handler(SERVICE, {"Publish": method})
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), handlers=[handler])
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.stop(grace=None)
+    handler = unary_service(SERVICE, "Publish", fake.publish, pubsub_v1.PublishRequest, pubsub_v1.PublishResponse)
+    with grpc_serving([handler]) as address:
+        yield address

@@ -8,10 +8,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-from concurrent import futures
 
 import grpc
 from google.cloud import secretmanager_v1
+
+from tests.fake_vertex import grpc_serving, unary_service
 
 SERVICE = "google.cloud.secretmanager.v1.SecretManagerService"
 
@@ -38,16 +39,7 @@ class FakeSecretManager:
 @contextlib.contextmanager
 def serve(fake: FakeSecretManager, tls: tuple[bytes, bytes]):
     """Serves `fake` with TLS on a free port of 127.0.0.1; yields host:port (the client's api_endpoint)."""
-    method = grpc.unary_unary_rpc_method_handler(
-        fake.access,
-        request_deserializer=secretmanager_v1.AccessSecretVersionRequest.deserialize,
-        response_serializer=secretmanager_v1.AccessSecretVersionResponse.serialize,
-    )
-    handler = grpc.method_handlers_generic_handler(SERVICE, {"AccessSecretVersion": method})
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), handlers=[handler])
-    port = server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([tls]))
-    server.start()
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.stop(grace=None)
+    request, response = secretmanager_v1.AccessSecretVersionRequest, secretmanager_v1.AccessSecretVersionResponse
+    handler = unary_service(SERVICE, "AccessSecretVersion", fake.access, request, response)
+    with grpc_serving([handler], tls) as address:
+        yield address

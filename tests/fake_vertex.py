@@ -348,11 +348,10 @@ def loopback_certificate(directory) -> tuple[bytes, bytes]:
 
 
 @contextlib.contextmanager
-def serve(fake: FakeVertex, tls: tuple[bytes, bytes] | None = None):
-    """Serves `fake` on a free port of 127.0.0.1; yields its address (host:port) for `cloud.api_endpoint`.
-    With `tls` (key and certificate PEM) it speaks TLS, as Google's endpoints do, to clients in other
-    processes that cannot be handed a plaintext channel."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), handlers=_handlers(fake))
+def grpc_serving(handlers, tls: tuple[bytes, bytes] | None = None):
+    """A gRPC server of `handlers` on a free port of 127.0.0.1, with TLS when `tls` (key and certificate PEM)
+    is given; yields host:port. Shared by the fakes of Google's gRPC services."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), handlers=handlers)
     if tls:
         port = server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([tls]))
     else:
@@ -362,6 +361,23 @@ def serve(fake: FakeVertex, tls: tuple[bytes, bytes] | None = None):
         yield f"127.0.0.1:{port}"
     finally:
         server.stop(grace=None)
+
+
+def unary_service(service: str, method: str, handle, request_type, response_type):
+    """A generic handler of one unary method of `service` (proto-plus request and response types)."""
+    rpc = grpc.unary_unary_rpc_method_handler(
+        handle, request_deserializer=request_type.deserialize, response_serializer=response_type.serialize
+    )
+    return grpc.method_handlers_generic_handler(service, {method: rpc})
+
+
+@contextlib.contextmanager
+def serve(fake: FakeVertex, tls: tuple[bytes, bytes] | None = None):
+    """Serves `fake` on a free port of 127.0.0.1; yields its address (host:port) for `cloud.api_endpoint`.
+    With `tls` (key and certificate PEM) it speaks TLS, as Google's endpoints do, to clients in other
+    processes that cannot be handed a plaintext channel."""
+    with grpc_serving(_handlers(fake), tls) as address:
+        yield address
 
 
 @contextlib.contextmanager
