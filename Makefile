@@ -1,5 +1,5 @@
 # The README's two commands are `make run` and `make test`; both set up the environment first.
-.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds bench-long bench-tuning bench-gate image clean-env
+.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds bench-long bench-tuning bench-gate image kfp-local clean-env
 
 setup:
 	bin/setup-env
@@ -60,6 +60,11 @@ image: setup
 	bin/check-image $(IMAGE)
 	HFTFX_IMAGE_TARGET=tpu bin/build-image $(TPU_IMAGE)
 	HFTFX_IMAGE_TARGET=tpu bin/check-image $(TPU_IMAGE)
+
+# The compiled Kubeflow pipeline (a tiny profile) executed by kfp.local's DockerRunner through podman, network
+# off: every task in the pipeline image (built when the sources changed), then the pushed version serve-checked.
+kfp-local: setup
+	bin/kfp-local $(ARGS)
 
 doctor: setup
 	bin/in-env hftfx doctor
