@@ -89,7 +89,7 @@ def read_blessing(job: str, api_endpoint: str, evaluator: str) -> tuple[bool | N
     try:
         client = aiplatform_v1.PipelineServiceClient(client_options={"api_endpoint": api_endpoint})
         return blessing_of(client.get_pipeline_job(name=job), evaluator), ""
-    except Exception as error:
+    except Exception as error:  # any failure to read becomes the notice's reason: the notice still goes out
         return None, f"blessing not read ({type(error).__name__}: {error})"
 
 

@@ -385,3 +385,15 @@ def test_forged_and_odd_span_names_are_refused_with_the_reason(profile, template
     result = handle(storage_event(name, bucket=bucket), profile, template_at_fake, fake)
     assert result.decision.action == "skip" and reason in result.decision.reason
     assert fake.requests() == []
+
+
+def test_an_older_spans_event_also_cancels_its_run_still_in_flight(profile, template_at_fake, fake):
+    """Span 3 trains and span 2's run is still going (its cancellation was lost, say): span 2's late event
+    submits nothing and ends that run."""
+    fake.jobs = [job(3, "PIPELINE_STATE_RUNNING"), job(2, "PIPELINE_STATE_RUNNING")]
+    late = handle(storage_event("data/span-2/_SUCCESS"), profile, template_at_fake, fake)
+    assert not late.submitted and late.cancelled == [
+        f"{PARENT}/pipelineJobs/hf-text-classifier-retraining-span-2-try-1"
+    ]
+    dry = handle(storage_event("data/span-2/_SUCCESS"), profile, template_at_fake, fake, dry_run=True)
+    assert dry.cancelled == [] and len(fake.requests("PipelineService/CancelPipelineJob")) == 1

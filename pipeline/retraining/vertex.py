@@ -142,7 +142,9 @@ def cloud_trigger(
     if not ask_vertex:
         chosen = dataclasses.replace(chosen, reason=f"{chosen.reason} (dry run: past runs on Vertex not asked)")
     if not chosen.train:
-        return CloudTriggerResult(chosen)
+        # A skip cancels too: a retried delivery, or an older span's event, still ends older runs in flight.
+        stopped = cancel_superseded(config, clients) if ask_vertex and not dry_run else []
+        return CloudTriggerResult(chosen, cancelled=stopped)
     request = span_job_request(config, template, chosen.span, chosen.attempt, credentials, trigger)
     if dry_run:
         return CloudTriggerResult(chosen, request)
