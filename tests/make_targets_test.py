@@ -34,6 +34,7 @@ STARTED_BY = {
     "bin/setup-env": "make test itself: setup is its first step",
     "bin/build-image": "tests/image_test.py (slow: podman, a 4 GB image)",
     "bin/check-image": "tests/image_test.py (slow: podman, a 4 GB image)",
+    "bin/kfp-local": "tests/kfp_local_test.py (slow: podman's Docker API and the pipeline image)",
 }
 
 
