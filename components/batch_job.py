@@ -192,10 +192,10 @@ def _bad(reason: str, row: Any):
 
     from components.batch_scoring import BAD
 
-    def shown(value: Any) -> str:  # undecodable bytes shown as U+FFFD: the bad-rows file is UTF-8 JSON
+    def printable(value: Any) -> str:  # undecodable bytes shown as U+FFFD: the bad-rows file is UTF-8 JSON
         return str(value)[:1000].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
-    shown = {k: shown(v) for k, v in row.items()} if isinstance(row, dict) else shown(row)
+    shown = {k: printable(v) for k, v in row.items()} if isinstance(row, dict) else printable(row)
     return beam.pvalue.TaggedOutput(BAD, {"reason": reason, "row": shown})
 
 
@@ -290,7 +290,8 @@ def write_rows(rows, job: BatchJob, plan: ScoringPlan):
 
 
 def merge_parts(path: str, kind: str, header: str = "") -> None:
-    """Appends the parts written for `path` into it, a chunk or a row group at a time, then removes them."""
+    """Appends the parts written for `path` into it, a chunk or a row group at a time, then removes them. A
+    `.gz` path is compressed as it is written (Beam's filesystems infer it from the name)."""
     from apache_beam.io.filesystems import FileSystems
 
     found = FileSystems.match([parts_prefix(path) + "*"])[0].metadata_list
@@ -310,7 +311,8 @@ def merge_parts(path: str, kind: str, header: str = "") -> None:
                 with FileSystems.open(part) as source:
                     while chunk := source.read(1 << 20):
                         sink.write(chunk)
-    FileSystems.delete([path + ".parts"]) if parts else None
+    if parts:
+        FileSystems.delete([path + ".parts"])
 
 
 def _csv_line(values) -> str:
