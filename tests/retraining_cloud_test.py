@@ -150,16 +150,27 @@ def test_a_failed_run_is_retried_with_the_next_attempt_id_until_max_attempts(pro
     assert not given_up.submitted and "failed 3 times" in given_up.decision.reason
 
 
+LARGEST_SPAN = "the largest a pipeline parameter carries exactly"
+
+
 @pytest.mark.parametrize(
-    ("name", "kind", "reason"),
+    ("name", "kind", "bucket", "reason"),
     [
-        ("data/span-7/part-0.csv", FINALIZED, "only the ready marker '_SUCCESS' starts a run"),
-        ("models/readme.txt", FINALIZED, "is not span data"),
-        ("data/span-7/_SUCCESS", "google.cloud.storage.object.v1.deleted", "ignored"),
+        ("data/span-7/part-0.csv", FINALIZED, "my-hftfx-bucket", "only the ready marker '_SUCCESS' starts a run"),
+        ("models/readme.txt", FINALIZED, "my-hftfx-bucket", "is not span data"),
+        ("data/span-7/_SUCCESS", "google.cloud.storage.object.v1.deleted", "my-hftfx-bucket", "ignored"),
+        # forged and odd span names
+        ("data/span-0/_SUCCESS", FINALIZED, "my-hftfx-bucket", "span 0 means 'the newest span'"),
+        (f"data/span-{'9' * 80}/_SUCCESS", FINALIZED, "my-hftfx-bucket", LARGEST_SPAN),
+        ("data/span-7/_SUCCESS", FINALIZED, "someone-elses-bucket", "is not span data"),
+        ("data/span-7x/_SUCCESS", FINALIZED, "my-hftfx-bucket", "is not span data"),
+        ("data/span-9/../span-7/_SUCCESS", FINALIZED, "my-hftfx-bucket", "is not span data"),
     ],
 )
-def test_objects_that_are_not_a_finished_span_are_ignored(profile, template_at_fake, fake, name, kind, reason):
-    result = handle(storage_event(name, kind=kind), profile, template_at_fake, fake)
+def test_objects_that_are_not_a_finished_span_are_refused_with_the_reason(
+    profile, template_at_fake, fake, name, kind, bucket, reason
+):
+    result = handle(storage_event(name, bucket=bucket, kind=kind), profile, template_at_fake, fake)
     assert result.decision.action == "skip" and reason in result.decision.reason
     assert fake.requests() == []
 
@@ -369,22 +380,6 @@ def test_a_newer_span_cancels_an_older_spans_run_still_in_flight(profile, templa
     assert cancel.name == newer.cancelled[0]
     assert fake.jobs[0].state == aiplatform_v1.PipelineState.PIPELINE_STATE_CANCELLED
     assert any(line.startswith("cancelled: ") for line in newer.lines(show_request=False))
-
-
-@pytest.mark.parametrize(
-    ("name", "bucket", "reason"),
-    [
-        ("data/span-0/_SUCCESS", "my-hftfx-bucket", "span 0 means 'the newest span'"),
-        (f"data/span-{'9' * 80}/_SUCCESS", "my-hftfx-bucket", "the largest a pipeline parameter carries exactly"),
-        ("data/span-7/_SUCCESS", "someone-elses-bucket", "is not span data"),
-        ("data/span-7x/_SUCCESS", "my-hftfx-bucket", "is not span data"),
-        ("data/span-9/../span-7/_SUCCESS", "my-hftfx-bucket", "is not span data"),
-    ],
-)
-def test_forged_and_odd_span_names_are_refused_with_the_reason(profile, template_at_fake, fake, name, bucket, reason):
-    result = handle(storage_event(name, bucket=bucket), profile, template_at_fake, fake)
-    assert result.decision.action == "skip" and reason in result.decision.reason
-    assert fake.requests() == []
 
 
 def test_an_older_spans_event_also_cancels_its_run_still_in_flight(profile, template_at_fake, fake):

@@ -59,8 +59,13 @@ def patterns(config: DatasetConfig) -> dict[str, tuple[str, ...]]:
     return {"train": tuple(config.data_files)} if config.data_files else {}
 
 
+def spanned_patterns(config: DatasetConfig) -> list[str]:
+    """The file patterns that hold {SPAN}, in the config's order."""
+    return [p for files in patterns(config).values() for p in files if SPAN_TOKEN in p]
+
+
 def is_spanned(config: DatasetConfig) -> bool:
-    return any(SPAN_TOKEN in p for files in patterns(config).values() for p in files)
+    return bool(spanned_patterns(config))
 
 
 def _pattern_regex(pattern: str) -> re.Pattern:
@@ -106,8 +111,8 @@ def available_spans(config: DatasetConfig) -> dict[int, dict[str, list[str]]]:
                 match = regex.match(path)
                 if not match:
                     continue
-                if span_problem(int(match.group(1))):
-                    logging.warning("ignoring %s: %s", path, span_problem(int(match.group(1))))
+                if problem := span_problem(int(match.group(1))):
+                    logging.warning("ignoring %s: %s", path, problem)
                     continue
                 if ready_marker and not _fileio().exists(f"{span_dir(pattern, match.group(1))}/{ready_marker}"):
                     continue
@@ -141,7 +146,7 @@ def select(config: DatasetConfig) -> SpanSelection:
     """Resolves `config.span` (0 = newest) and `config.span_window` into concrete files."""
     ready_marker = config.ready_marker
     available = available_spans(config)
-    shown = [p for files in patterns(config).values() for p in files if SPAN_TOKEN in p]
+    shown = spanned_patterns(config)
     if not available:
         marker = f" with a '{ready_marker}' marker in the span folder" if ready_marker else ""
         raise SpanError(f"no span found for {shown}{marker}; add data such as {span_dir(shown[0], '1')}/")

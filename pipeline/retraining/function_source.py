@@ -69,8 +69,7 @@ def check_event_profile(config: PipelineConfig) -> None:
 
 def data_bucket(config: PipelineConfig) -> str:
     """The bucket whose object events name spans: that of the first pattern holding {SPAN}."""
-    spanned = [p for files in spans.patterns(config.dataset).values() for p in files if spans.SPAN_TOKEN in p]
-    return spanned[0].removeprefix("gs://").split("/", 1)[0]
+    return spans.spanned_patterns(config.dataset)[0].removeprefix("gs://").split("/", 1)[0]
 
 
 def deploy_command(config: PipelineConfig, source: Path) -> list[str]:
