@@ -15,7 +15,7 @@
 # `python -m tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor`.
 ARG BASE_IMAGE=docker.io/library/python:3.13-slim-trixie
 ARG UV_VERSION=0.13.9
-# Beam's SDK image for the locked apache-beam version and the image's Python (tests/vertex_test.py pins both).
+# Beam's SDK image for the locked apache-beam version and the image's Python (pipeline/cloud/image_recipe_test.py pins both).
 ARG BEAM_SDK_IMAGE=docker.io/apache/beam_python3.13_sdk:2.77.0
 
 FROM ${BASE_IMAGE} AS base
@@ -50,7 +50,7 @@ COPY components/ components/
 COPY models/ models/
 COPY configs/ configs/
 RUN uv pip install --no-deps . \
- && python -c "import components.transform, components.trainer, components.evaluation, components.hf_trainer, components.pusher, components.endpoint_pusher, components.example_validator, components.hf_example_gen.component; print('pipeline modules import')"
+ && python -c "import components.transform.module, components.trainer.module, components.evaluator.module, components.trainer.component, components.pusher.executor, components.pusher.endpoint_executor, components.example_validator.executor, components.example_gen.component; print('pipeline modules import')"
 
 FROM base AS tpu
 # The Trainer on Vertex AI TPU VMs. PyPI's TPU build of TensorFlow stops at 2.20 while the lock holds 2.21, so

@@ -34,8 +34,16 @@ def tiny_bert_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def review_texts() -> list[str]:
+    """The packaged corpus' 12,808 reviews: real texts no one here wrote, for the tokenizer parity tests."""
+    from components.example_gen.sources import rotten_tomatoes_reviews
+
+    return list(rotten_tomatoes_reviews()["text"])
+
+
+@pytest.fixture(scope="session")
 def packaged_model_dir():
-    from models.pretrained import packaged_model_dir as locate
+    from models.hub.pretrained import packaged_model_dir as locate
 
     return locate("all-MiniLM-L6-v2")
 
@@ -53,3 +61,34 @@ def family_model_dir(tmp_path_factory):
         return built[family]
 
     return build
+
+
+@pytest.fixture
+def run_example_gen():
+    """Runs the HF dataset ExampleGen alone under LocalDagRunner, as a local run does (its Beam runner, sqlite ML
+    Metadata): run(tmp_path, dataset_config, beam_args=(), root="root") -> the Examples artifact it recorded."""
+    from tfx.orchestration import metadata
+    from tfx.orchestration import pipeline as tfx_pipeline
+    from tfx.orchestration.local.local_dag_runner import LocalDagRunner
+
+    from components.example_gen.component import HFDatasetExampleGen
+    from components.local_beam import local_beam_runner
+
+    def run(tmp_path, dataset, beam_args=(), root="root"):
+        root = tmp_path / root
+        connection = metadata.sqlite_metadata_connection_config(str(root / "m.sqlite"))
+        with local_beam_runner():
+            LocalDagRunner().run(
+                tfx_pipeline.Pipeline(
+                    pipeline_name="example-gen-test",
+                    pipeline_root=str(root),
+                    components=[HFDatasetExampleGen(dataset=dataset)],
+                    metadata_connection_config=connection,
+                    beam_pipeline_args=list(beam_args),
+                )
+            )
+        with metadata.Metadata(connection) as store:
+            (artifact,) = store.store.get_artifacts_by_type("Examples")
+        return artifact
+
+    return run

@@ -21,15 +21,15 @@ import tensorflow as tf
 import tf_keras
 
 from benchmarks import reference
-from components.hf_example_gen.sources import rotten_tomatoes_reviews
-from components.trainer import bucket_by_length, compile_for_training, length_buckets, without_autotuning
-from components.training_meter import TrainingMeter, record_batch_shapes
-from models import distribution
-from models.flops import EncoderShape
-from models.machine_peak import matmul_peak
-from models.pretrained import build_classifier, model_files, packaged_model_dir
-from models.tokenizer import InGraphTokenizer, tokenizer_spec
-from models.training_config import TrainingConfig
+from components.example_gen.sources import rotten_tomatoes_reviews
+from components.trainer.module import bucket_by_length, compile_for_training, length_buckets, without_autotuning
+from components.trainer.training_meter import TrainingMeter, record_batch_shapes
+from models.hardware import distribution
+from models.hardware.flops import EncoderShape
+from models.hardware.machine_peak import matmul_peak
+from models.hub.pretrained import build_classifier, model_files, packaged_model_dir
+from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
+from models.training.config import TrainingConfig
 from pipeline.configs import PipelineConfig, load_config
 from pipeline.machine.estimate import DEFAULT_RUN_FILE, train_split_lengths
 
@@ -180,8 +180,8 @@ def _transform_seconds(model_dir: Path, texts: list[str]) -> float:
     import tensorflow_transform.beam as tft_beam
     from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
-    from components.transform import preprocessing_fn, transform_custom_config
-    from models.contract import LABEL_FEATURE, TEXT_FEATURE
+    from components.transform.module import preprocessing_fn, transform_custom_config
+    from models.names import LABEL_FEATURE, TEXT_FEATURE
 
     custom_config = transform_custom_config(str(model_dir), None, MAX_LEN, (16, 32))
     schema = schema_utils.schema_from_feature_spec(
@@ -262,7 +262,7 @@ def _percentiles(fn, repeats: int) -> tuple[float, float]:
 def serving_latency(serving_dir: Path, repeats: int) -> list[Row]:
     from transformers import AutoTokenizer
 
-    from models.serving import load_serving_model
+    from models.serving.pushed_model import load_serving_model
 
     try:
         _, exported = load_serving_model(serving_dir)
@@ -298,7 +298,7 @@ def serving_latency(serving_dir: Path, repeats: int) -> list[Row]:
 def serving_load(serving_dir: Path, seconds: float) -> list[Row]:
     """benchmarks/serving_load.py's rows: the dynamic-batching server against one call per request."""
     from benchmarks import serving_load
-    from models.serving import resolve_version_dir
+    from models.serving.pushed_model import resolve_version_dir
 
     try:
         resolve_version_dir(serving_dir)
@@ -328,8 +328,8 @@ def batch_prediction_throughput(serving_dir: Path, rows: int) -> list[Row]:
     serving_default in batches of 32, on the same rows of the corpus, with the matmul peak measured now."""
     import tempfile
 
-    from components.batch_job import BatchJob, run_batch_prediction
-    from models.serving import load_serving_model
+    from components.scorer.job import BatchJob, run_batch_prediction
+    from models.serving.pushed_model import load_serving_model
     from pipeline.configs import LOCAL_BEAM_RUNNER
 
     try:

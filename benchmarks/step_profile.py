@@ -131,12 +131,12 @@ def profile_steps(steps: int, warmup_steps: int = 30) -> StepProfile:
     import tf_keras
 
     from benchmarks.bench import trainer_batches, training_examples
-    from components.trainer import compile_for_training
-    from components.training_meter import TrainingMeter, record_batch_shapes
-    from models.flops import EncoderShape
-    from models.machine_peak import matmul_peak
-    from models.pretrained import build_classifier
-    from models.training_config import TrainingConfig
+    from components.trainer.module import compile_for_training
+    from components.trainer.training_meter import TrainingMeter, record_batch_shapes
+    from models.hardware.flops import EncoderShape
+    from models.hardware.machine_peak import matmul_peak
+    from models.hub.pretrained import build_classifier
+    from models.training.config import TrainingConfig
 
     files, examples = training_examples(steps + warmup_steps)
     training = TrainingConfig()

@@ -28,7 +28,7 @@ def test_the_profile_of_real_training_steps_puts_the_transformer_s_work_in_its_k
     import tf_keras
     from transformers import TFBertForSequenceClassification
 
-    from components.trainer import compile_for_training
+    from components.trainer.module import compile_for_training
     from pipeline.configs import TrainingConfig
     from tests.tiny_model import tiny_bert_config
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from benchmarks.reference import publish_sections, table_section
 from benchmarks.seeds import run_seed
-from components.training_record import describe_values
+from components.trainer.training_record import describe_values
 
 SECTION = "## Tuning: a 6-trial search before the Trainer against the default recipe (`make bench-tuning`)"
 

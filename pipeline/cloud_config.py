@@ -98,5 +98,5 @@ class CloudConfig(ConfigSection):
     serving_image_uri: str = Field(
         "",
         description="the endpoint's serving container; empty: image_uri, whose default command (hftfx serve) "
-        "serves with the training TensorFlow (models/prediction_server.py says why)",
+        "serves with the training TensorFlow (models/serving/prediction_server.py says why)",
     )

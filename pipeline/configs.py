@@ -15,13 +15,14 @@ from typing import Any
 import yaml
 from pydantic import Field, field_validator, model_validator
 
-from components.batch_job import ScoringConfig
-from components.evaluation_config import EvaluationConfig
-from components.hf_example_gen.config import DatasetConfig
-from components.hub_push import HubConfig
-from components.tuning_config import TuningConfig
+from components.evaluator.config import EvaluationConfig
+from components.example_gen.config import DatasetConfig
+from components.local_beam import LOCAL_BEAM_RUNNER
+from components.publisher.config import HubConfig
+from components.scorer.config import ScoringConfig
+from components.tuner.config import TuningConfig
 from models.config_section import ConfigError, ConfigSection, Texts, build_section, flag
-from models.training_config import EarlyStoppingConfig, ModelConfig, TrainingConfig
+from models.training.config import EarlyStoppingConfig, ModelConfig, TrainingConfig
 from pipeline.cloud_config import CloudConfig
 from pipeline.retraining_config import RetrainingConfig
 
@@ -43,10 +44,6 @@ __all__ = [
     "load_config",
 ]
 
-# The Beam runner of every local pipeline, named rather than left to Beam's DirectRunner: since Beam 2.68 that
-# first downloads Prism (a Go runner) from GitHub and runs there, falling back to FnApiRunner only when the
-# download fails. Machines that reach GitHub would run every component on another runner than the one tested.
-LOCAL_BEAM_RUNNER = "FnApiRunner"
 # That runner across every core in worker processes: cloud containers, and big local data.
 MULTI_PROCESSING_BEAM_ARGS = (
     f"--runner={LOCAL_BEAM_RUNNER}",

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from components.hf_example_gen.config import DatasetConfig, dump_dataset_config, load_dataset_config
+from components.example_gen.config import DatasetConfig, dump_dataset_config, load_dataset_config
 from pipeline import configs
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.hf_example_gen.sources import PACKAGED_DATASET_HUB_IDS
-from components.hub_push import hub_model_id
-from models.pretrained import PACKAGED_HUB_IDS, PACKAGED_PREFIX
+from components.example_gen.sources import PACKAGED_DATASET_HUB_IDS
+from components.publisher.hub_push import hub_model_id
+from models.hub.pretrained import PACKAGED_HUB_IDS, PACKAGED_PREFIX
 from pipeline.configs import PipelineConfig
 
 

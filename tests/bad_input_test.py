@@ -10,10 +10,10 @@ import shutil
 import datasets
 import pytest
 
-from components.hf_example_gen.sources import DatasetSourceError
-from components.hf_example_gen.splitting import DatasetContentError
-from models.pretrained import ModelFilesError
-from models.tokenizer import UnsupportedTokenizerError
+from components.example_gen.sources import DatasetSourceError
+from components.example_gen.splitting import DatasetContentError
+from models.hub.pretrained import ModelFilesError
+from models.tokenizers.tokenizer import UnsupportedTokenizerError
 from pipeline import configs
 from pipeline.orchestration import preflight
 from pipeline.orchestration.probe import probe
@@ -212,13 +212,14 @@ def test_a_report_before_any_run_says_to_run_one_first(tmp_path, capsys):
     assert not (tmp_path / "root" / "reports").exists()
 
 
-def test_the_probe_reads_a_bounded_sample_and_leaves_the_rest_to_the_example_gen(tmp_path, tiny_bert_dir, monkeypatch):
+def test_the_probe_reads_a_bounded_sample_and_leaves_the_rest_to_the_example_gen(
+    tmp_path, tiny_bert_dir, monkeypatch, run_example_gen
+):
     """Past the sample the probe reports no sizes and finds undeclared labels with one Beam pass over the label
     column; a bad row it did not read stops the ExampleGen, which names its file and row."""
-    import pipeline.orchestration.probe as probe_module
-    from components.hf_example_gen.component_test import run_example_gen
+    from components.example_gen import dataset_pass
 
-    monkeypatch.setattr(probe_module, "SAMPLE_ROWS", 10)
+    monkeypatch.setattr(dataset_pass, "SAMPLE", dataset_pass.RowBudget(10, 30.0))
     rows = _balanced(60)
     rows[45] = (None, "pos")
     result = probe(_config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(_csv(tmp_path, rows))]))
@@ -242,7 +243,7 @@ def _t5_folder(directory, family_model_dir):
 
 
 def test_an_architecture_without_a_tf_sequence_classifier_is_refused_before_any_component(tmp_path, family_model_dir):
-    from models.pretrained import UnsupportedModelError
+    from models.hub.pretrained import UnsupportedModelError
 
     model = _t5_folder(tmp_path / "t5", family_model_dir)  # and no weights: the architecture is the reason
     with pytest.raises(UnsupportedModelError, match=r"'t5' model.*no TensorFlow sequence-classification class"):
@@ -285,7 +286,7 @@ def test_compile_runs_the_model_preflight(tmp_path, family_model_dir):
 def test_a_config_the_flop_count_cannot_read_is_refused_by_name(tmp_path, family_model_dir):
     """The Trainer's FLOP meter reads the encoder's sizes after building the model: the probe reads them first
     (a T5 config names its feed-forward width d_ff, which no encoder config uses)."""
-    from models.pretrained import UnsupportedModelError, encoder_shape
+    from models.hub.pretrained import UnsupportedModelError, encoder_shape
 
     with pytest.raises(UnsupportedModelError, match=r"T5Config has none of \('intermediate_size'"):
         encoder_shape(_t5_folder(tmp_path / "t5", family_model_dir))
@@ -416,7 +417,7 @@ def test_run_check_gives_a_base_size_bert_its_rate_and_clipping_before_anything_
 
     from transformers import BertConfig, TFBertModel
 
-    from models.pretrained import packaged_model_dir
+    from models.hub.pretrained import packaged_model_dir
     from pipeline.cli import main
     from tests.tiny_model import TOKENIZER_FILES
 

@@ -13,8 +13,8 @@ import time
 import pytest
 import tensorflow as tf
 
-# TFX reloads components.trainer when it runs run_fn, so its classes are looked up at call time.
-from components import trainer
+# TFX reloads components.trainer.module when it runs run_fn, so its classes are looked up at call time.
+from components.trainer import module as trainer
 from pipeline.configs import load_config
 from pipeline.orchestration import preflight
 from pipeline.reporting.metadata_reader import summarize

@@ -1,7 +1,7 @@
 """How far two float32 answers of one classifier may differ when only the shapes of the computation differ.
 
 serving_default runs a request shortest text first, in chunks of up to 32 rows padded to their longest text
-(models/signatures.py); batch scoring, a REST call and a tf.Example call put the same text in other chunks, at
+(models/serving/signatures.py); batch scoring, a REST call and a tf.Example call put the same text in other chunks, at
 other widths and row counts. Padding is masked, so the answers are equal in exact arithmetic, but the CPU's
 kernels (oneDNN / Eigen block by shape and by instruction set: AVX2, AVX-512 and AMX differ) sum the same
 products in another order. Higham's bound for a sum of n products in any order is n·u relative to the sum of
@@ -12,7 +12,7 @@ change of a logit: the bound on a probability is u times the chain's length.
 
 The bound sits between the two things it must tell apart: on an encoder whose answers move with its texts,
 reordering alone moved probabilities by 1e-7 and unmasked padding by 3e-2, against a bound of 1e-4
-(models/signatures_test.py); the e2e tests show one weight changed and truncated texts outside it as well.
+(models/serving/signatures_test.py); the e2e tests show one weight changed and truncated texts outside it as well.
 """
 
 from __future__ import annotations

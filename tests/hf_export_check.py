@@ -80,7 +80,7 @@ def serving_probabilities(
 ) -> np.ndarray:
     """serving_default's probabilities; with `head_bias_change`, those of a model whose classifier bias for the
     first label is that much higher (one weight changed, in memory): what a scorer of another model would give."""
-    from models.serving import load_serving_model, predict_texts
+    from models.serving.pushed_model import load_serving_model, predict_texts
 
     _, model = load_serving_model(version_dir)
     if head_bias_change:

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from components.hub_push import HubConfig, HubPushError, push_folder, run_tag, untagged_run_id
-from components.model_card import parse_card
+from components.publisher.config import HubConfig
+from components.publisher.hub_push import HubPushError, check_credentials, push_folder, run_tag, untagged_run_id
+from components.publisher.model_card import parse_card
 from pipeline import configs
 from tests.fake_hub import FakeHub, serve_hub
 from tests.tiny_model import tiny_run_command
@@ -108,18 +109,18 @@ def test_a_token_the_hub_refuses_or_that_cannot_write_is_refused_before_the_run(
     online(monkeypatch)
     monkeypatch.setenv("HF_TOKEN", token)
     with pytest.raises(HubPushError, match=message):
-        HubConfig(repo_id=REPO, endpoint=endpoint).check_credentials()
+        check_credentials(HubConfig(repo_id=REPO, endpoint=endpoint))
     monkeypatch.setenv("HF_TOKEN", TOKEN)
-    HubConfig(repo_id=REPO, endpoint=endpoint).check_credentials()  # a write token passes
+    check_credentials(HubConfig(repo_id=REPO, endpoint=endpoint))  # a write token passes
 
 
 def test_a_missing_token_or_an_offline_hub_is_refused_before_the_run(monkeypatch):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     with pytest.raises(HubPushError, match=r"\$HF_TOKEN is empty"):
-        HubConfig(repo_id=REPO).check_credentials()
+        check_credentials(HubConfig(repo_id=REPO))
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     with pytest.raises(HubPushError, match="HF_HUB_OFFLINE=1"):  # conftest's session setting
-        HubConfig(repo_id=REPO).check_credentials()
+        check_credentials(HubConfig(repo_id=REPO))
 
 
 def run_cli(tiny_bert_dir, workdir, endpoint, *extra, token=TOKEN):

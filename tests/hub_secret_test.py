@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from google.protobuf import json_format
 
-from components.hub_push import HubConfig
-from models.hub_token import SECRET_MANAGER_ENDPOINT_ENV, TOKEN_SECRET_ENV
+from components.publisher.config import HubConfig
+from models.hub.hub_token import SECRET_MANAGER_ENDPOINT_ENV, TOKEN_SECRET_ENV
 from pipeline import configs
 from pipeline.cloud.kubeflow_v2_runner import compile_spec
 from tests import fake_secret_manager, fake_vertex
@@ -75,8 +75,9 @@ def test_a_cloud_push_without_a_token_secret_is_refused_before_compiling():
 # HFPublisher push the export. Nothing of the token is printed.
 _COMPONENT = """
 import sys
-from components.hub_push import HubConfig, push_folder
-from models.pretrained import resolve_model_dir
+from components.publisher.config import HubConfig
+from components.publisher.hub_push import push_folder
+from models.hub.pretrained import resolve_model_dir
 
 folder = resolve_model_dir(sys.argv[1])
 hub = HubConfig.model_validate_json(sys.argv[2])
@@ -150,7 +151,7 @@ def test_a_missing_or_denied_secret_stops_the_first_component_with_the_fix(cloud
     hub, secrets, env = cloud
     if change.pop("denied", False):
         secrets.readers.clear()  # the run's service account lost its grant
-    script = "from components.hf_example_gen.executor import Executor\nExecutor().Do({}, {}, {})"
+    script = "from components.example_gen.executor import Executor\nExecutor().Do({}, {}, {})"
     done = subprocess.run(
         [sys.executable, "-c", script], env={**env, **change}, cwd=ROOT, capture_output=True, text=True, timeout=300
     )

@@ -25,9 +25,13 @@ def production_files() -> list[Path]:
     return [p for layer in LAYERS for p in sorted((ROOT / layer).rglob("*.py")) if not p.name.endswith("_test.py")]
 
 
-def upward_imports() -> set[tuple[str, str]]:
+def beside_module_tests() -> list[Path]:
+    return [p for layer in LAYERS for p in sorted((ROOT / layer).rglob("*_test.py"))]
+
+
+def upward_imports(paths: list[Path] | None = None) -> set[tuple[str, str]]:
     found = set()
-    for path in production_files():
+    for path in production_files() if paths is None else paths:
         relative = path.relative_to(ROOT).as_posix()
         own = LAYERS[relative.split("/")[0]]
         for name in project_imports(path):
@@ -44,6 +48,11 @@ def _is_module(name: str) -> bool:
 
 def test_no_layer_imports_one_above_it():
     assert sorted(upward_imports()) == []
+
+
+def test_no_test_beside_a_module_imports_a_layer_above_it():
+    """A test beside its module stays in its layer: it builds a lower layer's objects without the upper one."""
+    assert sorted(upward_imports(beside_module_tests())) == []
 
 
 def import_graph(granularity: str) -> dict[str, set[str]]:
@@ -102,3 +111,41 @@ def test_no_module_imports_itself_through_others():
 
 def test_no_folder_imports_itself_through_others():
     assert cycles(import_graph("folder")) == []
+
+
+# Where each kind of code lives (docs/development.md's table): a stage's component, module code, config section
+# and helpers in its folder under components/; models/ by kind; only what several stages share at either top.
+STAGES = {
+    "example_gen",
+    "example_validator",
+    "transform",
+    "trainer",
+    "tuner",
+    "evaluator",
+    "pusher",
+    "publisher",
+    "scorer",
+    "notifier",
+}
+SHARED_COMPONENT_MODULES = {"__init__", "vertex_clients", "run_parameters", "local_beam"}
+MODEL_KINDS = {"tokenizers", "serving", "hardware", "hub", "training"}
+MODEL_GROUND_FLOOR = {"__init__", "config_section", "errors", "environment", "names", "task"}
+
+
+def _layout(layer: str) -> tuple[set[str], set[str]]:
+    """(modules at the layer's top, its sub-packages), tests left out."""
+    top = {p.stem for p in (ROOT / layer).glob("*.py") if not p.name.endswith("_test.py")}
+    folders = {p.parent.name for p in (ROOT / layer).glob("*/__init__.py")}
+    return top, folders
+
+
+def test_each_stage_lives_in_its_own_folder():
+    top, folders = _layout("components")
+    assert top == SHARED_COMPONENT_MODULES, "a stage's module belongs in its folder, components/<stage>/"
+    assert folders == STAGES
+
+
+def test_models_are_grouped_by_kind():
+    top, folders = _layout("models")
+    assert top == MODEL_GROUND_FLOOR, "a module of one kind belongs in its folder, models/<kind>/"
+    assert folders == MODEL_KINDS

@@ -12,6 +12,29 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+# Texts that break tokenizers: empty, whitespace-only, control characters, emoji, long words and runs.
+EDGE_CASES = [
+    "",
+    "   ",
+    "\t\n ",
+    "Café crème brûlée, naïve résumé",
+    "日本語のテキストと中文",
+    "I ❤️ 🍕 pizza 😀🏽",
+    "wait… ½ ﬁne ™",
+    "ΣΑΣ ὈΔΥΣΣΕΎΣ",
+    "İstanbul ǅ ß ﬀ Ⅻ",
+    "a\u00a0b\u2003c\u2028d",
+    "tab\there\x00nul\u200bzero-width\ufffdreplacement\x1b[31m",
+    'don\'t-stop... "quote" (paren) #tag @user',
+    "supercalifragilisticexpialidocious antidisestablishmentarianism",
+    "word " * 400,
+    "x" * 3000,
+    "превосходно" * 6,  # 66 characters, 132 bytes: HF's word limit counts characters, not bytes
+    "ж" * 100,
+    "ж" * 101,
+    "ж" * 99 + "!",
+]
+
 # Text in the scripts and forms the families must handle: accents, CJK, RTL, emoji, full-width, combining marks.
 MULTILINGUAL = [
     "Le film est très réussi, une œuvre émouvante et drôle.",
@@ -37,7 +60,7 @@ FAMILIES = ("roberta", "xlm-roberta", "albert", "deberta-v2", "mpnet", "funnel")
 
 
 def training_texts() -> list[str]:
-    from components.hf_example_gen.sources import rotten_tomatoes_reviews
+    from components.example_gen.sources import rotten_tomatoes_reviews
 
     return list(rotten_tomatoes_reviews()["text"]) + MULTILINGUAL * 20
 
@@ -172,3 +195,10 @@ def write_tiny_model(family: str, directory: Path, seed: int = 0) -> Path:
     model(model.dummy_inputs)
     model.save_pretrained(directory)
     return directory
+
+
+def fuzz_text():
+    """Hypothesis' strategy for any text without lone surrogates (which no UTF-8 input holds)."""
+    from hypothesis import strategies as st
+
+    return st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=300)

@@ -31,7 +31,7 @@ EXPECTED_TEXT_OPS = {
     scope="module",
     params=[
         # One family in the fast suite (SentencePiece through tensorflow_text's op); the others run in `make test-all`
-        # (every family's tokenizer is checked id for id in models/tokenizer_families_test.py either way).
+        # (every family's tokenizer is checked id for id in models/tokenizers/families_test.py either way).
         pytest.param("roberta", marks=SLOW),
         "xlm-roberta",
         pytest.param("albert", marks=SLOW),

@@ -13,8 +13,8 @@ from models.task import read_contract
 from pipeline import configs
 from pipeline.orchestration.local_runner import run_local
 from tests import user_datasets
+from tests.serve_request import ask, predict_line
 from tests.tiny_model import tiny_overrides
-from tests.user_data_e2e_test import ask, predict_line
 
 pytestmark = pytest.mark.e2e
 TAGS = list(user_datasets.MULTI_LABEL_TAGS)

@@ -27,4 +27,4 @@ def test_the_wheel_carries_the_default_run_figures_doctor_estimates_from(tmp_pat
             archive.read("pipeline/machine/default_run.json")
             == (ROOT / "pipeline" / "machine" / "default_run.json").read_bytes()
         )
-    assert {"pipeline/cli/__main__.py", "components/hf_example_gen/config.py", "models/config_section.py"} <= names
+    assert {"pipeline/cli/__main__.py", "components/example_gen/config.py", "models/config_section.py"} <= names

@@ -21,33 +21,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.model_card import parse_card
-from components.pusher import PUSH_LOCK
-from models.flops import EncoderShape
+from components.publisher.model_card import parse_card
+from components.pusher.executor import PUSH_LOCK
+from models.hardware.flops import EncoderShape
 from pipeline import configs
 from pipeline.orchestration.local_runner import run_local
 from pipeline.reporting.metadata_reader import open_store
 from tests import vertex_container
 from tests.float_bounds import probability_bound
 from tests.hf_export_check import BUCKET_TEXTS, hf_probabilities, serving_probabilities
+from tests.pipeline_nodes import COMPONENTS
 from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
-
-COMPONENTS = {
-    "HFDatasetExampleGen",
-    "StatisticsGen",
-    "SchemaGen",
-    "ExampleValidator",
-    "Transform",
-    "TransformedStatisticsGen",
-    "Trainer",
-    "latest_blessed_model_resolver",
-    "Evaluator",
-    "Pusher",
-    "HFPublisher",
-    "BatchScorer",
-}
 
 
 @pytest.fixture(scope="module")
@@ -124,9 +110,9 @@ def test_every_component_executed_and_is_in_mlmd(first_run):
     store = open_store(config.metadata_sqlite)
     types = {t.name for t in store.get_execution_types()}
     assert {
-        "components.hf_example_gen.component.HFDatasetExampleGen",
-        "components.hf_trainer.HFTrainer",
-        "components.same_task.TaskEvaluator",
+        "components.example_gen.component.HFDatasetExampleGen",
+        "components.trainer.component.HFTrainer",
+        "components.evaluator.same_task.TaskEvaluator",
     } <= types
     assert summary.split_counts == {"train": 384, "eval": 64, "test": 160}
     assert summary.label_names == ["rotten", "fresh"]
@@ -341,7 +327,7 @@ def test_model_card_holds_the_run_and_its_metadata_parses_with_huggingface_hub(f
 
 @pytest.fixture(scope="module")
 def served_model(first_run):
-    from models.serving import load_serving_model
+    from models.serving.pushed_model import load_serving_model
 
     return load_serving_model(first_run[1].pushed_dir)[1]
 
@@ -388,21 +374,21 @@ def test_statistics_of_the_transformed_examples_report_truncation_and_unknown_to
 
 
 def test_exported_ops_are_core_or_the_tf_text_ops_tf_serving_links(first_run):
-    from models import serving_contract
+    from models.serving import tf_serving
 
-    ops = serving_contract.graph_ops(first_run[1].pushed_dir)
-    assert serving_contract.unsupported_ops(ops) == []
-    text_ops = {op for op in ops if not serving_contract.is_core_op(op)}
+    ops = tf_serving.graph_ops(first_run[1].pushed_dir)
+    assert tf_serving.unsupported_ops(ops) == []
+    text_ops = {op for op in ops if not tf_serving.is_core_op(op)}
     assert text_ops == {"NormalizeUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets"}  # WordPiece's
-    assert text_ops <= serving_contract.TEXT_OPS_IN_TF_SERVING
+    assert text_ops <= tf_serving.TEXT_OPS_IN_TF_SERVING
 
 
 def test_warmup_requests_ship_with_the_export_and_replay(first_run, served_model):
-    from models import serving_contract
+    from models.serving import tf_serving
 
     pushed = first_run[1].pushed_dir
-    assert os.path.isfile(os.path.join(pushed, serving_contract.WARMUP_FILE))
-    assert serving_contract.replay_warmup_requests(served_model, pushed) == 3
+    assert os.path.isfile(os.path.join(pushed, tf_serving.WARMUP_FILE))
+    assert tf_serving.replay_warmup_requests(served_model, pushed) == 3
 
 
 def test_rest_payloads_map_onto_the_signatures(served_model, tiny_bert_dir):
@@ -410,11 +396,11 @@ def test_rest_payloads_map_onto_the_signatures(served_model, tiny_bert_dir):
 
     import tensorflow as tf
 
-    from models import serving_contract
+    from models.serving import tf_serving
 
-    by_text = serving_contract.predict(served_model, {"instances": ["a wonderful film", "dull"]})["predictions"]
+    by_text = tf_serving.predict(served_model, {"instances": ["a wonderful film", "dull"]})["predictions"]
     assert [set(p) for p in by_text] == [{"probabilities", "label", "label_id", "confidence"}] * 2
-    by_example = serving_contract.predict(
+    by_example = tf_serving.predict(
         served_model, {"signature_name": "serving_tf_example", "examples": [{"text": "a wonderful film"}]}
     )["predictions"]
     # one example against two texts: other shapes, the same model (tests/float_bounds.py)
@@ -425,15 +411,15 @@ def test_rest_payloads_map_onto_the_signatures(served_model, tiny_bert_dir):
             feature={"text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"a wonderful film"]))}
         )
     ).SerializeToString()
-    by_b64 = serving_contract.predict(
+    by_b64 = tf_serving.predict(
         served_model,
         {"signature_name": "serving_tf_example", "instances": [{"b64": base64.b64encode(serialized).decode()}]},
     )
     assert by_b64["predictions"][0]["label"] == by_text[0]["label"]
-    columnar = serving_contract.predict(served_model, {"inputs": {"text": ["a wonderful film"]}})
+    columnar = tf_serving.predict(served_model, {"inputs": {"text": ["a wonderful film"]}})
     assert columnar["predictions"][0]["label_id"] == by_text[0]["label_id"]
-    assert serving_contract.predict(served_model, {"instances": []}) == {"predictions": []}
-    long = serving_contract.predict(served_model, {"instances": ["word " * 5000]})["predictions"]
+    assert tf_serving.predict(served_model, {"instances": []}) == {"predictions": []}
+    long = tf_serving.predict(served_model, {"instances": ["word " * 5000]})["predictions"]
     assert len(long) == 1 and len(long[0]["probabilities"]) == 2
 
 
@@ -448,10 +434,10 @@ def test_rest_payloads_map_onto_the_signatures(served_model, tiny_bert_dir):
     ],
 )
 def test_bad_requests_get_a_clear_400(served_model, payload, message):
-    from models import serving_contract
+    from models.serving import tf_serving
 
-    with pytest.raises(serving_contract.BadRequestError, match=message):
-        serving_contract.predict(served_model, payload)
+    with pytest.raises(tf_serving.BadRequestError, match=message):
+        tf_serving.predict(served_model, payload)
 
 
 def test_serve_check_cli_in_a_fresh_process(first_run):
@@ -470,14 +456,14 @@ def test_serve_check_cli_in_a_fresh_process(first_run):
 def test_the_image_default_command_serves_as_a_vertex_custom_container(first_run, served_model):
     """What a Vertex endpoint runs: `hftfx serve` with the variables Vertex AI sets in the container; the
     storage URI has a scheme, so the model is copied in through TF's filesystems as from gs://."""
-    from models import serving_contract
+    from models.serving import tf_serving
 
     command = [sys.executable, "-m", "pipeline.cli", "serve"]
     with vertex_container.serving(command, f"file://{first_run[1].pushed_dir}") as container:
         request = {"instances": ["a warm, funny and moving film", "a tedious mess"], "parameters": {}}
         status, answer = vertex_container.http_json(container.predict, request)
         assert status == 200, answer
-        expected = serving_contract.predict(served_model, request)
+        expected = tf_serving.predict(served_model, request)
         assert [p["label"] for p in answer["predictions"]] == [p["label"] for p in expected["predictions"]]
         for got, want in zip(answer["predictions"], expected["predictions"], strict=True):
             # the same request, so the same shapes and sums on this CPU; 1e-5 covers the JSON round trip
@@ -509,8 +495,8 @@ def test_the_server_answers_bad_input_with_its_reason_and_batches_concurrent_req
     import urllib.error
     import urllib.request
 
-    from models import serving_contract
-    from models.prediction_server import BATCH_HEADER
+    from models.serving import tf_serving
+    from models.serving.prediction_server import BATCH_HEADER
 
     command = [sys.executable, "-m", "pipeline.cli", "serve", "--read-timeout", "2"]
     with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
@@ -549,7 +535,7 @@ def test_the_server_answers_bad_input_with_its_reason_and_batches_concurrent_req
         with concurrent.futures.ThreadPoolExecutor(32) as pool:
             answers = list(pool.map(one, texts))
     assert max(rows for _, rows in answers) > 1  # requests shared model calls
-    alone = serving_contract.predict(served_model, {"instances": texts})["predictions"]
+    alone = tf_serving.predict(served_model, {"instances": texts})["predictions"]
     for (got, _), want in zip(answers, alone, strict=True):
         assert got["label"] == want["label"]
         assert got["probabilities"] == pytest.approx(want["probabilities"], abs=1e-5)

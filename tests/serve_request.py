@@ -21,3 +21,14 @@ def ask(pushed_dir: str, request: dict) -> dict:
     """The response body (the request is the user's: answered whole)."""
     (line,) = [x for x in serve_check(pushed_dir, request).stdout.splitlines() if x.startswith("response:")]
     return json.loads(line.removeprefix("response:").strip())
+
+
+def predict_line(pushed_dir: str, text: str) -> str:
+    """The line `hftfx predict` prints for one text, run as a user runs it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "predict", "--model", pushed_dir, text],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (line,) = [x for x in done.stdout.splitlines() if text in x]
+    return line

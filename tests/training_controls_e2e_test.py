@@ -6,7 +6,7 @@ import csv
 
 import pytest
 
-from models.epochs import MAX_AUTO_EPOCHS
+from models.training.epochs import MAX_AUTO_EPOCHS
 from pipeline import configs
 from pipeline.orchestration.local_runner import run_local
 from tests import user_datasets

@@ -6,6 +6,7 @@ select runs through the real components, is blessed, pushed, and answers with it
 - integer labels from JSON lines shards named by a glob.
 """
 
+import collections
 import csv
 import json
 import re
@@ -21,7 +22,7 @@ from pipeline.orchestration.local_runner import run_local
 from tests import user_datasets
 from tests.float_bounds import probability_bound
 from tests.hf_export_check import PAIR_TEXTS, hf_probabilities, serving_probabilities
-from tests.serve_request import ask
+from tests.serve_request import ask, predict_line
 from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
@@ -87,17 +88,6 @@ def test_pushed_three_class_model_answers_with_k_probabilities_and_names(three_c
         assert prediction["label"] in user_datasets.THREE_CLASS_LABELS.values()
 
 
-def predict_line(pushed_dir: str, text: str) -> str:
-    """The line `hftfx predict` prints for one text, run as a user runs it."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "predict", "--model", pushed_dir, text],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    (line,) = [x for x in done.stdout.splitlines() if text in x]
-    return line
-
-
 def test_predict_cli_shows_label_names_and_k_probabilities(three_class):
     _, _, summary = three_class
     line = predict_line(summary.pushed_dir, "a dull mess")
@@ -159,7 +149,7 @@ def test_pair_model_reads_the_second_text(pairs):
     """token_type_ids carry the segments: swapping the texts changes the answer."""
     import tensorflow as tf
 
-    from models.serving import load_serving_model
+    from models.serving.pushed_model import load_serving_model
 
     _, summary = pairs
     _, model = load_serving_model(summary.pushed_dir)
@@ -282,7 +272,7 @@ def test_batch_prediction_scores_a_csv_with_ids_through_and_bad_rows_aside(three
     assert np.abs(served - scored).max() <= bound
     # and the comparison has teeth: another model (one weight changed) or another tokenization (the texts' first
     # halves) is outside, even for this barely trained model whose answers move little with the text
-    # (models/signatures_test.py shows unmasked padding outside too)
+    # (models/serving/signatures_test.py shows unmasked padding outside too)
     assert np.abs(serving_probabilities(summary.pushed_dir, texts, head_bias_change=0.01) - scored).max() > 10 * bound
     cut = [" ".join(t.split()[: max(1, len(t.split()) // 2)]) for t in texts]
     assert np.abs(serving_probabilities(summary.pushed_dir, cut) - scored).max() > bound
@@ -310,6 +300,19 @@ def test_batch_prediction_of_pairs_from_a_save_to_disk_folder(pairs, tmp_path):
     source = datasets.load_from_disk(config.dataset.name)
     assert len(scored) == len(source) and not (tmp_path / "scored.bad.jsonl").exists()
     assert set(scored[0]) == {"match", "label", "score", *(f"p_{n}" for n in user_datasets.PAIR_LABELS)}
+    # A DatasetDict folder, as training reads one: every split's rows, each carrying its split
+    datasets.DatasetDict({"train": source.select(range(20)), "test": source.select(range(20, 30))}).save_to_disk(
+        str(tmp_path / "splits")
+    )
+    by_split = tmp_path / "by-split.csv"
+    done = predict_cli(
+        "--model", summary.pushed_dir, "--input", str(tmp_path / "splits"), "--output", str(by_split),
+        "--text-column", "review", "--text-pair-column", "synopsis",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    with by_split.open() as handle:
+        splits = collections.Counter(row["split"] for row in csv.DictReader(handle))
+    assert splits == {"train": 20, "test": 10}
 
 
 def test_batch_prediction_refuses_what_it_cannot_read_or_write_before_scoring(three_class, tmp_path):

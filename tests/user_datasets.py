@@ -13,7 +13,7 @@ from pathlib import Path
 
 import datasets
 
-from components.hf_example_gen.sources import ROTTEN_TOMATOES_FILE
+from components.example_gen.sources import ROTTEN_TOMATOES_FILE
 
 # String labels with a space and non-ASCII characters, as users' label columns have them.
 THREE_CLASS_LABELS = {"rotten": "rotten ✗", "fresh": "fresh ✓", "plot": "plot synopsis"}

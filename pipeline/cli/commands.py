@@ -107,13 +107,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise UserError("hftfx predict needs --model serving/<name> (or a version folder) of a pushed model")
     if args.input or args.output:
         return _predict_file(args)
-    from models import serving_contract
-    from models.serving import load_serving_model, predict_texts, prediction_lines, split_pairs
+    from models.serving import tf_serving
+    from models.serving.pushed_model import load_serving_model, predict_texts, prediction_lines, split_pairs
 
     texts = args.texts or [line.rstrip("\n") for line in sys.stdin if line.strip()]
     model_dir, model = load_serving_model(args.model)
     pairs = None
-    if len(serving_contract.text_inputs(model)) == 2:  # a sentence-pair model: TEXT<TAB>TEXT_PAIR
+    if len(tf_serving.text_inputs(model)) == 2:  # a sentence-pair model: TEXT<TAB>TEXT_PAIR
         texts, pairs = split_pairs(texts, args.pair_separator, model_dir)
     print(f"model: {model_dir}")
     for line in prediction_lines(predict_texts(model, texts, pairs)):
@@ -122,7 +122,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _predict_file(args: argparse.Namespace) -> int:
-    from components.batch_job import BatchInputError, BatchJob, run_batch_prediction
+    from components.scorer.job import BatchInputError, BatchJob, run_batch_prediction
 
     if not (args.input and args.output) or args.texts:
         raise BatchInputError("batch prediction takes --input and --output together, and no texts as arguments")
@@ -160,7 +160,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
     """End a canary: the endpoint's newest model takes all the traffic, the ones before it are retired."""
     from google.cloud import aiplatform
 
-    from components.endpoint_pusher import promote_newest
+    from components.pusher.endpoint_executor import promote_newest
     from pipeline.cloud import submit
     from pipeline.cloud.profile import api_endpoint, vertex_serving_config
 
@@ -353,7 +353,7 @@ def _assignments(assignments: list[str] | None, flag: str, parse=str) -> dict:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from models.prediction_server import limits_from, serve
+    from models.serving.prediction_server import limits_from, serve
 
     limits = limits_from({
         "max_batch": args.max_batch,
@@ -368,6 +368,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_check(args: argparse.Namespace) -> int:
-    from models.serve_check import read_request, serve_check
+    from models.serving.serve_check import read_request, serve_check
 
     return 0 if serve_check(args.model, [read_request(args.request)] if args.request else None) else 1

@@ -1,7 +1,7 @@
 """Who needs which IAM roles for a cloud profile, and what `hftfx doctor --cloud` can check offline.
 
 Roles per identity, conditioned on what the profile uses (Dataflow, CMEK, an endpoint). docs/vertex.md's IAM
-section is this table (tests/vertex_test.py keeps the two equal). Nothing here calls Google Cloud: IAM
+section is this table (pipeline/cloud/iam_test.py keeps the two equal). Nothing here calls Google Cloud: IAM
 policies, quotas and API enablement can only be read online (`gcloud projects get-iam-policy`).
 """
 

@@ -1,6 +1,6 @@
 """Compiles the pipeline for Vertex AI Pipelines / Kubeflow Pipelines into pipeline.yaml, offline.
 
-Component code is named by module path (`components.trainer.run_fn`, ...), so compiling builds no wheel
+Component code is named by module path (`components.trainer.module.run_fn`, ...), so compiling builds no wheel
 and needs no network; the image named by the cloud profile must contain this package (see Dockerfile).
 """
 
@@ -15,9 +15,9 @@ from tfx.dsl.components.base import base_node
 from tfx.orchestration import pipeline as tfx_pipeline
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
-from components.run_notifier import RunNotifier
+from components.evaluator.same_task import BASELINE_SCOPE_PROPERTY
+from components.notifier.component import RunNotifier
 from components.run_parameters import RunParameters, runtime_parameters
-from components.same_task import BASELINE_SCOPE_PROPERTY
 from models.task import TASK_KEY_PROPERTY
 from pipeline.cloud.compiled_specs import PIPELINE_YAML, profile_header
 from pipeline.cloud.profile import (
@@ -103,7 +103,7 @@ def compile_spec(config: PipelineConfig) -> dict:
 
 
 def run_notifier(config: PipelineConfig) -> base_node.BaseNode:
-    """The exit step that publishes each run's outcome to cloud.notify_topic (components/run_notifier.py)."""
+    """The exit step that publishes each run's outcome to cloud.notify_topic (components/notifier/component.py)."""
     return RunNotifier(
         final_status_json=tfx.orchestration.experimental.FinalStatusStr(),
         topic=notify_topic_path(config.cloud),

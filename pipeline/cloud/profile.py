@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 
 from components.vertex_clients import API_ENDPOINT, ENCRYPTION_KEY, VERTEX_CLIENT_KEY
-from models.hub_token import TOKEN_SECRET_ENV
-from models.lengths import AUTO
-from models.pretrained import PACKAGED_PREFIX
+from models.hub.hub_token import TOKEN_SECRET_ENV
+from models.hub.pretrained import PACKAGED_PREFIX
+from models.training.lengths import AUTO
 from pipeline.cloud_config import CloudConfig
 from pipeline.configs import MULTI_PROCESSING_BEAM_ARGS, ConfigError, PipelineConfig
 
@@ -419,7 +419,7 @@ def serving_image(cloud: CloudConfig) -> str:
 
 def container_env(config: PipelineConfig) -> dict[str, str]:
     """Variables every container of a cloud run gets: the Hub token's secret version (never the token), which
-    the components that reach the Hub read at run time (models/hub_token.py)."""
+    the components that reach the Hub read at run time (models/hub/hub_token.py)."""
     return {TOKEN_SECRET_ENV: config.hub.token_secret} if config.hub.token_secret else {}
 
 
@@ -492,12 +492,12 @@ def vertex_serving_config(cloud: CloudConfig) -> dict:
     """The keys TFX's Vertex Pusher reads: a TF Serving prebuilt container behind an endpoint.
 
     Everything in serving args but the endpoint and project goes to `aiplatform.Model.deploy` as is;
-    KEEP_PREVIOUS_KEY is read by components/endpoint_pusher.py after the push, VERTEX_CLIENT_KEY before it
+    KEEP_PREVIOUS_KEY is read by components/pusher/endpoint_executor.py after the push, VERTEX_CLIENT_KEY before it
     (the CMEK key goes there: aiplatform applies it to the uploaded Model and a created Endpoint).
     """
     from tfx.extensions.google_cloud_ai_platform import constants as vertex_constants
 
-    from components.endpoint_pusher import KEEP_PREVIOUS_KEY
+    from components.pusher.endpoint_executor import KEEP_PREVIOUS_KEY
 
     serving_args = {
         "project_id": cloud.project,

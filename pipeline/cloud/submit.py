@@ -193,7 +193,7 @@ def submit_to_kfp(run: KfpRun, client_factory: Callable[..., Any] | None = None)
 
 def span_caching_note(config: PipelineConfig, values: Mapping[str, Any]) -> str | None:
     """A warning when span 0 ("the newest") would be answered from Vertex's cache of an earlier run."""
-    from components.hf_example_gen import spans
+    from components.example_gen import spans
 
     if spans.is_spanned(config.dataset) and not values["span"] and config.cloud.enable_caching:
         return (

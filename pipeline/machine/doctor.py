@@ -78,7 +78,7 @@ def _transformers_tf() -> str:
 
 
 def _packaged_model() -> str:
-    from models.pretrained import build_classifier, model_files, packaged_model_dir
+    from models.hub.pretrained import build_classifier, model_files, packaged_model_dir
 
     files = model_files(packaged_model_dir("all-MiniLM-L6-v2"))
     _, report = build_classifier(files, ["a", "b"])
@@ -86,7 +86,7 @@ def _packaged_model() -> str:
 
 
 def _packaged_corpus() -> str:
-    from components.hf_example_gen.sources import rotten_tomatoes_reviews
+    from components.example_gen.sources import rotten_tomatoes_reviews
 
     train = rotten_tomatoes_reviews()
     names = train.features["label"].names
@@ -97,7 +97,7 @@ def _packaged_corpus() -> str:
 def _hardware() -> str:
     import tensorflow as tf
 
-    from models import distribution
+    from models.hardware import distribution
 
     gpus = tf.config.list_physical_devices("GPU")
     tpu = distribution.tpu_address()
@@ -107,7 +107,7 @@ def _hardware() -> str:
 
 def _machine_speed() -> tuple[Callable[[], str], Callable[[], str], Callable[[], str]]:
     """fp32 and bf16 matmul peaks, then the default run's expected time from the fp32 one."""
-    from models.machine_peak import matmul_peak
+    from models.hardware.machine_peak import matmul_peak
 
     measured = {}
 

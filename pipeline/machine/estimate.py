@@ -1,6 +1,6 @@
 """How long the default run should take on this machine, from the matmul peak measured on it.
 
-The training loop's share is its model FLOPs (models/flops.py over the train split, padded as the Trainer's
+The training loop's share is its model FLOPs (models/hardware/flops.py over the train split, padded as the Trainer's
 length buckets pad it) at the utilization the default run reaches; the rest of the run (ExampleGen,
 statistics, Transform, validation and export, Evaluator: Beam and TF on the CPU) is scaled by the ratio of
 peaks. Both figures come from the latest default run, as `make bench` recorded it in default_run.json beside
@@ -55,7 +55,7 @@ class RunEstimate:
 def padded_widths(token_counts, max_seq_length: int, length_buckets, special_tokens: int = 2) -> list[int]:
     """The width each example is padded to: the smallest of the Trainer's bucket widths that holds it with its
     `special_tokens` (the model's layout: [CLS] text [SEP] for BERT)."""
-    from models.lengths import bucket_edges
+    from models.training.lengths import bucket_edges
 
     widths = bucket_edges(max_seq_length, length_buckets)
     tokens = [min(count + special_tokens, max_seq_length) for count in token_counts]
@@ -63,9 +63,9 @@ def padded_widths(token_counts, max_seq_length: int, length_buckets, special_tok
 
 
 def padded_shapes(lengths, length_buckets):
-    """The texts of `lengths` (a models.lengths.WidthChoice) as the Trainer pads them: each at the smallest of its
-    length buckets that holds it, at most the chosen width (models.flops.BatchShapes)."""
-    from models.flops import BatchShapes
+    """The texts of `lengths` (a lengths.WidthChoice) as the Trainer pads them: each at the smallest of its
+    length buckets that holds it, at most the chosen width (flops.BatchShapes)."""
+    from models.hardware.flops import BatchShapes
 
     shapes = BatchShapes()
     for width in padded_widths(lengths.profile.lengths, lengths.width, length_buckets, special_tokens=0):
@@ -75,7 +75,7 @@ def padded_shapes(lengths, length_buckets):
 
 def epoch_seconds(lengths, examples: int, length_buckets, encoder, peak_gflops: float) -> float:
     """Seconds one epoch over `examples` texts takes at `lengths.width` on a machine of `peak_gflops`: the
-    sampled texts (`lengths`, a models.lengths.WidthChoice) padded as the Trainer pads them, scaled to
+    sampled texts (`lengths`, a models.training.lengths.WidthChoice) padded as the Trainer pads them, scaled to
     `examples`, at the utilization the default run reached."""
     sampled = len(lengths.profile.lengths)
     if not sampled:
@@ -86,13 +86,13 @@ def epoch_seconds(lengths, examples: int, length_buckets, encoder, peak_gflops: 
 
 def train_split_lengths(config):
     """The config's train split (read as the ExampleGen reads it) in the model's tokens, and the max_seq_length
-    the run chooses for it (models.lengths.WidthChoice over every text, not a sample). Single texts."""
-    from components.hf_example_gen.sources import read_in_process
-    from models.lengths import choose_width, token_lengths
-    from models.pretrained import position_limit, resolve_model_dir
+    the run chooses for it (models.training.lengths.WidthChoice over every text, not a sample). Single texts."""
+    from components.example_gen.dataset_pass import EVERY_ROW, dataset_pass
+    from models.hub.pretrained import position_limit, resolve_model_dir
+    from models.training.lengths import choose_width, token_lengths
 
     model_dir = resolve_model_dir(config.model.name, config.model.revision)
-    rows = read_in_process(config.dataset)[1].rows["train"]
+    rows = dataset_pass(config.dataset, EVERY_ROW).placed.rows["train"]
     profile = token_lengths(model_dir, rows, max_texts=len(rows))
     return choose_width(profile, config.model.max_seq_length, position_limit(model_dir))
 
@@ -102,10 +102,10 @@ def default_training_flops(config) -> float:
     Trainer pads it, for every epoch."""
     from transformers import AutoConfig
 
-    from models.epochs import choose_epochs
-    from models.flops import EncoderShape
-    from models.lengths import choose_buckets
-    from models.pretrained import resolve_model_dir
+    from models.hardware.flops import EncoderShape
+    from models.hub.pretrained import resolve_model_dir
+    from models.training.epochs import choose_epochs
+    from models.training.lengths import choose_buckets
 
     lengths = train_split_lengths(config)
     texts = len(lengths.profile.lengths)

@@ -44,8 +44,8 @@ def test_the_reference_figures_come_from_the_recorded_default_run(tmp_path):
 
 
 def test_an_epochs_cost_follows_the_chosen_width_the_examples_and_the_peak():
-    from models.flops import EncoderShape
-    from models.lengths import LengthProfile, choose_width
+    from models.hardware.flops import EncoderShape
+    from models.training.lengths import LengthProfile, choose_width
 
     minilm = EncoderShape(layers=6, hidden=384, intermediate=1536, heads=12, num_labels=2)
     speeches = LengthProfile.of([300, 400, 500, 600])

@@ -9,22 +9,23 @@ import tensorflow_data_validation as tfdv
 from tfx import v1 as tfx
 from tfx.orchestration import pipeline as tfx_pipeline
 
-from components import evaluation, same_task
-from components.batch_scorer import BatchScorer
-from components.endpoint_pusher import EndpointPusher
-from components.evaluation_config import threshold_per_label
-from components.example_validator import StrictExampleValidator
-from components.hf_example_gen.component import HFDatasetExampleGen
-from components.hf_publisher import HFPublisher
-from components.hf_trainer import HFTrainer, VertexHFTrainer
-from components.hf_tuner import TUNER_FN, VertexHFTuner
-from components.pusher import ServingPusher
+from components.evaluator import module as evaluation
+from components.evaluator import same_task
+from components.evaluator.config import threshold_per_label
+from components.example_gen.component import HFDatasetExampleGen
+from components.example_validator.executor import StrictExampleValidator
+from components.publisher.component import HFPublisher
+from components.pusher.endpoint_executor import EndpointPusher
+from components.pusher.executor import ServingPusher
 from components.run_parameters import RunParameters
-from components.trainer import TrainerSettings
-from components.transform import transform_custom_config
-from components.tuning_config import TUNING_KEY
-from models.contract import TEXT_FEATURE, TEXT_PAIR_FEATURE
+from components.scorer.component import BatchScorer
+from components.trainer.component import HFTrainer, VertexHFTrainer
+from components.trainer.module import TrainerSettings
+from components.transform.module import transform_custom_config
+from components.tuner.component import TUNER_FN, VertexHFTuner
+from components.tuner.config import TUNING_KEY
 from models.errors import UserError
+from models.names import TEXT_FEATURE, TEXT_PAIR_FEATURE
 from models.task import TaskContract, task_contract
 from pipeline.configs import PipelineConfig
 from pipeline.node_ids import (
@@ -39,9 +40,9 @@ from pipeline.node_ids import (
 )
 from pipeline.publishing import card_facts
 
-PREPROCESSING_FN = "components.transform.preprocessing_fn"
-RUN_FN = "components.trainer.run_fn"
-EVALUATOR_MODULE = "components.evaluation"
+PREPROCESSING_FN = "components.transform.module.preprocessing_fn"
+RUN_FN = "components.trainer.module.run_fn"
+EVALUATOR_MODULE = "components.evaluator.module"
 # Node ids other modules address: run summaries, the per-component images, the benchmarks.
 
 

@@ -15,11 +15,11 @@ from tfx.orchestration import metadata
 from tfx.orchestration import pipeline as tfx_pipeline
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
-from models import distribution
+from components.local_beam import local_beam_runner
+from models.hardware import distribution
 from pipeline.configs import PipelineConfig
 from pipeline.orchestration import preflight, probe
-from pipeline.orchestration.beam_runner import local_beam_runner
-from pipeline.orchestration.dag import create_pipeline, task_of
+from pipeline.orchestration.dag import create_pipeline
 from pipeline.reporting.metadata_reader import summarize
 from pipeline.reporting.run_summary import RunSummary
 
@@ -100,13 +100,11 @@ def check_run(config: PipelineConfig, *, stream=None) -> tfx_pipeline.Pipeline:
 
 
 def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipeline, probe.ProbeResult]:
-    """The run's preflight (paths, Hub credentials, data sample and labels, model and the texts' lengths, served
-    contract, scoring input) and its TFX pipeline, whose components check their own settings as they are built."""
+    """The run's preflight (pipeline/orchestration/preflight.py), what it chose shown, and its TFX pipeline, whose
+    components check their own settings as they are built."""
     # Before anything initializes TensorFlow's devices (no component has run yet).
     distribution.configure_cpu_replicas(config.training.cpu_replicas)
-    config.hub.check_credentials()  # the push comes after training: a missing token must stop the run now
-    preflight.check_paths(config)
-    probed = probe.probe(config)
+    probed = preflight.preflight(config)
     config = probed.config
     spans = f", span {config.dataset.span} (reading spans {list(probed.window)})" if probed.window else ""
     print(
@@ -125,8 +123,6 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
         print(f"[pipeline] warning: {small}", file=stream, flush=True)
     if (probed.windows or probed.lengths).cuts_most:
         print(f"[pipeline] warning: {length_options(probed)}", file=stream, flush=True)
-    preflight.check_serving_contract(config, task_of(config))
-    config.scoring.check_input(pair_model=bool(config.dataset.text_pair_column))
     connection = metadata.sqlite_metadata_connection_config(config.metadata_sqlite)
     return create_pipeline(config, connection, probed.input_fingerprint), probed
 
@@ -136,7 +132,7 @@ def describe_lengths(probed: probe.ProbeResult) -> str:
     text = probed.describe_lengths()
     if probed.encoder is None:
         return text
-    from models.machine_peak import matmul_peak
+    from models.hardware.machine_peak import matmul_peak
     from pipeline.machine.estimate import epoch_seconds
 
     peak = matmul_peak("float32", seconds=0.5)

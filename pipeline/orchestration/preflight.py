@@ -1,4 +1,5 @@
-"""Checks on the machine side of a local run: writable folders, one run per pipeline root at a time."""
+"""Everything a local run checks before its first component (`preflight`), in the order a user fixes what it
+finds, and the machine side of a run: writable folders, one run per pipeline root at a time."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import fcntl
 import os
 from pathlib import Path
 
+from components.publisher.hub_push import check_credentials
 from models.errors import UserError
 from models.task import TaskContract, exported_shape, read_contract
 from pipeline.configs import ConfigError, PipelineConfig
+from pipeline.orchestration import probe
+from pipeline.orchestration.dag import task_of
 
 LOCK_NAME = ".hftfx-run.lock"
 
@@ -120,3 +124,24 @@ def pipeline_root_lock(pipeline_root: str):
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def preflight(config: PipelineConfig) -> probe.ProbeResult:
+    """Every check before the first component, in the order a user fixes what they find (`hftfx run --check`
+    runs exactly these): so no error a run could know before training comes after it.
+
+    1. the Hub token a push needs (the push comes after training), before anything is written;
+    2. the folders the run writes (pipeline root, serving folder, ML Metadata file);
+    3. the model: architecture, tokenizer family, weights, position limit (probe.probe_model);
+    4. the data, through the ExampleGen's own dataset pass over a bounded sample: open, schema, rows, label set,
+       placement, split checks (components/example_gen/dataset_pass.py); then the label settings, the training
+       splits and the Evaluator's metrics for the label set found;
+    5. the model served under the run's name: one of another task is not replaced unasked;
+    6. the unlabeled rows the run scores: there, readable, with the text columns the model reads.
+    """
+    check_credentials(config.hub)
+    check_paths(config)
+    probed = probe.probe(config)
+    check_serving_contract(probed.config, task_of(probed.config))
+    probed.config.scoring.check_input(pair_model=bool(probed.config.dataset.text_pair_column))
+    return probed

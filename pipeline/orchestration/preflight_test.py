@@ -84,7 +84,7 @@ def test_a_hub_model_is_pinned_to_the_commit_the_preflight_read(tmp_path, tiny_b
     the config every component reads; a later push to the branch does not change what the run reads."""
     import huggingface_hub.constants
 
-    from models.pretrained import hub_commit, resolve_model_dir
+    from models.hub.pretrained import hub_commit, resolve_model_dir
     from pipeline.orchestration.probe import probe
 
     cache, first, second = tmp_path / "hub", "a" * 40, "b" * 40

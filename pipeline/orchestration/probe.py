@@ -1,8 +1,8 @@
 """A cheap look at the dataset and the model before anything expensive starts.
 
 Finds what the pipeline's shape depends on (the label set) and fails early, with the fix named, on what
-would otherwise fail minutes later inside a component. It reads metadata and a bounded sample of rows
-(SAMPLE_ROWS per dataset split, SAMPLE_SECONDS in all), so it costs the same whatever the dataset's size;
+would otherwise fail minutes later inside a component. It runs the ExampleGen's dataset pass over a bounded
+sample of rows (components/example_gen/dataset_pass.py's SAMPLE), so it costs the same whatever the dataset's size;
 when the sample holds the whole dataset it also runs the checks that need every row (empty splits, classes
 per split). Full validation of big data is the ExampleGen's and the ExampleValidator's job.
 """
@@ -13,25 +13,14 @@ import dataclasses
 import tempfile
 from pathlib import Path
 
-from components import evaluation
-from components.evaluation_config import threshold_per_label
-from components.hf_example_gen import beam_rows, sources, spans, splitting
-from components.hub_push import hub_model_id
-from components.noise_aware_gate import small_test_split
-from components.tuning_config import Range
-from models.epochs import MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN, choose_epochs, choose_patience
-from models.flops import EncoderShape
-from models.lengths import (
-    AUTO,
-    BucketChoice,
-    WidthChoice,
-    WindowChoice,
-    choose_buckets,
-    choose_width,
-    choose_windows,
-    token_lengths,
-)
-from models.pretrained import (
+from components.evaluator import module as evaluation
+from components.evaluator.config import threshold_per_label
+from components.evaluator.noise_aware_gate import small_test_split
+from components.example_gen import beam_rows, dataset_pass, sources
+from components.publisher.hub_push import hub_model_id
+from components.tuner.config import Range
+from models.hardware.flops import EncoderShape
+from models.hub.pretrained import (
     COMMIT,
     check_architecture,
     encoder_shape,
@@ -41,12 +30,20 @@ from models.pretrained import (
     read_config,
     resolve_model_dir,
 )
-from models.recipe import RecipeChoice, choose_recipe
-from models.tokenizer import tokenizer_spec
+from models.tokenizers.tokenizer import tokenizer_spec
+from models.training.epochs import MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN, choose_epochs, choose_patience
+from models.training.lengths import (
+    AUTO,
+    BucketChoice,
+    WidthChoice,
+    WindowChoice,
+    choose_buckets,
+    choose_width,
+    choose_windows,
+    token_lengths,
+)
+from models.training.recipe import RecipeChoice, choose_recipe
 from pipeline.configs import ConfigError, PipelineConfig, check_label_settings
-
-SAMPLE_ROWS = 20_000
-SAMPLE_SECONDS = 30.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +113,8 @@ class ModelFacts:
 
 
 def resolve_recipe(config: PipelineConfig, model: ModelFacts) -> tuple[PipelineConfig, RecipeChoice]:
-    """The config with its recipe's `auto` settings chosen from the model (models/recipe.py), and the choice."""
+    """The config with its recipe's `auto` settings chosen from the model (models/training/recipe.py), and
+    the choice."""
     recipe = choose_recipe(model.encoder, model.model_type, config.training)
     chosen = {
         "learning_rate": recipe.learning_rate,
@@ -169,19 +167,16 @@ def probe_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
     return ModelFacts(directory, limit, shape, model_type, hub_commit(config.model.name, directory))
 
 
-def label_names(read: sources.DatasetRead, sample: sources.Sample, beam_args) -> list[str]:
-    """Declared or ClassLabel names; else the distinct values, from the sample when it is the whole dataset
-    and otherwise from one Beam pass over the label column (declare dataset.label_names to skip it)."""
-    if read.known_labels is not None:
-        return read.known_labels
-    if sample.complete:
-        return splitting.names_from_values(sources.label_values(read, sample.rows()), read.config.label_column)
-    import apache_beam as beam
+def beam_label_values(beam_args) -> dataset_pass.DistinctLabels:
+    """The label column's distinct values from one Beam pass, for a sample short of the whole dataset."""
 
-    with tempfile.TemporaryDirectory() as scratch:
-        pipeline = beam.Pipeline(argv=list(beam_args))
-        values = beam_rows.distinct_label_values(pipeline, read, scratch)
-        return splitting.names_from_values(values, read.config.label_column)
+    def distinct(read: sources.DatasetRead) -> list:
+        import apache_beam as beam
+
+        with tempfile.TemporaryDirectory() as scratch:
+            return beam_rows.distinct_label_values(beam.Pipeline(argv=list(beam_args)), read, scratch)
+
+    return distinct
 
 
 def check_training_splits(config: PipelineConfig, sizes: dict[str, int]) -> None:
@@ -211,30 +206,15 @@ def check_training_splits(config: PipelineConfig, sizes: dict[str, int]) -> None
         )
 
 
-def detect_multi_label(read: sources.DatasetRead, sample: sources.Sample) -> sources.DatasetRead:
-    """The read with dataset.multi_label set when the label column's schema, or any sampled row, holds lists."""
-    if read.config.multi_label:
-        return read
-    schema_lists = any(splitting.holds_lists(read.label_feature(s)) for s in read.plan.routes)
-    if schema_lists or any(isinstance(v, list | tuple) for v in sources.label_values(read, sample.rows())):
-        return dataclasses.replace(read, config=read.config.model_copy(update={"multi_label": True}))
-    return read
-
-
 def probe(config: PipelineConfig) -> ProbeResult:
     """Runs the model checks, the ExampleGen's own data checks on a bounded sample (no TFRecords) and builds
     the Evaluator's metrics for the label count found, so no configuration error surfaces after training."""
     model = probe_model(config)
-    read = sources.open_dataset(config.dataset)
-    sample = sources.sample(read, SAMPLE_ROWS, SAMPLE_SECONDS)
-    read = detect_multi_label(read, sample)
+    found = dataset_pass.dataset_pass(config.dataset, dataset_pass.SAMPLE, beam_label_values(config.beam_args))
+    read, names, placed, complete = found.read, found.label_names, found.placed, found.complete
     multi_label = read.config.multi_label
-    names = label_names(read, sample, config.beam_args)
-    splitting.check_label_count(names, read.config)
     check_label_settings(config, names, multi_label)
-    placed = sources.place(read, names, sample.rows())
-    if sample.complete:
-        splitting.check_split_counts(placed.label_counts(), names, read.plan, placed.totals() if multi_label else None)
+    if complete:
         check_training_splits(config, placed.totals())
     thresholds = threshold_per_label(config.evaluation, names) if multi_label else None
     evaluation.check_eval_config(len(names), config.evaluation, thresholds)
@@ -265,13 +245,11 @@ def probe(config: PipelineConfig) -> ProbeResult:
         buckets=buckets,
         windows=windows,
         encoder=model.encoder,
-        split_sizes={name: len(rows) for name, rows in placed.rows.items()} if sample.complete else None,
-        test_labels=(
-            {names[i]: n for i, n in placed.label_counts().get("test", {}).items()} if sample.complete else None
-        ),
-        sampled_rows=sum(len(rows) for rows in sample.records.values()),
+        split_sizes={name: len(rows) for name, rows in placed.rows.items()} if complete else None,
+        test_labels=({names[i]: n for i, n in placed.label_counts().get("test", {}).items()} if complete else None),
+        sampled_rows=found.rows_read,
         shards=len(read.shards),
         window=read.window,
-        input_fingerprint=spans.files_fingerprint(read.config),
+        input_fingerprint=read.input_fingerprint,
         model_commit=model.commit,
     )

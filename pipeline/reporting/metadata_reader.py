@@ -12,13 +12,13 @@ from ml_metadata.proto import metadata_store_pb2
 from tfx.components.evaluator import constants as evaluator_constants
 from tfx.components.tuner.executor import _DEFAULT_TUNER_RESULTS_FILE_NAME as TUNER_RESULTS_FILE  # TFX's name for it
 
-from components.batch_scorer import BAD_ROWS_PROPERTY, ROWS_PROPERTY, SCORED_FILE
-from components.batch_scorer import LABEL_COUNTS_PROPERTY as SCORER_LABEL_COUNTS
-from components.eval_results import blessing_reason, read_intervals, read_metrics
-from components.hf_publisher import HUB_COMMIT_PROPERTY, HUB_TAG_PROPERTY, HUB_URL_PROPERTY, PUBLISHED_PROPERTY
-from components.training_meter import THROUGHPUT_FILE
-from components.training_record import TrainingRecord
-from models.contract import (
+from components.evaluator.eval_results import blessing_reason, read_intervals, read_metrics
+from components.publisher.component import HUB_COMMIT_PROPERTY, HUB_TAG_PROPERTY, HUB_URL_PROPERTY, PUBLISHED_PROPERTY
+from components.scorer.component import BAD_ROWS_PROPERTY, ROWS_PROPERTY, SCORED_FILE
+from components.scorer.component import LABEL_COUNTS_PROPERTY as SCORER_LABEL_COUNTS
+from components.trainer.training_meter import THROUGHPUT_FILE
+from components.trainer.training_record import TrainingRecord
+from models.names import (
     DROPPED_COUNTS_PROPERTY,
     LABEL_COUNTS_PROPERTY,
     LABEL_NAMES_PROPERTY,

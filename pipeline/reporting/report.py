@@ -20,12 +20,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from components.class_metrics import PER_CLASS, SUBSET_ACCURACY
-from components.eval_results import load_eval_config, load_eval_result, multiclass_confusion_matrix
-from components.evaluation import confusion_cells
-from components.tokenization_stats import tokenization_figures
-from components.training_record import describe_values
-from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE
+from components.evaluator.class_metrics import PER_CLASS, SUBSET_ACCURACY
+from components.evaluator.eval_results import load_eval_config, load_eval_result, multiclass_confusion_matrix
+from components.evaluator.module import confusion_cells
+from components.trainer.training_record import describe_values
+from components.transform.tokenization_stats import tokenization_figures
+from models.names import LABEL_NAME_FEATURE, TEXT_FEATURE
 from models.task import MULTI_LABEL
 from pipeline.configs import ConfigError, PipelineConfig
 from pipeline.node_ids import TRANSFORMED_STATISTICS_GEN
@@ -84,7 +84,7 @@ def _statistics_section(artifacts) -> str:
     if anomalies is not None:
         from tfx.types import artifact_utils
 
-        from components.example_validator import describe_anomalies, load_anomalies
+        from components.example_validator.executor import describe_anomalies, load_anomalies
 
         splits = artifact_utils.decode_split_names(anomalies.properties["split_names"].string_value)
         problems = describe_anomalies(load_anomalies(anomalies.uri, splits))

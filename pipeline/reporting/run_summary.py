@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from components.class_metrics import SUBSET_ACCURACY
-from components.evaluation import ACCURACY, AUC
-from components.training_record import TrainingRecord, describe_values
-from models.contract import (
+from components.evaluator.class_metrics import SUBSET_ACCURACY
+from components.evaluator.module import ACCURACY, AUC
+from components.trainer.training_record import TrainingRecord, describe_values
+from models.names import (
     LABEL_NAME_FEATURE,
 )
 from models.task import MULTI_LABEL, SINGLE_LABEL

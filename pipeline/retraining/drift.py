@@ -12,10 +12,10 @@ import glob
 import heapq
 import os
 
-from components.hf_example_gen import sources
-from components.hf_example_gen.config import TFX_SPLITS
-from components.hf_example_gen.splitting import unit_hash
-from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE, TOKEN_COUNT
+from components.example_gen.config import TFX_SPLITS
+from components.example_gen.dataset_pass import EVERY_ROW, dataset_pass
+from components.example_gen.splitting import unit_hash
+from models.names import LABEL_NAME_FEATURE, TEXT_FEATURE, TOKEN_COUNT
 from pipeline.configs import PipelineConfig
 from pipeline.reporting.metadata_reader import summarize_all
 from pipeline.retraining.decision import DriftReport, FeatureDrift
@@ -56,7 +56,8 @@ def read_examples(examples_uri: str, split: str = "train") -> tuple[list[str], l
             features = tf.train.Example.FromString(record).features.feature
             yield (
                 features[TEXT_FEATURE].bytes_list.value[0].decode("utf-8"),
-                features[LABEL_NAME_FEATURE].bytes_list.value[0].decode("utf-8"),
+                # A multi-label row's labels as one value, as read_span joins them
+                ",".join(name.decode("utf-8") for name in features[LABEL_NAME_FEATURE].bytes_list.value),
             )
 
     kept = heapq.nsmallest(DRIFT_SAMPLE_ROWS, pairs(), key=lambda pair: unit_hash(0, "drift", pair))
@@ -67,10 +68,10 @@ def read_span(config: PipelineConfig, span: int) -> tuple[list[str], list[str]]:
     """Texts and label names of the train split one span alone would give (the ExampleGen's own checks),
     at most DRIFT_SAMPLE_ROWS of them, kept by the ExampleGen's own `dataset.limits` ranking while streaming."""
     limits = dict.fromkeys(TFX_SPLITS, DRIFT_SAMPLE_ROWS)
-    names, placed = sources.read_in_process(
-        config.dataset.model_copy(update={"span": span, "span_window": 1, "limits": limits})
+    found = dataset_pass(
+        config.dataset.model_copy(update={"span": span, "span_window": 1, "limits": limits}), EVERY_ROW
     )
-    train = placed.rows["train"]
+    names, train = found.label_names, found.placed.rows["train"]
     # A multi-label row's labels as one value: drift compares the distribution of label combinations.
     return [row.text for row in train], [",".join(names[i] for i in row.label_ids) for row in train]
 
@@ -79,8 +80,8 @@ def token_counts(config: PipelineConfig, texts: list[str]) -> list[int]:
     """Untruncated token counts by the model's in-graph tokenizer (the Transform's own)."""
     import tensorflow as tf
 
-    from models.pretrained import resolve_model_dir
-    from models.tokenizer import InGraphTokenizer, tokenizer_spec
+    from models.hub.pretrained import resolve_model_dir
+    from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
 
     tokenizer = InGraphTokenizer(tokenizer_spec(resolve_model_dir(config.model.name, config.model.revision)), 8)
     counts = []

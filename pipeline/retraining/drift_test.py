@@ -53,7 +53,7 @@ def test_a_span_is_read_as_a_bounded_hash_sample_of_its_train_rows(tmp_path, mon
 def test_written_examples_are_read_as_a_bounded_hash_sample(tmp_path, monkeypatch):
     import tensorflow as tf
 
-    from models.contract import LABEL_NAME_FEATURE, TEXT_FEATURE
+    from models.names import LABEL_NAME_FEATURE, TEXT_FEATURE
 
     def example(text, label):
         feature = {
@@ -73,3 +73,32 @@ def test_written_examples_are_read_as_a_bounded_hash_sample(tmp_path, monkeypatc
     assert texts != [text for text, _ in written[:30]], "a sample across the split, not its first rows"
     monkeypatch.setattr(drift, "DRIFT_SAMPLE_ROWS", 1000)
     assert sorted(drift.read_examples(str(tmp_path))[0]) == sorted(text for text, _ in written)
+
+
+def test_a_span_of_list_labels_is_read_by_drift_as_the_run_reads_it(tmp_path, tiny_bert_dir):
+    """Multi-label rows (a JSON list per row, no declared label set): the run's probe takes them as a multi-label
+    task, and drift's span reader, running the same dataset pass, takes them too, each row's labels as one value."""
+    import json
+
+    from pipeline.configs import load_config
+    from pipeline.orchestration.probe import probe
+
+    folder = tmp_path / "data" / "span-1"
+    folder.mkdir(parents=True)
+    tags = [["action"], ["comedy"], ["action", "comedy"], ["drama"], ["comedy", "drama"]]
+    lines = [json.dumps({"text": f"film number {i} of the catalogue", "label": tags[i % 5]}) for i in range(300)]
+    (folder / "part-0.jsonl").write_text("\n".join(lines) + "\n")
+    config = load_config(
+        overrides={
+            "pipeline_root": str(tmp_path / "root"),
+            "model.name": str(tiny_bert_dir),
+            "dataset.name": "json",
+            "dataset.data_files": [f"{tmp_path}/data/span-{{SPAN}}/*.jsonl"],
+        }
+    )
+    assert not config.dataset.multi_label
+    probed = probe(config).config.dataset
+    assert probed.multi_label and probed.label_names == ("action", "comedy", "drama")
+    texts, labels = drift.read_span(config, 1)
+    assert len(texts) == len(labels) > 200
+    assert set(labels) == {"action", "comedy", "action,comedy", "drama", "comedy,drama"}

@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from components.hf_example_gen import spans
+from components.example_gen import spans
 from models.errors import UserError
 from pipeline.configs import PipelineConfig, load_config
 from pipeline.retraining import decision

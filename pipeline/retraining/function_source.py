@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from components.hf_example_gen import spans
+from components.example_gen import spans
 from pipeline.configs import ConfigError, PipelineConfig
 
 ROOT = Path(__file__).resolve().parents[2]

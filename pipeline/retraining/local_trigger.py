@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from components.hf_example_gen import spans
+from components.example_gen import spans
 from pipeline.configs import ConfigError, PipelineConfig
 from pipeline.orchestration import preflight
 from pipeline.reporting.metadata_reader import summarize_all

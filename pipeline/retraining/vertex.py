@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from components import run_parameters
-from components.hf_example_gen import spans
+from components.example_gen import spans
 from pipeline.cloud import submit
 from pipeline.cloud.profile import api_endpoint
 from pipeline.configs import ConfigError, PipelineConfig

@@ -1,0 +1,1 @@
+"""ExampleValidator: the stock component with an executor that stops the run on anomalies."""

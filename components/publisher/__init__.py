@@ -1,0 +1,1 @@
+"""HFPublisher: a blessed model's Hugging Face export and model card, optionally pushed to a Hub."""

@@ -1,0 +1,131 @@
+"""A Pusher whose TF Serving versions appear whole or not at all.
+
+TFX's filesystem Pusher copies straight into `<base>/<version>/`, writing saved_model.pb last; a crash
+midway leaves a numbered folder with part of a model in it. Here the copy goes to a hidden staging folder
+(TF Serving ignores names that are not numbers) and is renamed into place, which is atomic on a local
+filesystem. Pushes from several runs (other pipeline roots included) take turns under a lock in the serving
+directory, each in its own staging folder; only staging folders of pushes that provably died are cleared.
+A gs:// serving directory gets the same guarantee another way (bucket_push.py: claimed versions, the graph
+written last). Unblessed models are never pushed: that check stays TFX's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import socket
+import time
+import uuid
+
+from absl import logging
+from tfx.components.pusher import component as pusher_component
+from tfx.components.pusher import executor as pusher_executor
+from tfx.dsl.components.base import executor_spec
+from tfx.proto import pusher_pb2
+from tfx.types import artifact_utils, standard_component_specs
+from tfx.utils import io_utils, proto_utils
+
+from components.pusher.bucket_push import push_to_bucket
+
+STAGING_PREFIX = ".staging-"
+PUSH_LOCK = ".push.lock"  # in the serving directory: one push at a time, whatever pipeline root it comes from
+
+
+def next_version(base_directory: str, now: float | None = None) -> str:
+    """A Unix-seconds version that is newer than every version already there."""
+    existing = [int(n) for n in os.listdir(base_directory) if n.isdigit()] if os.path.isdir(base_directory) else []
+    return str(max(int(now if now is not None else time.time()), max(existing, default=0) + 1))
+
+
+def staging_name() -> str:
+    """This push's own staging folder: host and process (what tells a dead push from a live one), and a random
+    part, so two pushes never share one even within a second."""
+    return f"{STAGING_PREFIX}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def dead_staging(name: str) -> bool:
+    """A staging folder provably left by a push that died: made on this host by a process that no longer exists
+    (or in the former one-name-per-second layout, which no live push uses). Another host's is never touched."""
+    rest = name.removeprefix(STAGING_PREFIX)
+    if rest.isdigit():
+        return True
+    parts = rest.rsplit("-", 2)  # host (which may hold dashes), pid, random part
+    if len(parts) != 3 or not parts[1].isdigit():
+        return False
+    host, pid, _ = parts
+    return host == socket.gethostname() and not _alive(int(pid))
+
+
+def clear_dead_staging(base_directory: str) -> None:
+    for name in os.listdir(base_directory):
+        if name.startswith(STAGING_PREFIX) and dead_staging(name):
+            logging.warning("removing a partial push left by an interrupted run: %s", name)
+            shutil.rmtree(os.path.join(base_directory, name), ignore_errors=True)
+
+
+@contextlib.contextmanager
+def push_lock(base_directory: str):
+    """An exclusive lock on the serving directory (fcntl, held by this process until the push is in place): two
+    runs pushing the same model name from different pipeline roots take turns choosing versions."""
+    with open(os.path.join(base_directory, PUSH_LOCK), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def push_atomically(model_path: str, base_directory: str) -> tuple[str, str]:
+    """Copies the model into base_directory/<version> through this push's own staging folder and renames it into
+    place under the serving directory's lock; returns (path, version). A version is complete or absent."""
+    os.makedirs(base_directory, exist_ok=True)
+    staging = os.path.join(base_directory, staging_name())
+    try:
+        io_utils.copy_dir(model_path, staging)  # outside the lock: the slow part, in a folder no one else uses
+        with push_lock(base_directory):
+            clear_dead_staging(base_directory)
+            version = next_version(base_directory)
+            destination = os.path.join(base_directory, version)
+            os.rename(staging, destination)  # a rename onto an existing version fails: it never mixes two
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return destination, version
+
+
+class Executor(pusher_executor.Executor):
+    def Do(self, input_dict, output_dict, exec_properties) -> None:
+        push_destination = pusher_pb2.PushDestination()
+        proto_utils.json_to_proto(exec_properties[standard_component_specs.PUSH_DESTINATION_KEY], push_destination)
+        base = push_destination.filesystem.base_directory
+        remote = "://" in base
+        if push_destination.WhichOneof("destination") != "filesystem" or (remote and not base.startswith("gs://")):
+            return super().Do(input_dict, output_dict, exec_properties)  # TFX's own copy, saved_model.pb last
+        self._log_startup(input_dict, output_dict, exec_properties)
+        pushed = artifact_utils.get_single_instance(output_dict[standard_component_specs.PUSHED_MODEL_KEY])
+        if not self.CheckBlessing(input_dict):
+            self._MarkNotPushed(pushed)
+            return
+        model_path = self.GetModelPath(input_dict)
+        destination, version = (push_to_bucket if remote else push_atomically)(model_path, base)
+        io_utils.copy_dir(model_path, pushed.uri)
+        self._MarkPushed(pushed, pushed_destination=destination, pushed_version=version)
+        logging.info("Model pushed to %s (version %s).", destination, version)
+
+
+class ServingPusher(pusher_component.Pusher):
+    """tfx Pusher with the atomic filesystem push above."""
+
+    EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)

@@ -1,0 +1,1 @@
+"""BatchScorer and `hftfx predict --input`: unlabeled rows scored by a pushed model in Beam."""

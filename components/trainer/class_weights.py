@@ -1,0 +1,54 @@
+"""Loss weights per class, from the config and the train split's label counts."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import tensorflow as tf
+
+from models.names import LABEL_FEATURE
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelCounts:
+    rows: int
+    tagged: list[int]  # rows per label id (single label: its class; multi-label: rows tagged with it)
+
+
+def train_label_counts(file_patterns: Sequence[str], num_labels: int, multi_label: bool = False) -> LabelCounts:
+    """Rows per label id in the (transformed) train files: the rows the Trainer fits, counted in-graph."""
+    files = sorted(f for pattern in file_patterns for f in tf.io.gfile.glob(pattern))
+    spec = {LABEL_FEATURE: tf.io.FixedLenFeature([num_labels] if multi_label else [], tf.int64)}
+    labels = (
+        tf.data.TFRecordDataset(files, compression_type="GZIP")
+        .batch(4096)
+        .map(lambda records: tf.io.parse_example(records, spec)[LABEL_FEATURE])
+    )
+    rows, tagged = 0, tf.zeros([num_labels], tf.int64)
+    for batch in labels:
+        rows += int(tf.shape(batch)[0])
+        if multi_label:
+            tagged += tf.reduce_sum(batch, axis=0)
+        else:
+            tagged += tf.math.bincount(batch, minlength=num_labels, maxlength=num_labels, dtype=tf.int64)
+    return LabelCounts(rows, [int(c) for c in tagged.numpy()])
+
+
+def class_weight_map(
+    setting: str | Mapping[str, float],
+    label_names: Sequence[str],
+    counts: LabelCounts | None,
+    multi_label: bool = False,
+) -> dict[int, float] | None:
+    """{label id: weight}: None for `none`; a mapping names labels, the rest weigh 1. `balanced`: for one label
+    per row scikit-learn's n / (K x n_class), Keras' class_weight; for multi-label each label's positive weight
+    n_untagged / n_tagged (the pos_weight of weighted cross-entropy). A label absent from train gets 0."""
+    if setting == "none":
+        return None
+    if setting != "balanced":
+        return {i: float(setting.get(name, 1.0)) for i, name in enumerate(label_names)}
+    if multi_label:
+        return {i: ((counts.rows - n) / n if n else 0.0) for i, n in enumerate(counts.tagged)}
+    k = len(label_names)
+    return {i: (counts.rows / (k * n) if n else 0.0) for i, n in enumerate(counts.tagged)}

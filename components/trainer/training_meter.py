@@ -1,0 +1,81 @@
+"""How much of the machine the Trainer uses: model FLOP/s from the batches it actually ran, over the
+matmul peak measured in the same run. Printed with its progress, written beside the model for the summary."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import tensorflow as tf
+
+from models.hardware.flops import BatchShapes, EncoderShape
+from models.hardware.machine_peak import MatmulPeak
+from models.names import ATTENTION_MASK
+
+THROUGHPUT_FILE = "throughput.json"  # in the Trainer's model_run artifact
+
+
+def record_batch_shapes(dataset: tf.data.Dataset, records: list[tuple[int, int, int]]) -> tf.data.Dataset:
+    """Appends (batch, width, real tokens) of each batch to `records` as the loop takes it, in order, so step
+    n's shapes are records[n - 1] whatever the prefetching. Hand-written: tf.data has no batch-shape trace."""
+
+    def note(batch, width, real):
+        records.append((int(batch), int(width), int(real)))
+        return batch
+
+    def record(features, label):
+        mask = features[ATTENTION_MASK]
+        shape = tf.shape(mask, out_type=tf.int64)
+        real = tf.reduce_sum(tf.cast(mask, tf.int64))
+        noted = tf.py_function(note, [shape[0], shape[1], real], tf.int64)
+        with tf.control_dependencies([noted]):
+            return features, tf.identity(label)
+
+    # The outermost, sequential map: one record per batch the loop takes, in the order it takes them.
+    return dataset.map(record)
+
+
+@dataclasses.dataclass
+class TrainingMeter:
+    shape: EncoderShape
+    peak: MatmulPeak | None  # None where the accelerator's peak is not measured (TPU)
+    records: list[tuple[int, int, int]] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0
+    steps: int = 0
+
+    def totals(self, steps: int) -> BatchShapes:
+        totals = BatchShapes()
+        for batch, width, real in self.records[:steps]:
+            totals.add(batch, width, real)
+        return totals
+
+    def model_gflops(self, steps: int, seconds: float) -> float:
+        return self.totals(steps).training_flops(self.shape) / max(seconds, 1e-9) / 1e9
+
+    def describe(self, steps: int, seconds: float) -> str:
+        gflops = self.model_gflops(steps, seconds)
+        if self.peak is None:
+            return f"model {gflops:,.1f} GFLOP/s"
+        return f"model {gflops:,.1f} GFLOP/s = {gflops / self.peak.gflops:.0%} of peak"
+
+    def to_json(self) -> dict:
+        totals = self.totals(self.steps)
+        gflops = self.model_gflops(self.steps, self.seconds)
+        return {
+            "train_seconds": round(self.seconds, 2),
+            "steps": self.steps,
+            "examples_per_second": round(totals.examples / max(self.seconds, 1e-9), 2),
+            "training_flops": totals.training_flops(self.shape),
+            "model_gflops_per_second": round(gflops, 2),
+            "matmul_peak_gflops": round(self.peak.gflops, 2) if self.peak else None,
+            "matmul_peak_dtype": self.peak.dtype if self.peak else None,
+            "utilization": round(gflops / self.peak.gflops, 4) if self.peak else None,
+            "padding_share": round(totals.padding_share, 4),
+            "encoder": dataclasses.asdict(self.shape),
+        }
+
+    def write(self, model_run_dir: str) -> None:
+        tf.io.gfile.makedirs(model_run_dir)
+        with tf.io.gfile.GFile(os.path.join(model_run_dir, THROUGHPUT_FILE), "w") as out:
+            json.dump(self.to_json(), out, indent=2)

@@ -1,0 +1,25 @@
+"""The Trainer's meter counts the batches the training loop really took, and rates them against the peak."""
+
+import pytest
+import tensorflow as tf
+
+from components.trainer.training_meter import TrainingMeter, record_batch_shapes
+from models.hardware.flops import EncoderShape
+from models.hardware.machine_peak import MatmulPeak
+
+
+def test_recorded_shapes_are_the_batches_the_loop_took_in_order():
+    widths = [8, 16, 8, 32]
+    batches = [({"attention_mask": tf.ones([3, w], tf.int32)}, tf.zeros([3], tf.int64)) for w in widths]
+    dataset = tf.data.Dataset.from_generator(
+        lambda: iter(batches),
+        output_signature=({"attention_mask": tf.TensorSpec([3, None], tf.int32)}, tf.TensorSpec([3], tf.int64)),
+    ).prefetch(2)
+    records = []
+    taken = list(record_batch_shapes(dataset, records).take(3))
+    assert len(taken) == 3
+    assert records[:3] == [(3, 8, 24), (3, 16, 48), (3, 8, 24)]
+    meter = TrainingMeter(EncoderShape(2, 64, 128, 2, 2), MatmulPeak("float32", 100.0, "/CPU:0"), records)
+    flops = meter.totals(3).training_flops(meter.shape)
+    assert meter.model_gflops(3, 2.0) == pytest.approx(flops / 2.0 / 1e9)
+    assert "% of peak" in meter.describe(3, 2.0)

@@ -1,0 +1,67 @@
+"""What the Trainer decided, written beside its logs for the run summary: epochs run, the best epoch and why
+training stopped, the class weights it used."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any
+
+RECORD_FILE = "training_record.json"
+
+
+def describe_values(values: dict[str, Any]) -> str:
+    """`batch_size 16, learning_rate 7.44e-05`: training settings as a person reads them (3 significant digits)."""
+    return ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items())
+
+
+@dataclasses.dataclass
+class TrainingRecord:
+    epochs: int  # at most: set, or chosen from the train split's size
+    epochs_run: int
+    epochs_reason: str = ""  # why at most `epochs` (models.training.epochs.EpochChoice)
+    stopping_reason: str = ""  # whether early stopping watched, and why (models.training.epochs.StoppingChoice)
+    class_weights: dict[str, float] | None = None  # by label name; None: unweighted
+    class_weight_setting: str = "none"  # none | balanced | mapping
+    monitor: str = ""  # the early-stopping metric; '' when early stopping was off
+    best_epoch: int | None = None  # 1-based; the epoch whose weights were exported
+    best_value: float | None = None
+    stopped_early: bool = False
+    patience: int = 0
+    min_delta: float = 0.0
+    tuned: dict | None = None  # the Tuner's best trial's values the Trainer trained with; None: no Tuner
+    exported_eval: dict | None = None  # the eval split's metrics (val_loss, val_accuracy) of the exported epoch
+
+    def describe_epochs(self) -> str:
+        limit = f"at most {self.epochs}" + (f" ({self.epochs_reason})" if self.epochs_reason else "")
+        if not self.monitor:
+            stopping = self.stopping_reason or "early stopping off"
+            return f"{self.epochs_run} epoch(s) ran, {limit}; the last one exported: {stopping}"
+        exported = f"epoch {self.best_epoch} exported: best {self.monitor} {self.best_value:.4f}"
+        if self.stopped_early:
+            return (
+                f"stopped after epoch {self.epochs_run}, {limit}: {self.monitor} did not improve by more than "
+                f"{self.min_delta:g} for {self.patience} epoch(s); {exported}"
+            )
+        return f"all {self.epochs_run} epochs ran, {limit}; {exported}"
+
+    def describe_class_weights(self) -> str:
+        if not self.class_weights:
+            return "none (every example weighs 1)"
+        shown = ", ".join(f"{name} {weight:.3f}" for name, weight in self.class_weights.items())
+        return f"{self.class_weight_setting}: {shown}"
+
+    def write(self, directory: str) -> None:
+        import tensorflow as tf
+
+        with tf.io.gfile.GFile(os.path.join(directory, RECORD_FILE), "w") as handle:
+            handle.write(json.dumps(dataclasses.asdict(self), indent=2, ensure_ascii=False))
+
+    @classmethod
+    def read(cls, directory: str) -> TrainingRecord | None:
+        path = os.path.join(directory, RECORD_FILE)
+        if not os.path.isfile(path):
+            return None
+        with open(path, encoding="utf-8") as handle:
+            return cls(**json.load(handle))

@@ -1,0 +1,1 @@
+"""Tuner: the component, its module code (tuner_fn) and the `tuning` config section."""

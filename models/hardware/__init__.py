@@ -1,0 +1,1 @@
+"""The machine: distribution strategy, precision, measured matmul peak and model FLOPs."""

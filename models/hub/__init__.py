@@ -1,0 +1,1 @@
+"""Pretrained models and tokens from a Hugging Face Hub, a packaged copy or an object store."""

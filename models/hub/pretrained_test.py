@@ -1,0 +1,145 @@
+"""The packaged MiniLM loads with its real weights; only the head starts fresh; bad folders fail clearly."""
+
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from safetensors.numpy import load_file
+
+from models.hub.pretrained import ModelFilesError, build_classifier, model_files, resolve_model_dir
+
+
+@pytest.fixture(scope="module")
+def loaded(packaged_model_dir):
+    files = model_files(packaged_model_dir)
+    model, report = build_classifier(files, ["rotten", "fresh"])
+    return files, model, report
+
+
+def test_packaged_model_resolves_to_the_shipped_directory(packaged_model_dir):
+    assert resolve_model_dir("packaged:all-MiniLM-L6-v2") == packaged_model_dir
+    assert (packaged_model_dir / "model.safetensors").is_file()
+
+
+def test_encoder_weights_equal_the_checkpoint(loaded):
+    files, model, _ = loaded
+    checkpoint = load_file(str(files.weights))
+    np.testing.assert_array_equal(model.bert.embeddings.weight.numpy(), checkpoint["embeddings.word_embeddings.weight"])
+    # PyTorch Linear weights are [out, in]; the TF Dense kernel is their transpose.
+    query = model.bert.encoder.layer[3].attention.self_attention.query.kernel.numpy()
+    np.testing.assert_array_equal(query, checkpoint["encoder.layer.3.attention.self.query.weight"].T)
+
+
+def test_only_the_head_is_new(loaded):
+    _, _, report = loaded
+    assert report.missing == ("classifier.bias", "classifier.weight")
+    assert report.unexpected == ("bert.embeddings.position_ids",)
+    assert report.loaded > 100
+
+
+def test_forward_pass_gives_logits_per_label(loaded, packaged_model_dir):
+    from transformers import AutoTokenizer
+
+    _, model, _ = loaded
+    batch = AutoTokenizer.from_pretrained(packaged_model_dir)(
+        ["a moving, beautiful film", "a tedious mess"], padding=True, return_tensors="tf"
+    )
+    logits = model(dict(batch), training=False).logits
+    assert logits.shape == (2, 2)
+    assert bool(tf.reduce_all(tf.math.is_finite(logits)))
+
+
+@pytest.mark.parametrize(
+    ("removed", "message"),
+    [("config.json", "config.json"), ("model.safetensors", "pretrained weights")],
+)
+def test_incomplete_model_directory_names_what_is_missing(packaged_model_dir, tmp_path, removed, message):
+    copy = tmp_path / "model"
+    shutil.copytree(packaged_model_dir, copy)
+    (copy / removed).unlink()
+    with pytest.raises(ModelFilesError, match=message):
+        model_files(copy)
+
+
+def test_checkpoint_that_does_not_fit_the_encoder_is_an_error(packaged_model_dir, tmp_path):
+    import json
+
+    from models.hub.pretrained import WeightsError
+
+    copy = tmp_path / "model"
+    shutil.copytree(packaged_model_dir, copy)
+    config = json.loads((copy / "config.json").read_text())
+    config["num_hidden_layers"] = 8  # two layers more than the checkpoint has
+    (copy / "config.json").write_text(json.dumps(config))
+    with pytest.raises(WeightsError, match="do not cover the encoder"):
+        build_classifier(model_files(copy), ["a", "b"])
+
+
+def test_the_dropout_setting_reaches_every_dropout_layer_and_a_training_pass_sees_it(tiny_bert_dir):
+    import tf_keras
+
+    from models.hub.pretrained import WeightsError, set_dropout
+
+    files = model_files(tiny_bert_dir)
+    checkpoints, _ = build_classifier(files, ["a", "b"])
+    off, _ = build_classifier(files, ["a", "b"], dropout=0.0)
+
+    def rates(model):
+        return [layer.rate for layer in model.submodules if isinstance(layer, tf_keras.layers.Dropout)]
+
+    assert len(rates(checkpoints)) >= 4 and set(rates(checkpoints)) == {0.1}  # embeddings, attention, hidden, head
+    assert rates(off) == [0.0] * len(rates(checkpoints))
+    ids = tf.constant([[101, 2204, 3185, 102], [101, 6659, 102, 0]])
+    inputs = {"input_ids": ids, "attention_mask": tf.cast(ids > 0, tf.int32)}
+    tf_keras.utils.set_random_seed(0)
+    assert not np.allclose(checkpoints(inputs, training=True).logits, checkpoints(inputs, training=True).logits)
+    np.testing.assert_array_equal(off(inputs, training=True).logits, off(inputs, training=True).logits)
+    # the same inputs and shapes in both modes, so the same sums on any CPU: equal but for rate-0 dropout's no-op
+    np.testing.assert_allclose(off(inputs, training=True).logits, off(inputs, training=False).logits, rtol=1e-6)
+    with pytest.raises(WeightsError, match="no Keras dropout layers"):
+        set_dropout(tf_keras.Sequential([tf_keras.layers.Dense(2)]), 0.0)
+
+
+@pytest.mark.parametrize("family", ["roberta", "mpnet", "albert"])
+def test_the_position_limit_is_the_longest_input_the_model_runs(family_model_dir, family):
+    """The limit read from the architecture's code is what its TF model really accepts: RoBERTa and MPNet
+    count positions from the padding id up (130 embeddings hold 128 tokens), ALBERT from 0."""
+    from transformers import TFAutoModel
+
+    from models.hub.pretrained import position_limit
+
+    directory = family_model_dir(family)
+    limit = position_limit(directory)
+    model = TFAutoModel.from_pretrained(directory)
+    model(tf.fill([1, limit], 5), training=False)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        model(tf.fill([1, limit + 1], 5), training=False)
+
+
+def test_a_model_folder_in_a_bucket_is_copied_through_tfs_filesystems(tiny_bert_dir, tmp_path):
+    """ram:// is TensorFlow's in-memory filesystem: a non-local one, reached by the same tf.io.gfile calls as
+    gs://. Only what fine-tuning reads is copied; without weights (compile's checks), no weights."""
+    import tensorflow as tf
+
+    bucket = f"ram://{tmp_path.name}/models/tiny"
+    tf.io.gfile.makedirs(bucket)
+    for path in tiny_bert_dir.iterdir():
+        tf.io.gfile.copy(str(path), f"{bucket}/{path.name}")
+    tf.io.gfile.copy(str(tiny_bert_dir / "config.json"), f"{bucket}/notes.bin")  # not a model file
+
+    copied = resolve_model_dir(bucket + "/")
+    checks_only = resolve_model_dir(bucket, weights=False)
+
+    assert sorted(p.name for p in copied.iterdir()) == sorted(p.name for p in tiny_bert_dir.iterdir())
+    assert (copied / "tf_model.h5").read_bytes() == (tiny_bert_dir / "tf_model.h5").read_bytes()
+    assert not (checks_only / "tf_model.h5").exists() and (checks_only / "config.json").is_file()
+    build_classifier(model_files(copied), ["rotten", "fresh"])  # what the Trainer does with it
+    parent = bucket.rsplit("/", 1)[0]
+    with pytest.raises(ModelFilesError, match=r"has no config.json: name the folder that save_pretrained wrote"):
+        resolve_model_dir(parent)  # the folder above the model
+
+
+def test_an_unreadable_bucket_names_the_identity_it_needs():
+    with pytest.raises(ModelFilesError, match=r"gs://hftfx-no-such-bucket/model.*(objectViewer|no config.json)"):
+        resolve_model_dir("gs://hftfx-no-such-bucket/model")

@@ -1,0 +1,57 @@
+"""The contract between stages: feature names, the model's inputs, signature names, artifact properties.
+
+Every stage takes these facts from here and from nowhere else.
+
+Raw examples (written by the ExampleGen, parsed by Transform and the serving signatures):
+`text` (bytes), `text_pair` (bytes; sentence-pair datasets only), `label` (int64 id 0..K-1) and
+`label_name` (bytes, so statistics and slices show names rather than ids). The label set is the ordered list
+of names whose positions are the ids: declared in `dataset.label_names` (or probed into it before the run),
+recorded on the examples artifact, given to the Trainer and the Evaluator from the same config.
+
+Transformed examples (written by the Transform, read by the Trainer, recomputed in the serving graph): the
+model's inputs, fixed-length, plus per-text facts that statistics and evaluation slices read.
+"""
+
+from __future__ import annotations
+
+# ---- raw examples -------------------------------------------------------------------------------------------
+TEXT_FEATURE = "text"
+TEXT_PAIR_FEATURE = "text_pair"
+LABEL_FEATURE = "label"
+LABEL_NAME_FEATURE = "label_name"
+TEXT_FEATURES = (TEXT_FEATURE, TEXT_PAIR_FEATURE)  # the texts a model reads, in segment order
+LABEL_FEATURES = (LABEL_FEATURE, LABEL_NAME_FEATURE)  # what serving requests never carry
+
+# ---- transformed examples: the model's inputs ---------------------------------------------------------------
+INPUT_IDS = "input_ids"
+ATTENTION_MASK = "attention_mask"  # 1 for tokens, 0 for padding: what stages other than the model read
+TOKEN_TYPE_IDS = "token_type_ids"  # only for models whose tokenizer lists it among its model_input_names
+MODEL_INPUT_FEATURES = (INPUT_IDS, ATTENTION_MASK, TOKEN_TYPE_IDS)
+# model.long_texts: windows: each input above holds a document's windows side by side ([count x width]), and
+# this [count] mask says which of them hold its text (the rest are padding windows, never trained or answered).
+WINDOW_MASK = "window_mask"
+
+# ---- transformed examples: per-text facts -------------------------------------------------------------------
+TOKEN_COUNT = "token_count"  # tokens before truncation, special tokens excluded
+TRUNCATED = "truncated"  # 1 where tokens were cut to fit model.max_seq_length
+UNKNOWN_TOKENS = "unknown_tokens"  # kept tokens that are [UNK]
+LENGTH_BUCKET = "length_bucket"  # "0-16", "17-32", "33+": evaluation.length_buckets as slice names
+SLICE_FEATURES = (LENGTH_BUCKET, TOKEN_COUNT, TRUNCATED)  # what TFMA slices the test split on
+
+# ---- the exported model's signatures (models/serving/signatures.py builds them) ------------------------------------
+SERVING_DEFAULT = "serving_default"  # raw texts -> probabilities, label_id, label, confidence
+SERVING_TF_EXAMPLE = "serving_tf_example"  # serialized tf.Examples -> the same
+SERVING_EVALUATOR = "serving_evaluator"  # tf.Examples -> POSITIVE_SCORE (binary) or PROBABILITIES, for TFMA
+TRANSFORM_FEATURES = "transform_features"  # tf.Examples -> SLICE_FEATURES
+EXAMPLES_INPUT = "examples"
+POSITIVE_SCORE = "positive_score"
+PROBABILITIES = "probabilities"
+
+# ---- the examples artifact's custom properties (the ExampleGen writes them, summaries read them) ----------
+LABEL_NAMES_PROPERTY = "label_names"
+FINGERPRINT_PROPERTY = "dataset_fingerprint"
+SPLIT_COUNTS_PROPERTY = "split_counts"
+LABEL_COUNTS_PROPERTY = "label_counts"  # {split: {label name: examples}}
+DROPPED_COUNTS_PROPERTY = "dropped_counts"  # rows left out per split for a missing text or label
+SPANS_PROPERTY = "spans"  # the window of spans read, as JSON; the artifact's `span` is the newest of them
+INPUT_FINGERPRINT_PROPERTY = "input_fingerprint"

@@ -1,0 +1,80 @@
+"""The HF export's PyTorch-layout model.safetensors, read back by transformers' own PT->TF loader for every
+architecture the pipeline fine-tunes (WordPiece BERT, byte-level BPE RoBERTa, SentencePiece XLM-R / ALBERT /
+DeBERTa-v3, MPNet, Funnel; all of them with --slow), and its names and shapes against a checkpoint PyTorch itself
+wrote (the packaged MiniLM's)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from safetensors import safe_open
+from safetensors.numpy import load_file
+
+from models.hub.pretrained import build_classifier, model_files
+from models.serving.hf_export import PT_WEIGHTS, pytorch_state_dict, save_hf_format
+from tests.model_families import FAMILIES
+
+LABELS = ["rotten", "fresh", "mixed"]
+
+
+def _exported(model_dir, destination):
+    """A classifier of the model in model_dir with a head that is not zero, exported as the Trainer exports."""
+    model, _ = build_classifier(model_files(model_dir), LABELS)
+    ids = tf.constant([[2, 7, 11, 5, 3, 0], [2, 9, 3, 0, 0, 0]])
+    inputs = {"input_ids": ids, "attention_mask": tf.cast(ids > 0, tf.int32)}
+    names = save_hf_format(model, model_dir, 32, str(destination))
+    return model, inputs, names
+
+
+def _read_back_by_transformers(folder):
+    """transformers' PT->TF loader over the file: a fresh TF classifier of the exported config, and what the loader
+    reports (no key may be missing or left over)."""
+    from transformers import AutoConfig, TFAutoModelForSequenceClassification
+    from transformers.modeling_tf_pytorch_utils import load_pytorch_state_dict_in_tf2_model
+
+    model = TFAutoModelForSequenceClassification.from_config(AutoConfig.from_pretrained(folder))
+    _, info = load_pytorch_state_dict_in_tf2_model(
+        model, load_file(str(folder / PT_WEIGHTS)), allow_missing_keys=True, output_loading_info=True
+    )
+    return model, info
+
+
+# WordPiece and SentencePiece in every run; byte-level BPE (RoBERTa) and the other architectures with --slow
+# (~15 s each, for CI's time)
+TOKENIZER_KINDS = ("bert", "xlm-roberta")
+
+
+@pytest.mark.parametrize(
+    "family",
+    [*TOKENIZER_KINDS, *(pytest.param(f, marks=pytest.mark.slow) for f in FAMILIES if f not in TOKENIZER_KINDS)],
+)
+def test_pytorch_weights_load_in_transformers_with_no_key_missing_and_the_same_logits(
+    family, tmp_path, tiny_bert_dir, family_model_dir
+):
+    model_dir = tiny_bert_dir if family == "bert" else family_model_dir(family)
+    model, inputs, names = _exported(model_dir, tmp_path / "export")
+    assert {PT_WEIGHTS, "tf_model.h5", "config.json"} <= set(names)
+    with safe_open(str(tmp_path / "export" / PT_WEIGHTS), framework="np") as archive:
+        assert archive.metadata() == {"format": "pt"}  # transformers loads `pt` files as PyTorch state dicts
+
+    reloaded, info = _read_back_by_transformers(tmp_path / "export")
+
+    assert info == {"missing_keys": [], "unexpected_keys": [], "mismatched_keys": []}
+    expected = model(inputs, training=False).logits.numpy()
+    np.testing.assert_allclose(reloaded(inputs, training=False).logits.numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_names_and_shapes_are_those_pytorch_wrote_for_the_same_architecture(packaged_model_dir):
+    """The packaged MiniLM's model.safetensors was written by PyTorch (BertModel: no `bert.` prefix). The classifier
+    built from it exports exactly its tensors under the task model's prefix, in its shapes, plus the new head."""
+    model, _ = build_classifier(model_files(packaged_model_dir), LABELS)
+    written_by_pytorch = load_file(str(packaged_model_dir / PT_WEIGHTS))
+    written_by_pytorch.pop("embeddings.position_ids")  # a buffer older PyTorch BERTs saved; not a weight
+
+    exported = pytorch_state_dict(model)
+
+    head = {"classifier.weight": (len(LABELS), 384), "classifier.bias": (len(LABELS),)}
+    expected = {f"bert.{name}": value.shape for name, value in written_by_pytorch.items()} | head
+    assert {name: value.shape for name, value in exported.items()} == expected
+    # Linear weights are [out, in] in PyTorch: the values are the checkpoint's own, not only their shapes
+    query = "encoder.layer.3.attention.self.query.weight"
+    np.testing.assert_array_equal(exported[f"bert.{query}"], written_by_pytorch[query])

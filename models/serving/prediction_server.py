@@ -1,0 +1,288 @@
+"""The pushed model behind Vertex AI's custom serving container contract: the pipeline image's default command.
+
+Why our own server rather than a prebuilt one: the model is exported by TensorFlow 2.21 and its graph needs
+three tensorflow_text ops; Vertex AI's prebuilt TensorFlow serving containers stop well below 2.21 (newer
+graphs are not promised to load on older TensorFlow), and TFX's Vertex Pusher passes `Model.upload` nothing
+but an image URI. This runs the training TensorFlow and tensorflow_text themselves and answers TF Serving's
+REST body format (models/serving/tf_serving.py), so a request means the same at an endpoint and at TF Serving.
+
+The HTTP side is Starlette on uvicorn (the maintained ASGI pair, both already in the stack): uvicorn bounds the
+connections it serves at once (503 beyond) and shuts down gracefully on SIGTERM, as Vertex stops replicas.
+Requests arriving together are answered by one model call (dynamic batching, as TF Serving's
+--enable_batching does): the model runs on one thread, so N one-text requests no longer wait for N calls.
+Every malformed body gets a 4xx with its reason: too large (413), too slow to arrive (408), not JSON or not
+TF Serving's shape (400); when the queue is full, 503 with Retry-After.
+
+The contract (Vertex AI sets these variables in the container):
+- AIP_STORAGE_URI: where Vertex copied the model's artifacts (the SavedModel folder, usually gs://);
+- AIP_HTTP_PORT (default 8080), AIP_HEALTH_ROUTE (GET: 200 once the model answers), AIP_PREDICT_ROUTE
+  (POST {"instances": [...]} -> {"predictions": [...]}; a bad request is a 400 with {"error": ...}).
+Inside that container it binds every interface, as Vertex's health checks need; elsewhere 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import json
+import os
+from typing import Any
+
+from models.errors import UserError
+from models.hub.remote_folder import localize
+from models.serving import tf_serving
+from models.serving.pushed_model import load_serving_model
+
+DEFAULT_PORT = 8080
+DEFAULT_HEALTH_ROUTE = "/health"
+DEFAULT_PREDICT_ROUTE = "/predict"
+BATCH_HEADER = "X-Batch-Rows"  # the rows of the model call that answered the request (shows batching at work)
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerLimits:
+    max_body_bytes: int = 1_500_000  # Vertex AI's own online prediction request limit (1.5 MB)
+    max_instances: int = 256  # per request
+    max_batch: int = 64  # rows per model call
+    # How long the first request of a call waits for others to join it. 0: none, a call takes what queued while
+    # the previous one ran (under load that is a full batch; a lone client pays no wait).
+    batch_wait_s: float = 0.0
+    max_queued_rows: int = 1024  # rows waiting for the model beyond which a request gets a 503
+    read_timeout_s: float = 10.0  # to receive a whole body
+    request_timeout_s: float = 60.0  # from a body's arrival to its answer
+    max_connections: int = 512  # served at once (uvicorn's limit_concurrency: a 503 beyond)
+
+
+class Saturated(UserError, RuntimeError):
+    """The queue holds max_queued_rows already: the client retries (503 + Retry-After)."""
+
+
+@dataclasses.dataclass
+class _Waiting:
+    signature: str
+    columns: dict[str, list]
+    rows: int
+    answer: asyncio.Future
+
+
+class Batcher:
+    """Requests of one signature that queued while the model was busy (or within batch_wait_s) run as one model
+    call of at most max_batch rows (a larger request runs alone), on one thread (TensorFlow parallelizes inside
+    the call); each gets its own rows back."""
+
+    def __init__(self, model, limits: ServerLimits):
+        self.model = model
+        self.limits = limits
+        self.queued_rows = 0
+        self._queue: asyncio.Queue[_Waiting] = asyncio.Queue()
+        self._held: _Waiting | None = None
+        self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="model")
+        self._task: asyncio.Task | None = None
+
+    async def submit(self, signature: str, columns: dict[str, list], rows: int) -> tuple[list[dict], int]:
+        """(this request's predictions, the rows of the call that made them)."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run())
+        if self.queued_rows + rows > self.limits.max_queued_rows:
+            raise Saturated
+        waiting = _Waiting(signature, columns, rows, asyncio.get_running_loop().create_future())
+        self.queued_rows += rows
+        try:
+            await self._queue.put(waiting)
+            return await waiting.answer
+        finally:
+            self.queued_rows -= rows
+
+    async def _next(self, timeout: float | None) -> _Waiting:
+        """The held request, else the next queued one: waiting for it (timeout None), up to `timeout` seconds, or
+        (timeout 0) only if one is there already."""
+        if self._held is not None:
+            held, self._held = self._held, None
+            return held
+        if timeout is None:
+            return await self._queue.get()
+        if timeout <= 0:
+            try:
+                return self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                raise TimeoutError from None
+        return await asyncio.wait_for(self._queue.get(), timeout)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = [await self._next(None)]
+            rows, deadline = batch[0].rows, loop.time() + self.limits.batch_wait_s
+            # Requests that queued while the model ran join at once; batch_wait_s > 0 also waits for later ones.
+            while rows < self.limits.max_batch:
+                try:
+                    item = await self._next(max(0.0, deadline - loop.time()))
+                except TimeoutError:
+                    break
+                if item.signature != batch[0].signature or set(item.columns) != set(batch[0].columns):
+                    self._held = item
+                    break
+                if rows + item.rows > self.limits.max_batch:
+                    self._held = item
+                    break
+                batch.append(item)
+                rows += item.rows
+            live = [w for w in batch if not w.answer.done()]  # a request that timed out is not computed
+            if not live:
+                continue
+            try:
+                answers = await loop.run_in_executor(self._thread, self._call, live)
+            except Exception as error:  # the model failed on well-formed input: every request of the call learns it
+                for waiting in live:
+                    if not waiting.answer.done():
+                        waiting.answer.set_exception(error)
+                continue
+            for waiting, predictions in zip(live, answers, strict=True):
+                if not waiting.answer.done():
+                    waiting.answer.set_result((predictions, sum(w.rows for w in live)))
+
+    def _call(self, batch: list[_Waiting]) -> list[list[dict]]:
+        import tensorflow as tf
+
+        names = list(batch[0].columns)
+        joined = {n: tf.constant([v for w in batch for v in w.columns[n]], dtype=tf.string) for n in names}
+        predictions = tf_serving.prediction_rows(self.model.signatures[batch[0].signature](**joined))
+        answers, start = [], 0
+        for waiting in batch:
+            answers.append(predictions[start : start + waiting.rows])
+            start += waiting.rows
+        return answers
+
+
+class RequestError(UserError, ValueError):
+    """A request the server refuses: its HTTP status, the reason and the headers of the answer."""
+
+    def __init__(self, status: int, message: str, **headers: str):
+        super().__init__(message)
+        self.status, self.headers = status, headers
+
+
+async def read_body(request, limits: ServerLimits) -> bytes:
+    """The body, refused when too large (413) or too slow to arrive (408). A body over the limit is read to its
+    end and dropped (within the read timeout) before the 413 goes out: closing on a client still sending makes
+    its TCP stack discard the answer, so it would see a reset instead of the reason."""
+    declared = request.headers.get("content-length")
+    if declared is not None and not declared.isdigit():
+        raise RequestError(400, f"Content-Length {declared!r} is not a number")
+    too_large = f"the body is over the {limits.max_body_bytes}-byte limit"
+    chunks, size = [], 0
+
+    async def receive() -> None:
+        nonlocal size
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size <= limits.max_body_bytes:
+                chunks.append(chunk)
+
+    try:
+        await asyncio.wait_for(receive(), limits.read_timeout_s)
+    except TimeoutError:
+        if size > limits.max_body_bytes or int(declared or 0) > limits.max_body_bytes:
+            raise RequestError(413, too_large, Connection="close") from None
+        slow = f"the body did not arrive within {limits.read_timeout_s:g} s"
+        raise RequestError(408, slow, Connection="close") from None
+    if size > limits.max_body_bytes:
+        raise RequestError(413, f"{too_large} ({size} bytes)")
+    return b"".join(chunks)
+
+
+def build_app(model, limits: ServerLimits, health_route: str, predict_route: str):
+    """The Starlette app: health, and predict through the Batcher."""
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    batcher = Batcher(model, limits)
+    names = tf_serving.text_inputs(model)
+
+    async def health(request) -> JSONResponse:
+        return JSONResponse({"status": "ready"})
+
+    async def predict(request) -> JSONResponse:
+        try:
+            return await _predict(request)
+        except RequestError as error:
+            headers = {name.replace("_", "-"): value for name, value in error.headers.items()}
+            return JSONResponse({"error": str(error)}, status_code=error.status, headers=headers)
+
+    async def _predict(request) -> JSONResponse:
+        body = await read_body(request, limits)
+        try:
+            payload = json.loads(body or b"null")
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise RequestError(400, f"the request body is not JSON: {error}") from None
+        try:
+            signature, columns = tf_serving.request_rows(payload, names)
+        except tf_serving.BadRequestError as error:
+            raise RequestError(400, str(error)) from None
+        if signature not in model.signatures:
+            raise RequestError(400, f"no signature '{signature}'; the model has {sorted(model.signatures)}")
+        rows = len(next(iter(columns.values()), []))
+        if rows > limits.max_instances:
+            raise RequestError(413, f"{rows} instances in one request; at most {limits.max_instances}: split it")
+        if rows == 0:
+            return JSONResponse({"predictions": []})
+        try:
+            predictions, batch = await asyncio.wait_for(
+                batcher.submit(signature, columns, rows), limits.request_timeout_s
+            )
+        except Saturated:
+            raise RequestError(503, "the server's queue is full: retry shortly", Retry_After="1") from None
+        except TimeoutError:
+            raise RequestError(503, f"no answer within {limits.request_timeout_s:g} s", Retry_After="1") from None
+        return JSONResponse({"predictions": predictions}, headers={BATCH_HEADER: str(batch)})
+
+    async def http_error(request, error: HTTPException) -> JSONResponse:  # unknown routes and methods, in JSON too
+        return JSONResponse({"error": f"{error.detail}: {request.method} {request.url.path}"}, error.status_code)
+
+    routes = [Route(health_route, health, methods=["GET"]), Route(predict_route, predict, methods=["POST"])]
+    return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+
+
+def default_host() -> str:
+    """Every interface inside a Vertex AI serving container (it sets AIP_HTTP_PORT), else the loopback."""
+    return "0.0.0.0" if "AIP_HTTP_PORT" in os.environ else "127.0.0.1"
+
+
+def serve(
+    model_uri: str | None = None, port: int | None = None, host: str | None = None, limits: ServerLimits | None = None
+) -> None:
+    """Loads the model (AIP_STORAGE_URI unless given), replays its warm-up requests, then serves until SIGTERM
+    (in-flight requests are answered first)."""
+    import uvicorn
+
+    limits = limits or ServerLimits()
+    model_uri = model_uri or os.environ.get("AIP_STORAGE_URI", "")
+    if not model_uri:
+        raise SystemExit("no model: set AIP_STORAGE_URI (Vertex AI does) or pass --model")
+    version_dir, model = load_serving_model(localize(model_uri))
+    replayed = tf_serving.replay_warmup_requests(model, str(version_dir))
+    health_route = os.environ.get("AIP_HEALTH_ROUTE", DEFAULT_HEALTH_ROUTE)
+    predict_route = os.environ.get("AIP_PREDICT_ROUTE", DEFAULT_PREDICT_ROUTE)
+    host, port = host or default_host(), port or int(os.environ.get("AIP_HTTP_PORT", DEFAULT_PORT))
+    print(
+        f"serving {version_dir} ({replayed} warm-up requests replayed) on {host}:{port}: POST {predict_route}, "
+        f"GET {health_route}; batches of up to {limits.max_batch} rows, {limits.batch_wait_s * 1e3:g} ms wait",
+        flush=True,
+    )
+    uvicorn.run(
+        build_app(model, limits, health_route, predict_route),
+        host=host,
+        port=port,
+        limit_concurrency=limits.max_connections,
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=30,
+        log_level="warning",
+    )
+
+
+def limits_from(values: dict[str, Any]) -> ServerLimits:
+    """ServerLimits with the given fields (None: the default)."""
+    return ServerLimits(**{k: v for k, v in values.items() if v is not None})

@@ -1,0 +1,33 @@
+"""How `hftfx predict` reads sentence pairs and shows predictions, without a model."""
+
+import pytest
+
+from models.serving.pushed_model import Prediction, prediction_lines, split_pairs
+from models.serving.tf_serving import BadRequestError
+
+
+def test_pairs_split_at_the_first_separator_and_a_line_without_one_is_refused():
+    assert split_pairs(["a\tb", "c\td\te"], "\t", "m") == (["a", "c"], ["b", "d\te"])
+    with pytest.raises(BadRequestError, match=r"serving/m classifies sentence pairs: .*'\\t'.*--pair-separator"):
+        split_pairs(["a\tb", "no pair here"], "\t", "serving/m")
+
+
+def test_predictions_show_label_confidence_probabilities_and_the_shortened_texts():
+    single = Prediction("x" * 80, "fresh", 1, 0.912, (0.088, 0.912))
+    pair = Prediction("first text", "entailment", 0, 0.5, (0.5, 0.3, 0.2), text_pair="y" * 40)
+    lines = prediction_lines([single, pair])
+    assert lines[0] == "  fresh        91.2%  [0.09  0.91]  " + "x" * 67 + "..."
+    assert lines[1] == "  entailment   50.0%  [0.50  0.30  0.20]  first text  |  " + "y" * 31 + "..."
+
+
+def test_the_tf_serving_text_ops_are_registered_by_the_installed_tensorflow_text():
+    """TF Serving's op list (its pinned tensorflow_text's ops_lib) is what the installed tensorflow_text registers
+    too, and it is more than core TensorFlow: an export using any of them loads in both."""
+    from tensorflow.python.framework import op_def_registry
+
+    from models.serving import tf_serving
+
+    assert all(op_def_registry.get(op) is not None for op in tf_serving.TEXT_OPS_IN_TF_SERVING)
+    assert not any(tf_serving.is_core_op(op) for op in tf_serving.TEXT_OPS_IN_TF_SERVING)
+    assert tf_serving.unsupported_ops({"SentencepieceTokenizeOp", "MatMul"}) == []
+    assert tf_serving.unsupported_ops({"SomeCustomOp"}) == ["SomeCustomOp"]

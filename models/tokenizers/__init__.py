@@ -1,0 +1,1 @@
+"""In-graph tokenizers that reproduce transformers' ids, family by family."""

@@ -1,0 +1,228 @@
+"""Every tokenizer family gives transformers' own ids, masks and token types, id for id, single texts and pairs.
+
+Models are built offline (tests/model_families.py): tokenizers trained on the packaged corpus plus a
+multilingual sample, saved by each family's transformers tokenizer class. The reference is the tokenizer
+transformers loads by default (`AutoTokenizer`, the fast one), except where SentencePiece's segmentation ties:
+there two orders of the same pieces score the same, `tokenizers`' Viterbi keeps one and SentencePiece (and so
+transformers' slow tokenizer) the other. The in-graph tokenizer runs SentencePiece, so those rows may differ
+from the fast tokenizer, only as a reordering of the same pieces (the same total score), at most two rows.
+"""
+
+import functools
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from transformers import AutoTokenizer
+
+from models.tokenizers.tokenizer import BYTE_LEVEL_BPE, SENTENCEPIECE, WORDPIECE, InGraphTokenizer, tokenizer_spec
+from tests.model_families import EDGE_CASES, FAMILIES, MULTILINGUAL, fuzz_text
+
+FUZZ_TEXT = fuzz_text()
+
+FAMILY_OF = {
+    "roberta": BYTE_LEVEL_BPE,
+    "xlm-roberta": SENTENCEPIECE,
+    "albert": SENTENCEPIECE,
+    "deberta-v2": SENTENCEPIECE,
+    "mpnet": WORDPIECE,
+    "funnel": WORDPIECE,
+}
+WHITESPACE_CASES = ["a  b", "a \n b", " lead", "trail ", "x\n\ny", "  ", " . ", "x\u200b", "x \x00", "don't 's  'll"]
+
+
+@pytest.fixture(scope="module")
+def texts(review_texts):
+    return review_texts + EDGE_CASES + MULTILINGUAL + WHITESPACE_CASES
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def family(request, family_model_dir):
+    directory = family_model_dir(request.param)
+    return request.param, directory, tokenizer_spec(directory), AutoTokenizer.from_pretrained(directory)
+
+
+def _ties(ours: np.ndarray, theirs: np.ndarray, rows) -> list[int]:
+    """Rows holding the same ids in another order: the same pieces, so the same SentencePiece score."""
+    return [row for row in rows if sorted(ours[row]) == sorted(theirs[row])]
+
+
+def _compare(family, texts, max_len, pairs=None):
+    name, _, spec, hf = family
+    ours = InGraphTokenizer(spec, max_len)(tf.constant(texts), None if pairs is None else tf.constant(pairs))
+    theirs = hf(texts, pairs, padding="max_length", truncation="longest_first", max_length=max_len)
+    keys = ["input_ids", "attention_mask"] + (["token_type_ids"] if "token_type_ids" in hf.model_input_names else [])
+    assert set(ours) >= set(keys) and ("token_type_ids" in ours) == ("token_type_ids" in keys)
+    differing = set()
+    for key in keys:
+        actual, expected = ours[key].numpy(), np.array(theirs[key])
+        assert actual.shape == (len(texts), max_len)
+        differing |= set(np.where((actual != expected).any(axis=1))[0].tolist())
+    if differing and spec.family == SENTENCEPIECE:
+        ties = _ties(ours["input_ids"].numpy(), np.array(theirs["input_ids"]), sorted(differing))
+        assert len(ties) <= 2, f"{name}: {len(ties)} tie rows is more than the corpus held when this was written"
+        differing -= set(ties)
+    assert not differing, f"{name}: differs for {[texts[i][:60] for i in sorted(differing)[:5]]}"
+
+
+def test_the_family_is_read_from_the_tokenizer_files(family):
+    name, _, spec, _ = family
+    assert spec.family == FAMILY_OF[name]
+
+
+def test_single_text_parity(texts, family):
+    _compare(family, texts, 64)
+
+
+def test_pair_parity_with_longest_first_truncation(texts, family):
+    """At 24 tokens most corpus pairs are cut (on either side, or both) and the short ones fit."""
+    max_len = 24
+    texts = texts[:2000]
+    firsts = texts[::2] + MULTILINGUAL + WHITESPACE_CASES
+    seconds = texts[1::2][: len(texts[::2])] + MULTILINGUAL[::-1] + WHITESPACE_CASES[::-1]
+    _compare(family, firsts, max_len, pairs=seconds)
+
+
+def test_layouts_are_the_models_own(family_model_dir):
+    """RoBERTa/MPNet pairs keep both separators, Funnel's first token has type 2 (as HF gives them)."""
+    mpnet = InGraphTokenizer(tokenizer_spec(family_model_dir("mpnet")), 12)(tf.constant(["a"]), tf.constant(["b"]))
+    hf = AutoTokenizer.from_pretrained(family_model_dir("mpnet"))
+    ids = mpnet["input_ids"].numpy()[0].tolist()
+    assert ids[:6] == hf("a", "b")["input_ids"] and ids.count(hf.sep_token_id) == 3  # <s> a </s></s> b </s>
+    funnel = InGraphTokenizer(tokenizer_spec(family_model_dir("funnel")), 8)(tf.constant(["a"]), tf.constant(["b"]))
+    assert funnel["token_type_ids"].numpy()[0].tolist()[:5] == [2, 0, 0, 1, 1]
+
+
+def test_the_sentencepiece_model_is_required_beside_tokenizer_json(family_model_dir, tmp_path):
+    import shutil
+
+    from models.hub.pretrained import ModelFilesError
+
+    copy = shutil.copytree(family_model_dir("xlm-roberta"), tmp_path / "model")
+    (copy / "sentencepiece.bpe.model").unlink()
+    with pytest.raises(ModelFilesError, match=r"no SentencePiece model file \(sentencepiece\.bpe\.model\)"):
+        tokenizer_spec(copy)
+
+
+def test_a_sentencepiece_folder_without_tokenizer_json_is_converted(texts, family_model_dir, tmp_path):
+    """The slow tokenizer's files alone (the .model file): transformers converts them; same ids."""
+    import shutil
+
+    copy = shutil.copytree(family_model_dir("albert"), tmp_path / "model")
+    (copy / "tokenizer.json").unlink()
+    texts = texts[:300]
+    ours = InGraphTokenizer(tokenizer_spec(copy), 32)(tf.constant(texts))["input_ids"].numpy()
+    hf = AutoTokenizer.from_pretrained(family_model_dir("albert"))
+    np.testing.assert_array_equal(
+        ours, np.array(hf(texts, padding="max_length", truncation=True, max_length=32)["input_ids"])
+    )
+
+
+def _with_punctuation_split(declared):
+    declared["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Punctuation", "behavior": "Isolated"})
+
+
+def _with_nfc(declared):
+    declared["normalizer"] = {"type": "NFC"}
+
+
+def _without_clean_text(declared):
+    declared["normalizer"]["clean_text"] = False
+
+
+@pytest.mark.parametrize(
+    ("family", "change", "message"),
+    [
+        (
+            "deberta-v2",
+            _with_punctuation_split,
+            r"SentencePiece tokenizer .* pre-tokenizer \['Punctuation', 'Metaspace'\]",
+        ),
+        ("roberta", _with_nfc, r"byte-level BPE tokenizer .* has normalizer NFC before ByteLevel"),
+        ("mpnet", _without_clean_text, r"WordPiece tokenizer .* BertNormalizer clean_text=false"),
+    ],
+)
+def test_declared_steps_outside_the_families_are_refused(family_model_dir, tmp_path, family, change, message):
+    import shutil
+
+    from models.tokenizers.tokenizer import UnsupportedTokenizerError
+
+    copy = shutil.copytree(family_model_dir(family), tmp_path / "model")
+    declared = json.loads((copy / "tokenizer.json").read_text())
+    change(declared)
+    (copy / "tokenizer.json").write_text(json.dumps(declared))
+    with pytest.raises(UnsupportedTokenizerError, match=message):
+        tokenizer_spec(copy)
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(pairs=st.lists(st.tuples(FUZZ_TEXT, FUZZ_TEXT), min_size=1, max_size=6))
+@example(pairs=[("\U000105e5'll", "a\u1c89 b")])  # letters to tokenizers' Unicode tables, not yet to RE2's
+@example(pairs=[("nul\x00'll", "  'll \x00")])
+def test_fuzzed_text_gets_byte_level_bpe_ids(family_model_dir, pairs):
+    """Random text of every Unicode category: byte-level BPE gives HF's ids, singles and pairs, whatever the
+    characters (models/tokenizers/gpt2_classes.py holds tokenizers' own classes, newer than RE2's)."""
+    directory = family_model_dir("roberta")
+    family = ("roberta", directory, tokenizer_spec(directory), _roberta_tokenizer(directory))
+    firsts, seconds = [a for a, _ in pairs], [b for _, b in pairs]
+    _compare(family, firsts, 24)
+    _compare(family, firsts, 24, pairs=seconds)
+
+
+@functools.cache
+def _roberta_tokenizer(directory):
+    return AutoTokenizer.from_pretrained(directory)
+
+
+def test_head_tail_keeps_the_model_tokenizers_own_pieces_from_both_ends(texts, family, head_share=0.3):
+    """model.long_texts: head_tail. The reference: HF's own pieces of the whole text, the first
+    round(budget x head_share) and the last of the rest, between the model's own special tokens."""
+    name, _, spec, hf = family
+    max_len, texts = 24, texts[:1500]
+    budget = max_len - spec.layout.special_count(False)
+    head = round(budget * head_share)
+    ours = InGraphTokenizer(spec, max_len, head_share=head_share)(tf.constant(texts))["input_ids"].numpy()
+    expected = []
+    for pieces in hf(texts, add_special_tokens=False)["input_ids"]:
+        kept = pieces if len(pieces) <= budget else pieces[:head] + pieces[len(pieces) - (budget - head) :]
+        ids = hf.build_inputs_with_special_tokens(kept)
+        expected.append(ids + [hf.pad_token_id] * (max_len - len(ids)))
+    differing = sorted(set(np.where((ours != np.array(expected)).any(axis=1))[0].tolist()))
+    if spec.family == SENTENCEPIECE:
+        differing = [row for row in differing if row not in _ties(ours, np.array(expected), differing)]
+    assert not differing, f"{name}: differs for {[texts[i][:60] for i in differing[:5]]}"
+    assert sum(len(p) > budget for p in hf(texts, add_special_tokens=False)["input_ids"]) > 100  # most are cut
+
+
+def test_windows_are_the_model_tokenizers_own_overflowing_windows(texts, family, stride=0.5, count=6):
+    """model.long_texts: windows. The reference: HF's own `return_overflowing_tokens` with the overlap as its
+    `stride`, each document's first `count` windows; ours beyond a document's windows are masked out."""
+    name, _, spec, hf = family
+    max_len, corpus = 24, texts[:600]
+    documents = [" ".join(corpus[i : i + 4]) for i in range(0, len(corpus), 4)]
+    budget = max_len - spec.layout.special_count(False)
+    step = int(budget * stride)
+    ours = InGraphTokenizer(spec, max_len, windows=(stride, count))(tf.constant(documents))
+    ids, mask = ours["input_ids"].numpy().reshape(len(documents), count, max_len), ours["window_mask"].numpy()
+    theirs = hf(
+        documents, truncation=True, max_length=max_len, stride=budget - step, return_overflowing_tokens=True,
+        padding="max_length",
+    )  # fmt: skip
+    expected = [[] for _ in documents]
+    for row, document in zip(theirs["input_ids"], theirs["overflow_to_sample_mapping"], strict=True):
+        expected[document].append(row)
+    assert [int(m.sum()) for m in mask] == [min(count, len(windows)) for windows in expected]
+    ours_rows = np.concatenate([ids[i][mask[i] > 0] for i in range(len(documents))])
+    their_rows = np.array([row for windows in expected for row in windows[:count]])
+    differing = set(np.where((ours_rows != their_rows).any(axis=1))[0].tolist())
+    if spec.family == SENTENCEPIECE:  # a tie of SentencePiece scores (see _compare) shows in each window holding it
+        differing -= set(_ties(ours_rows, their_rows, sorted(differing)))
+    assert not differing, f"{name}: {len(differing)} windows differ"
+    assert (
+        sum(len(w) > 2 for w in expected) > 50 and sum(len(w) > count for w in expected) > 5
+    )  # many windows, some cut

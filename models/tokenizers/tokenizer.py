@@ -1,0 +1,265 @@
+"""In-graph tokenization that reproduces a Hugging Face model's fast tokenizer id for id, for every family.
+
+Built once from a model directory's tokenizer files, used by Transform's preprocessing_fn and therefore inside
+the exported serving graph. The family comes from what the tokenizer declares (its tokenizer.json: model type,
+normalizer, pre-tokenizer), never from a class name:
+- WordPiece with BERT's normalizer (wordpiece.py): BERT, MiniLM, DistilBERT, ELECTRA, MPNet, Funnel ...
+- SentencePiece, Unigram or BPE, with a Metaspace pre-tokenizer (spm_tokenizer.py): XLM-R, ALBERT,
+  DeBERTa-v2/v3, CamemBERT ...
+- byte-level BPE (byte_level_bpe.py): RoBERTa, DistilRoBERTa ...
+Special tokens, pair layout and token types come from the tokenizer's post-processor (special_tokens.py);
+truncation is HF's `longest_first`, padding on the right.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from pathlib import Path
+
+import tensorflow as tf
+
+from models.hub.pretrained import ModelFilesError
+from models.names import MODEL_INPUT_FEATURES, TOKEN_COUNT, TOKEN_TYPE_IDS, TRUNCATED, WINDOW_MASK
+from models.tokenizers import byte_level_bpe, special_tokens, spm_tokenizer, wordpiece
+from models.tokenizers.tokenizer_errors import UnsupportedTokenizerError
+from models.tokenizers.windows import Windows
+
+WORDPIECE, SENTENCEPIECE, BYTE_LEVEL_BPE = "WordPiece", "SentencePiece", "byte-level BPE"
+SUPPORTED = (
+    "WordPiece (BERT, MiniLM, DistilBERT, ELECTRA, MPNet, Funnel), SentencePiece (XLM-R, ALBERT, DeBERTa-v3, "
+    "CamemBERT) and byte-level BPE (RoBERTa, DistilRoBERTa)"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerSpec:
+    """What decides a model's ids: its family's settings, its special-token layout, padding and inputs."""
+
+    family: str
+    pieces: wordpiece.WordPieceSpec | spm_tokenizer.SentencePieceSpec | byte_level_bpe.ByteLevelBPESpec
+    layout: special_tokens.Layout
+    vocab_size: int
+    pad_id: int
+    unk_id: int
+    model_input_names: tuple[str, ...]
+
+    @property
+    def takes_token_type_ids(self) -> bool:
+        return TOKEN_TYPE_IDS in self.model_input_names
+
+    @property
+    def asset_path(self) -> str | None:
+        """The file the graph reads at run time (the WordPiece vocab); the other families embed theirs."""
+        return self.pieces.vocab_path if self.family == WORDPIECE else None
+
+
+def tokenizer_spec(model_dir: str | Path) -> TokenizerSpec:
+    """Reads the tokenizer through transformers itself, so its settings mean what HF means by them.
+
+    Remembered per folder while its files are unchanged: Transform traces preprocessing_fn nine times a run,
+    and each read loads the HF tokenizer (about 0.1 s).
+    """
+    model_dir = Path(model_dir).resolve()
+    return _read_tokenizer_spec(model_dir, _files_stamp(model_dir))
+
+
+def _files_stamp(directory: Path) -> tuple[tuple[str, int, int], ...]:
+    """Name, modification time and size of each file in `directory` (empty if it is missing)."""
+    if not directory.is_dir():
+        return ()
+    stats = ((path.name, path.stat()) for path in sorted(directory.iterdir()))
+    return tuple((name, stat.st_mtime_ns, stat.st_size) for name, stat in stats)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
+    hf = _load_fast_tokenizer(model_dir)
+    declared = json.loads(hf.backend_tokenizer.to_str())
+    family = _family(declared, model_dir)
+    if getattr(hf, "padding_side", "right") != "right":
+        raise UnsupportedTokenizerError(f"the tokenizer in {model_dir} pads on the {hf.padding_side}; only right")
+    try:
+        if family == WORDPIECE:
+            pieces = wordpiece.read_spec(declared, model_dir, hf.unk_token)
+        elif family == SENTENCEPIECE:
+            pieces = spm_tokenizer.read_spec(
+                declared, _sentencepiece_file(hf, model_dir), hf.get_vocab(), hf.unk_token_id
+            )
+        else:
+            pieces = byte_level_bpe.ByteLevelBPESpec.from_tokenizer_json(declared, hf.unk_token_id)
+    except UnsupportedTokenizerError as error:
+        raise UnsupportedTokenizerError(
+            f"the {family} tokenizer in {model_dir} has {error}; supported: {SUPPORTED}"
+        ) from error
+    except FileNotFoundError as error:
+        raise ModelFilesError(str(error)) from error
+    return TokenizerSpec(
+        family=family,
+        pieces=pieces,
+        layout=special_tokens.read_layout(hf.backend_tokenizer),
+        vocab_size=len(hf),
+        pad_id=hf.pad_token_id if hf.pad_token_id is not None else 0,
+        unk_id=hf.unk_token_id if hf.unk_token_id is not None else -1,
+        model_input_names=tuple(hf.model_input_names),
+    )
+
+
+def _load_fast_tokenizer(model_dir: Path):
+    from transformers import AutoTokenizer
+
+    try:
+        hf = AutoTokenizer.from_pretrained(model_dir, use_fast=True)
+    except (OSError, ValueError, AttributeError, ImportError) as error:
+        raise ModelFilesError(
+            f"cannot read the tokenizer in {model_dir}: {type(error).__name__}: {error}. A Hugging Face model "
+            "folder holds tokenizer.json, or the vocab files its tokenizer class reads (vocab.txt; "
+            "vocab.json + merges.txt; a SentencePiece .model), with tokenizer_config.json"
+        ) from error
+    if getattr(hf, "backend_tokenizer", None) is None:
+        raise UnsupportedTokenizerError(
+            f"the tokenizer in {model_dir} ({type(hf).__name__}) has no fast (tokenizers) form to reproduce; "
+            f"supported: {SUPPORTED}"
+        )
+    return hf
+
+
+def _family(declared: dict, model_dir: Path) -> str:
+    model_type = declared["model"]["type"]
+    pre = declared.get("pre_tokenizer") or {}
+    pre_steps = {step.get("type") for step in pre.get("pretokenizers", [pre])}
+    if model_type == "WordPiece":
+        return WORDPIECE
+    if model_type == "BPE" and "ByteLevel" in pre_steps:
+        return BYTE_LEVEL_BPE
+    if model_type in ("Unigram", "BPE") and "Metaspace" in pre_steps:
+        return SENTENCEPIECE
+    raise UnsupportedTokenizerError(
+        f"the model in {model_dir} uses a {model_type} tokenizer with pre-tokenizer {sorted(pre_steps - {None})}; "
+        f"the in-graph tokenizer supports {SUPPORTED}. Pick a model of one of these families."
+    )
+
+
+def _sentencepiece_file(hf, model_dir: Path) -> Path:
+    """The SentencePiece model the hub ships beside tokenizer.json (spiece.model, sentencepiece.bpe.model ...)."""
+    names = [name for name in getattr(hf, "vocab_files_names", {}).values() if name.endswith(".model")]
+    found = [model_dir / name for name in names if (model_dir / name).is_file()] or sorted(model_dir.glob("*.model"))
+    if not found:
+        raise FileNotFoundError(
+            f"{model_dir} has no SentencePiece model file ({' or '.join(names) or '*.model'}), which the in-graph "
+            "SentencePiece tokenizer runs; the hub ships it beside tokenizer.json: download it too"
+        )
+    return found[0]
+
+
+def head_and_tail(pieces: tf.RaggedTensor, budget: int, head_share: float) -> tf.RaggedTensor:
+    """Rows longer than `budget` cut to their first round(budget x head_share) tokens and their last ones up to the
+    budget; shorter rows as they are. The conclusion of a review or a ticket's last message is often where its
+    label is (Sun et al. 2019, "How to Fine-Tune BERT for Text Classification": head+tail beat head-only)."""
+    head = round(budget * head_share)
+    counts = pieces.row_lengths()
+    positions = tf.ragged.range(counts)
+    tail_start = tf.where(counts > budget, counts - (budget - head), counts)[:, tf.newaxis]
+    keep = (positions < head) | (positions >= tail_start) | (counts <= budget)[:, tf.newaxis]
+    return tf.ragged.boolean_mask(pieces, keep)
+
+
+def split_windows(pieces: tf.RaggedTensor, windows: Windows) -> tuple[tf.RaggedTensor, tf.Tensor]:
+    """[N, (T)] pieces -> [N x count, (<= budget)] windows of them, each document's in order, and which of
+    them hold its tokens ([N, count] bool; a document's first window always does, even an empty one's)."""
+    counts = pieces.row_lengths()
+    index = tf.range(windows.count, dtype=tf.int64)[tf.newaxis, :]
+    start = index * windows.step + tf.zeros_like(counts)[:, tf.newaxis]
+    end = tf.maximum(tf.minimum(start + windows.budget, counts[:, tf.newaxis]), start)
+    offset = pieces.row_starts()[:, tf.newaxis]
+    positions = tf.ragged.range(tf.reshape(start + offset, [-1]), tf.reshape(end + offset, [-1]))
+    needed = 1 + tf.maximum(tf.zeros_like(counts), -((windows.budget - counts) // windows.step))
+    return tf.gather(pieces.values, positions), index < needed[:, tf.newaxis]
+
+
+def longest_first_lengths(first: tf.Tensor, second: tf.Tensor, budget: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """Token counts each segment keeps under HF's `longest_first` truncation of a pair.
+
+    Hand-written because tensorflow_text's trimmers break ties differently: this is the closed form of
+    the `tokenizers` library (utils/truncation.rs): the shorter segment keeps all its tokens while it fits in
+    half the budget, the longer takes the rest; otherwise both get half, the longer (the second on a tie)
+    the odd token.
+    """
+    fits = first + second <= budget
+    swap = first > second
+    short = tf.minimum(first, second)
+    half = tf.constant(budget // 2, first.dtype)
+    short_kept = tf.where(short <= budget - short, short, half)
+    long_kept = tf.where(short <= budget - short, budget - short, budget - half)
+    first_kept = tf.where(fits, first, tf.where(swap, long_kept, short_kept))
+    second_kept = tf.where(fits, second, tf.where(swap, short_kept, long_kept))
+    return first_kept, second_kept
+
+
+class InGraphTokenizer:
+    """texts [N] (and text_pairs [N]) -> fixed-length input_ids / attention_mask (/ token_type_ids) laid out as
+    the model's tokenizer lays them out, the untruncated token count (special tokens excluded) and whether
+    tokens were cut."""
+
+    def __init__(
+        self,
+        spec: TokenizerSpec,
+        max_seq_length: int,
+        vocab_path: str | tf.Tensor | None = None,
+        head_share: float | None = None,
+        windows: tuple[float, int] | None = None,
+    ):
+        """`head_share`: a single text longer than the budget keeps that share of it from its start and the rest
+        from its end (`model.long_texts: head_tail`); None keeps the start only, as HF's truncation does.
+        `windows` (stride, count): a single text is split into `count` overlapping windows (`model.long_texts:
+        windows`); each model input is then [N, count x max_seq_length] and WINDOW_MASK says which hold text."""
+        self.spec = spec
+        self.max_seq_length = max_seq_length
+        self.head_share = head_share
+        self.windows = (
+            None if windows is None else Windows.over(max_seq_length, spec.layout.special_count(False), *windows)
+        )
+        if spec.family == WORDPIECE:
+            self._pieces = wordpiece.WordPiece(spec.pieces, vocab_path)
+        elif spec.family == SENTENCEPIECE:
+            self._pieces = spm_tokenizer.SentencePiece(spec.pieces)
+        else:
+            self._pieces = byte_level_bpe.ByteLevelBPE(spec.pieces)
+
+    def __call__(self, texts: tf.Tensor, text_pairs: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
+        first = self._pieces(texts)
+        pair = text_pairs is not None
+        budget = self.max_seq_length - self.spec.layout.special_count(pair)
+        window_mask = None
+        if not pair:
+            token_count = first.row_lengths()
+            truncated = token_count > budget
+            if self.head_share is not None:
+                first = head_and_tail(first, budget, self.head_share)
+            if self.windows is not None:
+                first, window_mask = split_windows(first, self.windows)
+                truncated = token_count > self.windows.budget + self.windows.step * (self.windows.count - 1)
+            segments, kept = [first], [tf.minimum(first.row_lengths(), budget)]
+        else:
+            second = self._pieces(text_pairs)
+            first_count, second_count = first.row_lengths(), second.row_lengths()
+            segments, token_count = [first, second], first_count + second_count
+            kept = list(longest_first_lengths(first_count, second_count, budget))
+            truncated = token_count > budget
+        slots = self.spec.layout.pair if pair else self.spec.layout.single
+        inputs = dict(
+            zip(
+                MODEL_INPUT_FEATURES,
+                special_tokens.assemble(slots, segments, kept, self.max_seq_length, self.spec.pad_id),
+                strict=True,
+            )
+        )
+        if not self.spec.takes_token_type_ids:
+            del inputs[TOKEN_TYPE_IDS]
+        features = {TOKEN_COUNT: token_count, TRUNCATED: truncated}
+        if window_mask is not None:  # each document's windows side by side: [N, count x max_seq_length]
+            width = self.windows.count * self.max_seq_length
+            inputs = {name: tf.reshape(value, [-1, width]) for name, value in inputs.items()}
+            features[WINDOW_MASK] = tf.cast(window_mask, tf.int64)
+        return {**inputs, **features}

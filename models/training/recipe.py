@@ -1,0 +1,103 @@
+"""The fine-tuning recipe's model-dependent defaults: learning rate, warm-up and gradient clipping.
+
+One rate does not fit every encoder: MiniLM-L6 fine-tunes best here at 1e-4, while base and large BERT-family
+models are fine-tuned at 2e-5 to 5e-5 and 1e-5 and diverge or forget at MiniLM's rate. With `auto` (the default
+of each setting) the rate and clipping follow the size of the encoder's Transformer layers (its embeddings left
+out: a 250k-token vocabulary says nothing of how gently a model must be fine-tuned) and the warm-up its family.
+A number in the config still wins.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator
+
+from models.config_section import AUTO, auto_or_number
+from models.hardware.flops import EncoderShape
+
+# (encoder parameters at most, learning rate, global-norm clipping, why) — smallest first.
+SIZE_RULES: tuple[tuple[float, float, float | None, str], ...] = (
+    # MiniLM-L6/L12 (11M / 21M), ELECTRA-small (9M): this pipeline's rate, measured over five seeds (make bench-seeds;
+    # +0.011 to +0.014 test accuracy over 5e-5); no clipping, as those runs trained.
+    (30e6, 1e-4, None, "a small encoder: the rate the default run was tuned at"),
+    # BERT-base, RoBERTa-base, XLM-R-base, DeBERTa-v3-base, DistilBERT (43M-85M): BERT's fine-tuning grid
+    # {5e-5, 3e-5, 2e-5} (Devlin et al. 2019, appendix A.3), RoBERTa's {1e-5, 2e-5, 3e-5} (Liu et al. 2019,
+    # table 10); clipping at global norm 1.0 as transformers' Trainer does (TrainingArguments.max_grad_norm).
+    (150e6, 3e-5, 1.0, "a base-size encoder: BERT's and RoBERTa's fine-tuning grids meet at 3e-5"),
+    # BERT-large, RoBERTa-large (302M): RoBERTa-large's 1e-5 (Liu et al. 2019, table 10); large models
+    # fine-tuned at base rates often fail to train (Mosbach et al. 2021, "On the stability of fine-tuning BERT").
+    (math.inf, 1e-5, 1.0, "a large encoder: RoBERTa-large's rate; faster ones often fail to train"),
+)
+# RoBERTa's recipe warms up over 6% of the steps (Liu et al. 2019, table 10); BERT-family recipes over 10%.
+WARMUP_BY_FAMILY = {"roberta": 0.06, "xlm-roberta": 0.06, "camembert": 0.06}
+DEFAULT_WARMUP = 0.1
+
+
+def _clip_norm(value: object) -> object:
+    """`auto`, none (no clipping) or a positive global norm."""
+    if value is None or str(value).lower() in ("none", "null"):
+        return None
+    return auto_or_number(value, kind=float, low=1e-12, what="none or a positive norm")
+
+
+_RATE = functools.partial(auto_or_number, kind=float, low=1e-12, high=1.0, what="a rate between 0 and 1")
+_SHARE = functools.partial(auto_or_number, kind=float, low=0.0, high=1.0, what="a share of the steps in [0, 1)")
+LearningRate = Annotated[float | Literal["auto"], BeforeValidator(_RATE)]
+WarmupRatio = Annotated[float | Literal["auto"], BeforeValidator(_SHARE)]
+ClipNorm = Annotated[float | Literal["auto"] | None, BeforeValidator(_clip_norm)]
+
+
+def encoder_parameters(shape: EncoderShape) -> int:
+    """Weights of the Transformer layers (attention's four projections, the feed-forward pair, biases and
+    layer norms), without embeddings or head."""
+    h, i = shape.hidden, shape.intermediate
+    return shape.layers * (4 * h * h + 4 * h + 2 * h * i + i + h + 4 * h)
+
+
+@dataclasses.dataclass(frozen=True)
+class RecipeChoice:
+    learning_rate: float
+    warmup_ratio: float
+    clip_norm: float | None
+    reason: str
+
+    def describe(self) -> str:
+        clipping = f"gradients clipped at global norm {self.clip_norm:g}" if self.clip_norm else "no clipping"
+        return (
+            f"learning rate {self.learning_rate:g}, warm-up {self.warmup_ratio:.0%} of the steps, {clipping} "
+            f"({self.reason})"
+        )
+
+
+def choose_recipe(shape: EncoderShape | None, model_type: str, training: Any) -> RecipeChoice:
+    """`training`'s learning_rate, warmup_ratio and gradient_clip_norm, each `auto` one chosen from the model;
+    a model whose size is unknown gets the base-size row."""
+    parameters = encoder_parameters(shape) if shape is not None else None
+    row = SIZE_RULES[1] if parameters is None else next(rule for rule in SIZE_RULES if parameters <= rule[0])
+    _, rate, clip, why = row
+    size = f"{parameters / 1e6:.0f}M parameters in its layers" if parameters is not None else "a size not declared"
+    model = f"a {model_type or 'transformers'} encoder with {size}"
+    warmup = WARMUP_BY_FAMILY.get(model_type, DEFAULT_WARMUP)
+    chosen = RecipeChoice(
+        learning_rate=rate if training.learning_rate == AUTO else float(training.learning_rate),
+        warmup_ratio=warmup if training.warmup_ratio == AUTO else float(training.warmup_ratio),
+        clip_norm=clip if training.gradient_clip_norm == AUTO else training.gradient_clip_norm,
+        reason="",
+    )
+    chose = [
+        name
+        for name, value in (
+            ("learning rate", training.learning_rate),
+            ("warm-up", training.warmup_ratio),
+            ("clipping", training.gradient_clip_norm),
+        )
+        if value == AUTO
+    ]
+    if not chose:
+        return dataclasses.replace(chosen, reason="set in the config")
+    rest = "" if len(chose) == 3 else "; the rest set in the config"
+    return dataclasses.replace(chosen, reason=f"{', '.join(chose)} chosen for {model}: {why}{rest}")

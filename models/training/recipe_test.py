@@ -1,0 +1,57 @@
+"""The recipe's `auto` settings follow the encoder's size and family; numbers in the config win."""
+
+import pytest
+from transformers import BertConfig, RobertaConfig
+
+from models.hardware.flops import EncoderShape
+from models.training.config import TrainingConfig
+from models.training.recipe import choose_recipe, encoder_parameters
+
+
+def _shape(config) -> EncoderShape:
+    return EncoderShape.from_config(config)
+
+
+MINILM_L6 = BertConfig(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536)
+
+
+def test_encoder_parameters_count_the_layers_not_the_vocabulary():
+    assert encoder_parameters(_shape(BertConfig())) == pytest.approx(85e6, rel=0.01)  # BERT-base: 110M with embeddings
+    assert encoder_parameters(_shape(MINILM_L6)) == pytest.approx(10.6e6, rel=0.01)
+    big_vocab = BertConfig(vocab_size=250_002)  # XLM-R's vocabulary on a base encoder: the same layers
+    assert encoder_parameters(_shape(big_vocab)) == encoder_parameters(_shape(BertConfig()))
+
+
+def test_minilm_keeps_the_rate_the_default_run_was_tuned_at():
+    recipe = choose_recipe(_shape(MINILM_L6), "bert", TrainingConfig())
+    assert (recipe.learning_rate, recipe.warmup_ratio, recipe.clip_norm) == (1e-4, 0.1, None)
+    assert "chosen for a bert encoder with 11M parameters" in recipe.describe() and "no clipping" in recipe.describe()
+
+
+@pytest.mark.parametrize(
+    ("config", "model_type", "rate", "warmup"),
+    [
+        (BertConfig(), "bert", 3e-5, 0.1),
+        (RobertaConfig(), "roberta", 3e-5, 0.06),
+        (
+            BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
+            "bert",
+            1e-5,
+            0.1,
+        ),
+    ],
+)
+def test_base_and_large_encoders_get_their_papers_rates_and_clipping(config, model_type, rate, warmup):
+    recipe = choose_recipe(_shape(config), model_type, TrainingConfig())
+    assert (recipe.learning_rate, recipe.warmup_ratio, recipe.clip_norm) == (rate, warmup, 1.0)
+    assert recipe.learning_rate <= 5e-5 and "clipped at global norm 1" in recipe.describe()
+
+
+def test_numbers_in_the_config_win_and_the_reason_says_which_were_chosen():
+    training = TrainingConfig(learning_rate=5e-5, gradient_clip_norm=None)
+    recipe = choose_recipe(_shape(BertConfig()), "bert", training)
+    assert (recipe.learning_rate, recipe.warmup_ratio, recipe.clip_norm) == (5e-5, 0.1, None)
+    assert recipe.reason.startswith("warm-up chosen for") and "the rest set in the config" in recipe.reason
+    fixed = TrainingConfig(learning_rate=2e-5, warmup_ratio=0.0, gradient_clip_norm=0.5)
+    assert choose_recipe(None, "", fixed).reason == "set in the config"
+    assert choose_recipe(None, "", TrainingConfig()).learning_rate == 3e-5  # size unknown: the base row
