@@ -6,28 +6,15 @@ The ExampleGen carries it as JSON (an execution parameter, so it compiles into t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
+from components.example_gen import input_paths
 from models.config_section import ConfigError, ConfigSection, Texts, build_section, flag, per_key_flags
 
 TFX_SPLITS = ("train", "eval", "test")
 Split = Literal[TFX_SPLITS]
-
-# Data-file extensions whose `datasets` builder is known: `--dataset reviews.csv` just works.
-FILE_BUILDERS: Mapping[str, tuple[str, Mapping[str, str]]] = {
-    ".csv": ("csv", {}),
-    ".tsv": ("csv", {"delimiter": "\t"}),
-    ".json": ("json", {}),
-    ".jsonl": ("json", {}),
-    ".parquet": ("parquet", {}),
-    ".arrow": ("arrow", {}),
-    ".txt": ("text", {}),
-}
-COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 
 
 class DatasetConfig(ConfigSection):
@@ -160,23 +147,13 @@ class DatasetConfig(ConfigSection):
         return resolve_label_columns(resolve_file_dataset(self))
 
 
-def file_builder(name: str) -> tuple[str, Mapping[str, str]] | None:
-    """The builder for a data-file path or glob (`x.csv`, `x.jsonl.gz`), None for anything else."""
-    stem = name.lower()
-    for compression in COMPRESSIONS:
-        stem = stem.removesuffix(compression)
-    return FILE_BUILDERS.get(Path(stem).suffix)
-
-
 def resolve_file_dataset(config: DatasetConfig) -> DatasetConfig:
     """`name: reviews.csv` -> `name: csv, data_files: [reviews.csv]` (with the builder's options)."""
-    builder = file_builder(config.name)
-    if builder is None or config.data_files or config.split_files:
+    found = input_paths.file_format(config.name)
+    if found is None or config.data_files or config.split_files:
         return config
-    name, options = builder
-    return config.model_copy(
-        update={"name": name, "data_files": (config.name,), "builder_options": {**options, **config.builder_options}}
-    )
+    options = {**found.options, **config.builder_options}
+    return config.model_copy(update={"name": found.builder, "data_files": (config.name,), "builder_options": options})
 
 
 def resolve_label_columns(config: DatasetConfig) -> DatasetConfig:

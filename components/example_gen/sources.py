@@ -2,7 +2,8 @@
 
 Every source comes back as a streaming `datasets.IterableDatasetDict` whose splits are made of shards (data
 files, arrow shards, hub parquet files): the ExampleGen's Beam workers read them shard by shard, and nothing
-here holds the rows. The schema, the shard list and a bounded sample are what the driver and the probe see.
+here holds the rows. The schema, the files and the shard list are what `open_dataset` gives; reading rows and
+checking them is the dataset pass's (dataset_pass.py).
 """
 
 from __future__ import annotations
