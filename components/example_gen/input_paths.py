@@ -12,7 +12,6 @@ import calendar
 import dataclasses
 import datetime
 import glob
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -59,16 +58,9 @@ def saved_kind(path: str | Path) -> SavedKind | None:
     folder = Path(path).expanduser()
     if (folder / "dataset_dict.json").is_file():
         return "dataset_dict"
-    if (folder / "state.json").is_file() or (folder / "dataset_info.json").is_file():
+    if (folder / "state.json").is_file():  # not dataset_info.json alone: a hub dataset's clone may carry one
         return "dataset"
     return None
-
-
-def saved_splits(folder: str | Path) -> list[str]:
-    """A DatasetDict folder's splits in their saved order (a Dataset folder: its one 'train')."""
-    if saved_kind(folder) != "dataset_dict":
-        return ["train"]
-    return list(json.loads((Path(folder).expanduser() / "dataset_dict.json").read_text())["splits"])
 
 
 def is_listable(pattern: str) -> bool:

@@ -12,7 +12,9 @@ class ScoringConfig(ConfigSection):
     """Unlabeled rows the pipeline scores with each blessed model (its BatchScorer step); empty input: none."""
 
     input: str = Field(
-        "", description="a file, glob or save_to_disk folder (.jsonl, .csv, .parquet); gs:// in the cloud"
+        "",
+        description="a file, glob or save_to_disk folder (Dataset or DatasetDict), in a format training reads (.jsonl "
+        ".json .csv .tsv .parquet .arrow .txt, also compressed); gs:// in the cloud",
     )
     text_column: str = Field("text", min_length=1, description="column holding the text to score")
     text_pair_column: str = Field("", description="column holding the second text, for sentence-pair models")
