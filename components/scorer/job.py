@@ -108,9 +108,8 @@ def file_format(path: str) -> str:
 
 def output_format(path: str) -> str:
     """The format a job writes `path` in; refused before anything is read when it writes no such file."""
-    found = input_paths.file_format(path)
-    kind = READERS.get(found.builder) if found and not found.options else None
-    if kind not in OUTPUT_KINDS:
+    kind = file_format(path)  # an extension no reader knows is refused as an input's is, naming the formats
+    if kind not in OUTPUT_KINDS or csv_delimiter(path) != ",":
         raise BatchInputError(f"--output {path}: name a .jsonl, .csv or .parquet file")
     return kind
 

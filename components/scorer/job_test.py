@@ -21,6 +21,8 @@ def test_formats_come_from_the_extension_and_a_folder_must_be_a_saved_dataset(tm
     (tmp_path / "dataset_dict.json").write_text('{"splits": ["train"]}')
     assert file_format(str(tmp_path)) == "dataset_dict"
     assert [output_format(n) for n in ("o.jsonl", "o.csv.gz", "o.parquet")] == ["jsonl", "csv", "parquet"]
+    with pytest.raises(BatchInputError, match=r"unknown format '\.xlsx'"):
+        output_format("o.xlsx")
     for unwritable in ("o.tsv", "o.txt", "o.arrow"):
         with pytest.raises(BatchInputError, match=r"name a \.jsonl, \.csv or \.parquet file"):
             output_format(unwritable)
