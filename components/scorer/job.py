@@ -12,6 +12,7 @@ pipeline's BatchScorer (the component's Beam pipeline, so the profile's runner).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import io
@@ -156,9 +157,8 @@ def input_columns(source: str, kind: str) -> list[str]:
 
         return list(pq.read_schema(first).names)
     if kind == "arrow":
-        import datasets
-
-        return list(datasets.Dataset.from_file(first).column_names)
+        with _arrow_stream(first) as stream:
+            return list(stream.schema.names)
     with _open_text(first) as handle:
         if kind == "csv":
             return next(csv.reader(handle, delimiter=csv_delimiter(first)), [])
@@ -254,9 +254,20 @@ def _text_line(line: bytes):
 
 
 def _arrow_rows(path: str):
-    import datasets
+    """The rows of an arrow file as `datasets` writes them (Arrow's IPC stream format), batch by batch."""
+    with _arrow_stream(path) as stream:
+        for batch in stream:
+            yield from batch.to_pylist()
 
-    yield from datasets.Dataset.from_file(path)
+
+@contextlib.contextmanager
+def _arrow_stream(path: str):
+    """An arrow file's IPC stream, local or gs:// (Beam's filesystems, as the other formats are read)."""
+    import pyarrow as pa
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.open(path) as handle:
+        yield pa.ipc.open_stream(handle)
 
 
 def _dataset_shard(index: int, folder: str, shards: int):
