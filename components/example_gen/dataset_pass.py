@@ -187,10 +187,6 @@ class DatasetPass:
     complete: bool  # every row was read and placed here, so the split checks ran
     rows_read: int = 0  # rows held here (a sample's; rows streamed from the source are not counted)
 
-    @property
-    def config(self) -> DatasetConfig:
-        return self.read.config
-
 
 def dataset_pass(
     config: DatasetConfig, budget: RowBudget | None, distinct_labels: DistinctLabels | None = None

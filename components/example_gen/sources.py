@@ -9,6 +9,7 @@ checking them is the dataset pass's (dataset_pass.py).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -160,14 +161,15 @@ class Shard:
     name: str  # the data file's name where it is known, else "shard <index>"
 
 
-def resolve_files(config: DatasetConfig) -> dict[str, tuple[str, ...]]:
+def resolve_files(config: DatasetConfig, listed: frozenset[str] = frozenset()) -> dict[str, tuple[str, ...]]:
     """The concrete files behind each dataset split's patterns, listed once per read (local and gs://; other
-    URLs as given); a listable pattern that matches nothing is refused, naming it."""
+    URLs, and the `listed` files span discovery already found, as given); a listable pattern that matches
+    nothing is refused, naming it."""
     resolved, missing = {}, []
     for split, patterns in spans.patterns(config).items():
         files: list[str] = []
         for pattern in patterns:
-            if not input_paths.is_listable(pattern):
+            if pattern in listed or not input_paths.is_listable(pattern):
                 files.append(pattern)
                 continue
             try:
@@ -258,8 +260,9 @@ class DatasetRead:
             return [str(p.read_text()) for p in sorted(folder.rglob("state.json"))]
         return [config.name, config.config_name or "", config.revision or "", self.input_fingerprint]
 
-    @property
+    @functools.cached_property
     def input_fingerprint(self) -> str:
+        """Of the files read, stat-ed once per read (the dataset fingerprint and the artifact both carry it)."""
         return files_fingerprint(self.files)
 
 
@@ -267,10 +270,11 @@ def open_dataset(config: DatasetConfig) -> DatasetRead:
     """Resolves spans and files, opens the stream and plans the splits: metadata only, no rows read, nothing
     checked but that the data is there (the schema's checks are the dataset pass's next step)."""
     window: tuple[int, ...] = ()
+    listed: frozenset[str] = frozenset()
     if spans.is_spanned(config):
         selection = spans.select(config)
-        config, window = selection.config, selection.window
-    files = resolve_files(config)
+        config, window, listed = selection.config, selection.window, selection.listed
+    files = resolve_files(config, listed)
     source = load_source(config)
     plan = splitting.plan_splits(list(source), config)
     shards = tuple(

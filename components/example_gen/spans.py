@@ -127,6 +127,7 @@ class SpanSelection:
     span: int
     window: tuple[int, ...]
     config: DatasetConfig  # patterns replaced by the concrete files of the window; span set
+    listed: frozenset[str] = frozenset()  # the window's files, found by listing: no need to list them again
 
 
 def select(config: DatasetConfig) -> SpanSelection:
@@ -141,12 +142,14 @@ def select(config: DatasetConfig) -> SpanSelection:
     if span not in available:
         raise SpanError(f"span {span} has no data under {shown}; available spans: {sorted(available)}")
     window = tuple(s for s in sorted(available) if s <= span)[-config.span_window :]
-    resolved = {}
+    resolved, listed = {}, set()
     for split, files in patterns(config).items():
         concrete: list[str] = []
         for pattern in files:
             if SPAN_TOKEN in pattern:
-                concrete += [f for s in window for f in available[s].get(pattern, [])]
+                found = [f for s in window for f in available[s].get(pattern, [])]
+                concrete += found
+                listed.update(found)
             else:
                 concrete.append(pattern)
         if not concrete:
@@ -156,4 +159,4 @@ def select(config: DatasetConfig) -> SpanSelection:
         concrete_config = config.model_copy(update={"split_files": resolved, "span": span})
     else:
         concrete_config = config.model_copy(update={"data_files": resolved["train"], "span": span})
-    return SpanSelection(span=span, window=window, config=concrete_config)
+    return SpanSelection(span=span, window=window, config=concrete_config, listed=frozenset(listed))
