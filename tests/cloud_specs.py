@@ -89,11 +89,6 @@ def at_api(profile, address, **cloud):
     return profile.model_copy(update={"cloud": profile.cloud.model_copy(update={"api_endpoint": address, **cloud})})
 
 
-def pusher_config(spec) -> dict:
-    parameters = spec["root"]["dag"]["tasks"]["Pusher"]["inputs"]["parameters"]
-    return json.loads(parameters["custom_config"]["runtimeValue"]["constant"])
-
-
 def push_to_endpoint(spec, version):
     """What the EndpointPusher executor does with the compiled custom_config once a model is blessed and copied
     to its gs:// push folder: our `configure_aiplatform` (API host, CMEK key), then TFX's
@@ -104,7 +99,7 @@ def push_to_endpoint(spec, version):
 
     from components.vertex_clients import VERTEX_CLIENT_KEY, configure_aiplatform
 
-    custom_config = pusher_config(spec)
+    custom_config = custom_config_of(spec, "Pusher")
     aiplatform.init(credentials=AnonymousCredentials(), api_transport="grpc")
     configure_aiplatform(custom_config[VERTEX_CLIENT_KEY])
     return runner.deploy_model_for_aip_prediction(

@@ -92,7 +92,7 @@ class BatchSummary:
 
 def file_format(path: str) -> str:
     """How a job reads a path (input_paths decides what it is): a save_to_disk folder's kind, or its format's reader."""
-    if "://" not in path and os.path.isdir(os.path.expanduser(path)):
+    if _local_folder(path):
         saved = input_paths.saved_kind(path)
         if saved is None:
             raise BatchInputError(
@@ -123,9 +123,11 @@ def csv_delimiter(path: str) -> str:
 
 def input_kind(source: str) -> str:
     """The format of a folder (a save_to_disk dataset) or of a pattern's first file."""
-    if "://" not in source and os.path.isdir(os.path.expanduser(source)):
-        return file_format(source)
-    return file_format(matched_files(source)[0])
+    return file_format(source if _local_folder(source) else matched_files(source)[0])
+
+
+def _local_folder(path: str) -> bool:
+    return "://" not in path and os.path.isdir(os.path.expanduser(path))
 
 
 def missing_columns(columns: Sequence[str], wanted: set[str]) -> list[str]:

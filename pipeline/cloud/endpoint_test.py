@@ -15,9 +15,9 @@ from tests.cloud_specs import (
     KMS_KEY,
     PROFILE,
     at_api,
+    custom_config_of,
     executor_of,
     push_to_endpoint,
-    pusher_config,
 )
 
 
@@ -74,7 +74,7 @@ def test_each_push_retires_the_models_before_it_but_the_kept_ones(profile, verte
     retired = []
     for version in (1700000000, 1700000100, 1700000200):
         model_name = push_to_endpoint(spec, version)
-        retired += retire_previous_models(pusher_config(spec), model_name)
+        retired += retire_previous_models(custom_config_of(spec, "Pusher"), model_name)
 
     (endpoint,) = fake.endpoints
     newest = fake.models[-1].name
@@ -129,7 +129,7 @@ def test_a_canary_takes_its_share_keeps_the_serving_model_and_promote_gives_it_a
     stable = compile_spec(at_api(profile, address))
     push_to_endpoint(stable, 1700000000)
     canary = compile_spec(at_api(profile, address, endpoint_traffic_percentage=10))
-    assert retire_previous_models(pusher_config(canary), push_to_endpoint(canary, 1700000100)) == []
+    assert retire_previous_models(custom_config_of(canary, "Pusher"), push_to_endpoint(canary, 1700000100)) == []
 
     (endpoint,) = fake.endpoints
     first, second = endpoint.deployed_models
@@ -156,7 +156,7 @@ def test_the_clean_up_finds_the_endpoint_it_pushed_to_among_endpoints_of_the_sam
     spec = compile_spec(at_api(profile, address))
     retired = []
     for version in (1700000000, 1700000100):
-        retired += retire_previous_models(pusher_config(spec), push_to_endpoint(spec, version))
+        retired += retire_previous_models(custom_config_of(spec, "Pusher"), push_to_endpoint(spec, version))
         if version == 1700000000:  # a second endpoint of the same display name appears after the first push
             fake.endpoints.append(
                 aiplatform_v1.Endpoint(
