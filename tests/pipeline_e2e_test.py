@@ -541,6 +541,74 @@ def test_the_server_answers_bad_input_with_its_reason_and_batches_concurrent_req
         assert got["probabilities"] == pytest.approx(want["probabilities"], abs=1e-5)
 
 
+def test_poison_texts_fail_alone_and_idle_sockets_leave_health_up(first_run, served_model):
+    """64 concurrent one-text requests, 8 of them a lone surrogate (half an emoji, valid JSON): the 56 good ones
+    get the answers they get alone, the 8 a 400 naming the problem. 520 connections that send a request line and
+    nothing more leave /health at 200 and a normal request answered; the server closes them after
+    --header-timeout. Deep JSON is a 400."""
+    import concurrent.futures
+    import json
+    import socket
+    import time
+    import urllib.error
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    from models.serving import tf_serving
+
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--header-timeout", "4"]
+    with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
+        texts = ["\ud83d" if i % 8 == 3 else f"a film, take {i}: {'moving' if i % 2 else 'dull'}" for i in range(64)]
+
+        def one(text):
+            body = json.dumps({"instances": [text]}).encode()  # the surrogate travels as \ud83d, valid JSON
+            try:
+                with urllib.request.urlopen(urllib.request.Request(container.predict, data=body), timeout=120) as r:
+                    return r.status, json.loads(r.read())
+            except urllib.error.HTTPError as error:
+                return error.code, json.loads(error.read())
+
+        with concurrent.futures.ThreadPoolExecutor(64) as pool:
+            answers = list(pool.map(one, texts))
+        good = [i for i, text in enumerate(texts) if text != "\ud83d"]
+        alone = tf_serving.predict(served_model, {"instances": [texts[i] for i in good]})["predictions"]
+        for i, want in zip(good, alone, strict=True):
+            status, answer = answers[i]
+            assert status == 200, (i, answer)
+            assert answer["predictions"][0]["label"] == want["label"]
+            assert answer["predictions"][0]["probabilities"] == pytest.approx(want["probabilities"], abs=1e-5)
+        for i in set(range(64)) - set(good):
+            assert answers[i][0] == 400 and "not valid Unicode" in answers[i][1]["error"], answers[i]
+
+        deep = b'{"instances": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(container.predict, data=deep), timeout=60)
+        assert refused.value.code == 400 and b"too deeply" in refused.value.read()
+
+        url = urlsplit(container.base)
+        idle = []
+        try:
+            for _ in range(520):
+                connection = socket.create_connection((url.hostname, url.port), timeout=30)
+                connection.sendall(b"POST /predict HTTP/1.1\r\n")  # the request line, then nothing
+                idle.append(connection)
+            assert vertex_container.http_json(container.health) == (200, {"status": "ready"})
+            started = time.monotonic()
+            status, answer = vertex_container.http_json(container.predict, {"instances": ["a moving film"]})
+            assert status == 200 and time.monotonic() - started < 1, answer
+            time.sleep(4 + 2)  # past --header-timeout: the server has closed them (EOF, or a reset when evicted)
+            closed = 0
+            for connection in idle:
+                try:
+                    closed += connection.recv(100) == b""
+                except ConnectionResetError:
+                    closed += 1
+            assert closed == len(idle)
+        finally:
+            for connection in idle:
+                connection.close()
+
+
 def test_a_full_queue_answers_503_with_retry_after(first_run):
     import concurrent.futures
     import json

@@ -6,12 +6,16 @@ graphs are not promised to load on older TensorFlow), and TFX's Vertex Pusher pa
 but an image URI. This runs the training TensorFlow and tensorflow_text themselves and answers TF Serving's
 REST body format (models/serving/tf_serving.py), so a request means the same at an endpoint and at TF Serving.
 
-The HTTP side is Starlette on uvicorn (the maintained ASGI pair, both already in the stack): uvicorn bounds the
-connections it serves at once (503 beyond) and shuts down gracefully on SIGTERM, as Vertex stops replicas.
-Requests arriving together are answered by one model call (dynamic batching, as TF Serving's
---enable_batching does): the model runs on one thread, so N one-text requests no longer wait for N calls.
-Every malformed body gets a 4xx with its reason: too large (413), too slow to arrive (408), not JSON or not
-TF Serving's shape (400); when the queue is full, 503 with Retry-After.
+The HTTP side is Starlette on uvicorn (the maintained ASGI pair, both already in the stack), which shuts down
+gracefully on SIGTERM, as Vertex stops replicas. Requests arriving together are answered by one model call
+(dynamic batching, as TF Serving's --enable_batching does): the model runs on one thread, so N one-text
+requests no longer wait for N calls. Batching must not share fate: every text is checked before it joins a
+call, and a call that fails is split until only the request the model cannot take fails.
+Every malformed body gets a 4xx with its reason: too large (413), too slow to arrive (408), not JSON, nested too
+deep or not TF Serving's shape (400); when the queue is full, 503 with Retry-After. The health route never
+waits behind predictions: connections whose request head does not arrive in time are closed, the oldest such
+goes first when connections run out, and the in-flight cap applies to predictions only; it answers 503 only
+when a model call has run past its budget (a wedged replica, which Vertex then replaces).
 
 The contract (Vertex AI sets these variables in the container):
 - AIP_STORAGE_URI: where Vertex copied the model's artifacts (the SavedModel folder, usually gs://);
@@ -26,7 +30,10 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import json
+import logging
 import os
+import resource
+import time
 from typing import Any
 
 from models.errors import UserError
@@ -38,6 +45,7 @@ DEFAULT_PORT = 8080
 DEFAULT_HEALTH_ROUTE = "/health"
 DEFAULT_PREDICT_ROUTE = "/predict"
 BATCH_HEADER = "X-Batch-Rows"  # the rows of the model call that answered the request (shows batching at work)
+_log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,54 +57,82 @@ class ServerLimits:
     # the previous one ran (under load that is a full batch; a lone client pays no wait).
     batch_wait_s: float = 0.0
     max_queued_rows: int = 1024  # rows waiting for the model beyond which a request gets a 503
+    max_queued_bytes: int = 64_000_000  # text bytes waiting for the model beyond which a request gets a 503
+    header_timeout_s: float = 10.0  # to receive a request's line and headers (a slow head is closed)
     read_timeout_s: float = 10.0  # to receive a whole body
     request_timeout_s: float = 60.0  # from a body's arrival to its answer
-    max_connections: int = 512  # served at once (uvicorn's limit_concurrency: a 503 beyond)
+    # A model call running longer than this makes /health answer 503: the replica is wedged, not busy.
+    call_budget_s: float = 120.0
+    max_in_flight: int = 512  # predictions served at once (a 503 beyond); /health is never counted
+    # Open connections beyond which the oldest one still waiting for its request head is closed.
+    max_connections: int = 512
 
 
 class Saturated(UserError, RuntimeError):
-    """The queue holds max_queued_rows already: the client retries (503 + Retry-After)."""
+    """The queue holds max_queued_rows (or bytes) already: the client retries (503 + Retry-After)."""
 
 
 @dataclasses.dataclass
 class _Waiting:
     signature: str
-    columns: dict[str, list]
+    columns: dict[str, list[bytes]]
     rows: int
+    size: int  # text bytes
     answer: asyncio.Future
 
 
 class Batcher:
     """Requests of one signature that queued while the model was busy (or within batch_wait_s) run as one model
     call of at most max_batch rows (a larger request runs alone), on one thread (TensorFlow parallelizes inside
-    the call); each gets its own rows back."""
+    the call); each gets its own rows back. A call that fails is bisected, so only the request the model cannot
+    take gets the error; a request that gave up (timed out, client gone) leaves the queue's counts at once and
+    is never computed."""
 
     def __init__(self, model, limits: ServerLimits):
         self.model = model
         self.limits = limits
         self.queued_rows = 0
+        self.queued_bytes = 0
+        self.call_started: float | None = None  # time.monotonic() when the running model call began
         self._queue: asyncio.Queue[_Waiting] = asyncio.Queue()
         self._held: _Waiting | None = None
         self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="model")
         self._task: asyncio.Task | None = None
 
-    async def submit(self, signature: str, columns: dict[str, list], rows: int) -> tuple[list[dict], int]:
+    def wedged_for(self) -> float:
+        """Seconds the running model call has taken past call_budget_s (0: none running, or within it)."""
+        started = self.call_started
+        return 0.0 if started is None else max(0.0, time.monotonic() - started - self.limits.call_budget_s)
+
+    async def submit(self, signature: str, columns: dict[str, list[bytes]], rows: int) -> tuple[list[dict], int]:
         """(this request's predictions, the rows of the call that made them)."""
         if self._task is None:
             self._task = asyncio.create_task(self._run())
-        if self.queued_rows + rows > self.limits.max_queued_rows:
+        size = sum(len(value) for values in columns.values() for value in values)
+        if self.queued_rows + rows > self.limits.max_queued_rows or (
+            self.queued_bytes + size > self.limits.max_queued_bytes and self.queued_rows
+        ):
             raise Saturated
-        waiting = _Waiting(signature, columns, rows, asyncio.get_running_loop().create_future())
+        waiting = _Waiting(signature, columns, rows, size, asyncio.get_running_loop().create_future())
         self.queued_rows += rows
+        self.queued_bytes += size
         try:
             await self._queue.put(waiting)
             return await waiting.answer
         finally:
             self.queued_rows -= rows
+            self.queued_bytes -= size
+            waiting.columns = {}  # a request that gave up holds no texts while its entry waits to be skipped
 
     async def _next(self, timeout: float | None) -> _Waiting:
-        """The held request, else the next queued one: waiting for it (timeout None), up to `timeout` seconds, or
-        (timeout 0) only if one is there already."""
+        """The held request, else the next queued one still waiting: waiting for it (timeout None), up to
+        `timeout` seconds, or (timeout 0) only if one is there already."""
+        while True:
+            item = await self._next_any(timeout)
+            if not item.answer.done():
+                return item
+
+    async def _next_any(self, timeout: float | None) -> _Waiting:
         if self._held is not None:
             held, self._held = self._held, None
             return held
@@ -131,27 +167,45 @@ class Batcher:
             live = [w for w in batch if not w.answer.done()]  # a request that timed out is not computed
             if not live:
                 continue
-            try:
-                answers = await loop.run_in_executor(self._thread, self._call, live)
-            except Exception as error:  # the model failed on well-formed input: every request of the call learns it
-                for waiting in live:
-                    if not waiting.answer.done():
-                        waiting.answer.set_exception(error)
-                continue
-            for waiting, predictions in zip(live, answers, strict=True):
-                if not waiting.answer.done():
-                    waiting.answer.set_result((predictions, sum(w.rows for w in live)))
+            # The texts are taken here, on the loop: a request giving up meanwhile drops its own reference only.
+            parts = [(w.columns, w.rows) for w in live]
+            outcomes = await loop.run_in_executor(self._thread, self._answers, live[0].signature, parts)
+            for waiting, outcome in zip(live, outcomes, strict=True):
+                if waiting.answer.done():
+                    continue
+                if isinstance(outcome, BaseException):
+                    waiting.answer.set_exception(outcome)
+                else:
+                    waiting.answer.set_result(outcome)
 
-    def _call(self, batch: list[_Waiting]) -> list[list[dict]]:
+    def _answers(self, signature: str, parts: list[tuple[dict, int]]) -> list[tuple[list[dict], int] | Exception]:
+        """Each request's (predictions, rows of its call), or the error the model raised on it: one call for all
+        the parts ((columns, rows) per request); if that fails, each half on its own, down to the request that
+        fails alone."""
+        try:
+            predictions = self._call(signature, parts)
+        except Exception as error:
+            if len(parts) == 1:
+                return [error]
+            half = len(parts) // 2
+            return self._answers(signature, parts[:half]) + self._answers(signature, parts[half:])
+        rows = sum(count for _, count in parts)
+        return [(answer, rows) for answer in predictions]
+
+    def _call(self, signature: str, parts: list[tuple[dict, int]]) -> list[list[dict]]:
         import tensorflow as tf
 
-        names = list(batch[0].columns)
-        joined = {n: tf.constant([v for w in batch for v in w.columns[n]], dtype=tf.string) for n in names}
-        predictions = tf_serving.prediction_rows(self.model.signatures[batch[0].signature](**joined))
+        names = list(parts[0][0])
+        joined = {n: tf.constant([v for columns, _ in parts for v in columns[n]], dtype=tf.string) for n in names}
+        self.call_started = time.monotonic()
+        try:
+            predictions = tf_serving.prediction_rows(self.model.signatures[signature](**joined))
+        finally:
+            self.call_started = None
         answers, start = [], 0
-        for waiting in batch:
-            answers.append(predictions[start : start + waiting.rows])
-            start += waiting.rows
+        for _, rows in parts:
+            answers.append(predictions[start : start + rows])
+            start += rows
         return answers
 
 
@@ -192,41 +246,69 @@ async def read_body(request, limits: ServerLimits) -> bytes:
     return b"".join(chunks)
 
 
+def parse_request(body: bytes, names: tuple[str, ...], max_rows: int) -> tuple[str, dict[str, list[bytes]]]:
+    """(signature, {input: UTF-8 bytes per row}) of a body, or the RequestError that refuses it. Run off the
+    event loop: a 1.5 MB body's parse and row checks would stall every other connection, /health included."""
+    try:
+        payload = json.loads(body or b"null")
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise RequestError(400, f"the request body is not JSON: {error}") from None
+    except RecursionError:
+        raise RequestError(400, "the request body nests arrays or objects too deeply to be a request") from None
+    try:
+        return tf_serving.request_rows(payload, names, max_rows)
+    except tf_serving.TooManyRowsError as error:
+        raise RequestError(413, str(error)) from None
+    except tf_serving.BadRequestError as error:
+        raise RequestError(400, str(error)) from None
+
+
 def build_app(model, limits: ServerLimits, health_route: str, predict_route: str):
     """The Starlette app: health, and predict through the Batcher."""
+    import tensorflow as tf
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
-    from starlette.responses import JSONResponse
+    from starlette.requests import ClientDisconnect
+    from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
     batcher = Batcher(model, limits)
     names = tf_serving.text_inputs(model)
+    parsing = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="parse")
+    in_flight = 0
 
     async def health(request) -> JSONResponse:
+        late = batcher.wedged_for()
+        if late:
+            message = f"a model call has run {late + limits.call_budget_s:.0f} s, over its {limits.call_budget_s:g} s"
+            return JSONResponse({"status": "wedged", "error": message}, status_code=503)
         return JSONResponse({"status": "ready"})
 
-    async def predict(request) -> JSONResponse:
+    async def predict(request) -> Response:
+        nonlocal in_flight
+        if in_flight >= limits.max_in_flight:
+            return _refusal(RequestError(503, "the server is at its in-flight limit: retry shortly", Retry_After="1"))
+        in_flight += 1
         try:
             return await _predict(request)
         except RequestError as error:
-            headers = {name.replace("_", "-"): value for name, value in error.headers.items()}
-            return JSONResponse({"error": str(error)}, status_code=error.status, headers=headers)
+            return _refusal(error)
+        except ClientDisconnect:  # the client left mid-body: nobody to answer
+            return Response(status_code=499)
+        finally:
+            in_flight -= 1
+
+    def _refusal(error: RequestError) -> JSONResponse:
+        headers = {name.replace("_", "-"): value for name, value in error.headers.items()}
+        return JSONResponse({"error": str(error)}, status_code=error.status, headers=headers)
 
     async def _predict(request) -> JSONResponse:
         body = await read_body(request, limits)
-        try:
-            payload = json.loads(body or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise RequestError(400, f"the request body is not JSON: {error}") from None
-        try:
-            signature, columns = tf_serving.request_rows(payload, names)
-        except tf_serving.BadRequestError as error:
-            raise RequestError(400, str(error)) from None
+        loop = asyncio.get_running_loop()
+        signature, columns = await loop.run_in_executor(parsing, parse_request, body, names, limits.max_instances)
         if signature not in model.signatures:
             raise RequestError(400, f"no signature '{signature}'; the model has {sorted(model.signatures)}")
         rows = len(next(iter(columns.values()), []))
-        if rows > limits.max_instances:
-            raise RequestError(413, f"{rows} instances in one request; at most {limits.max_instances}: split it")
         if rows == 0:
             return JSONResponse({"predictions": []})
         try:
@@ -237,6 +319,11 @@ def build_app(model, limits: ServerLimits, health_route: str, predict_route: str
             raise RequestError(503, "the server's queue is full: retry shortly", Retry_After="1") from None
         except TimeoutError:
             raise RequestError(503, f"no answer within {limits.request_timeout_s:g} s", Retry_After="1") from None
+        except tf.errors.InvalidArgumentError as error:
+            raise RequestError(400, f"the model cannot take this request: {error.message}") from None
+        except Exception as error:  # the model failed on this request alone (the batch's others were answered)
+            _log.exception("the model failed on a request")
+            raise RequestError(500, f"the model failed on this request: {type(error).__name__}: {error}") from None
         return JSONResponse({"predictions": predictions}, headers={BATCH_HEADER: str(batch)})
 
     async def http_error(request, error: HTTPException) -> JSONResponse:  # unknown routes and methods, in JSON too
@@ -244,6 +331,64 @@ def build_app(model, limits: ServerLimits, health_route: str, predict_route: str
 
     routes = [Route(health_route, health, methods=["GET"]), Route(predict_route, predict, methods=["POST"])]
     return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+
+
+def guarded_protocol(limits: ServerLimits):
+    """uvicorn's h11 protocol, plus what it lacks to keep a replica reachable under idle or slow connections:
+    a timeout on the request head (uvicorn times out idle keep-alive connections, not a request line whose
+    headers never come) and, past max_connections, the oldest connection still waiting for its head closed to
+    make room (uvicorn's limit_concurrency instead answers every request 503, health checks included)."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    headless: dict[H11Protocol, asyncio.TimerHandle] = {}  # connections waiting for a request head, oldest first
+
+    class GuardedProtocol(H11Protocol):
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._await_head()
+            if len(self.connections) > limits.max_connections:
+                oldest = next(iter(headless), None)  # the new connection itself when all others are busy
+                if oldest is not None:
+                    oldest._drop_if_headless()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.conn.their_state is not h11.IDLE:
+                self._head_arrived()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
+                self._await_head()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._head_arrived()
+            super().connection_lost(exc)
+
+        def _await_head(self) -> None:
+            self._head_arrived()
+            headless[self] = self.loop.call_later(limits.header_timeout_s, self._drop_if_headless)
+
+        def _head_arrived(self) -> None:
+            timer = headless.pop(self, None)
+            if timer is not None:
+                timer.cancel()
+
+        def _drop_if_headless(self) -> None:
+            self._head_arrived()
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+    return GuardedProtocol
+
+
+def raise_open_files_limit(wanted: int) -> None:
+    """Lets the process hold `wanted` connections' descriptors (the soft limit up to the hard one)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 def default_host() -> str:
@@ -272,11 +417,12 @@ def serve(
         f"GET {health_route}; batches of up to {limits.max_batch} rows, {limits.batch_wait_s * 1e3:g} ms wait",
         flush=True,
     )
+    raise_open_files_limit(limits.max_connections + limits.max_in_flight + 256)  # + the model's own files
     uvicorn.run(
         build_app(model, limits, health_route, predict_route),
         host=host,
         port=port,
-        limit_concurrency=limits.max_connections,
+        http=guarded_protocol(limits),
         timeout_keep_alive=5,
         timeout_graceful_shutdown=30,
         log_level="warning",

@@ -50,6 +50,10 @@ class BadRequestError(UserError, ValueError):
     """A request TF Serving would reject with 400; the message says why."""
 
 
+class TooManyRowsError(BadRequestError):
+    """More instances than one request may carry (a 413): counted before any row is converted."""
+
+
 def graph_ops(export_dir: str) -> set[str]:
     """Every op type in the SavedModel's graphs and functions (what a server must be able to run)."""
     with tf.io.gfile.GFile(os.path.join(export_dir, "saved_model.pb"), "rb") as handle:
@@ -94,12 +98,17 @@ def request_to_call(
     return signature, {name: tf.constant(values, dtype=tf.string) for name, values in columns.items()}
 
 
-def request_rows(payload: Any, text_inputs: Sequence[str] = (TEXT_INPUT,)) -> tuple[str, dict[str, list]]:
-    """Maps a TF Serving REST body onto (signature name, {input: one string or bytes per row}), refusing every
+def request_rows(
+    payload: Any, text_inputs: Sequence[str] = (TEXT_INPUT,), max_rows: int | None = None
+) -> tuple[str, dict[str, list[bytes]]]:
+    """Maps a TF Serving REST body onto (signature name, {input: UTF-8 bytes per row}), refusing every
     malformed body with a BadRequestError that says what is wrong (never an error from deeper down).
 
     `text_inputs` are serving_default's inputs: (text,) or, for sentence pairs, (text, text_pair), which
     TF Serving's row format sends as objects {"text": ..., "text_pair": ...} and its columnar format as lists.
+    Every text is encoded here, so one that is no Unicode (a lone surrogate: half an emoji, valid JSON) is this
+    request's 400 and never reaches a model call shared with others. More than `max_rows` instances is a
+    TooManyRowsError, raised before any row is converted.
     """
     if not isinstance(payload, dict):
         raise BadRequestError("the request body must be a JSON object")
@@ -110,6 +119,7 @@ def request_rows(payload: Any, text_inputs: Sequence[str] = (TEXT_INPUT,)) -> tu
         examples = payload["examples"]
         if not isinstance(examples, list) or not all(isinstance(e, dict) for e in examples):
             raise BadRequestError('"examples" must be a list of {feature: value} objects')
+        _check_count(len(examples), max_rows)
         try:
             serialized = [_example(e) for e in examples]
         except (TypeError, ValueError) as error:
@@ -126,10 +136,30 @@ def request_rows(payload: Any, text_inputs: Sequence[str] = (TEXT_INPUT,)) -> tu
         rows = [dict(zip(names, values, strict=True)) for values in zip(*(rows[n] for n in names), strict=True)]
     if not isinstance(rows, list):
         raise BadRequestError('the request needs "instances" (a list), "inputs" or "examples"')
+    _check_count(len(rows), max_rows)
     if len(names) > 1:
         return signature, _named_rows(rows, names)
     (name,) = names
-    return signature, {name: [_row_value(row, name) for row in rows]}
+    return signature, {name: [_utf8(_row_value(row, name), index) for index, row in enumerate(rows)]}
+
+
+def _check_count(rows: int, max_rows: int | None) -> None:
+    if max_rows is not None and rows > max_rows:
+        raise TooManyRowsError(f"{rows} instances in one request; at most {max_rows}: split it")
+
+
+def _utf8(value: str | bytes, index: int) -> bytes:
+    """A text as the model's string tensor holds it; a string with no UTF-8 form is refused naming its row."""
+    if isinstance(value, bytes):
+        return value
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise BadRequestError(
+            f"instance {index} is not valid Unicode: {error.reason} at character {error.start} "
+            f"({value[error.start : error.end]!r}, half of a surrogate pair); send the whole character, or the "
+            'text\'s bytes as {"b64": ...}'
+        ) from None
 
 
 def _row_value(row: Any, name: str) -> str | bytes:
@@ -147,14 +177,14 @@ def _row_value(row: Any, name: str) -> str | bytes:
     raise BadRequestError(f"instance {str(row)[:80]} is not a string (or {{\"b64\": ...}}) for input '{name}'")
 
 
-def _named_rows(rows: list, names: Sequence[str]) -> dict[str, list[str]]:
+def _named_rows(rows: list, names: Sequence[str]) -> dict[str, list[bytes]]:
     """Row-format instances of a signature with several inputs: every row an object holding each of them."""
-    columns: dict[str, list[str]] = {name: [] for name in names}
-    for row in rows:
+    columns: dict[str, list[bytes]] = {name: [] for name in names}
+    for index, row in enumerate(rows):
         if not isinstance(row, dict) or set(row) != set(names) or not all(isinstance(row[n], str) for n in names):
             raise BadRequestError(f"instance {str(row)[:80]} must be an object with the strings {list(names)}")
         for name in names:
-            columns[name].append(row[name])
+            columns[name].append(_utf8(row[name], index))
     return columns
 
 

@@ -188,6 +188,7 @@ def _add_serving_commands(commands, shared: SharedOptions) -> None:
     serve.add_argument("--batch-wait-ms", type=float, help="how long a call waits for more requests (default 0)")
     serve.add_argument("--max-body-mb", type=float, help="largest request body (default 1.5, Vertex AI's limit)")
     serve.add_argument("--max-instances", type=int, help="instances per request (default 256)")
+    serve.add_argument("--header-timeout", type=float, help="seconds to receive a request's headers (default 10)")
     serve.add_argument("--read-timeout", type=float, help="seconds to receive a body (default 10)")
     serve.add_argument("--max-queued-rows", type=int, help="rows waiting for the model before a 503 (default 1024)")
     serve.set_defaults(handler=cmd_serve)

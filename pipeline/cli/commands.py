@@ -360,6 +360,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "batch_wait_s": None if args.batch_wait_ms is None else args.batch_wait_ms / 1e3,
         "max_body_bytes": None if args.max_body_mb is None else int(args.max_body_mb * 1e6),
         "max_instances": args.max_instances,
+        "header_timeout_s": args.header_timeout,
         "read_timeout_s": args.read_timeout,
         "max_queued_rows": args.max_queued_rows,
     })  # fmt: skip
