@@ -26,6 +26,13 @@ class RetrainingConfig(ConfigSection):
         description="the storage-event function's own identity: it runs as it and Eventarc calls it with it "
         "(`hftfx function-source` needs one; `hftfx doctor --cloud` lists its roles)",
     )
+    max_span_gap: int = Field(
+        100_000,
+        ge=0,
+        description="storage events: a span more than this above the newest span run so far is refused, not "
+        "trained (a stray or forged span-99999999 marker would otherwise cancel every run and refuse every real "
+        "span after it); fits counters and YYYYMMDD dates, raise it for finer time stamps; 0: no limit",
+    )
     poll_seconds: float = Field(300.0, gt=0, description="hftfx trigger watch's interval")
     max_label_linf: Distance = Field(
         0.1, description="drift bound: L-infinity distance of the label distribution (TFDV), new span vs trained"

@@ -165,6 +165,8 @@ LARGEST_SPAN = "the largest a pipeline parameter carries exactly"
         ("data/span-7/_SUCCESS", FINALIZED, "someone-elses-bucket", "is not span data"),
         ("data/span-7x/_SUCCESS", FINALIZED, "my-hftfx-bucket", "is not span data"),
         ("data/span-9/../span-7/_SUCCESS", FINALIZED, "my-hftfx-bucket", "is not span data"),
+        ("data/span-03/_SUCCESS", FINALIZED, "my-hftfx-bucket", "span name '03' is not how this dataset names span 3"),
+        ("data/span-\u0663/_SUCCESS", FINALIZED, "my-hftfx-bucket", "holds digits other than ASCII 0-9"),
     ],
 )
 def test_objects_that_are_not_a_finished_span_are_refused_with_the_reason(
@@ -173,6 +175,25 @@ def test_objects_that_are_not_a_finished_span_are_refused_with_the_reason(
     result = handle(storage_event(name, bucket=bucket, kind=kind), profile, template_at_fake, fake)
     assert result.decision.action == "skip" and reason in result.decision.reason
     assert fake.requests() == []
+
+
+def test_a_stray_far_future_marker_cancels_nothing_and_blocks_no_real_span(profile, template_at_fake, fake):
+    """One stray or forged data/span-99999999/_SUCCESS while span 7 trains: refused by retraining.max_span_gap,
+    so span 7's run goes on and span 8, when it lands, is trained."""
+    fake.jobs = [job(6, "PIPELINE_STATE_SUCCEEDED"), job(7, "PIPELINE_STATE_RUNNING")]
+    stray = handle(storage_event("data/span-99999999/_SUCCESS"), profile, template_at_fake, fake)
+    assert not stray.submitted and stray.cancelled == []
+    assert "more than retraining.max_span_gap (100,000) above span 7" in stray.decision.reason
+    assert fake.requests("PipelineService/CreatePipelineJob") == []
+    assert fake.requests("PipelineService/CancelPipelineJob") == []
+    real = handle(storage_event("data/span-8/_SUCCESS"), profile, template_at_fake, fake)
+    assert real.submitted and real.request.pipeline_job_id == "hf-text-classifier-retraining-span-8-try-1"
+    # with no limit the same marker is trained, and the real run of span 7 is cancelled: what the gap prevents
+    rules = profile.retraining.model_copy(update={"max_span_gap": 0})
+    unlimited = profile.model_copy(update={"retraining": rules})
+    fake.jobs = [job(6, "PIPELINE_STATE_SUCCEEDED"), job(7, "PIPELINE_STATE_RUNNING")]
+    taken = handle(storage_event("data/span-99999999/_SUCCESS"), unlimited, template_at_fake, fake)
+    assert taken.submitted and taken.cancelled == [f"{PARENT}/pipelineJobs/hf-text-classifier-retraining-span-7-try-1"]
 
 
 def test_without_a_marker_any_data_file_of_a_span_counts(profile, template_at_fake, fake):

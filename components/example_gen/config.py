@@ -100,6 +100,14 @@ class DatasetConfig(ConfigSection):
     seed: int = Field(42, description="seeds the carving of splits and the sampling of limits")
     span: int = Field(0, ge=0, description="with {SPAN} patterns: 0 reads the newest span, N reads span N")
     span_window: int = Field(1, ge=1, description="how many spans (the chosen one and those before it) one run reads")
+    span_digits: int = Field(
+        0,
+        ge=0,
+        le=16,
+        description="how {SPAN} folders are named: 0: 1, 2, ... 10 (no leading zeros); N: zero-padded to N digits "
+        "(0001); a name in another form (span-03 beside span-3, non-ASCII digits) is refused, so one span has "
+        "one name",
+    )
     ready_marker: str = Field(
         "",
         description="a span counts only once this file (e.g. _SUCCESS) is in its folder, so a span being uploaded "

@@ -23,8 +23,23 @@ SPAN_TOKEN = "{SPAN}"
 MAX_SPAN = 2**53 - 1
 
 
-def span_problem(span: int) -> str | None:
-    """Why a span number found in a path cannot name a run, or None."""
+def span_name(span: int, digits: int = 0) -> str:
+    """The one name of a span: its number, zero-padded to `digits` (dataset.span_digits) when that is set."""
+    return str(span).zfill(digits)
+
+
+def span_problem(name: str, digits: int = 0) -> str | None:
+    """Why the span digits found in a path cannot name a run, or None. A span has one name (span_name): with
+    span-03 and span-\u0663 (an Arabic-Indic three) both read as span 3, any object could pass for a span."""
+    if not name.isascii():
+        return f"span name '{name}' holds digits other than ASCII 0-9"
+    if name != span_name(int(name), digits):
+        padding = f"zero-padded to {digits} digits" if digits else "without leading zeros"
+        return (
+            f"span name '{name}' is not how this dataset names span {int(name)} ('{span_name(int(name), digits)}': "
+            f"dataset.span_digits {digits}, {padding})"
+        )
+    span = int(name)
     if span == 0:
         return (
             "span 0 means 'the newest span' to a run (dataset.span), so a span-0 folder could be trained twice: "
@@ -72,8 +87,9 @@ def span_dir(pattern: str, span_digits: str) -> str:
     return f"{head}{span_digits}{rest}"
 
 
-def span_of_path(config: DatasetConfig, path: str) -> int | None:
-    """The span a file belongs to, or None if it is not span data (or, with a marker, not the marker)."""
+def span_of_path(config: DatasetConfig, path: str) -> str | None:
+    """The span a file belongs to, as its path names it (span_problem says whether that name is one), or None
+    if it is not span data (or, with a marker, not the marker)."""
     ready_marker = config.ready_marker
     for files in patterns(config).values():
         for pattern in files:
@@ -82,9 +98,9 @@ def span_of_path(config: DatasetConfig, path: str) -> int | None:
             if ready_marker:
                 marker = _pattern_regex(f"{span_dir(pattern, SPAN_TOKEN)}/{ready_marker}").match(path)
                 if marker:
-                    return int(marker.group(1))
+                    return marker.group(1)
             elif match := _pattern_regex(pattern).match(path):
-                return int(match.group(1))
+                return match.group(1)
     return None
 
 
@@ -101,7 +117,7 @@ def available_spans(config: DatasetConfig) -> dict[int, dict[str, list[str]]]:
                 match = regex.match(path)
                 if not match:
                     continue
-                if problem := span_problem(int(match.group(1))):
+                if problem := span_problem(match.group(1), config.span_digits):
                     logging.warning("ignoring %s: %s", path, problem)
                     continue
                 if ready_marker and not input_paths.exists(f"{span_dir(pattern, match.group(1))}/{ready_marker}"):

@@ -38,9 +38,23 @@ def test_newest_span_is_read_by_default_and_a_window_reads_the_ones_before(tmp_p
 
 def test_zero_padded_span_folders_keep_their_own_names(tmp_path):
     write_span(tmp_path, 7, digits="{:04d}")
-    selection = spans.select(spanned(tmp_path))
+    selection = spans.select(spanned(tmp_path, span_digits=4))
     assert selection.span == 7
     assert selection.config.data_files == (f"{tmp_path}/span-0007/part-0.csv",)
+
+
+def test_a_span_has_one_name(tmp_path):
+    """span-03 beside span-3, or an Arabic-Indic three: other names of span 3, ignored with the reason."""
+    for name in ("3", "03", "\u0663", "0010"):
+        write_span(tmp_path, 0, digits=name)
+    assert list(spans.available_spans(spanned(tmp_path))) == [3]
+    assert spans.select(spanned(tmp_path)).config.data_files == (f"{tmp_path}/span-3/part-0.csv",)
+    assert spans.span_problem("03") == (
+        "span name '03' is not how this dataset names span 3 ('3': dataset.span_digits 0, without leading zeros)"
+    )
+    assert "other than ASCII 0-9" in spans.span_problem("\u0663")
+    assert spans.span_problem("0003", 4) is None and "('0003'" in spans.span_problem("3", 4)
+    assert spans.span_problem("12345", 4) is None  # past the padding, the number itself
 
 
 def test_a_span_without_its_ready_marker_does_not_count(tmp_path):
@@ -73,12 +87,12 @@ def test_missing_spans_are_named(tmp_path):
 
 def test_span_of_path_maps_event_objects_to_spans():
     config = DatasetConfig(name="csv", data_files=("gs://bkt/data/span-{SPAN}/*.csv",))
-    assert spans.span_of_path(config, "gs://bkt/data/span-12/part-3.csv") == 12
+    assert spans.span_of_path(config, "gs://bkt/data/span-12/part-3.csv") == "12"
     assert spans.span_of_path(config, "gs://bkt/data/span-12/notes.txt") is None
     assert spans.span_of_path(config, "gs://bkt/other/span-12/part-3.csv") is None
     marked = DatasetConfig(name="csv", data_files=("gs://bkt/data/span-{SPAN}/*.csv",), ready_marker="_SUCCESS")
     assert spans.span_of_path(marked, "gs://bkt/data/span-12/part-3.csv") is None
-    assert spans.span_of_path(marked, "gs://bkt/data/span-12/_SUCCESS") == 12
+    assert spans.span_of_path(marked, "gs://bkt/data/span-12/_SUCCESS") == "12"
 
 
 def test_fingerprint_changes_when_a_file_is_replaced_in_place(tmp_path):

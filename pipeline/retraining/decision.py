@@ -160,8 +160,18 @@ def superseded_in_flight(runs: Sequence[RunRecord]) -> list[RunRecord]:
 
 
 def decide_event(span: int, runs: Sequence[RunRecord], rules: RetrainingConfig) -> Decision:
-    """An event's span: refused when a newer span was already consumed or is in flight, else the usual rules
-    for that one span."""
+    """An event's span: refused when it lies more than max_span_gap above every span run so far (so one stray
+    marker cannot become the newest span, which would cancel the real runs and refuse every real span after it),
+    or when a newer span was already consumed or is in flight; else the usual rules for that one span."""
+    newest = max((r.span for r in runs if r.span is not None), default=None)
+    if rules.max_span_gap and newest is not None and span > newest + rules.max_span_gap:
+        return Decision(
+            "skip",
+            span,
+            f"span {span} is more than retraining.max_span_gap ({rules.max_span_gap:,}) above span {newest}, the "
+            "newest run so far: taken for a stray or forged marker, not trained (raise max_span_gap if your "
+            "span numbers jump that far)",
+        )
     newer = newer_than(span, runs)
     if newer is not None:
         doing = "was trained" if newer.outcome == COMPLETE else "is being trained"

@@ -81,15 +81,17 @@ def handle_storage_event(
     stored = parse_storage_event(event)
     if stored.event_type not in FINALIZED_TYPES:
         return CloudTriggerResult(decision.Decision("skip", None, f"ignored {stored.event_type} event"))
-    span = spans.span_of_path(config.dataset, stored.uri)
-    if span is None:
+    digits = spans.span_of_path(config.dataset, stored.uri)
+    if digits is None:
         patterns = [p for files in spans.patterns(config.dataset).values() for p in files]
         marker = f" (only the ready marker '{config.dataset.ready_marker}' starts a run)"
         reason = f"{stored.uri} is not span data of {patterns}{marker if config.dataset.ready_marker else ''}"
         return CloudTriggerResult(decision.Decision("skip", None, reason))
-    if problem := spans.span_problem(span):
+    if problem := spans.span_problem(digits, config.dataset.span_digits):
         return CloudTriggerResult(decision.Decision("skip", None, f"{stored.uri} refused: {problem}"))
-    return cloud_trigger(config, template, clients, credentials, span=span, trigger="storage-event", dry_run=dry_run)
+    return cloud_trigger(
+        config, template, clients, credentials, span=int(digits), trigger="storage-event", dry_run=dry_run
+    )
 
 
 def on_object_finalized(cloud_event) -> str:
