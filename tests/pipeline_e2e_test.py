@@ -323,6 +323,8 @@ def test_model_card_holds_the_run_and_its_metadata_parses_with_huggingface_hub(f
     assert "| length_bucket=33+ |" in card.text  # the per-slice table
     assert re.search(r"train: [\d.]+% of texts truncated", card.text)
     assert "Scripts seen in the training texts: LATIN" in card.text
+    # WordPiece: 2 x 32 tokens x 100 characters (its longest word split; a longer one is one [UNK])
+    assert "the export cuts a text to its first 6,400 characters (whitespace not counted)" in card.text
 
 
 @pytest.fixture(scope="module")

@@ -36,6 +36,7 @@ from models.names import (
     TEXT_FEATURE,
 )
 from models.serving.hf_export import HF_FORMAT_DIR
+from models.tokenizers.tokenizer import character_budget, tokenizer_spec
 
 CARD_FILE = "README.md"
 PUBLISHED_PROPERTY = "published"  # 1: the export and card are in the artifact; 0: the model was not blessed
@@ -141,6 +142,7 @@ class Executor(base_executor.BaseExecutor):
         configured = json.loads(exec_properties["card_facts"])
         configured["label_names"] = tuple(configured["label_names"])
         configured["language"] = tuple(configured.get("language", ()))
+        configured["text_budget"] = _local_copy(published.uri, lambda folder: _text_budget(folder, configured))
         card = build_model_card(gather_facts(input_dict, configured, run_id))
         parse_card(card.content)  # fails here, not at the Hub, on metadata its model-index parser rejects
         io_utils.write_string_file(os.path.join(published.uri, CARD_FILE), card.content)
@@ -157,6 +159,16 @@ class Executor(base_executor.BaseExecutor):
             state = "pushed" if revision.pushed else "already there from an earlier attempt of this run"
             print(f"[HFPublisher] {revision.repo_url} @ {revision.tag} ({revision.commit[:12]}): {state}", flush=True)
             logging.info("Hub revision %s", revision)
+
+
+def _text_budget(folder: str, configured: dict[str, Any]) -> str:
+    """The character budget the export's tokenizer cuts texts to, in words (the tokenizer files are the model's)."""
+    windows = configured.get("windows")
+    spec = tokenizer_spec(folder)
+    budget = character_budget(
+        spec, configured["max_seq_length"], configured.get("head_share"), windows and tuple(windows)
+    )
+    return budget.describe()
 
 
 def _push(uri: str, hub: HubConfig, run_id: str, message: str) -> HubRevision:

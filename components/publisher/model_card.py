@@ -128,6 +128,7 @@ class CardFacts:
     head_share: float | None = None  # model.long_texts: head_tail (None: truncate)
     windows: tuple[float, int] | None = None  # model.long_texts: windows: (stride, count)
     base_model_revision: str = ""  # the revision (a hub model's commit, pinned before the run) fine-tuned from
+    text_budget: str = ""  # what a text keeps before tokenizing (models/tokenizers/character_budget.py)
 
 
 def card_data(facts: CardFacts):
@@ -178,6 +179,16 @@ def parse_card(text: str):
 
 def _truncation_text(facts: CardFacts) -> str:
     """How a long input is cut, and how a transformers user gets the export's answer for it."""
+    budget = (
+        f" Before tokenizing, the export cuts a text to {facts.text_budget}, as training did; that holds every "
+        "token the model reads, and bounds the work one request can ask of a server."
+        if facts.text_budget
+        else ""
+    )
+    return _cut_text(facts) + budget
+
+
+def _cut_text(facts: CardFacts) -> str:
     if facts.windows is not None:
         stride, count = facts.windows
         return (

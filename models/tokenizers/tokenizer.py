@@ -23,6 +23,7 @@ import tensorflow as tf
 from models.hub.pretrained import ModelFilesError
 from models.names import MODEL_INPUT_FEATURES, TOKEN_COUNT, TOKEN_TYPE_IDS, TRUNCATED, WINDOW_MASK
 from models.tokenizers import byte_level_bpe, special_tokens, spm_tokenizer, wordpiece
+from models.tokenizers.character_budget import CharacterBudget, cut_texts
 from models.tokenizers.tokenizer_errors import UnsupportedTokenizerError
 from models.tokenizers.windows import Windows
 
@@ -44,6 +45,9 @@ class TokenizerSpec:
     pad_id: int
     unk_id: int
     model_input_names: tuple[str, ...]
+    # The most characters of text one token stands for: the longest vocab entry, or WordPiece's longest word
+    # it splits (a longer word is one [UNK]); it bounds what a text keeps (models/tokenizers/character_budget.py).
+    token_chars: int = 100
 
     @property
     def takes_token_type_ids(self) -> bool:
@@ -103,6 +107,7 @@ def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
         pad_id=hf.pad_token_id if hf.pad_token_id is not None else 0,
         unk_id=hf.unk_token_id if hf.unk_token_id is not None else -1,
         model_input_names=tuple(hf.model_input_names),
+        token_chars=max(max(map(len, hf.get_vocab()), default=1), getattr(pieces, "max_input_chars_per_word", 0)),
     )
 
 
@@ -197,6 +202,14 @@ def longest_first_lengths(first: tf.Tensor, second: tf.Tensor, budget: int) -> t
     return first_kept, second_kept
 
 
+def character_budget(
+    spec: TokenizerSpec, max_seq_length: int, head_share: float | None, windows: tuple[float, int] | None
+) -> CharacterBudget:
+    """What a text keeps before tokenizing: enough to hold every token the model reads (all its windows')."""
+    reach = max_seq_length * (windows[1] if windows else 1)
+    return CharacterBudget.reaching(reach, spec.token_chars, keep_tail=head_share is not None)
+
+
 class InGraphTokenizer:
     """texts [N] (and text_pairs [N]) -> fixed-length input_ids / attention_mask (/ token_type_ids) laid out as
     the model's tokenizer lays them out, the untruncated token count (special tokens excluded) and whether
@@ -209,16 +222,23 @@ class InGraphTokenizer:
         vocab_path: str | tf.Tensor | None = None,
         head_share: float | None = None,
         windows: tuple[float, int] | None = None,
+        whole_texts: bool = False,
     ):
         """`head_share`: a single text longer than the budget keeps that share of it from its start and the rest
         from its end (`model.long_texts: head_tail`); None keeps the start only, as HF's truncation does.
         `windows` (stride, count): a single text is split into `count` overlapping windows (`model.long_texts:
-        windows`); each model input is then [N, count x max_seq_length] and WINDOW_MASK says which hold text."""
+        windows`); each model input is then [N, count x max_seq_length] and WINDOW_MASK says which hold text.
+        Texts are first cut to `character_budget` (so a request's work is bounded); `whole_texts` tokenizes them
+        whole, for counting their tokens (the run's length choices and drift), never in a model's graph."""
         self.spec = spec
         self.max_seq_length = max_seq_length
         self.head_share = head_share
         self.windows = (
             None if windows is None else Windows.over(max_seq_length, spec.layout.special_count(False), *windows)
+        )
+        reach = max_seq_length * (self.windows.count if self.windows else 1)
+        self.character_budget = (
+            None if whole_texts else CharacterBudget.reaching(reach, spec.token_chars, keep_tail=head_share is not None)
         )
         if spec.family == WORDPIECE:
             self._pieces = wordpiece.WordPiece(spec.pieces, vocab_path)
@@ -228,6 +248,9 @@ class InGraphTokenizer:
             self._pieces = byte_level_bpe.ByteLevelBPE(spec.pieces)
 
     def __call__(self, texts: tf.Tensor, text_pairs: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
+        if self.character_budget is not None:
+            texts = cut_texts(texts, self.character_budget)
+            text_pairs = None if text_pairs is None else cut_texts(text_pairs, self.character_budget)
         first = self._pieces(texts)
         pair = text_pairs is not None
         budget = self.max_seq_length - self.spec.layout.special_count(pair)

@@ -258,7 +258,7 @@ def token_lengths(model_dir: Path, rows: Sequence, max_texts: int = LENGTH_SAMPL
     rows = list(rows[:max_texts])
     spec = tokenizer_spec(model_dir)
     pair = bool(rows) and rows[0].text_pair is not None
-    tokenizer = InGraphTokenizer(spec, WIDTH_MULTIPLE)
+    tokenizer = InGraphTokenizer(spec, WIDTH_MULTIPLE, whole_texts=True)
     counts = [np.zeros([0], np.int64)]
     for start in range(0, len(rows), 1024):
         chunk = rows[start : start + 1024]

@@ -83,7 +83,9 @@ def token_counts(config: PipelineConfig, texts: list[str]) -> list[int]:
     from models.hub.pretrained import resolve_model_dir
     from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
 
-    tokenizer = InGraphTokenizer(tokenizer_spec(resolve_model_dir(config.model.name, config.model.revision)), 8)
+    tokenizer = InGraphTokenizer(
+        tokenizer_spec(resolve_model_dir(config.model.name, config.model.revision)), 8, whole_texts=True
+    )
     counts = []
     for start in range(0, len(texts), 4096):
         counts += tokenizer(tf.constant(texts[start : start + 4096]))[TOKEN_COUNT].numpy().tolist()
