@@ -251,6 +251,10 @@ def test_batch_prediction_scores_a_csv_with_ids_through_and_bad_rows_aside(three
     extra = '9999,"a quoted review\nover two lines",fresh ✓\n10000\n'
     source.write_text(csv_path.read_text(encoding="utf-8") + extra, encoding="utf-8")
     output = tmp_path / "scored.parquet"
+    # Parts an earlier run left when it was cut off before merging: cleared first, never merged into this run's
+    for stale in ("scored.parquet.parts/part-00000-of-00003", "scored.bad.jsonl.parts/part-00000-of-00003"):
+        (tmp_path / stale).parent.mkdir()
+        (tmp_path / stale).write_text('{"reason": "a row of a run cut off", "row": "stale"}\n')
     done = predict_cli(
         "--model", summary.pushed_dir, "--input", str(source), "--output", str(output), "--text-column", "review",
         "--id-columns", "id,kind",
@@ -280,6 +284,7 @@ def test_batch_prediction_scores_a_csv_with_ids_through_and_bad_rows_aside(three
     bad = [json.loads(line) for line in (tmp_path / "scored.bad.jsonl").read_text().splitlines()]
     assert bad == [{"reason": "'review' is missing (text)", "row": {"id": "10000", "review": None, "kind": None}}]
     assert f"scored        {rows:,} rows" in done.stdout and "bad rows      1 written to" in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scored.bad.jsonl", "scored.parquet", "to-score.csv"]
     (distribution,) = [line for line in done.stdout.splitlines() if line.startswith("labels ")]
     assert sum(int(n.replace(",", "")) for n in re.findall(r"([\d,]+) \(", distribution)) == rows
 

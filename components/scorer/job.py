@@ -4,8 +4,10 @@ A Beam pipeline (components/scorer/scoring.py does the scoring): read rows -> se
 text -> RunInference -> write the id columns and the answer. JSON lines, CSV and parquet in and out, read and
 written as streams, so memory does not grow with the rows: the pipeline writes the output in parts, as its
 bundles finish (one output file would make Beam group every row under one key first, which the local runner
-holds in memory), and the parts are then appended into the one file, chunk by chunk. Lines that are not
-UTF-8, JSON that does not parse and fields over MAX_FIELD_CHARS go to the bad-rows file with their reason. Run by
+holds in memory), and the parts are then appended into the one file, chunk by chunk, under a temporary name
+renamed at the end (parts a cut-off run left are cleared first). One bad row never stops the job: lines that
+are not UTF-8, half characters (JSON's lone surrogates), JSON that does not parse, CSV records a quote leaves
+open, fields over MAX_FIELD_CHARS in any format go to the bad-rows file with their reason. Run by
 `hftfx predict --input` (its own Beam pipeline: the local runner, or Dataflow through beam_args) and by the
 pipeline's BatchScorer (the component's Beam pipeline, so the profile's runner).
 """
@@ -16,6 +18,7 @@ import contextlib
 import csv
 import dataclasses
 import io
+import itertools
 import json
 import os
 import re
@@ -39,7 +42,11 @@ DEFAULT_BATCH_SIZE = 1024
 # The csv module's own default field limit: a longer text is no classification input (the model reads its
 # first max_seq_length tokens), and a row holding one is set aside rather than stopping the job.
 MAX_FIELD_CHARS = 131_072
+# The most a CSV record or a line of one is read into memory: past it, the record is set aside unparsed (a quote
+# never closed would otherwise read the rest of the file into one field).
+MAX_RECORD_CHARS = 8 * MAX_FIELD_CHARS
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")  # what errors="surrogateescape" decodes undecodable bytes to
+_SURROGATE = re.compile("[\ud800-\udfff]")  # half a character: JSON's "\ud83d" decodes to one; no encoding holds it
 
 
 class BatchInputError(UserError, ValueError):
@@ -200,13 +207,24 @@ class _RawReader(io.RawIOBase):
 
 
 def row_problem(row: dict) -> str | None:
-    """Why a parsed row cannot be scored as read: bytes that were not UTF-8, or a field over the limit."""
+    """Why a parsed row cannot be scored as read: bytes that were not UTF-8, half a character (a lone
+    surrogate), or a field over the limit. Asked of every format's rows (parquet's, arrow's and saved
+    datasets' too), so no such row reaches a model call shared with good ones."""
     for column, value in row.items():
-        if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
+        if not isinstance(value, str):
+            continue
+        if len(value) > MAX_FIELD_CHARS:
             return f"field '{column}' has {len(value):,} characters, over the {MAX_FIELD_CHARS:,} a row may hold"
-        if isinstance(value, str) and _NOT_UTF8.search(value):
+        if _NOT_UTF8.search(value):
             return f"field '{column}' is not UTF-8 text"
+        if lone := _SURROGATE.search(value):
+            return f"field '{column}' holds half a character (a lone surrogate) at position {lone.start()}"
     return None
+
+
+def _checked(row):
+    problem = row_problem(row) if isinstance(row, dict) else None
+    yield _bad(problem, row) if problem else row
 
 
 def _bad(reason: str, row: Any):
@@ -214,8 +232,8 @@ def _bad(reason: str, row: Any):
 
     from components.scorer.scoring import BAD
 
-    def printable(value: Any) -> str:  # undecodable bytes shown as U+FFFD: the bad-rows file is UTF-8 JSON
-        return str(value)[:1000].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    def printable(value: Any) -> str:  # undecodable bytes and half characters shown as U+FFFD: the file is UTF-8
+        return _SURROGATE.sub("\ufffd", str(value)[:1000])
 
     shown = {k: printable(v) for k, v in row.items()} if isinstance(row, dict) else printable(row)
     return beam.pvalue.TaggedOutput(BAD, {"reason": reason, "row": shown})
@@ -223,14 +241,85 @@ def _bad(reason: str, row: Any):
 
 def _csv_rows(readable_file):
     """A CSV (or TSV) file's records as dicts, streamed (Python's csv reader: quoted newlines stay inside a
-    field). Undecodable bytes and oversized fields make that row a bad row, not the job's end."""
-    csv.field_size_limit(sys.maxsize)  # the limit is checked per row below, where a row can be set aside
+    field). A record the reader cannot finish (a quote never closed, a field past MAX_RECORD_CHARS, text after a
+    closing quote), a line past MAX_RECORD_CHARS and a record wider than the header are bad rows;
+    reading goes on at the line after the one the bad record began on, so one stray quote loses one row."""
     delimiter = csv_delimiter(readable_file.metadata.path)
     stream = io.BufferedReader(_RawReader(readable_file.open()))
     with io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="") as handle:
-        for row in csv.DictReader(handle, delimiter=delimiter):
-            problem = row_problem(row)
-            yield _bad(problem, row) if problem else row
+        header = None
+        for fields, problem in csv_records(_bounded_lines(handle), delimiter):
+            if problem is not None:
+                yield _bad(problem, fields)
+            elif header is None:
+                header = fields
+            elif len(fields) > len(header):
+                yield _bad(f"{len(fields)} fields where the header has {len(header)}", fields)
+            else:  # a short record's missing fields are None, as csv.DictReader reads them
+                yield from _checked(dict(itertools.zip_longest(header, fields)))
+
+
+class _LongLine(str):
+    """The first characters of a line longer than MAX_RECORD_CHARS (its rest was read and dropped)."""
+
+
+def _bounded_lines(handle, limit: int = MAX_RECORD_CHARS):
+    """The lines of a text stream, none held longer than `limit` characters: a longer one is a _LongLine."""
+    while line := handle.readline(limit):
+        if len(line) == limit and not line.endswith("\n"):
+            while (rest := handle.readline(limit)) and not rest.endswith("\n"):
+                pass
+            yield _LongLine(line[:1000])
+        else:
+            yield line
+
+
+class _RecordTooLong(Exception):
+    pass
+
+
+def csv_records(lines, delimiter: str):
+    """(fields, None) per record of `lines`, or (the line a bad record began on, the reason) where the csv
+    reader (strict: a quote must close, and be followed by a delimiter) fails; the lines that record had read
+    after its first are read again. Hand-written around the csv module because its reader stops at the first
+    error, and without a bound one unclosed quote reads the rest of a file into a single field."""
+    import collections
+
+    again: collections.deque[str] = collections.deque()
+    taken: list[str] = []  # the lines the record being read has taken
+    taken_chars = 0
+
+    def source():
+        nonlocal taken_chars
+        while again or (line := next(lines, None)) is not None:
+            line = again.popleft() if again else line
+            if not taken:
+                taken_chars = 0
+            taken.append(line)
+            taken_chars += len(line)
+            if isinstance(line, _LongLine) or taken_chars > MAX_RECORD_CHARS:
+                raise _RecordTooLong
+            yield line
+
+    csv.field_size_limit(MAX_RECORD_CHARS)  # process-wide; no record this reader keeps is longer
+    while True:
+        try:
+            for fields in csv.reader(source(), delimiter=delimiter, strict=True):
+                taken.clear()
+                if fields:  # a blank line is no record
+                    yield fields, None
+            return
+        except (csv.Error, _RecordTooLong) as error:
+            first, rest = taken[0], taken[1:]
+            taken.clear()
+            again.extendleft(reversed(rest))
+            if isinstance(first, _LongLine):
+                reason = f"a line of over {MAX_RECORD_CHARS:,} characters"
+            elif isinstance(error, _RecordTooLong):
+                reason = f"a record still open after {MAX_RECORD_CHARS:,} characters (a quote never closed?)"
+            else:
+                reason = f"not a CSV record: {error} (a quote never closed?)"
+            yield first, reason
 
 
 def _json_line(line: bytes):
@@ -243,16 +332,15 @@ def _json_line(line: bytes):
         row = json.loads(text)
     except json.JSONDecodeError as error:
         yield _bad(f"not JSON: {error}", text)
-        return
-    problem = row_problem(row) if isinstance(row, dict) else None
-    yield _bad(problem, row) if problem else row
+    except RecursionError:
+        yield _bad("not JSON this reader takes: arrays or objects nested too deeply", text)
+    else:
+        yield from _checked(row)
 
 
 def _text_line(line: bytes):
     """A line of a text file is one row's text, as the `datasets` text builder reads it."""
-    row = {"text": line.decode("utf-8", "surrogateescape")}
-    problem = row_problem(row)
-    yield _bad(problem, row) if problem else row
+    yield from _checked({"text": line.decode("utf-8", "surrogateescape")})
 
 
 def _arrow_rows(path: str):
@@ -292,7 +380,22 @@ def _shard(rows, index: int, shards: int):
 
 
 def read_rows(pipeline, job: BatchJob, kind: str):
-    """(rows, unreadable rows) of the input."""
+    """(rows, unreadable rows) of the input. Each reader checks its rows' fields (row_problem) in the step that
+    parses them: a text with an undecodable byte cannot even pass to the next step (Beam encodes it as UTF-8)."""
+    import apache_beam as beam
+
+    from components.scorer.scoring import BAD
+
+    rows, unreadable = _parsed_rows(pipeline, job, kind)
+    if kind in ("jsonl", "csv", "text"):
+        return rows, unreadable
+    checked = rows | "CheckFields" >> beam.FlatMap(_checked).with_outputs(BAD, main="rows")
+    return checked.rows, checked[BAD]
+
+
+def _parsed_rows(pipeline, job: BatchJob, kind: str):
+    """(rows, rows that could not be parsed or hold a field row_problem refuses) of the input, in its format;
+    parquet, arrow and saved datasets' rows unchecked (Arrow holds only UTF-8: they pass between steps)."""
     import apache_beam as beam
     from apache_beam.io import fileio
 
@@ -360,29 +463,44 @@ def write_rows(rows, job: BatchJob, plan: ScoringPlan):
 
 
 def merge_parts(path: str, kind: str, header: str = "") -> None:
-    """Appends the parts written for `path` into it, a chunk or a row group at a time, then removes them. A
-    `.gz` path is compressed as it is written (Beam's filesystems infer it from the name)."""
-    from apache_beam.io.filesystems import FileSystems
+    """Appends the parts written for `path` into it, a chunk or a row group at a time, then removes them. The
+    file is written under a temporary name and renamed, so a job cut off while merging leaves no half file
+    where a finished one was. A `.gz` path is compressed as it is written (its name says so)."""
+    from apache_beam.io.filesystems import CompressionTypes, FileSystems
 
     found = FileSystems.match([parts_prefix(path) + "*"])[0].metadata_list
     parts = sorted(m.path for m in found)
+    folder, name = os.path.split(path)
+    unfinished = FileSystems.join(folder, f".{name}.unfinished") if folder else f".{name}.unfinished"
+    compression = CompressionTypes.detect_compression_type(path)
     if kind == "parquet":
         import pyarrow.parquet as pq
 
         schema = pq.ParquetFile(FileSystems.open(parts[0])).schema_arrow if parts else None
-        with FileSystems.create(path) as sink, pq.ParquetWriter(sink, schema) as writer:
+        with FileSystems.create(unfinished) as sink, pq.ParquetWriter(sink, schema) as writer:
             for part in parts:
                 for batch in pq.ParquetFile(FileSystems.open(part)).iter_batches():
                     writer.write_batch(batch)
     else:
-        with FileSystems.create(path) as sink:
+        with FileSystems.create(unfinished, compression_type=compression) as sink:
             sink.write(header.encode())
             for part in parts:
                 with FileSystems.open(part) as source:
                     while chunk := source.read(1 << 20):
                         sink.write(chunk)
+    FileSystems.rename([unfinished], [path])  # replaces an earlier run's file: a rename locally, a copy on gs://
     if parts:
         FileSystems.delete([path + ".parts"])
+
+
+def clear_parts(path: str) -> None:
+    """Removes parts an earlier run of the same output left (cut off before merging): merged, they would add
+    that run's rows to this one's."""
+    from apache_beam.io.filesystems import FileSystems
+
+    stale = FileSystems.match([parts_prefix(path) + "*"])[0].metadata_list
+    if stale:
+        FileSystems.delete([m.path for m in stale])
 
 
 def _csv_line(values) -> str:
@@ -467,6 +585,8 @@ def add_scoring(pipeline, job: BatchJob, plan: ScoringPlan) -> None:
 
     from components.scorer.scoring import BAD, ScoreRows, to_json_line
 
+    clear_parts(job.output)
+    clear_parts(job.bad_rows_path)
     rows, unreadable = read_rows(pipeline, job, plan.input_kind)
     scored = rows | "Score" >> ScoreRows(
         plan.model_dir, plan.scoring, plan.contract.label_names, plan.multi_label, job.batch_size, job.progress_every

@@ -127,6 +127,62 @@ def test_poison_rows_go_aside_with_their_reason_and_the_rest_is_read(tmp_path):
     ]
 
 
+POISON_FIELD = "x" * 10_000_000  # a 10 MB field
+
+
+def test_poison_rows_of_every_format_are_set_aside_and_every_good_row_is_read(tmp_path):
+    """Half a character (JSON's lone surrogate), a quote never closed and a 10 MB field, in JSON lines, CSV and
+    parquet: each set aside with its reason, every good row around them read, and no row held whole past the
+    record bound (the unclosed quote loses its own line only)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    good = [{"id": str(i), "text": f"a fine film take {i}"} for i in range(6)]
+    lines = [json.dumps(r) for r in good[:3]]
+    lines += ['{"id": "s", "text": "half an emoji \\ud83d"}', json.dumps({"id": "big", "text": POISON_FIELD})]
+    lines += [json.dumps(r) for r in good[3:]]
+    (tmp_path / "rows.jsonl").write_text("\n".join(lines) + "\n")
+    rows, bad = _read(str(tmp_path / "rows.jsonl"), "jsonl", tmp_path)
+    assert sorted(r["id"] for r in rows) == [r["id"] for r in good]
+    assert sorted(b["reason"] for b in bad) == [
+        "field 'text' has 10,000,000 characters, over the 131,072 a row may hold",
+        "field 'text' holds half a character (a lone surrogate) at position 14",
+    ]
+
+    records = ["id,text", *(f"{r['id']},{r['text']}" for r in good[:2]), 'q,"a quote never closed']
+    records += [f"{r['id']},{r['text']}" for r in good[2:4]] + [f'big,"{POISON_FIELD}"']
+    records += [f"{r['id']},{r['text']}" for r in good[4:]] + ["w,too,many,fields"]
+    (tmp_path / "rows.csv").write_text("\n".join(records) + "\n")
+    rows, bad = _read(str(tmp_path / "rows.csv"), "csv", tmp_path)
+    assert sorted(r["id"] for r in rows) == [r["id"] for r in good]
+    reasons = sorted(b["reason"] for b in bad)
+    assert reasons == [
+        "4 fields where the header has 2",
+        "a line of over 1,048,576 characters",
+        "a record still open after 1,048,576 characters (a quote never closed?)",  # its own line alone is lost
+    ]
+    assert {b["row"] for b in bad if "still open" in b["reason"]} == {'q,"a quote never closed\n'}
+
+    table = pa.table({"id": [r["id"] for r in good] + ["big"], "text": [r["text"] for r in good] + [POISON_FIELD]})
+    pq.write_table(table, tmp_path / "rows.parquet")
+    rows, bad = _read(str(tmp_path / "rows.parquet"), "parquet", tmp_path)
+    assert sorted(r["id"] for r in rows) == [r["id"] for r in good]
+    assert [b["reason"] for b in bad] == ["field 'text' has 10,000,000 characters, over the 131,072 a row may hold"]
+
+
+def test_a_quote_never_closed_mid_file_loses_its_own_line_only(tmp_path):
+    from components.scorer.job import MAX_RECORD_CHARS, csv_records
+
+    filler = [f"{i},row {i}\n" for i in range(MAX_RECORD_CHARS // 8)]  # more than one record may hold
+    lines = ["id,text\n", '1,"opens and never closes\n', *filler]
+    read = list(csv_records(iter(lines), ","))
+    assert read[1] == ('1,"opens and never closes\n', read[1][1]) and "still open after" in read[1][1]
+    assert [fields for fields, problem in read if problem is None] == [
+        ["id", "text"],
+        *([line.split(",")[0], line.split(",")[1].strip()] for line in filler),
+    ]
+
+
 @pytest.mark.parametrize("kind", ["jsonl", "csv", "parquet"])
 def test_parts_are_appended_into_one_file_with_one_header(tmp_path, kind):
     import pyarrow as pa
@@ -147,4 +203,4 @@ def test_parts_are_appended_into_one_file_with_one_header(tmp_path, kind):
         assert pq.read_table(output).column("id").to_pylist() == ["a", "b", "c"]
     else:
         assert (tmp_path / f"scored.{kind}").read_text() == ("id\n" if kind == "csv" else "") + "a\nb\nc\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"scored.{kind}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"scored.{kind}"]  # the parts gone, no temporary left
