@@ -28,8 +28,20 @@ def localize(uri: str, patterns: Sequence[str] = ("*",)) -> Path:
     target = Path(tempfile.mkdtemp(prefix="hftfx-model-"))
     for directory, _, files in tf.io.gfile.walk(uri):
         relative = directory[len(uri.rstrip("/")) :].lstrip("/")
-        (target / relative).mkdir(parents=True, exist_ok=True)
+        (target / _inside(relative, uri)).mkdir(parents=True, exist_ok=True)
         for name in files:
             if any(fnmatch.fnmatch(name, pattern) for pattern in patterns):
-                tf.io.gfile.copy(f"{directory.rstrip('/')}/{name}", str(target / relative / name), overwrite=True)
+                local = target / _inside(f"{relative}/{name}", uri)
+                tf.io.gfile.copy(f"{directory.rstrip('/')}/{name}", str(local), overwrite=True)
     return target
+
+
+def _inside(relative: str, uri: str) -> str:
+    """An object's path below the folder, refused if it could land outside the copy: object names are any
+    string, and one holding '..' or starting with '/' would be joined to a path elsewhere on disk."""
+    parts = [part for part in relative.split("/") if part]
+    if relative.startswith("/") or any(part in (".", "..") for part in parts):
+        from models.errors import UserError
+
+        raise UserError(f"{uri} holds an object named '{relative}', which would be copied outside the folder")
+    return "/".join(parts)

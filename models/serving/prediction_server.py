@@ -37,9 +37,9 @@ import time
 from typing import Any
 
 from models.errors import UserError
-from models.hub.remote_folder import localize
+from models.hub.remote_folder import is_remote, localize
 from models.serving import tf_serving
-from models.serving.pushed_model import load_serving_model
+from models.serving.pushed_model import load_serving_model, newest_complete_version
 
 DEFAULT_PORT = 8080
 DEFAULT_HEALTH_ROUTE = "/health"
@@ -407,7 +407,9 @@ def serve(
     model_uri = model_uri or os.environ.get("AIP_STORAGE_URI", "")
     if not model_uri:
         raise SystemExit("no model: set AIP_STORAGE_URI (Vertex AI does) or pass --model")
-    version_dir, model = load_serving_model(localize(model_uri))
+    # A base path in a bucket: its newest complete version is found there and only that one is copied down.
+    version_uri = newest_complete_version(model_uri) if is_remote(model_uri) else model_uri
+    version_dir, model = load_serving_model(localize(version_uri))
     replayed = tf_serving.replay_warmup_requests(model, str(version_dir))
     health_route = os.environ.get("AIP_HEALTH_ROUTE", DEFAULT_HEALTH_ROUTE)
     predict_route = os.environ.get("AIP_PREDICT_ROUTE", DEFAULT_PREDICT_ROUTE)

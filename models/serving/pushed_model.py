@@ -26,16 +26,28 @@ class Prediction:
 
 
 def resolve_version_dir(path: str | Path) -> Path:
-    """A version folder itself, or the newest numbered version under a TF Serving model base path."""
-    path = Path(path)
-    if (path / "saved_model.pb").exists():
+    """A local version folder itself, or the newest complete version under a TF Serving model base path."""
+    return Path(newest_complete_version(str(path)))
+
+
+def newest_complete_version(path: str) -> str:
+    """A version folder itself, or the newest numbered version under a TF Serving model base path that holds
+    its saved_model.pb, local or in a bucket (TF's filesystems). A push writes saved_model.pb last, so a version
+    without it is a push in flight or cut off: never served, never copied."""
+    path = path.rstrip("/") or "/"
+    if tf.io.gfile.exists(f"{path}/saved_model.pb"):
         return path
-    versions = (
-        sorted((p for p in path.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)) if path.is_dir() else []
-    )
-    if not versions:
-        raise FileNotFoundError(f"{path} holds no SavedModel and no numbered TF Serving version folders")
-    return versions[-1]
+    names = [name.rstrip("/") for name in tf.io.gfile.listdir(path)] if tf.io.gfile.isdir(path) else []
+    numbered = sorted((name for name in names if name.isdigit()), key=int, reverse=True)
+    for name in numbered:
+        if tf.io.gfile.exists(f"{path}/{name}/saved_model.pb"):
+            return f"{path}/{name}"
+    if numbered:
+        raise FileNotFoundError(
+            f"{path} holds version folders {sorted(numbered, key=int)} but none with its saved_model.pb: a push in "
+            "flight or cut off; serve once a push finishes"
+        )
+    raise FileNotFoundError(f"{path} holds no SavedModel and no numbered TF Serving version folders")
 
 
 def load_serving_model(path: str | Path):

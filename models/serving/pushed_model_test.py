@@ -31,3 +31,32 @@ def test_the_tf_serving_text_ops_are_registered_by_the_installed_tensorflow_text
     assert not any(tf_serving.is_core_op(op) for op in tf_serving.TEXT_OPS_IN_TF_SERVING)
     assert tf_serving.unsupported_ops({"SentencepieceTokenizeOp", "MatMul"}) == []
     assert tf_serving.unsupported_ops({"SomeCustomOp"}) == ["SomeCustomOp"]
+
+
+def test_only_complete_versions_are_served_or_copied(tmp_path):
+    """A version without its saved_model.pb (a push in flight or cut off) is passed over, locally and through
+    TF's filesystems (a file:// URI stands for gs://); none complete is refused naming the versions."""
+    from models.serving.pushed_model import newest_complete_version, resolve_version_dir
+
+    for version in ("1", "2", "10"):
+        (tmp_path / version).mkdir()
+    (tmp_path / "1" / "saved_model.pb").write_bytes(b"")
+    (tmp_path / "2" / "saved_model.pb").write_bytes(b"")
+    (tmp_path / "10" / "variables").mkdir()  # the push of version 10 is still writing
+    assert resolve_version_dir(tmp_path) == tmp_path / "2"
+    assert newest_complete_version(f"file://{tmp_path}") == f"file://{tmp_path}/2"
+    assert newest_complete_version(str(tmp_path / "1")) == str(tmp_path / "1")
+    (tmp_path / "1" / "saved_model.pb").unlink()
+    (tmp_path / "2" / "saved_model.pb").unlink()
+    with pytest.raises(FileNotFoundError, match=r"version folders \['1', '2', '10'\] but none with its saved_model"):
+        resolve_version_dir(tmp_path)
+
+
+def test_object_names_that_would_land_outside_the_copy_are_refused():
+    from models.errors import UserError
+    from models.hub.remote_folder import _inside
+
+    assert _inside("variables/variables.index", "gs://b/m") == "variables/variables.index"
+    for name in ("../../etc/cron.d/x", "/etc/passwd", "a/../../b", "./."):
+        with pytest.raises(UserError, match="would be copied outside the folder"):
+            _inside(name, "gs://b/m")
