@@ -4,7 +4,8 @@ TFX's filesystem Pusher copies straight into `<base>/<version>/`, writing saved_
 midway leaves a numbered folder with part of a model in it. Here the copy goes to a hidden staging folder
 (TF Serving ignores names that are not numbers) and is renamed into place, which is atomic on a local
 filesystem. Pushes from several runs (other pipeline roots included) take turns under a lock in the serving
-directory, each in its own staging folder; only staging folders of pushes that provably died are cleared.
+directory, each in its own staging folder; only staging folders of pushes that provably died (nobody holds the
+lock beside them) are cleared.
 A gs:// serving directory gets the same guarantee another way (bucket_push.py: claimed versions, the graph
 written last). Unblessed models are never pushed: that check stays TFX's own.
 """
@@ -15,7 +16,6 @@ import contextlib
 import fcntl
 import os
 import shutil
-import socket
 import time
 import uuid
 
@@ -31,6 +31,7 @@ from components.pusher.bucket_push import push_to_bucket
 
 STAGING_PREFIX = ".staging-"
 PUSH_LOCK = ".push.lock"  # in the serving directory: one push at a time, whatever pipeline root it comes from
+STAGING_LOCK_SUFFIX = ".alive"  # beside each staging folder: held while its push lives
 
 
 def next_version(base_directory: str, now: float | None = None) -> str:
@@ -40,39 +41,55 @@ def next_version(base_directory: str, now: float | None = None) -> str:
 
 
 def staging_name() -> str:
-    """This push's own staging folder: host and process (what tells a dead push from a live one), and a random
-    part, so two pushes never share one even within a second."""
-    return f"{STAGING_PREFIX}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    """This push's own staging folder: a random name, so two pushes never share one even within a second."""
+    return f"{STAGING_PREFIX}{uuid.uuid4().hex}"
 
 
-def _alive(pid: int) -> bool:
+def _lock_of(staging: str) -> str:
+    """The file whose lock says a staging folder's push is alive: held (flock) for as long as the push runs,
+    released by the kernel when its process dies, on this host or any container sharing the filesystem. A
+    hostname and pid told neither a container with its own pid namespace nor another one with the same name."""
+    return staging + STAGING_LOCK_SUFFIX
+
+
+@contextlib.contextmanager
+def staging_held(staging: str):
+    """Holds `staging`'s liveness lock while the push copies into it; the lock file goes with the push."""
+    handle = open(_lock_of(staging), "a")  # noqa: SIM115 (held across the yield, closed below)
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive
-        return True
-    return True
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(_lock_of(staging))
+        handle.close()
 
 
-def dead_staging(name: str) -> bool:
-    """A staging folder provably left by a push that died: made on this host by a process that no longer exists
-    (or in the former one-name-per-second layout, which no live push uses). Another host's is never touched."""
-    rest = name.removeprefix(STAGING_PREFIX)
-    if rest.isdigit():
+def dead_staging(staging: str) -> bool:
+    """A staging folder provably left by a push that died: nobody holds its lock (or, in the former
+    one-name-per-second layout that no live push uses, it has no lock). Takes the lock when it is free, so a
+    push starting under the same name meanwhile is impossible: names are random."""
+    rest = os.path.basename(staging).removeprefix(STAGING_PREFIX)
+    if not os.path.exists(_lock_of(staging)):
+        return rest.isdigit()  # a lock-less folder of the current layout is still being set up: kept
+    with open(_lock_of(staging), "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
         return True
-    parts = rest.rsplit("-", 2)  # host (which may hold dashes), pid, random part
-    if len(parts) != 3 or not parts[1].isdigit():
-        return False
-    host, pid, _ = parts
-    return host == socket.gethostname() and not _alive(int(pid))
 
 
 def clear_dead_staging(base_directory: str) -> None:
     for name in os.listdir(base_directory):
-        if name.startswith(STAGING_PREFIX) and dead_staging(name):
+        path = os.path.join(base_directory, name)
+        if not name.startswith(STAGING_PREFIX) or name.endswith(STAGING_LOCK_SUFFIX):
+            continue
+        if dead_staging(path):
             logging.warning("removing a partial push left by an interrupted run: %s", name)
-            shutil.rmtree(os.path.join(base_directory, name), ignore_errors=True)
+            shutil.rmtree(path, ignore_errors=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(_lock_of(path))
 
 
 @contextlib.contextmanager
@@ -92,16 +109,17 @@ def push_atomically(model_path: str, base_directory: str) -> tuple[str, str]:
     place under the serving directory's lock; returns (path, version). A version is complete or absent."""
     os.makedirs(base_directory, exist_ok=True)
     staging = os.path.join(base_directory, staging_name())
-    try:
-        io_utils.copy_dir(model_path, staging)  # outside the lock: the slow part, in a folder no one else uses
-        with push_lock(base_directory):
-            clear_dead_staging(base_directory)
-            version = next_version(base_directory)
-            destination = os.path.join(base_directory, version)
-            os.rename(staging, destination)  # a rename onto an existing version fails: it never mixes two
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    with staging_held(staging):
+        try:
+            io_utils.copy_dir(model_path, staging)  # outside the push lock: the slow part, in a folder of its own
+            with push_lock(base_directory):
+                clear_dead_staging(base_directory)
+                version = next_version(base_directory)
+                destination = os.path.join(base_directory, version)
+                os.rename(staging, destination)  # a rename onto an existing version fails: it never mixes two
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     return destination, version
 
 

@@ -2,7 +2,6 @@
 pushes that provably died are cleared."""
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -46,20 +45,31 @@ def test_a_partial_push_left_by_a_crash_is_removed_and_never_visible(tmp_path):
     assert sorted(os.listdir(base)) == sorted(["1700000000", version, PUSH_LOCK])
 
 
-def test_only_staging_of_a_dead_push_on_this_host_is_cleared(tmp_path):
+def test_only_staging_whose_push_died_is_cleared_whatever_host_or_pid_namespace(tmp_path):
+    """Liveness is the lock beside each staging folder, not a hostname and pid (containers share a hostname
+    but not a pid namespace): a push whose process died left its lock free; a live one, from this process or
+    any other, holds it; a folder without a lock is not provably dead."""
+    import fcntl
+
+    from components.pusher.executor import STAGING_LOCK_SUFFIX
+
     base = tmp_path / "m"
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     names = {
-        "dead": f"{STAGING_PREFIX}{socket.gethostname()}-{int(dead.stdout)}-0123456789ab",
-        "live": f"{STAGING_PREFIX}{socket.gethostname()}-{os.getpid()}-0123456789ab",  # a push under way
-        "other host": f"{STAGING_PREFIX}serving-node-7-1-0123456789ab",  # can't tell: kept
+        "dead": f"{STAGING_PREFIX}0123456789abcdef0123456789abcdef",
+        "live": f"{STAGING_PREFIX}fedcba9876543210fedcba9876543210",
+        "unlocked": f"{STAGING_PREFIX}serving-node-7-1-0123456789ab",  # the former layout: can't tell, kept
     }
     for name in names.values():
         (base / name).mkdir(parents=True)
-
-    _, version = push_atomically(str(_model(tmp_path)), str(base))
-
-    assert sorted(os.listdir(base)) == sorted([version, PUSH_LOCK, names["live"], names["other host"]])
+    died = "import fcntl, sys; fcntl.flock(open(sys.argv[1], 'a'), fcntl.LOCK_EX)"  # then exits without unlocking
+    lock = str(base / (names["dead"] + STAGING_LOCK_SUFFIX))
+    subprocess.run([sys.executable, "-c", died, lock], check=True)
+    with open(base / (names["live"] + STAGING_LOCK_SUFFIX), "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # a push under way (its copy running)
+        _, version = push_atomically(str(_model(tmp_path)), str(base))
+        assert sorted(os.listdir(base)) == sorted(
+            [version, PUSH_LOCK, names["live"], names["live"] + STAGING_LOCK_SUFFIX, names["unlocked"]]
+        )
 
 
 _PUSH = """
