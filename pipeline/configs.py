@@ -22,6 +22,7 @@ from components.publisher.config import HubConfig
 from components.scorer.config import ScoringConfig
 from components.tuner.config import TuningConfig
 from models.config_section import ConfigError, ConfigSection, Texts, build_section, flag
+from models.credentials import credential_in, is_secret_name
 from models.training.config import EarlyStoppingConfig, ModelConfig, TrainingConfig
 from pipeline.cloud_config import CloudConfig
 from pipeline.retraining_config import RetrainingConfig
@@ -141,6 +142,24 @@ class PipelineConfig(ConfigSection):
             )
         return self
 
+    @model_validator(mode="after")
+    def _no_credentials_in_values(self) -> PipelineConfig:
+        """Refused at load, before anything is compiled, written or pushed: see models/credentials.py."""
+        for key, value in _string_values(self.model_dump(mode="json")):
+            option = key.rsplit(".", 1)[-1]
+            kind = credential_in(value) or (
+                "a value of an option named like a credential"
+                if value and _is_option(key) and is_secret_name(option)
+                else None
+            )
+            if kind:
+                raise ValueError(
+                    f"{key} holds what looks like {kind}; config values reach the compiled spec, ML Metadata and "
+                    "the model card. Keep the secret out of the config: the environment of the run (HF_TOKEN, "
+                    "Application Default Credentials) or Secret Manager (hub.token_secret names a secret)"
+                )
+        return self
+
     @property
     def metadata_sqlite(self) -> str:
         return self.metadata_path or str(Path(self.pipeline_root) / "metadata.sqlite")
@@ -149,6 +168,24 @@ class PipelineConfig(ConfigSection):
     def push_base_directory(self) -> str:
         """TF Serving's model base path: versions appear as numbered folders below it."""
         return f"{self.serving_dir.rstrip('/')}/{self.model_name}"  # also for gs:// paths
+
+
+def _string_values(node: Any, key: str = ""):
+    """(dotted key, value) of every string in a config dump, mapping keys included as values of their own."""
+    if isinstance(node, Mapping):
+        for name, value in node.items():
+            dotted = f"{key}.{name}" if key else str(name)
+            yield from _string_values(value, dotted)
+    elif isinstance(node, list | tuple):
+        for value in node:
+            yield from _string_values(value, key)
+    elif isinstance(node, str):
+        yield key, node
+
+
+def _is_option(key: str) -> bool:
+    """A key of a free-form mapping of options (builder options), whose names the user chose."""
+    return key.startswith("dataset.builder_options.")
 
 
 def check_label_settings(config: PipelineConfig, label_names: Sequence[str], multi_label: bool | None = None) -> None:

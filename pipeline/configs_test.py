@@ -213,3 +213,34 @@ def test_names_that_reach_job_ids_labels_filters_and_paths_are_checked_at_load(o
     with pytest.raises(configs.ConfigError, match=message):
         configs.load_config(overrides=overrides)
     assert configs.load_config(overrides={"pipeline_name": "reviews-v2", "model_name": "reviews_v2.1"})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "kind"),
+    [
+        ({"dataset.builder_options": {"token": "anything-at-all"}}, "an option named like a credential"),
+        ({"dataset.builder_options": {"storage_api_key": "k-123"}}, "an option named like a credential"),
+        ({"dataset.name": "https://reader:s3cret@data.example.com/reviews.csv"}, "a password in a URL"),
+        ({"model.name": "hf_" + "a1B2" * 9}, "a Hugging Face token"),
+        ({"cloud.labels": {"team": "AKIA" + "ABCDEFGHIJKLMNOP"}}, "an AWS access key"),
+        ({"dataset.split_files": {"train": ["gs://b/x.csv?key=AIza" + "x" * 35]}}, "a Google API key"),
+    ],
+)
+def test_values_that_look_like_credentials_are_refused_at_load(overrides, kind):
+    with pytest.raises(configs.ConfigError, match=re.escape(kind)) as refused:
+        configs.load_config(overrides=overrides)
+    assert "Secret Manager (hub.token_secret" in str(refused.value)
+
+
+def test_compile_refuses_a_credential_before_writing_a_spec(tmp_path, capsys):
+    from pipeline import cli
+
+    profile = (configs.Path(__file__).parents[1] / "configs" / "vertex.yaml").read_text()
+    config = tmp_path / "leaky.yaml"
+    config.write_text(profile.replace("dataset:\n", "dataset:\n  builder_options: {password: hunter2}\n", 1))
+    output = tmp_path / "pipeline.yaml"
+    assert cli.main(["compile", "--config", str(config), "--output", str(output)]) == 2
+    assert "dataset.builder_options.password holds what looks like" in capsys.readouterr().err
+    assert not output.exists()
+    # an option named like a credential but left empty, and other options, are fine
+    assert configs.load_config(overrides={"dataset.builder_options": {"token": "", "split": "train"}})
