@@ -171,7 +171,7 @@ def _ce_headers(event_type: str, source: str, subject: str = "") -> dict[str, st
 
 def test_a_storage_finalize_cloudevent_becomes_one_pipeline_job_at_vertex(deployed, function):
     api = deployed["api"]
-    marker = {"bucket": "my-hftfx-bucket", "name": "data/span-7/_SUCCESS", "generation": "1700000000000007"}
+    marker = {"bucket": "my-hftfx-data", "name": "reviews/span-7/_SUCCESS", "generation": "1700000000000007"}
     headers = _ce_headers(
         events.FINALIZED_TYPES[0],
         "//storage.googleapis.com/projects/_/buckets/my-hftfx-bucket",
@@ -197,12 +197,12 @@ def test_a_storage_finalize_cloudevent_becomes_one_pipeline_job_at_vertex(deploy
 def test_a_pubsub_message_published_cloudevent_around_a_storage_notification_is_unwrapped(deployed, function):
     api = deployed["api"]
     attributes = {
-        "bucketId": "my-hftfx-bucket",
-        "objectId": "data/span-8/_SUCCESS",
+        "bucketId": "my-hftfx-data",
+        "objectId": "reviews/span-8/_SUCCESS",
         "eventType": "OBJECT_FINALIZE",
         "payloadFormat": "JSON_API_V1",
     }
-    resource = {"bucket": "my-hftfx-bucket", "name": "data/span-8/_SUCCESS"}
+    resource = {"bucket": "my-hftfx-data", "name": "reviews/span-8/_SUCCESS"}
     body = {
         "message": {"attributes": attributes, "data": base64.b64encode(json.dumps(resource).encode()).decode()},
         "subscription": "projects/my-gcp-project/subscriptions/eventarc-us-central1-hftfx-sub",
@@ -216,6 +216,6 @@ def test_a_pubsub_message_published_cloudevent_around_a_storage_notification_is_
     assert "hf-text-classifier-retraining-span-8-try-1" in jobs
     # Not span data: acknowledged (so Eventarc does not retry it) and nothing is sent.
     before = len(api.received)
-    other = {"bucket": "my-hftfx-bucket", "name": "notes/readme.txt"}
+    other = {"bucket": "my-hftfx-data", "name": "notes/readme.txt"}
     status, _ = _post(function["url"], _ce_headers(events.FINALIZED_TYPES[0], "//storage.googleapis.com/x"), other)
     assert status == 200 and len(api.received) == before

@@ -75,7 +75,7 @@ def template_at_fake(profile, fake, tmp_path):
     return str(path)
 
 
-def storage_event(name, bucket="my-hftfx-bucket", kind=FINALIZED):
+def storage_event(name, bucket="my-hftfx-data", kind=FINALIZED):
     return CloudEvent(
         {"type": kind, "source": f"//storage.googleapis.com/projects/_/buckets/{bucket}", "subject": f"objects/{name}"},
         {"bucket": bucket, "name": name, "generation": "1700000000000001", "contentType": "text/csv"},
@@ -91,7 +91,7 @@ def handle(event, profile, template_at_fake, fake, **kwargs):
 
 
 def test_the_ready_marker_of_a_new_span_submits_exactly_this_request(profile, template_at_fake, fake):
-    result = handle(storage_event("data/span-7/_SUCCESS"), profile, template_at_fake, fake)
+    result = handle(storage_event("reviews/span-7/_SUCCESS"), profile, template_at_fake, fake)
     assert result.submitted and result.decision.span == 7
     listed, created, relisted = fake.requests()  # the last: after submitting, older spans' runs to cancel
     assert relisted == listed
@@ -114,25 +114,25 @@ def test_the_ready_marker_of_a_new_span_submits_exactly_this_request(profile, te
     example_gen = component_tasks(body["pipelineSpec"])["HFDatasetExampleGen"]
     assert example_gen["inputs"]["parameters"]["span"] == {"componentInputParameter": "span"}
     dataset = json.loads(example_gen["inputs"]["parameters"]["dataset_config"]["runtimeValue"]["constant"])
-    assert dataset["split_files"]["train"] == ["gs://my-hftfx-bucket/data/span-{SPAN}/*.csv"]
+    assert dataset["split_files"]["train"] == ["gs://my-hftfx-data/reviews/span-{SPAN}/*.csv"]
 
 
 def test_repeated_and_late_events_of_one_span_start_no_second_run(profile, template_at_fake, fake):
-    handle(storage_event("data/span-7/_SUCCESS"), profile, template_at_fake, fake)
-    again = handle(storage_event("data/span-7/_SUCCESS"), profile, template_at_fake, fake)  # at-least-once delivery
+    handle(storage_event("reviews/span-7/_SUCCESS"), profile, template_at_fake, fake)
+    again = handle(storage_event("reviews/span-7/_SUCCESS"), profile, template_at_fake, fake)  # at-least-once delivery
     assert not again.submitted
     assert again.decision.reason == "span 7 is being trained by run hf-text-classifier-retraining-span-7-try-1"
     fake.jobs[0].state = aiplatform_v1.PipelineState.PIPELINE_STATE_SUCCEEDED
-    late = handle(storage_event("data/span-7/_SUCCESS"), profile, template_at_fake, fake)
+    late = handle(storage_event("reviews/span-7/_SUCCESS"), profile, template_at_fake, fake)
     assert "already trained by run hf-text-classifier-retraining-span-7-try-1" in late.decision.reason
     assert len(fake.requests("PipelineService/CreatePipelineJob")) == 1
 
 
 def test_two_handlers_deciding_at_once_create_one_job(profile, template_at_fake, fake):
-    first = handle(storage_event("data/span-8/_SUCCESS"), profile, template_at_fake, fake)
+    first = handle(storage_event("reviews/span-8/_SUCCESS"), profile, template_at_fake, fake)
     # The second handler listed the jobs before the first created its job: it decides "train" too.
     fake.list_pipeline_jobs = lambda request, context: aiplatform_v1.ListPipelineJobsResponse()
-    second = handle(storage_event("data/span-8/_SUCCESS"), profile, template_at_fake, fake)
+    second = handle(storage_event("reviews/span-8/_SUCCESS"), profile, template_at_fake, fake)
     assert first.submitted and not second.submitted
     assert second.decision.reason == (
         "run hf-text-classifier-retraining-span-8-try-1 was already submitted by a concurrent trigger"
@@ -142,11 +142,11 @@ def test_two_handlers_deciding_at_once_create_one_job(profile, template_at_fake,
 
 def test_a_failed_run_is_retried_with_the_next_attempt_id_until_max_attempts(profile, template_at_fake, fake):
     fake.jobs = [job(9, "PIPELINE_STATE_FAILED")]
-    retry = handle(storage_event("data/span-9/_SUCCESS"), profile, template_at_fake, fake)
+    retry = handle(storage_event("reviews/span-9/_SUCCESS"), profile, template_at_fake, fake)
     assert retry.request.pipeline_job_id == "hf-text-classifier-retraining-span-9-try-2"
     assert fake.requests("PipelineService/CreatePipelineJob")[-1].pipeline_job_id == retry.request.pipeline_job_id
     fake.jobs = [job(9, "PIPELINE_STATE_FAILED", a) for a in (1, 2, 3)]
-    given_up = handle(storage_event("data/span-9/_SUCCESS"), profile, template_at_fake, fake)
+    given_up = handle(storage_event("reviews/span-9/_SUCCESS"), profile, template_at_fake, fake)
     assert not given_up.submitted and "failed 3 times" in given_up.decision.reason
 
 
@@ -156,17 +156,17 @@ LARGEST_SPAN = "the largest a pipeline parameter carries exactly"
 @pytest.mark.parametrize(
     ("name", "kind", "bucket", "reason"),
     [
-        ("data/span-7/part-0.csv", FINALIZED, "my-hftfx-bucket", "only the ready marker '_SUCCESS' starts a run"),
-        ("models/readme.txt", FINALIZED, "my-hftfx-bucket", "is not span data"),
-        ("data/span-7/_SUCCESS", "google.cloud.storage.object.v1.deleted", "my-hftfx-bucket", "ignored"),
+        ("reviews/span-7/part-0.csv", FINALIZED, "my-hftfx-data", "only the ready marker '_SUCCESS' starts a run"),
+        ("models/readme.txt", FINALIZED, "my-hftfx-data", "is not span data"),
+        ("reviews/span-7/_SUCCESS", "google.cloud.storage.object.v1.deleted", "my-hftfx-data", "ignored"),
         # forged and odd span names
-        ("data/span-0/_SUCCESS", FINALIZED, "my-hftfx-bucket", "span 0 means 'the newest span'"),
-        (f"data/span-{'9' * 80}/_SUCCESS", FINALIZED, "my-hftfx-bucket", LARGEST_SPAN),
-        ("data/span-7/_SUCCESS", FINALIZED, "someone-elses-bucket", "is not span data"),
-        ("data/span-7x/_SUCCESS", FINALIZED, "my-hftfx-bucket", "is not span data"),
-        ("data/span-9/../span-7/_SUCCESS", FINALIZED, "my-hftfx-bucket", "is not span data"),
-        ("data/span-03/_SUCCESS", FINALIZED, "my-hftfx-bucket", "span name '03' is not how this dataset names span 3"),
-        ("data/span-\u0663/_SUCCESS", FINALIZED, "my-hftfx-bucket", "holds digits other than ASCII 0-9"),
+        ("reviews/span-0/_SUCCESS", FINALIZED, "my-hftfx-data", "span 0 means 'the newest span'"),
+        (f"reviews/span-{'9' * 80}/_SUCCESS", FINALIZED, "my-hftfx-data", LARGEST_SPAN),
+        ("reviews/span-7/_SUCCESS", FINALIZED, "someone-elses-bucket", "is not span data"),
+        ("reviews/span-7x/_SUCCESS", FINALIZED, "my-hftfx-data", "is not span data"),
+        ("reviews/span-9/../span-7/_SUCCESS", FINALIZED, "my-hftfx-data", "is not span data"),
+        ("reviews/span-03/_SUCCESS", FINALIZED, "my-hftfx-data", "span name '03' is not how this dataset names span 3"),
+        ("reviews/span-\u0663/_SUCCESS", FINALIZED, "my-hftfx-data", "holds digits other than ASCII 0-9"),
     ],
 )
 def test_objects_that_are_not_a_finished_span_are_refused_with_the_reason(
@@ -178,21 +178,21 @@ def test_objects_that_are_not_a_finished_span_are_refused_with_the_reason(
 
 
 def test_a_stray_far_future_marker_cancels_nothing_and_blocks_no_real_span(profile, template_at_fake, fake):
-    """One stray or forged data/span-99999999/_SUCCESS while span 7 trains: refused by retraining.max_span_gap,
+    """One stray or forged reviews/span-99999999/_SUCCESS while span 7 trains: refused by retraining.max_span_gap,
     so span 7's run goes on and span 8, when it lands, is trained."""
     fake.jobs = [job(6, "PIPELINE_STATE_SUCCEEDED"), job(7, "PIPELINE_STATE_RUNNING")]
-    stray = handle(storage_event("data/span-99999999/_SUCCESS"), profile, template_at_fake, fake)
+    stray = handle(storage_event("reviews/span-99999999/_SUCCESS"), profile, template_at_fake, fake)
     assert not stray.submitted and stray.cancelled == []
     assert "more than retraining.max_span_gap (100,000) above span 7" in stray.decision.reason
     assert fake.requests("PipelineService/CreatePipelineJob") == []
     assert fake.requests("PipelineService/CancelPipelineJob") == []
-    real = handle(storage_event("data/span-8/_SUCCESS"), profile, template_at_fake, fake)
+    real = handle(storage_event("reviews/span-8/_SUCCESS"), profile, template_at_fake, fake)
     assert real.submitted and real.request.pipeline_job_id == "hf-text-classifier-retraining-span-8-try-1"
     # with no limit the same marker is trained, and the real run of span 7 is cancelled: what the gap prevents
     rules = profile.retraining.model_copy(update={"max_span_gap": 0})
     unlimited = profile.model_copy(update={"retraining": rules})
     fake.jobs = [job(6, "PIPELINE_STATE_SUCCEEDED"), job(7, "PIPELINE_STATE_RUNNING")]
-    taken = handle(storage_event("data/span-99999999/_SUCCESS"), unlimited, template_at_fake, fake)
+    taken = handle(storage_event("reviews/span-99999999/_SUCCESS"), unlimited, template_at_fake, fake)
     assert taken.submitted and taken.cancelled == [f"{PARENT}/pipelineJobs/hf-text-classifier-retraining-span-7-try-1"]
 
 
@@ -201,15 +201,15 @@ def test_without_a_marker_any_data_file_of_a_span_counts(profile, template_at_fa
     unmarked = profile.model_copy(update={"dataset": dataset})
     spec = Path(template_at_fake).with_name("unmarked.yaml")
     compile_pipeline(at(fake, unmarked), spec)
-    result = handle(storage_event("data/span-4/part-0.csv"), unmarked, str(spec), fake)
+    result = handle(storage_event("reviews/span-4/part-0.csv"), unmarked, str(spec), fake)
     assert result.submitted and result.request.pipeline_job_id == "hf-text-classifier-retraining-span-4-try-1"
 
 
 def test_pubsub_push_envelopes_and_structured_cloudevents_are_understood():
-    attributes = {"bucketId": "b", "objectId": "data/span-3/_SUCCESS", "eventType": "OBJECT_FINALIZE"}
-    payload = base64.b64encode(json.dumps({"name": "data/span-3/_SUCCESS"}).encode()).decode()
+    attributes = {"bucketId": "b", "objectId": "reviews/span-3/_SUCCESS", "eventType": "OBJECT_FINALIZE"}
+    payload = base64.b64encode(json.dumps({"name": "reviews/span-3/_SUCCESS"}).encode()).decode()
     envelope = {"message": {"attributes": attributes, "data": payload}, "subscription": "s"}
-    assert events.parse_storage_event(envelope).uri == "gs://b/data/span-3/_SUCCESS"
+    assert events.parse_storage_event(envelope).uri == "gs://b/reviews/span-3/_SUCCESS"
     structured = {"type": FINALIZED, "data": {"bucket": "b", "name": "x.csv"}}
     assert events.parse_storage_event(structured).uri == "gs://b/x.csv"
     with pytest.raises(events.EventError, match="not a storage notification"):
@@ -220,13 +220,13 @@ def test_eventarc_pubsub_trigger_cloudevents_unwrap_to_the_storage_notification(
     """An Eventarc trigger on the bucket's Pub/Sub notification topic delivers messagePublished CloudEvents whose
     data is the push envelope; the storage object is in the message's attributes."""
     attributes = {
-        "bucketId": "my-hftfx-bucket",
-        "objectId": "data/span-9/_SUCCESS",
+        "bucketId": "my-hftfx-data",
+        "objectId": "reviews/span-9/_SUCCESS",
         "eventType": "OBJECT_FINALIZE",
         "objectGeneration": "1700000000000009",
         "payloadFormat": "JSON_API_V1",
     }
-    resource = {"bucket": "my-hftfx-bucket", "name": "data/span-9/_SUCCESS", "generation": "1700000000000009"}
+    resource = {"bucket": "my-hftfx-data", "name": "reviews/span-9/_SUCCESS", "generation": "1700000000000009"}
     event = CloudEvent(
         {
             "type": events.PUBSUB_MESSAGE_TYPE,
@@ -243,7 +243,7 @@ def test_eventarc_pubsub_trigger_cloudevents_unwrap_to_the_storage_notification(
     )
     stored = events.parse_storage_event(event)
     assert (stored.uri, stored.event_type, stored.generation) == (
-        "gs://my-hftfx-bucket/data/span-9/_SUCCESS",
+        "gs://my-hftfx-data/reviews/span-9/_SUCCESS",
         "OBJECT_FINALIZE",
         "1700000000000009",
     )
@@ -382,11 +382,11 @@ def test_schedule_with_its_defaults_sends_the_spec_compiled_from_its_profile(cap
 
 def test_an_older_spans_event_arriving_while_a_newer_span_trains_submits_nothing(profile, template_at_fake, fake):
     """Span 3's marker, then span 2's (storage delivers out of order, or span 2 was re-uploaded)."""
-    assert handle(storage_event("data/span-3/_SUCCESS"), profile, template_at_fake, fake).submitted
-    late = handle(storage_event("data/span-2/_SUCCESS"), profile, template_at_fake, fake)
+    assert handle(storage_event("reviews/span-3/_SUCCESS"), profile, template_at_fake, fake).submitted
+    late = handle(storage_event("reviews/span-2/_SUCCESS"), profile, template_at_fake, fake)
     assert not late.submitted and "arrived after span 3, which is being trained" in late.decision.reason
     fake.jobs[0].state = aiplatform_v1.PipelineState.PIPELINE_STATE_SUCCEEDED
-    later = handle(storage_event("data/span-2/_SUCCESS"), profile, template_at_fake, fake)
+    later = handle(storage_event("reviews/span-2/_SUCCESS"), profile, template_at_fake, fake)
     assert not later.submitted and "arrived after span 3, which was trained by run" in later.decision.reason
     created = fake.requests("PipelineService/CreatePipelineJob")
     assert [r.pipeline_job.labels[vertex.SPAN_LABEL] for r in created] == ["3"]
@@ -395,7 +395,7 @@ def test_an_older_spans_event_arriving_while_a_newer_span_trains_submits_nothing
 def test_a_newer_span_cancels_an_older_spans_run_still_in_flight(profile, template_at_fake, fake):
     """Span 2 is training when span 3 lands (or both events were handled at once): the newest span wins."""
     fake.jobs = [job(2, "PIPELINE_STATE_RUNNING")]
-    newer = handle(storage_event("data/span-3/_SUCCESS"), profile, template_at_fake, fake)
+    newer = handle(storage_event("reviews/span-3/_SUCCESS"), profile, template_at_fake, fake)
     assert newer.submitted and newer.cancelled == [f"{PARENT}/pipelineJobs/hf-text-classifier-retraining-span-2-try-1"]
     (cancel,) = fake.requests("PipelineService/CancelPipelineJob")
     assert cancel.name == newer.cancelled[0]
@@ -407,9 +407,9 @@ def test_an_older_spans_event_also_cancels_its_run_still_in_flight(profile, temp
     """Span 3 trains and span 2's run is still going (its cancellation was lost, say): span 2's late event
     submits nothing and ends that run."""
     fake.jobs = [job(3, "PIPELINE_STATE_RUNNING"), job(2, "PIPELINE_STATE_RUNNING")]
-    late = handle(storage_event("data/span-2/_SUCCESS"), profile, template_at_fake, fake)
+    late = handle(storage_event("reviews/span-2/_SUCCESS"), profile, template_at_fake, fake)
     assert not late.submitted and late.cancelled == [
         f"{PARENT}/pipelineJobs/hf-text-classifier-retraining-span-2-try-1"
     ]
-    dry = handle(storage_event("data/span-2/_SUCCESS"), profile, template_at_fake, fake, dry_run=True)
+    dry = handle(storage_event("reviews/span-2/_SUCCESS"), profile, template_at_fake, fake, dry_run=True)
     assert dry.cancelled == [] and len(fake.requests("PipelineService/CancelPipelineJob")) == 1

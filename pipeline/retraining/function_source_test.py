@@ -18,7 +18,7 @@ def test_the_deploy_command_retries_and_runs_as_the_functions_own_identity():
     identity = config.retraining.event_service_account
     assert command[command.index("--service-account") + 1] == identity != config.cloud.service_account
     assert command[command.index("--trigger-service-account") + 1] == identity
-    assert "bucket=my-hftfx-bucket" in command
+    assert "bucket=my-hftfx-data" in command
 
 
 @pytest.mark.parametrize(
