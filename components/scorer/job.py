@@ -274,8 +274,8 @@ def _bounded_lines(handle, limit: int = MAX_RECORD_CHARS):
             yield line
 
 
-class _RecordTooLong(Exception):
-    pass
+class _RecordTooLong(UserError, csv.Error):
+    """A CSV record still open past MAX_RECORD_CHARS: set aside like any record the reader refuses."""
 
 
 def csv_records(lines, delimiter: str):
@@ -309,7 +309,7 @@ def csv_records(lines, delimiter: str):
                 if fields:  # a blank line is no record
                     yield fields, None
             return
-        except (csv.Error, _RecordTooLong) as error:
+        except csv.Error as error:  # _RecordTooLong too
             first, rest = taken[0], taken[1:]
             taken.clear()
             again.extendleft(reversed(rest))
