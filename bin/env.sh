@@ -16,7 +16,7 @@
 
 HFTFX_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 HFTFX_ENV_CACHE=${HFTFX_ENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hf-tfx-pipeline}
-HFTFX_UV_VERSION=0.13.9
+HFTFX_UV_VERSION=$(sed -n 's/^uv==\([^ ]*\).*/\1/p' "$HFTFX_ROOT/bin/uv-requirements.txt")  # pinned with its hashes there
 HFTFX_USERLAND_SUITE=trixie
 HFTFX_USERLAND_PACKAGES=python3,python3-venv,python3-dev,g++,ca-certificates
 HFTFX_DEBIAN_MIRROR=${HFTFX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -87,7 +87,7 @@ _ensure_uv() {
   ca=$(_system_ca_bundle)
   [ -n "$ca" ] && cert=(--cert "$ca")
   _run_logged "$log" python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
-    "${cert[@]}" --target "$staging" "uv==$HFTFX_UV_VERSION" \
+    "${cert[@]}" --target "$staging" --require-hashes -r "$HFTFX_ROOT/bin/uv-requirements.txt" \
     || { _tls_hint "$log"; _die "could not install uv with 'python3 -m pip'; install uv $HFTFX_UV_VERSION or python3-pip first"; }
   mv -T "$staging" "$HFTFX_ENV_CACHE/tools/uv-$HFTFX_UV_VERSION"
 }

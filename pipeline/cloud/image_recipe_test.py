@@ -53,3 +53,24 @@ def test_the_gpu_target_installs_cuda_wheels_hash_checked_from_the_lock():
     assert project["optional-dependencies"]["gpu"] == ["tensorflow[and-cuda]==2.21.*"]
     locked = {p["name"] for p in tomllib.loads((ROOT / "uv.lock").read_text())["package"]}
     assert {"nvidia-cudnn-cu12", "nvidia-cublas-cu12"} <= locked
+
+
+def test_the_installers_are_pinned_by_hash_and_the_base_image_by_digest():
+    """What the lock's hash checks rest on: the base image's bytes (a digest, not a tag), uv's wheel (its hash,
+    shared by bin/env.sh and the image) and the setuptools that builds the project (the locked, checked one)."""
+    import tomllib
+
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    (base,) = re.findall(r"^ARG BASE_IMAGE=(\S+)$", dockerfile, flags=re.MULTILINE)
+    assert re.fullmatch(r"docker\.io/library/python:3\.13-slim-trixie@sha256:[0-9a-f]{64}", base)
+    pinned = (ROOT / "bin" / "uv-requirements.txt").read_text()
+    assert (
+        re.search(r"^uv==[\d.]+ \\$", pinned, flags=re.MULTILINE)
+        and len(re.findall(r"sha256:[0-9a-f]{64}", pinned)) >= 2
+    )
+    assert "pip install --no-cache-dir --require-hashes -r /tmp/uv-requirements.txt" in dockerfile
+    assert '--require-hashes -r "$HFTFX_ROOT/bin/uv-requirements.txt"' in (ROOT / "bin" / "env.sh").read_text()
+    assert "uv pip install --no-deps --no-build-isolation ." in dockerfile
+    locked = {p["name"]: p["version"] for p in tomllib.loads((ROOT / "uv.lock").read_text())["package"]}
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    assert requires == [f"setuptools=={locked['setuptools']}"]
