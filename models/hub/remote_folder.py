@@ -31,7 +31,7 @@ def localize(uri: str, patterns: Sequence[str] = ("*",)) -> Path:
         (target / _inside(relative, uri)).mkdir(parents=True, exist_ok=True)
         for name in files:
             if any(fnmatch.fnmatch(name, pattern) for pattern in patterns):
-                local = target / _inside(f"{relative}/{name}", uri)
+                local = target / _inside(f"{relative}/{name}" if relative else name, uri)
                 tf.io.gfile.copy(f"{directory.rstrip('/')}/{name}", str(local), overwrite=True)
     return target
 

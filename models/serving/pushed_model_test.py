@@ -52,9 +52,19 @@ def test_only_complete_versions_are_served_or_copied(tmp_path):
         resolve_version_dir(tmp_path)
 
 
-def test_object_names_that_would_land_outside_the_copy_are_refused():
+def test_object_names_that_would_land_outside_the_copy_are_refused(tmp_path):
     from models.errors import UserError
-    from models.hub.remote_folder import _inside
+    from models.hub.remote_folder import _inside, localize
+
+    (tmp_path / "variables").mkdir()
+    (tmp_path / "saved_model.pb").write_bytes(b"graph")
+    (tmp_path / "variables" / "variables.index").write_bytes(b"index")
+    copy = localize(f"file://{tmp_path}")  # a folder through TF's filesystems, as from gs://
+    assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*")) == [
+        "saved_model.pb",
+        "variables",
+        "variables/variables.index",
+    ]
 
     assert _inside("variables/variables.index", "gs://b/m") == "variables/variables.index"
     for name in ("../../etc/cron.d/x", "/etc/passwd", "a/../../b", "./."):
