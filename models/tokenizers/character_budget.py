@@ -45,7 +45,17 @@ class CharacterBudget:
 def cut_texts(texts: tf.Tensor, budget: CharacterBudget) -> tf.Tensor:
     """texts [N] with more than head + tail non-whitespace characters cut to their first `head` and last `tail`
     of them (the whitespace among the kept ones stays); the rest as they are. Bytes that are not UTF-8 count as
-    one character each, as the tokenizers' own decoding replaces them."""
+    one character each, as the tokenizers' own decoding replaces them. Only texts of more bytes than the budget
+    has characters are decoded: the others cannot be over it, so a batch of ordinary texts costs one length."""
+    texts = tf.reshape(texts, [-1])
+    rows = tf.range(tf.size(texts))
+    long = tf.strings.length(texts, unit="BYTE") > budget.head + budget.tail
+    short_rows, long_rows = tf.boolean_mask(rows, tf.logical_not(long)), tf.boolean_mask(rows, long)
+    cut = _cut_long(tf.gather(texts, long_rows), budget)
+    return tf.dynamic_stitch([short_rows, long_rows], [tf.gather(texts, short_rows), cut])
+
+
+def _cut_long(texts: tf.Tensor, budget: CharacterBudget) -> tf.Tensor:
     points, offsets = tf.strings.unicode_decode_with_offsets(texts, "UTF-8", errors="replace")
     flat = points.flat_values
     solid = tf.cast(tf.logical_not(tf.reduce_any(tf.equal(flat[:, tf.newaxis], _WHITESPACE), axis=1)), tf.int64)
