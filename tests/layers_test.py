@@ -129,7 +129,8 @@ STAGES = {
 }
 SHARED_COMPONENT_MODULES = {"__init__", "vertex_clients", "run_parameters", "local_beam"}
 MODEL_KINDS = {"tokenizers", "serving", "hardware", "hub", "training"}
-MODEL_GROUND_FLOOR = {"__init__", "config_section", "errors", "environment", "names", "task"}
+# Facts every kind may use: config sections and the credential check of their values, errors, names, the task.
+MODEL_GROUND_FLOOR = {"__init__", "config_section", "credentials", "errors", "environment", "names", "task"}
 
 
 def _layout(layer: str) -> tuple[set[str], set[str]]:
