@@ -7,7 +7,7 @@ BytePairTokenizer keeps a mutable cache table that TFT cannot trace, and tensorf
 The steps are the `tokenizers` library's: the GPT-2 split (its regex's rules applied to code points classed
 by `tokenizers`' own Unicode tables, see pre_tokenize), each byte mapped to GPT-2's printable stand-in, then
 merges applied lowest rank first. Each distinct word of a batch is merged once; words that are whole vocab
-entries are looked up.
+entries are looked up; a word of over MAX_WORD_BYTES bytes is merged in pieces of that size.
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ class ByteLevelBPE:
         )
 
     def __call__(self, texts: tf.Tensor) -> tf.RaggedTensor:
-        words = pre_tokenize(tf.reshape(texts, [-1]), self.spec.add_prefix_space)
+        words = _pieces_of_long_words(pre_tokenize(tf.reshape(texts, [-1]), self.spec.add_prefix_space))
         distinct, where = tf.unique(words.flat_values)
         whole = self._whole_words.lookup(distinct)
         hit_rows, miss_rows = tf.where(whole >= 0)[:, 0], tf.where(whole < 0)[:, 0]
@@ -280,6 +280,24 @@ class ByteLevelBPE:
             shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]), tf.TensorShape([])),
         )
         return tf.RaggedTensor.from_value_rowids(ids, row_ids, nrows=words, validate=False)
+
+
+# Merge rounds run until no pair of a word merges: one round per merge a word needs, so a word of n bytes costs up
+# to n rounds over the batch (seconds for a few thousand random letters). A word longer than this is merged in
+# pieces of this many bytes, side by side: the ids are transformers' own for every word up to it (real words,
+# URLs and numbers are split far shorter by GPT-2's pattern), and the rounds stay bounded for any text.
+MAX_WORD_BYTES = 256
+
+
+def _pieces_of_long_words(words: tf.RaggedTensor, limit: int = MAX_WORD_BYTES) -> tf.RaggedTensor:
+    """[texts, words] -> [texts, pieces]: each word as it is, or cut into pieces of `limit` bytes."""
+    lengths = tf.strings.length(words.flat_values)
+    counts = tf.maximum(1, (lengths + limit - 1) // limit)
+    owner = tf.repeat(tf.range(tf.size(lengths)), counts)
+    starts = (tf.range(tf.reduce_sum(counts)) - tf.gather(tf.cumsum(counts, exclusive=True), owner)) * limit
+    pieces = tf.strings.substr(tf.gather(words.flat_values, owner), starts, tf.fill(tf.shape(starts), limit))
+    row_counts = tf.math.unsorted_segment_sum(tf.cast(counts, tf.int64), words.value_rowids(), words.nrows())
+    return tf.RaggedTensor.from_row_lengths(pieces, row_counts, validate=False)
 
 
 def _bytes_of(strings: tf.Tensor) -> tf.RaggedTensor:

@@ -58,18 +58,27 @@ def test_long_texts_keep_the_tokens_the_model_tokenizer_gives_the_whole_text(fam
 
 
 def test_a_megabyte_word_costs_the_byte_level_bpe_what_its_budget_costs(family_model_dir):
-    """One 1.4 MB word without spaces: whole, the merge rounds over it take minutes; cut, about what a text at
-    the budget takes. Both timed in this run: the ratio, not a wall time, is what is asserted."""
+    """One 1.4 MB word of random letters, no spaces: whole, byte-level BPE's merge rounds over it take minutes;
+    cut (and merged in pieces of MAX_WORD_BYTES), about what its first budget's worth of letters takes. Both
+    timed in this run: the ratio, not a wall time, is what is asserted."""
+    import random
+
+    from models.tokenizers.byte_level_bpe import MAX_WORD_BYTES, _pieces_of_long_words
+
     spec = tokenizer_spec(family_model_dir("roberta"))
     tokenizer = InGraphTokenizer(spec, 64)
-    at_budget = tf.constant(["qwzj" * (tokenizer.character_budget.head // 4)])
-    huge = tf.constant(["qwzj" * 350_000])
+    rng = random.Random(0)
+    letters = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(1_400_000))
+    at_budget = tf.constant([letters[: tokenizer.character_budget.head]])
     tokenizer(at_budget)  # traces and warms the ops
     started = time.perf_counter()
     reference = tokenizer(at_budget)["input_ids"]
     budget_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    ids = tokenizer(huge)["input_ids"]
+    ids = tokenizer(tf.constant([letters]))["input_ids"]
     huge_seconds = time.perf_counter() - started
     np.testing.assert_array_equal(ids.numpy(), reference.numpy())
     assert huge_seconds < 10 * budget_seconds + 0.5, (huge_seconds, budget_seconds)
+    words = tf.RaggedTensor.from_row_lengths(["a" * (MAX_WORD_BYTES * 2 + 3), "short"], [1, 1])
+    pieces = _pieces_of_long_words(words).to_list()
+    assert pieces == [[b"a" * MAX_WORD_BYTES, b"a" * MAX_WORD_BYTES, b"aaa"], [b"short"]]
