@@ -1,5 +1,5 @@
 # The README's two commands are `make run` and `make test`; both set up the environment first.
-.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds bench-long bench-tuning bench-gate image kfp-local clean-env
+.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds bench-long bench-tuning bench-gate bench-inputs image kfp-local clean-env
 
 setup:
 	bin/setup-env
@@ -49,6 +49,11 @@ bench-tuning: setup
 # against the blessed baseline with its paired interval, and the gate's decision (about 3 default runs).
 bench-gate: setup
 	bin/in-env python -m benchmarks.gate $(ARGS)
+
+# What the bounds on one text cost: the tokenizer with the character budget vs without on the corpus, and a
+# 1.4 MB word of random letters through byte-level BPE vs its budget's worth (about 2 min on a 2-core machine).
+bench-inputs: setup
+	bin/in-env python -m benchmarks.bounded_inputs $(ARGS)
 
 # The pipeline image with podman (installed when missing; vfs storage, offline base from the Debian 13
 # userland), then the checks inside it: doctor, every code path the compiled specs name, a tiny run.

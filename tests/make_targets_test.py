@@ -31,6 +31,7 @@ STARTED_BY = {
     "python -m benchmarks.long_documents": "test_bench_long_runs_a_tiny_configuration (slow: a whole tiny run)",
     "python -m benchmarks.tuning": "test_bench_tuning_runs_a_tiny_search (slow: two tiny runs, one tuned)",
     "python -m benchmarks.gate": "test_bench_gate_runs_three_tiny_runs_in_one_root (slow: three tiny runs)",
+    "python -m benchmarks.bounded_inputs": "test_bench_inputs_runs_a_tiny_configuration",
     "bin/setup-env": "make test itself: setup is its first step",
     "bin/build-image": "tests/image_test.py (slow: podman, a 4 GB image)",
     "bin/check-image": "tests/image_test.py (slow: podman, a 4 GB image)",
@@ -176,6 +177,19 @@ def test_bench_gate_runs_three_tiny_runs_in_one_root(tmp_path, tiny_bert_dir, sc
     (section,) = [s for s in reference.read()["sections"] if s["heading"] == gate.SECTION]
     assert [row[0] for row in section["rows"]] == ["seed 42", "seed 1", "seed 2, learning rate 1e-6"]
     assert section["rows"][0][3] == "none: first of its task" and "(" in section["rows"][1][3]
+
+
+def test_bench_inputs_runs_a_tiny_configuration(scratch_reference):
+    from benchmarks import bounded_inputs
+
+    argv = ["--corpus-rows", "256", "--repeats", "2", "--word-chars", "5000", "--whole-chars", "600", "--widths", "8"]
+    assert bounded_inputs.main([*argv, "--out", str(scratch_reference)]) == 0
+    (section,) = [s for s in reference.read()["sections"] if s["heading"] == bounded_inputs.SECTION]
+    assert [row[0].split(":")[0] for row in section["rows"]] == [
+        "MiniLM's WordPiece at width 128, 256 reviews",
+        "byte-level BPE at width 8",
+        "· its first 600 letters merged whole (no budget, no pieces) vs as served (s)",
+    ]
 
 
 @pytest.mark.slow  # an ExampleGen pass over 300 rows in a Beam pipeline (42 s); its parser is built above

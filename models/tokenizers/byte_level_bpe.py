@@ -209,6 +209,13 @@ def _cut(texts: tf.Tensor, offsets: tf.RaggedTensor, starts_word: tf.Tensor, row
 _CLASS_TABLE = gpt2_classes.boundaries()
 
 
+# Merge rounds run until no pair of a word merges: one round per merge a word needs, so a word of n bytes costs up
+# to n rounds over the batch (seconds for a few thousand random letters). A word longer than this is merged in
+# pieces of this many bytes, side by side: the ids are transformers' own for every word up to it (real words,
+# URLs and numbers are split far shorter by GPT-2's pattern), and the rounds stay bounded for any text.
+MAX_WORD_BYTES = 256
+
+
 class ByteLevelBPE:
     """texts [N] -> HF ids [N, tokens] (ragged), special tokens not added.
 
@@ -216,8 +223,9 @@ class ByteLevelBPE:
     for its rank and the id it merges into (no string work per round).
     """
 
-    def __init__(self, spec: ByteLevelBPESpec):
+    def __init__(self, spec: ByteLevelBPESpec, max_word_bytes: int = MAX_WORD_BYTES):
         self.spec = spec
+        self.max_word_bytes = max_word_bytes  # benchmarks/bounded_inputs.py measures a word merged whole too
         self._size = spec.vocab_size
         self._byte_ids = tf.constant(spec.byte_ids, tf.int64)
         keys = tf.constant(spec.merge_keys, tf.int64)
@@ -238,7 +246,8 @@ class ByteLevelBPE:
         )
 
     def __call__(self, texts: tf.Tensor) -> tf.RaggedTensor:
-        words = _pieces_of_long_words(pre_tokenize(tf.reshape(texts, [-1]), self.spec.add_prefix_space))
+        words = pre_tokenize(tf.reshape(texts, [-1]), self.spec.add_prefix_space)
+        words = _pieces_of_long_words(words, self.max_word_bytes)
         distinct, where = tf.unique(words.flat_values)
         whole = self._whole_words.lookup(distinct)
         hit_rows, miss_rows = tf.where(whole >= 0)[:, 0], tf.where(whole < 0)[:, 0]
@@ -280,13 +289,6 @@ class ByteLevelBPE:
             shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]), tf.TensorShape([])),
         )
         return tf.RaggedTensor.from_value_rowids(ids, row_ids, nrows=words, validate=False)
-
-
-# Merge rounds run until no pair of a word merges: one round per merge a word needs, so a word of n bytes costs up
-# to n rounds over the batch (seconds for a few thousand random letters). A word longer than this is merged in
-# pieces of this many bytes, side by side: the ids are transformers' own for every word up to it (real words,
-# URLs and numbers are split far shorter by GPT-2's pattern), and the rounds stay bounded for any text.
-MAX_WORD_BYTES = 256
 
 
 def _pieces_of_long_words(words: tf.RaggedTensor, limit: int = MAX_WORD_BYTES) -> tf.RaggedTensor:

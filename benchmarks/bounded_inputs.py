@@ -1,0 +1,136 @@
+"""`make bench-inputs`: what the bounds on one text cost ordinary texts, and what they save on a hostile one.
+
+Two figures, each a ratio of things measured in the same run, beside the fp32 matmul peak measured then:
+- the in-graph tokenizer with the character budget vs without it, on the packaged corpus (texts/s, best of
+  interleaved repeats: the budget must cost ordinary texts nothing);
+- the corpus' letters as one word without spaces (1.4 MB by default) through the byte-level BPE tokenizer, against
+  its first budget's worth of letters (seconds: what a request of it costs a server). Whole, the same word is
+  measured only up to --whole-chars, since its merge rounds grow with its length (minutes at 1.4 MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks import reference
+
+SECTION = "## Bounded inputs: the character budget and byte-level BPE's word pieces (`make bench-inputs`)"
+
+
+def _texts_per_second(tokenizers: dict, texts: list[str], repeats: int) -> dict[str, float]:
+    """Best texts/s of each tokenizer over `repeats` interleaved passes (the order alternates)."""
+    import tensorflow as tf
+
+    calls = {
+        name: tf.function(lambda t, tok=tok: tok(t)["input_ids"], input_signature=[tf.TensorSpec([None], tf.string)])
+        for name, tok in tokenizers.items()
+    }
+    batches = [tf.constant(texts[i : i + 256]) for i in range(0, len(texts), 256)]
+    for call in calls.values():
+        call(batches[0])
+    best = dict.fromkeys(calls, 0.0)
+    for repeat in range(repeats):
+        for name in list(calls)[:: 1 if repeat % 2 else -1]:
+            started = time.perf_counter()
+            for batch in batches:
+                calls[name](batch)
+            best[name] = max(best[name], len(texts) / (time.perf_counter() - started))
+    return best
+
+
+def _seconds(tokenizer, text: str) -> float:
+    import tensorflow as tf
+
+    started = time.perf_counter()
+    tokenizer(tf.constant([text]))
+    return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus-rows", type=int, default=0, help="reviews of the packaged corpus (0: all)")
+    parser.add_argument("--repeats", type=int, default=6)
+    parser.add_argument("--word-chars", type=int, default=1_400_000, help="the hostile word's length")
+    parser.add_argument("--whole-chars", type=int, default=20_000, help="the longest word measured whole")
+    parser.add_argument("--widths", default="64,512", help="model widths the BPE word is measured at")
+    parser.add_argument("--out", default=str(reference.BENCHMARKS_MD))
+    args = parser.parse_args(argv)
+
+    from components.example_gen.sources import rotten_tomatoes_reviews
+    from models.hardware.machine_peak import matmul_peak
+    from models.hub.pretrained import resolve_model_dir
+    from models.tokenizers.byte_level_bpe import ByteLevelBPE
+    from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
+    from tests.model_families import write_tokenizer
+
+    started = time.monotonic()
+    peak = matmul_peak().gflops
+    texts = list(rotten_tomatoes_reviews()["text"])[: args.corpus_rows or None]
+    spec = tokenizer_spec(resolve_model_dir("packaged:all-MiniLM-L6-v2", None))
+    rates = _texts_per_second(
+        {"budget": InGraphTokenizer(spec, 128), "whole": InGraphTokenizer(spec, 128, whole_texts=True)},
+        texts,
+        args.repeats,
+    )
+    rows = [
+        [
+            f"MiniLM's WordPiece at width 128, {len(texts):,} reviews: with the budget vs without (texts/s)",
+            f"{rates['budget']:,.0f}",
+            f"{rates['whole']:,.0f}",
+            f"{rates['budget'] / rates['whole']:.2f}x",
+        ]
+    ]
+    roberta_dir = Path(tempfile.mkdtemp(prefix="bench-roberta-"))
+    write_tokenizer("roberta", roberta_dir)  # the tests' RoBERTa-style tokenizer: no model needed
+    roberta = tokenizer_spec(roberta_dir)
+    # The corpus with everything but its letters removed: English that byte-level BPE merges a lot, as one word
+    spaceless = re.sub("[^a-z]", "", " ".join(rotten_tomatoes_reviews()["text"]).lower())
+    letters = (spaceless * (args.word_chars // len(spaceless) + 1))[: args.word_chars]
+    for width in (int(w) for w in args.widths.split(",")):
+        cut, whole = InGraphTokenizer(roberta, width), InGraphTokenizer(roberta, width, whole_texts=True)
+        whole._pieces = ByteLevelBPE(roberta.pieces, max_word_bytes=2**30)  # the word merged whole, as before
+        _seconds(cut, "warm up"), _seconds(whole, "warm up")
+        budget = cut.character_budget.head
+        hostile, at_budget = _seconds(cut, letters), _seconds(cut, letters[:budget])
+        rows.append(
+            [
+                f"byte-level BPE at width {width}: the corpus as one {len(letters):,}-letter word vs its first "
+                f"{budget:,} (s)",
+                f"{hostile:.2f}",
+                f"{at_budget:.2f}",
+                f"{hostile / at_budget:.2f}x",
+            ]
+        )
+        short = letters[: min(args.whole_chars, len(letters))]
+        whole_seconds, cut_seconds = _seconds(whole, short), _seconds(cut, short)
+        rows.append(
+            [
+                f"· its first {len(short):,} letters merged whole (no budget, no pieces) vs as served (s)",
+                f"{whole_seconds:.2f}",
+                f"{cut_seconds:.2f}",
+                f"{whole_seconds / cut_seconds:.2f}x",
+            ]
+        )
+    section = reference.table_section(
+        SECTION,
+        [
+            f"Measured on this machine in {time.monotonic() - started:.0f} s, fp32 matmul peak {peak:.0f} GFLOP/s "
+            "measured in the same run. The character budget cuts a text to twice the characters its model's width "
+            "can reach before tokenizing; byte-level BPE merges a word of over 256 bytes in pieces (its rounds "
+            "are one per merge). The BPE model is the tests' tiny RoBERTa-style one (the merge rounds, not the "
+            "model, are what is measured)."
+        ],
+        ["what", "measured", "baseline", "ratio"],
+        ["---", "---:", "---:", "---:"],
+        rows,
+    )
+    reference.publish_sections([section], Path(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
