@@ -77,7 +77,6 @@ class _Waiting:
     signature: str
     columns: dict[str, list[bytes]]
     rows: int
-    size: int  # text bytes
     answer: asyncio.Future
 
 
@@ -113,7 +112,7 @@ class Batcher:
             self.queued_bytes + size > self.limits.max_queued_bytes and self.queued_rows
         ):
             raise Saturated
-        waiting = _Waiting(signature, columns, rows, size, asyncio.get_running_loop().create_future())
+        waiting = _Waiting(signature, columns, rows, asyncio.get_running_loop().create_future())
         self.queued_rows += rows
         self.queued_bytes += size
         try:
