@@ -95,5 +95,9 @@ ENTRYPOINT ["/opt/apache/beam/boot"]
 
 FROM base AS cpu
 # Components and the Trainer's CustomJob run with the commands their specs give; an endpoint runs the image as
-# it is, so its default command serves the pushed model under Vertex AI's AIP_* variables.
+# it is, so its default command serves the pushed model under Vertex AI's AIP_* variables. Not as root: a process
+# answering the network gets no more than it needs (numeric, so Kubernetes' runAsNonRoot can verify it); it
+# writes only to its home (caches) and temporary folders, and to pipeline roots through their storage APIs.
+RUN useradd --uid 10001 --user-group --create-home --shell /usr/sbin/nologin hftfx
+USER 10001:10001
 CMD ["hftfx", "serve"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,10 @@ def execute(spec_path: Path, root: Path) -> float:
     """Runs every task of the spec with kfp.local's DockerRunner (network none); returns the wall seconds."""
     from kfp import components, local
 
-    local.init(runner=local.DockerRunner(network_mode="none"), pipeline_root=str(root / "kfp-root"))
+    # Each task as the user running this (the owner of the mounted root), as a local docker run is made: the
+    # image's own user could not write into a root the host created.
+    runner = local.DockerRunner(network_mode="none", user=f"{os.getuid()}:{os.getgid()}")
+    local.init(runner=runner, pipeline_root=str(root / "kfp-root"))
     pipeline = components.load_component_from_file(str(spec_path))
     start = time.monotonic()
     with typed_inputs():
