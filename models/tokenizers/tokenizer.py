@@ -236,10 +236,7 @@ class InGraphTokenizer:
         self.windows = (
             None if windows is None else Windows.over(max_seq_length, spec.layout.special_count(False), *windows)
         )
-        reach = max_seq_length * (self.windows.count if self.windows else 1)
-        self.character_budget = (
-            None if whole_texts else CharacterBudget.reaching(reach, spec.token_chars, keep_tail=head_share is not None)
-        )
+        self.character_budget = None if whole_texts else character_budget(spec, max_seq_length, head_share, windows)
         if spec.family == WORDPIECE:
             self._pieces = wordpiece.WordPiece(spec.pieces, vocab_path)
         elif spec.family == SENTENCEPIECE:
