@@ -31,7 +31,7 @@ STARTED_BY = {
     "python -m benchmarks.long_documents": "test_bench_long_runs_a_tiny_configuration (slow: a whole tiny run)",
     "python -m benchmarks.tuning": "test_bench_tuning_runs_a_tiny_search (slow: two tiny runs, one tuned)",
     "python -m benchmarks.gate": "test_bench_gate_runs_three_tiny_runs_in_one_root (slow: three tiny runs)",
-    "python -m benchmarks.bounded_inputs": "test_bench_inputs_runs_a_tiny_configuration",
+    "python -m benchmarks.bounded_inputs": "test_bench_inputs_runs_a_tiny_configuration (slow: a tokenizer trained)",
     "bin/setup-env": "make test itself: setup is its first step",
     "bin/build-image": "tests/image_test.py (slow: podman, a 4 GB image)",
     "bin/check-image": "tests/image_test.py (slow: podman, a 4 GB image)",
@@ -179,6 +179,7 @@ def test_bench_gate_runs_three_tiny_runs_in_one_root(tmp_path, tiny_bert_dir, sc
     assert section["rows"][0][3] == "none: first of its task" and "(" in section["rows"][1][3]
 
 
+@pytest.mark.slow  # a tokenizer trained and a corpus pass (about 25 s); its parser is built above
 def test_bench_inputs_runs_a_tiny_configuration(scratch_reference):
     from benchmarks import bounded_inputs
 
