@@ -171,7 +171,7 @@ class PipelineConfig(ConfigSection):
 
 
 def _string_values(node: Any, key: str = ""):
-    """(dotted key, value) of every string in a config dump, mapping keys included as values of their own."""
+    """(dotted key, value) of every string in a config dump; a list's strings share the list's key."""
     if isinstance(node, Mapping):
         for name, value in node.items():
             dotted = f"{key}.{name}" if key else str(name)

@@ -67,8 +67,8 @@ def staging_held(staging: str):
 
 def dead_staging(staging: str) -> bool:
     """A staging folder provably left by a push that died: nobody holds its lock (or, in the former
-    one-name-per-second layout that no live push uses, it has no lock). Takes the lock when it is free, so a
-    push starting under the same name meanwhile is impossible: names are random."""
+    one-name-per-second layout that no live push uses, it has no lock). A free lock is taken only to test it;
+    no push can start under the same name meanwhile, since names are random."""
     rest = os.path.basename(staging).removeprefix(STAGING_PREFIX)
     if not os.path.exists(_lock_of(staging)):
         return rest.isdigit()  # a lock-less folder of the current layout is still being set up: kept

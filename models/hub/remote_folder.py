@@ -12,6 +12,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from models.errors import UserError
+
 
 def is_remote(path: str) -> bool:
     """A URL (gs://bucket/folder, file:///...) rather than a local path."""
@@ -41,7 +43,5 @@ def _inside(relative: str, uri: str) -> str:
     string, and one holding '..' or starting with '/' would be joined to a path elsewhere on disk."""
     parts = [part for part in relative.split("/") if part]
     if relative.startswith("/") or any(part in (".", "..") for part in parts):
-        from models.errors import UserError
-
         raise UserError(f"{uri} holds an object named '{relative}', which would be copied outside the folder")
     return "/".join(parts)
