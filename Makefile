@@ -7,14 +7,16 @@ setup:
 run: setup
 	bin/in-env hftfx run $(ARGS)
 
+# The parity reference (transformers 5 + PyTorch CPU, bin/reference-env) installs beside the first tests; the
+# encoder parity tests wait for it.
 test: setup
 	bin/in-env ruff check .
-	bin/in-env pytest $(ARGS)
+	bin/reference-env >/dev/null & bin/in-env pytest $(ARGS); status=$$?; wait; exit $$status
 
 # Also the checks marked slow: exhaustive sweeps and real-model scenarios (see pyproject's markers).
 test-all: setup
 	bin/in-env ruff check .
-	bin/in-env pytest --slow $(ARGS)
+	bin/reference-env >/dev/null & bin/in-env pytest --slow $(ARGS); status=$$?; wait; exit $$status
 
 lint: setup
 	bin/in-env ruff check .

@@ -1,0 +1,270 @@
+"""The BERT family as one encoder whose members differ only by config: BERT and MiniLM, RoBERTa, XLM-R and
+CamemBERT, ELECTRA's discriminator, DistilBERT.
+
+All are post-norm transformers with learned absolute positions (Devlin et al. 2019); what differs is declared in a
+Flavor: the PyTorch names, where positions start (RoBERTa counts from the padding id), whether token types exist,
+ELECTRA's smaller embeddings projected up, and each family's sequence-classification head exactly as transformers
+defines it (BERT's tanh pooler, RoBERTa's and ELECTRA's two-layer heads, DistilBERT's ReLU pre-classifier).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import tensorflow as tf
+import tf_keras
+
+from models.encoders.layers import (
+    TorchParam,
+    UnsupportedConfigError,
+    activation,
+    attention_bias,
+    dense,
+    dense_params,
+    embedding_params,
+    layer_norm,
+    merge_heads,
+    norm_params,
+    padding_mask,
+    scaled_dot_attention,
+    split_heads,
+    truncated_normal,
+)
+
+BERT_HEAD, ROBERTA_HEAD, ELECTRA_HEAD, DISTILBERT_HEAD = "bert", "roberta", "electra", "distilbert"
+
+
+@dataclasses.dataclass(frozen=True)
+class Flavor:
+    prefix: str  # the encoder's PyTorch prefix in a ...ForSequenceClassification state dict
+    layers: str  # where the blocks sit under it
+    names: dict[str, str]  # block part -> its PyTorch name
+    head: str
+    positions_from_padding: bool = False  # RoBERTa's create_position_ids_from_input_ids
+    classifier: str = "transformers' class name"
+
+
+_BERT_BLOCK = {
+    "query": "attention.self.query",
+    "key": "attention.self.key",
+    "value": "attention.self.value",
+    "attention_out": "attention.output.dense",
+    "attention_norm": "attention.output.LayerNorm",
+    "up": "intermediate.dense",
+    "down": "output.dense",
+    "output_norm": "output.LayerNorm",
+}
+_DISTILBERT_BLOCK = {
+    "query": "attention.q_lin",
+    "key": "attention.k_lin",
+    "value": "attention.v_lin",
+    "attention_out": "attention.out_lin",
+    "attention_norm": "sa_layer_norm",
+    "up": "ffn.lin1",
+    "down": "ffn.lin2",
+    "output_norm": "output_layer_norm",
+}
+_ROBERTA = Flavor("roberta", "encoder.layer", _BERT_BLOCK, ROBERTA_HEAD, positions_from_padding=True)
+
+FLAVORS = {
+    "bert": Flavor("bert", "encoder.layer", _BERT_BLOCK, BERT_HEAD, classifier="BertForSequenceClassification"),
+    "roberta": dataclasses.replace(_ROBERTA, classifier="RobertaForSequenceClassification"),
+    "xlm-roberta": dataclasses.replace(_ROBERTA, classifier="XLMRobertaForSequenceClassification"),
+    "camembert": dataclasses.replace(_ROBERTA, classifier="CamembertForSequenceClassification"),
+    "electra": Flavor(
+        "electra", "encoder.layer", _BERT_BLOCK, ELECTRA_HEAD, classifier="ElectraForSequenceClassification"
+    ),
+    "distilbert": Flavor(
+        "distilbert",
+        "transformer.layer",
+        _DISTILBERT_BLOCK,
+        DISTILBERT_HEAD,
+        classifier="DistilBertForSequenceClassification",
+    ),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """config.json's sizes under one set of names (DistilBERT names them its own way)."""
+
+    vocab: int
+    hidden: int
+    embedding: int  # ELECTRA's embeddings may be narrower than its blocks
+    intermediate: int
+    layers: int
+    heads: int
+    positions: int
+    token_types: int
+    activation: str
+    hidden_dropout: float
+    attention_dropout: float
+    classifier_dropout: float
+    epsilon: float
+    pad_id: int
+    init_std: float
+
+    @classmethod
+    def of(cls, config: dict) -> Sizes:
+        if config["model_type"] == "distilbert":
+            return cls(
+                vocab=config["vocab_size"], hidden=config["dim"], embedding=config["dim"],
+                intermediate=config["hidden_dim"], layers=config["n_layers"], heads=config["n_heads"],
+                positions=config["max_position_embeddings"], token_types=0, activation=config.get("activation", "gelu"),
+                hidden_dropout=config.get("dropout", 0.1), attention_dropout=config.get("attention_dropout", 0.1),
+                classifier_dropout=config.get("seq_classif_dropout", 0.2), epsilon=1e-12,
+                pad_id=config.get("pad_token_id") or 0, init_std=config.get("initializer_range", 0.02),
+            )  # fmt: skip
+        kind = config.get("position_embedding_type", "absolute")
+        if kind != "absolute":
+            raise UnsupportedConfigError(f"position_embedding_type '{kind}' (only 'absolute' positions are computed)")
+        hidden_dropout = config.get("hidden_dropout_prob", 0.1)
+        classifier_dropout = config.get("classifier_dropout")
+        return cls(
+            vocab=config["vocab_size"], hidden=config["hidden_size"],
+            embedding=config.get("embedding_size") or config["hidden_size"],
+            intermediate=config["intermediate_size"], layers=config["num_hidden_layers"],
+            heads=config["num_attention_heads"], positions=config["max_position_embeddings"],
+            token_types=config.get("type_vocab_size", 2), activation=config.get("hidden_act", "gelu"),
+            hidden_dropout=hidden_dropout, attention_dropout=config.get("attention_probs_dropout_prob", 0.1),
+            classifier_dropout=hidden_dropout if classifier_dropout is None else classifier_dropout,
+            epsilon=config.get("layer_norm_eps", 1e-12), pad_id=config.get("pad_token_id") or 0,
+            init_std=config.get("initializer_range", 0.02),
+        )  # fmt: skip
+
+
+def position_limit(config: dict) -> int:
+    """The longest input the position table holds: RoBERTa's family numbers positions from the padding id + 1."""
+    sizes, flavor = Sizes.of(config), FLAVORS[config["model_type"]]
+    return sizes.positions - sizes.pad_id - 1 if flavor.positions_from_padding else sizes.positions
+
+
+class Embeddings(tf_keras.layers.Layer):
+    """Word + position (+ token type) embeddings, LayerNorm, dropout; ELECTRA's projected up to the blocks' width."""
+
+    def __init__(self, sizes: Sizes, flavor: Flavor, **kwargs):
+        super().__init__(**kwargs)
+        self.sizes, self.flavor = sizes, flavor
+
+        def table(rows: int, name: str) -> tf_keras.layers.Embedding:
+            init = truncated_normal(sizes.init_std)
+            return tf_keras.layers.Embedding(rows, sizes.embedding, embeddings_initializer=init, name=name)
+
+        self.words = table(sizes.vocab, "words")
+        self.positions = table(sizes.positions, "positions")
+        self.token_types = table(sizes.token_types, "types") if sizes.token_types else None
+        self.norm = layer_norm(sizes.epsilon, "LayerNorm")
+        self.dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
+        self.project = dense(sizes.hidden, "embeddings_project") if sizes.embedding != sizes.hidden else None
+
+    def call(self, input_ids, token_type_ids=None, training=False):
+        if self.flavor.positions_from_padding:
+            real = tf.cast(tf.not_equal(input_ids, self.sizes.pad_id), input_ids.dtype)
+            position_ids = tf.cumsum(real, axis=1) * real + self.sizes.pad_id
+        else:
+            position_ids = tf.range(tf.shape(input_ids)[1])[tf.newaxis, :]
+        x = self.words(input_ids) + self.positions(position_ids)
+        if self.token_types is not None:
+            types = tf.zeros_like(input_ids) if token_type_ids is None else token_type_ids
+            x = x + self.token_types(types)
+        x = self.dropout(self.norm(x), training=training)
+        return self.project(x) if self.project is not None else x
+
+    def torch_params(self, prefix: str) -> Iterator[TorchParam]:
+        yield from embedding_params(f"{prefix}.word_embeddings", self.words)
+        yield from embedding_params(f"{prefix}.position_embeddings", self.positions)
+        if self.token_types is not None:
+            yield from embedding_params(f"{prefix}.token_type_embeddings", self.token_types)
+        yield from norm_params(f"{prefix}.LayerNorm", self.norm)
+
+
+class Block(tf_keras.layers.Layer):
+    """Self-attention, add & LayerNorm, feed-forward, add & LayerNorm (post-norm)."""
+
+    def __init__(self, sizes: Sizes, names: dict[str, str], **kwargs):
+        super().__init__(**kwargs)
+        self.sizes, self.names = sizes, names
+        h, std = sizes.hidden, sizes.init_std
+        self.query, self.key, self.value = (dense(h, part, std=std) for part in ("query", "key", "value"))
+        self.attention_out = dense(h, "attention_out", std=std)
+        self.attention_norm = layer_norm(sizes.epsilon, "attention_LayerNorm")
+        self.up = dense(sizes.intermediate, "up", std=std)
+        self.down = dense(h, "down", std=std)
+        self.output_norm = layer_norm(sizes.epsilon, "output_LayerNorm")
+        self.attention_dropout = tf_keras.layers.Dropout(sizes.attention_dropout)
+        self.hidden_dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
+        self.act = activation(sizes.activation)
+
+    def call(self, x, bias, training=False):
+        heads = self.sizes.heads
+        q, k, v = (split_heads(layer(x), heads) for layer in (self.query, self.key, self.value))
+        attended = merge_heads(scaled_dot_attention(q, k, v, bias, self.attention_dropout, training))
+        x = self.attention_norm(x + self.hidden_dropout(self.attention_out(attended), training=training))
+        inner = self.down(self.act(self.up(x)))
+        return self.output_norm(x + self.hidden_dropout(inner, training=training))
+
+    def torch_params(self, prefix: str) -> Iterator[TorchParam]:
+        for part in ("query", "key", "value", "attention_out", "up", "down"):
+            yield from dense_params(f"{prefix}.{self.names[part]}", getattr(self, part))
+        yield from norm_params(f"{prefix}.{self.names['attention_norm']}", self.attention_norm)
+        yield from norm_params(f"{prefix}.{self.names['output_norm']}", self.output_norm)
+
+
+class Encoder(tf_keras.layers.Layer):
+    """input ids (+ token types) and the attention mask -> the last hidden states [B, T, H]."""
+
+    def __init__(self, config: dict, **kwargs):
+        super().__init__(**kwargs)
+        self.sizes, self.flavor = Sizes.of(config), FLAVORS[config["model_type"]]
+        self.embeddings = Embeddings(self.sizes, self.flavor, name="embeddings")
+        self.blocks = [Block(self.sizes, self.flavor.names, name=f"layer_{i}") for i in range(self.sizes.layers)]
+
+    def call(self, inputs: dict, training=False):
+        x = self.embeddings(inputs["input_ids"], inputs.get("token_type_ids"), training=training)
+        bias = attention_bias(padding_mask(inputs["attention_mask"]))
+        for block in self.blocks:
+            x = block(x, bias, training=training)
+        return x
+
+    def input_embeddings(self) -> tf_keras.layers.Layer:
+        return self.embeddings
+
+    def torch_params(self) -> Iterator[TorchParam]:
+        prefix = self.flavor.prefix
+        yield from self.embeddings.torch_params(f"{prefix}.embeddings")
+        if self.embeddings.project is not None:
+            yield from dense_params(f"{prefix}.embeddings_project", self.embeddings.project)
+        for i, block in enumerate(self.blocks):
+            yield from block.torch_params(f"{prefix}.{self.flavor.layers}.{i}")
+
+
+class Head(tf_keras.layers.Layer):
+    """The family's sequence-classification head on the first token, as its transformers class defines it."""
+
+    def __init__(self, config: dict, num_labels: int, **kwargs):
+        super().__init__(**kwargs)
+        sizes, self.flavor = Sizes.of(config), FLAVORS[config["model_type"]]
+        self.kind = self.flavor.head
+        self.dropout = tf_keras.layers.Dropout(sizes.classifier_dropout)
+        self.inner = dense(sizes.hidden, "inner", std=sizes.init_std)
+        self.out = dense(num_labels, "classifier", std=sizes.init_std)
+
+    def call(self, hidden, attention_mask=None, training=False):
+        first = hidden[:, 0]
+        if self.kind == BERT_HEAD:  # pooler: dense + tanh, then dropout and the classifier
+            return self.out(self.dropout(tf.math.tanh(self.inner(first)), training=training))
+        if self.kind == DISTILBERT_HEAD:
+            return self.out(self.dropout(tf.nn.relu(self.inner(first)), training=training))
+        act = tf.math.tanh if self.kind == ROBERTA_HEAD else activation("gelu")
+        x = self.dropout(first, training=training)
+        return self.out(self.dropout(act(self.inner(x)), training=training))
+
+    def torch_params(self) -> Iterator[TorchParam]:
+        prefix = self.flavor.prefix
+        inner, out = {
+            BERT_HEAD: (f"{prefix}.pooler.dense", "classifier"),
+            DISTILBERT_HEAD: ("pre_classifier", "classifier"),
+        }.get(self.kind, ("classifier.dense", "classifier.out_proj"))
+        yield from dense_params(inner, self.inner)
+        yield from dense_params(out, self.out)
