@@ -28,6 +28,7 @@ from models.hardware import distribution
 from models.hardware.flops import EncoderShape
 from models.hardware.machine_peak import matmul_peak
 from models.hub.pretrained import build_classifier, model_files, packaged_model_dir
+from models.serving.signatures import model_logits
 from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
 from models.training.config import TrainingConfig
 from pipeline.configs import PipelineConfig, load_config
@@ -271,7 +272,7 @@ def serving_latency(serving_dir: Path, repeats: int) -> list[Row]:
     directory = packaged_model_dir("all-MiniLM-L6-v2")
     hf = AutoTokenizer.from_pretrained(directory)
     model = build_classifier(model_files(directory), ["rotten", "fresh"])[0]
-    call = tf.function(lambda inputs: tf.nn.softmax(model(inputs, training=False).logits))
+    call = tf.function(lambda inputs: tf.nn.softmax(model_logits(model, inputs)))
     texts = corpus(32)
     signature = exported.signatures["serving_default"]
     rows = []

@@ -128,7 +128,7 @@ STAGES = {
     "notifier",
 }
 SHARED_COMPONENT_MODULES = {"__init__", "vertex_clients", "run_parameters", "local_beam"}
-MODEL_KINDS = {"tokenizers", "serving", "hardware", "hub", "training"}
+MODEL_KINDS = {"encoders", "tokenizers", "serving", "hardware", "hub", "training"}
 # Facts every kind may use: config sections and the credential check of their values, errors, names, the task.
 MODEL_GROUND_FLOOR = {"__init__", "config_section", "credentials", "errors", "environment", "names", "task"}
 

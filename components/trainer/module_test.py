@@ -207,6 +207,7 @@ def test_frozen_embeddings_leave_training_and_stay_as_pretrained_while_the_encod
         model_files,
         weights_only_copy,
     )
+    from models.serving.signatures import model_logits
     from models.training.config import TrainingConfig
 
     files = model_files(tiny_bert_dir)
@@ -230,6 +231,6 @@ def test_frozen_embeddings_leave_training_and_stay_as_pretrained_while_the_encod
     changed = {w.name for w in frozen.weights if not np.array_equal(w.numpy(), before[w.name])}
     assert changed and not changed & frozen_names  # the encoder and head learned; the embeddings did not move
     copy = weights_only_copy(frozen)  # what the Trainer exports: the same weights, each in its place
-    np.testing.assert_array_equal(copy(inputs, training=False).logits, frozen(inputs, training=False).logits)
+    np.testing.assert_array_equal(model_logits(copy, inputs), model_logits(frozen, inputs))
     with pytest.raises(WeightsError, match="no trainable input embeddings"):
         freeze_input_embeddings(tf_keras.Sequential([tf_keras.layers.Dense(2)]))

@@ -151,9 +151,9 @@ class Embeddings(tf_keras.layers.Layer):
             init = truncated_normal(sizes.init_std)
             return tf_keras.layers.Embedding(rows, sizes.embedding, embeddings_initializer=init, name=name)
 
-        self.words = table(sizes.vocab, "words")
-        self.positions = table(sizes.positions, "positions")
-        self.token_types = table(sizes.token_types, "types") if sizes.token_types else None
+        self.words = table(sizes.vocab, "word_embeddings")
+        self.positions = table(sizes.positions, "position_embeddings")
+        self.token_types = table(sizes.token_types, "token_type_embeddings") if sizes.token_types else None
         self.norm = layer_norm(sizes.epsilon, "LayerNorm")
         self.dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
         self.project = dense(sizes.hidden, "embeddings_project") if sizes.embedding != sizes.hidden else None

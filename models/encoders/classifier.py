@@ -9,6 +9,7 @@ did), a bare encoder or a masked-LM checkpoint gets a new one, and any encoder w
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,8 +55,22 @@ def position_limit(config: dict) -> int:
 
 def check_config(config: dict) -> None:
     """Raises UnsupportedConfigError where config.json asks for something our encoder does not compute."""
+    module_for(config).Sizes.of(config)
+
+
+def describe(config: dict) -> str:
+    """What the encoder computes that bears on the task: its positions, ModernBERT's window and pooling."""
     module = module_for(config)
-    module.Sizes.of(config)
+    sizes = module.Sizes.of(config)
+    text = f"{sizes.layers} layers, hidden {sizes.hidden}, {module.position_limit(config):,} positions"
+    if module is modernbert:
+        local = sum(kind == modernbert.SLIDING for kind in sizes.layer_types)
+        text += (
+            f", local attention over {2 * sizes.half_window} tokens in {local} of {sizes.layers} layers (global in "
+            f"the rest), rotary thetas {sizes.thetas[modernbert.FULL]:,.0f} / {sizes.thetas[modernbert.SLIDING]:,.0f}, "
+            f"{sizes.pooling} pooling"
+        )
+    return text
 
 
 class SequenceClassifier(tf_keras.Model):
@@ -65,7 +80,7 @@ class SequenceClassifier(tf_keras.Model):
     def __init__(self, config: dict, label_names: Sequence[str], multi_label: bool = False, **kwargs):
         super().__init__(**kwargs)
         module, class_name = ARCHITECTURES[config["model_type"]]
-        self.hf_config = {
+        hf_config = {
             **config,
             "architectures": [class_name],
             "id2label": {str(i): name for i, name in enumerate(label_names)},
@@ -73,11 +88,18 @@ class SequenceClassifier(tf_keras.Model):
             # transformers' own name for a sigmoid per label (what its PyTorch heads and pipelines read back).
             "problem_type": "multi_label_classification" if multi_label else "single_label_classification",
         }
-        self.hf_config.pop("num_labels", None)  # id2label says it; transformers refuses the two disagreeing
-        self.config = types.SimpleNamespace(**self.hf_config, num_labels=len(label_names))
+        hf_config.pop("num_labels", None)  # id2label says it; transformers refuses the two disagreeing
+        # As JSON: Keras would track a dict attribute as a wrapper that json cannot write.
+        self._hf_config_json = json.dumps(hf_config, sort_keys=True)
+        self.config = types.SimpleNamespace(**hf_config, num_labels=len(label_names))
         self.label_names, self.multi_label = list(label_names), multi_label
         self.encoder = module.Encoder(config, name="encoder")
         self.head = module.Head(config, len(label_names), name="head")
+
+    @property
+    def hf_config(self) -> dict:
+        """config.json as transformers 5 reads it back: the checkpoint's, with the task's labels and class."""
+        return json.loads(self._hf_config_json)
 
     def call(self, inputs, training=False):
         hidden = self.encoder(inputs, training=training)

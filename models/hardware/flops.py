@@ -24,6 +24,8 @@ class EncoderShape:
     heads: int
     num_labels: int
     embeddings_trained: bool = True
+    # matrices of intermediate width per feed-forward: 2 (up, down), 3 with a gated unit (ModernBERT's GeGLU)
+    feed_forward_matrices: int = 2
 
     @classmethod
     def from_config(cls, config: Any, embeddings_trained: bool = True) -> EncoderShape:
@@ -44,13 +46,14 @@ class EncoderShape:
             heads=first("num_attention_heads", "n_heads"),
             num_labels=first("num_labels"),
             embeddings_trained=embeddings_trained,
+            feed_forward_matrices=3 if getattr(config, "model_type", None) == "modernbert" else 2,
         )
 
     def forward_flops(self, examples: float, padded_tokens: float, padded_token_pairs: float) -> float:
         """FLOPs of a forward pass over batches holding these totals: examples, Σ batch x width (tokens,
         padding included: it is computed) and Σ batch x width^2 (attention's token pairs)."""
         h, i = self.hidden, self.intermediate
-        per_token = self.layers * 2 * (4 * h * h + 2 * h * i)
+        per_token = self.layers * 2 * (4 * h * h + self.feed_forward_matrices * h * i)
         per_token_pair = self.layers * 2 * 2 * h
         per_example = 2 * (h * h + h * self.num_labels)
         return per_token * padded_tokens + per_token_pair * padded_token_pairs + per_example * examples

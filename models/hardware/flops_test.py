@@ -7,6 +7,7 @@ from tensorflow.python.profiler import model_analyzer, option_builder
 from models.hardware.flops import BatchShapes, EncoderShape
 from models.hardware.machine_peak import matmul_peak
 from models.hub.pretrained import build_classifier, model_files
+from models.serving.signatures import model_logits
 
 
 def _tf_matmul_flops(fn, batch: int, width: int) -> float:
@@ -29,7 +30,7 @@ def _tf_matmul_flops(fn, batch: int, width: int) -> float:
 
 
 def _forward(model):
-    return lambda inputs: model(inputs, training=False).logits
+    return lambda inputs: model_logits(model, inputs)
 
 
 def _gradients(model):
@@ -38,7 +39,7 @@ def _gradients(model):
 
     def gradients(inputs):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(model(inputs, training=True).logits)
+            loss = tf.reduce_sum(model(inputs, training=True))
         return tape.gradient(loss, model.trainable_variables)
 
     return gradients

@@ -1,8 +1,11 @@
 """Find a pretrained Hugging Face model and build its TF (tf_keras) classifier with verified weights.
 
-transformers 4.57's TF `from_pretrained` fails on safetensors checkpoints ("'builtins.safe_open' object is
-not iterable"), so those load as a numpy state dict through `load_pytorch_state_dict_in_tf2_model`. Either
-way the only weights allowed to start fresh are the classification head's.
+Two paths, chosen by config.json's model_type and said by the preflight: the architectures ported to our own
+encoders (models/encoders: the BERT family, ModernBERT) load their model.safetensors in PyTorch names with no
+transformers model class; the others (ALBERT, DeBERTa-v2/v3, MPNet, Funnel) still build transformers 4.57's TF
+class, whose `from_pretrained` fails on safetensors checkpoints ("'builtins.safe_open' object is not iterable"), so
+those load as a numpy state dict through `load_pytorch_state_dict_in_tf2_model`. Either way the only weights
+allowed to start fresh are the classification head's.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import functools
 import importlib.metadata
 import json
 import re
+import types
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,7 +31,10 @@ PACKAGED_MODELS = {
 }
 # packaged name -> the Hub id of the same checkpoint (what a model card names as its base model)
 PACKAGED_HUB_IDS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
-COMMIT = re.compile(r"[0-9a-f]{40}")  # a git commit as the Hub names revisions
+COMMIT = re.compile(r"[0-9a-f]{40}")
+# Encoder families not yet ported to models/encoders, built from transformers 4.57's TF classes until they are (as is
+# any other architecture that release has a TF sequence-classification class for).
+LEGACY_FAMILIES = {"albert": "ALBERT", "deberta-v2": "DeBERTa-v2/v3", "mpnet": "MPNet", "funnel": "Funnel"}  # a git commit as the Hub names revisions
 TF_WEIGHTS = "tf_model.h5"
 SAFETENSORS_WEIGHTS = "model.safetensors"
 # config and tokenizer files of every tokenizer family (vocab.txt, merges.txt, SentencePiece .model), the weights
@@ -43,7 +50,25 @@ class WeightsError(UserError, RuntimeError):
 
 
 class UnsupportedModelError(UserError, ValueError):
-    """The architecture has no TF sequence-classification model in transformers; the message says why."""
+    """The architecture has no encoder here; the message says why and which families work."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Architecture:
+    """Which path a model takes: our own encoder (models/encoders) or transformers 4.57's TF class."""
+
+    model_type: str
+    own: bool
+    class_name: str  # transformers' sequence-classification class the model is (PyTorch's name for ours)
+    facts: str = ""  # what the encoder computes that matters for the task (positions, attention window)
+
+    def describe(self) -> str:
+        path = (
+            f"our Keras encoder, loaded from model.safetensors ({self.class_name} as transformers 5 computes it)"
+            if self.own
+            else f"transformers 4.57's TF class {self.class_name} (no port of ours yet)"
+        )
+        return f"{self.model_type}: {path}" + (f"; {self.facts}" if self.facts else "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,12 +176,21 @@ def model_files(directory: Path) -> ModelFiles:
     """Checks that a model directory has what fine-tuning needs (the tokenizer's files are its family's to
     check: models/tokenizers/tokenizer.py)."""
     config = directory / "config.json"
-    weights = next((directory / n for n in (TF_WEIGHTS, SAFETENSORS_WEIGHTS) if (directory / n).is_file()), None)
+    # Our encoders read PyTorch names (a TF-only h5 converts through transformers 4.57); its TF classes read the h5.
+    own = config.is_file() and check_architecture(directory).own
+    order = (SAFETENSORS_WEIGHTS, TF_WEIGHTS) if own else (TF_WEIGHTS, SAFETENSORS_WEIGHTS)
+    weights = next((directory / n for n in order if (directory / n).is_file()), None)
     missing = []
     if not config.is_file():
         missing.append("config.json (the model's architecture)")
     if weights is None:
-        extra = " (pytorch_model.bin is not read: it needs torch)" if (directory / "pytorch_model.bin").exists() else ""
+        extra = (
+            " (pytorch_model.bin is not read: it is a pickle, which runs code from the file as it loads, and it needs "
+            "torch; transformers converts it: AutoModel.from_pretrained(folder).save_pretrained(folder), or the "
+            "Hub's safetensors conversion)"
+            if (directory / "pytorch_model.bin").exists()
+            else ""
+        )
         missing.append(f"{TF_WEIGHTS} or {SAFETENSORS_WEIGHTS} (pretrained weights){extra}")
     if missing:
         raise ModelFilesError(
@@ -167,18 +201,31 @@ def model_files(directory: Path) -> ModelFiles:
     return ModelFiles(directory=directory, config=config, weights=weights)
 
 
-def check_architecture(directory: Path) -> str:
-    """The TF sequence-classification class transformers has for the model's architecture, or a refusal."""
+def check_architecture(directory: Path) -> Architecture:
+    """The path the model's architecture takes, or a refusal naming the families that work."""
     from transformers.models.auto.modeling_tf_auto import TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES
 
-    model_type = read_config(directory).get("model_type")
-    if model_type not in TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES:
-        raise UnsupportedModelError(
-            f"the model in {directory} is a '{model_type}' model, for which transformers has no TensorFlow "
-            "sequence-classification class (TFAutoModelForSequenceClassification): it cannot be fine-tuned here. "
-            "Pick an encoder such as BERT, RoBERTa, XLM-RoBERTa, DeBERTa-v2/v3, ALBERT, ELECTRA or DistilBERT"
-        )
-    return TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES[model_type]
+    from models.encoders import classifier
+    from models.encoders.layers import UnsupportedConfigError
+
+    config = read_config(directory)
+    model_type = config.get("model_type")
+    if classifier.is_ported(model_type):
+        try:
+            classifier.check_config(config)
+        except (UnsupportedConfigError, KeyError) as error:
+            raise UnsupportedModelError(
+                f"the {model_type} model in {directory} has {error}, which our {model_type} encoder does not compute"
+            ) from error
+        return Architecture(model_type, True, classifier.ARCHITECTURES[model_type][1], classifier.describe(config))
+    if model_type in TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES:
+        return Architecture(model_type, False, TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES[model_type])
+    raise UnsupportedModelError(
+        f"the model in {directory} is a '{model_type}' model, which cannot be fine-tuned here: it is neither one of "
+        f"the families ported to our own encoders ({classifier.PORTED_FAMILIES}) nor one still built from "
+        f"transformers 4.57's TensorFlow classes ({', '.join(LEGACY_FAMILIES.values())}). Pick a model of one of "
+        "these families (docs/models.md)"
+    )
 
 
 def encoder_shape(directory: Path):
@@ -188,6 +235,8 @@ def encoder_shape(directory: Path):
     from models.hardware.flops import EncoderShape
 
     try:
+        if check_architecture(directory).own:
+            return EncoderShape.from_config(types.SimpleNamespace(**read_config(directory), num_labels=2))
         return EncoderShape.from_config(AutoConfig.from_pretrained(directory, num_labels=2))
     except ValueError as error:
         raise UnsupportedModelError(f"the model in {directory}: {error}") from error
@@ -205,11 +254,16 @@ def position_limit(directory: Path) -> int | None:
 
     import transformers
 
+    from models.encoders import classifier
+
     config = read_config(directory)
+    architecture = check_architecture(directory)
+    if architecture.own:
+        return classifier.position_limit(config)
     limit = config.get("max_position_embeddings")
     if limit is None:
         return None
-    module = importlib.import_module(getattr(transformers, check_architecture(directory)).__module__)
+    module = importlib.import_module(getattr(transformers, architecture.class_name).__module__)
     embeddings = [c for name, c in inspect.getmembers(module, inspect.isclass) if name.endswith("Embeddings")]
     if any(hasattr(c, "create_position_ids_from_input_ids") for c in embeddings):
         return limit - (config.get("pad_token_id") or 0) - 1
@@ -223,12 +277,62 @@ def build_classifier(
     freeze_embeddings: bool = False,
     multi_label: bool = False,
 ):
-    """The HF TF sequence classifier with pretrained encoder weights and a fresh head for `label_names`.
+    """The sequence classifier with pretrained encoder weights and the checkpoint's head, or a fresh one for
+    `label_names` where it has none for them.
 
     Returns (model, LoadReport). The global Keras mixed-precision policy in force is used. `dropout` None keeps
     the checkpoint's own rates; a number sets every dropout layer to it (see set_dropout). `freeze_embeddings`
     keeps the input embeddings as pretrained (see freeze_input_embeddings).
     """
+    if check_architecture(files.directory).own:
+        model, report = _build_own(files, label_names, multi_label)
+    else:
+        model, report = _build_legacy(files, label_names, multi_label)
+    if dropout is not None:
+        set_dropout(model, dropout)
+    if freeze_embeddings:
+        freeze_input_embeddings(model)
+    return model, report
+
+
+def _build_own(files: ModelFiles, label_names: Sequence[str], multi_label: bool):
+    from models.encoders import classifier
+
+    model = classifier.build(read_config(files.directory), label_names, multi_label)
+    state = classifier.read_safetensors(files.weights) if files.weights_format == "safetensors" else _h5_state(files)
+    try:
+        result = classifier.load(model, state)
+    except classifier.CheckpointError as error:
+        raise WeightsError(f"pretrained weights in {files.weights}: {error}") from error
+    return model, LoadReport(files.weights_format, result.loaded, result.new, result.unused)
+
+
+def _h5_state(files: ModelFiles) -> dict:
+    """A TF-only checkpoint (tf_model.h5) of a ported family, in PyTorch names: read by transformers 4.57's TF base
+    class while it is in the stack, renamed by its own TF->PT rules. The base class has no head: a fine-tuned h5's
+    head is not carried over."""
+    from transformers import TFAutoModel
+
+    return legacy_pytorch_state(TFAutoModel.from_pretrained(files.directory))
+
+
+def legacy_pytorch_state(model) -> dict:
+    """A transformers TF model's weights as a PyTorch state dict of numpy arrays: each variable renamed and transposed
+    by transformers' own TF->PT rules (dense kernels transposed, `layer_._0` -> `layer.0`, the Keras model's own scope
+    dropped, so the encoder sits under its PyTorch prefix: `bert.`, `roberta.`, ...)."""
+    import numpy as np
+    from transformers.modeling_tf_pytorch_utils import apply_transpose, convert_tf_weight_name_to_pt_weight_name
+
+    state = {}
+    for weight in model.weights:
+        name, transpose = convert_tf_weight_name_to_pt_weight_name(weight.name, tf_weight_shape=weight.shape)
+        if name in state:
+            raise ValueError(f"two weights of {type(model).__name__} map to the PyTorch name {name}")
+        state[name] = np.ascontiguousarray(apply_transpose(transpose, weight.numpy(), pt_to_tf=False))
+    return state
+
+
+def _build_legacy(files: ModelFiles, label_names: Sequence[str], multi_label: bool):
     from transformers import AutoConfig, TFAutoModelForSequenceClassification
 
     config = AutoConfig.from_pretrained(
@@ -259,10 +363,6 @@ def build_classifier(
             f"pretrained weights in {files.weights} do not cover the encoder: missing {encoder_missing[:10]} "
             f"({len(encoder_missing)} in all). The checkpoint does not match config.json's architecture."
         )
-    if dropout is not None:
-        set_dropout(model, dropout)
-    if freeze_embeddings:
-        freeze_input_embeddings(model)
     return model, report
 
 
@@ -296,10 +396,15 @@ def weights_only_copy(model):
     """The trained classifier's weights in a model that never trained. The trained one tracks its optimizer,
     so saving it also saves AdamW's two slots per weight: a SavedModel three times the size, slower to load
     and to push, for state serving never reads."""
-    from transformers import TFAutoModelForSequenceClassification
+    from models.encoders.classifier import SequenceClassifier
 
-    copy = TFAutoModelForSequenceClassification.from_config(model.config)
-    copy(copy.dummy_inputs, training=False)
+    if isinstance(model, SequenceClassifier):
+        copy = model.fresh_copy()
+    else:
+        from transformers import TFAutoModelForSequenceClassification
+
+        copy = TFAutoModelForSequenceClassification.from_config(model.config)
+        copy(copy.dummy_inputs, training=False)
     if not model.get_input_embeddings().trainable:
         freeze_input_embeddings(copy)  # get_weights lists trainable weights first: the orders must match
     copy.set_weights(model.get_weights())

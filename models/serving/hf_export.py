@@ -10,10 +10,15 @@ transformers 5 (which has no TensorFlow) and `pipeline("text-classification")` l
 converts. The names and transposes are transformers' own TF<->PT rules (modeling_tf_pytorch_utils), the ones its
 PT->TF loader inverts. With both files in one folder transformers 4's TF loader picks the safetensors and fails on
 safetensors >= 0.6 (transformers#40028, not to be fixed: TF is deprecated): TF users pass `use_safetensors=False`.
+
+A model of our own encoders (models/encoders) is written from its own weights, already in PyTorch names, with the
+config.json transformers 5 expects; no tf_model.h5, since no TensorFlow class of transformers computes it (none
+exists for ModernBERT, and transformers 5 has no TensorFlow at all).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -37,7 +42,10 @@ def save_hf_format(model, tokenizer_dir: str | Path, max_seq_length: int, destin
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, model_max_length=max_seq_length)
     with tempfile.TemporaryDirectory(prefix="hf-export-") as local:
-        model.save_pretrained(local)
+        if is_own_encoder(model):
+            Path(local, HF_CONFIG).write_text(json.dumps(model.hf_config, indent=2, sort_keys=True) + "\n")
+        else:
+            model.save_pretrained(local)
         save_pytorch_weights(model, os.path.join(local, PT_WEIGHTS))
         tokenizer.save_pretrained(local)
         names = sorted(os.listdir(local))
@@ -45,20 +53,24 @@ def save_hf_format(model, tokenizer_dir: str | Path, max_seq_length: int, destin
     return names
 
 
-def pytorch_state_dict(model) -> dict:
-    """The TF classifier's weights as a PyTorch state dict of numpy arrays: each variable renamed and transposed by
-    transformers' own TF->PT rules (dense kernels transposed, `layer_._0` -> `layer.0`, the Keras model's own
-    scope dropped, so the encoder sits under its PyTorch prefix: `bert.`, `roberta.`, ...)."""
-    import numpy as np
-    from transformers.modeling_tf_pytorch_utils import apply_transpose, convert_tf_weight_name_to_pt_weight_name
+def is_own_encoder(model) -> bool:
+    from models.encoders.classifier import SequenceClassifier
 
-    state = {}
-    for weight in model.weights:
-        name, transpose = convert_tf_weight_name_to_pt_weight_name(weight.name, tf_weight_shape=weight.shape)
-        if name in state:
-            raise ValueError(f"two weights of {type(model).__name__} map to the PyTorch name {name}")
-        state[name] = np.ascontiguousarray(apply_transpose(transpose, weight.numpy(), pt_to_tf=False))
-    return state
+    return isinstance(model, SequenceClassifier)
+
+
+def pytorch_state_dict(model) -> dict:
+    """The TF classifier's weights as a PyTorch state dict of numpy arrays: our encoders' in the names they declare;
+    a transformers TF model's renamed and transposed by transformers' own TF->PT rules (dense kernels transposed,
+    `layer_._0` -> `layer.0`, the Keras model's own scope dropped, so the encoder sits under its PyTorch prefix:
+    `bert.`, `roberta.`, ...)."""
+    if is_own_encoder(model):
+        from models.encoders.classifier import torch_state
+
+        return torch_state(model)
+    from models.hub.pretrained import legacy_pytorch_state
+
+    return legacy_pytorch_state(model)
 
 
 def save_pytorch_weights(model, path: str) -> None:

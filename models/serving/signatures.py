@@ -41,6 +41,13 @@ TEXT_INPUT, TEXT_PAIR_INPUT = TEXT_FEATURE, TEXT_PAIR_FEATURE  # serving_default
 INFERENCE_CHUNK = 32
 
 
+def model_logits(model, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
+    """The classifier's logits: our encoders answer them (models/encoders), transformers' TF classes an output
+    object that holds them."""
+    outputs = model(inputs, training=False)
+    return getattr(outputs, "logits", outputs)
+
+
 def logits_by_length(
     call_model, inputs: dict[str, tf.Tensor], attention_mask: tf.Tensor, num_labels: int, chunk: int = INFERENCE_CHUNK
 ) -> tf.Tensor:
@@ -113,7 +120,7 @@ class ServingModule(tf.Module):
         if self._windows:
             inputs, text_of_window = self._windows_holding_text(inputs, transformed[WINDOW_MASK])
         logits = logits_by_length(
-            lambda inputs: self.model(inputs, training=False).logits,
+            lambda inputs: model_logits(self.model, inputs),
             inputs,
             inputs[ATTENTION_MASK],
             num_labels=int(self.label_names.shape[0]),

@@ -114,6 +114,8 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
         file=stream,
         flush=True,
     )
+    if probed.architecture:
+        print(f"[pipeline] model: {probed.architecture}", file=stream, flush=True)
     print(f"[pipeline] {describe_lengths(probed)}", file=stream, flush=True)
     print(f"[pipeline] recipe: {probed.recipe.describe()}", file=stream, flush=True)
     print(f"[pipeline] epochs: {probed.describe_epochs()}", file=stream, flush=True)

@@ -61,6 +61,7 @@ class ProbeResult:
     window: tuple[int, ...] = ()  # the spans read, for span-versioned data
     input_fingerprint: str = ""  # of the files read; '' for hub and packaged datasets
     model_commit: str | None = None  # the hub model's commit every component reads (config.model.revision)
+    architecture: str = ""  # the path the model takes (our encoder or transformers 4.57's TF class), and its facts
 
     def describe_lengths(self) -> str:
         """The token lengths and what the run chose from them (width, windows, buckets), as printed and kept."""
@@ -110,6 +111,7 @@ class ModelFacts:
     encoder: EncoderShape | None  # its sizes, for FLOP counts (None: no config.json to read them from)
     model_type: str = ""  # config.json's (bert, roberta ...): the family the recipe's warm-up follows
     commit: str | None = None  # a hub model's commit, which every component then reads (None: not a hub model)
+    architecture: str = ""  # which path it takes and what its encoder computes (pretrained.Architecture.describe)
 
 
 def resolve_recipe(config: PipelineConfig, model: ModelFacts) -> tuple[PipelineConfig, RecipeChoice]:
@@ -149,12 +151,14 @@ def probe_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
     sequence-classification class, a tokenizer family the in-graph tokenizer reproduces, the weights (unless `weights`
     is False: compile and submit read only config and tokenizer), max_seq_length within the position limit."""
     directory = resolve_model_dir(config.model.name, config.model.revision, weights=weights)
-    shape, model_type = None, ""
+    shape, model_type, architecture = None, "", ""
     if (directory / "config.json").is_file():
-        check_architecture(directory)
+        architecture = check_architecture(directory).describe()
         shape = encoder_shape(directory)  # the Trainer's FLOP meter reads it after building the model
         model_type = read_config(directory).get("model_type", "")
-    tokenizer_spec(directory)
+    tokenizer = tokenizer_spec(directory)
+    if architecture:
+        architecture += f"; {tokenizer.family} tokenizer, in-graph"
     if weights or not (directory / "config.json").is_file():
         model_files(directory)
     limit = position_limit(directory)
@@ -164,7 +168,7 @@ def probe_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
             f"model.max_seq_length {requested} is over the model's position limit {limit}; use at most {limit} "
             "(or auto)"
         )
-    return ModelFacts(directory, limit, shape, model_type, hub_commit(config.model.name, directory))
+    return ModelFacts(directory, limit, shape, model_type, hub_commit(config.model.name, directory), architecture)
 
 
 def beam_label_values(beam_args) -> dataset_pass.DistinctLabels:
@@ -252,4 +256,5 @@ def probe(config: PipelineConfig) -> ProbeResult:
         window=read.window,
         input_fingerprint=read.input_fingerprint,
         model_commit=model.commit,
+        architecture=model.architecture,
     )
