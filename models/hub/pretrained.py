@@ -31,10 +31,10 @@ PACKAGED_MODELS = {
 }
 # packaged name -> the Hub id of the same checkpoint (what a model card names as its base model)
 PACKAGED_HUB_IDS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
-COMMIT = re.compile(r"[0-9a-f]{40}")
+COMMIT = re.compile(r"[0-9a-f]{40}")  # a git commit as the Hub names revisions
 # Encoder families not yet ported to models/encoders, built from transformers 4.57's TF classes until they are (as is
 # any other architecture that release has a TF sequence-classification class for).
-LEGACY_FAMILIES = {"albert": "ALBERT", "deberta-v2": "DeBERTa-v2/v3", "mpnet": "MPNet", "funnel": "Funnel"}  # a git commit as the Hub names revisions
+LEGACY_FAMILIES = {"albert": "ALBERT", "deberta-v2": "DeBERTa-v2/v3", "mpnet": "MPNet", "funnel": "Funnel"}
 TF_WEIGHTS = "tf_model.h5"
 SAFETENSORS_WEIGHTS = "model.safetensors"
 # config and tokenizer files of every tokenizer family (vocab.txt, merges.txt, SentencePiece .model), the weights
@@ -232,11 +232,13 @@ def encoder_shape(directory: Path):
     """The encoder's sizes as the FLOP count reads them (models/hardware/flops.py), or a refusal naming the reason."""
     from transformers import AutoConfig
 
+    from models.encoders import classifier
     from models.hardware.flops import EncoderShape
 
     try:
-        if check_architecture(directory).own:
-            return EncoderShape.from_config(types.SimpleNamespace(**read_config(directory), num_labels=2))
+        config = read_config(directory)
+        if classifier.is_ported(config.get("model_type")):
+            return EncoderShape.from_config(types.SimpleNamespace(**config, num_labels=2))
         return EncoderShape.from_config(AutoConfig.from_pretrained(directory, num_labels=2))
     except ValueError as error:
         raise UnsupportedModelError(f"the model in {directory}: {error}") from error

@@ -75,7 +75,9 @@ def test_checkpoint_that_does_not_fit_the_encoder_is_an_error(packaged_model_dir
     config = json.loads((copy / "config.json").read_text())
     config["num_hidden_layers"] = 8  # two layers more than the checkpoint has
     (copy / "config.json").write_text(json.dumps(config))
-    with pytest.raises(WeightsError, match=r"does not match config.json's architecture: missing \['bert.encoder.layer.6"):
+    with pytest.raises(
+        WeightsError, match=r"does not match config.json's architecture: missing \['bert\.encoder\.layer\.6"
+    ):
         build_classifier(model_files(copy), ["a", "b"])
 
 
