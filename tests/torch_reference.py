@@ -5,8 +5,9 @@ Python (bin/reference-env), never imported by the project, which has neither.
                                                                   in ROOT/FAMILY
   python tests/torch_reference.py logits < jobs.json              [{"directory", "batch": {"input_ids", ...}}, ...]
                                                                   -> the logits of each (one process: torch loads once)
-  python tests/torch_reference.py texts DIR [WIDTH] < texts.json  the folder's tokenizer + model on raw texts:
-                                                                  {"ids", "probabilities"} as `pipeline()` gives them
+  python tests/torch_reference.py texts DIR < job.json           the folder's tokenizer + model on raw texts, as a
+                                                                  transformers user runs them (see texts())
+  python tests/torch_reference.py modernbert-folder DIR < texts   a tiny ModernBERT laid out as the hub lays it out
 """
 
 from __future__ import annotations
@@ -84,21 +85,69 @@ def logits() -> None:
     print(json.dumps(answers))
 
 
-def texts(directory: str, width: int | None = None) -> None:
+def texts(directory: str) -> None:
+    """{"texts", "pairs"?, "windows"?: {"overlap", "count"}} -> the folder's tokenizer and model as a transformers
+    user runs them: probabilities per text (with windows: the mean over each text's first `count` windows of the
+    tokenizer's own overflow, and each first window's), the ids, the labels."""
+    job = json.load(sys.stdin)
     tokenizer = transformers.AutoTokenizer.from_pretrained(directory)
-    model = transformers.AutoModelForSequenceClassification.from_pretrained(directory)
+    model, info = transformers.AutoModelForSequenceClassification.from_pretrained(directory, output_loading_info=True)
     model.eval()
-    batch = tokenizer(json.load(sys.stdin), padding=True, truncation=True, max_length=width, return_tensors="pt")
+    multi = model.config.problem_type == "multi_label_classification"
+    windows = job.get("windows")
+    options = {"stride": windows["overlap"], "return_overflowing_tokens": True} if windows else {}
+    if job.get("max_length"):
+        options["max_length"] = job["max_length"]
+    batch = tokenizer(job["texts"], job.get("pairs"), padding=True, truncation=True, return_tensors="pt", **options)
+    document = batch.pop("overflow_to_sample_mapping", None)
     with torch.no_grad():
         out = model(**batch).logits
-    multi = model.config.problem_type == "multi_label_classification"
     probabilities = torch.sigmoid(out) if multi else torch.softmax(out, dim=-1)
-    ids = [row[mask.bool()].tolist() for row, mask in zip(batch["input_ids"], batch["attention_mask"], strict=True)]
-    print(json.dumps({"ids": ids, "probabilities": probabilities.tolist(), "labels": model.config.id2label}))
+    keys = ("missing_keys", "unexpected_keys", "mismatched_keys")
+    answer = {"labels": model.config.id2label, "loading": {k: sorted(map(str, info.get(k, []))) for k in keys}}
+    if windows:
+        per_text = [[p for p, d in zip(probabilities, document.tolist(), strict=True) if d == i][: windows["count"]]
+                    for i in range(len(job["texts"]))]  # fmt: skip
+        answer["probabilities"] = [torch.stack(w).mean(0).tolist() for w in per_text]
+        answer["first"] = [w[0].tolist() for w in per_text]
+    else:
+        answer["probabilities"] = probabilities.tolist()
+        rows = zip(batch["input_ids"], batch["attention_mask"], strict=True)
+        answer["ids"] = [row[mask.bool()].tolist() for row, mask in rows]
+    print(json.dumps(answer))
+
+
+def modernbert_folder(directory: str) -> None:
+    """A tiny ModernBERT laid out as the hub lays out answerdotai/ModernBERT-base: a masked-LM checkpoint (its
+    prediction head is the classifier's head.dense / head.norm) and a byte-level BPE tokenizer.json with NFC and the
+    [CLS] $A [SEP] templates, trained on the texts given (stdin), saved by transformers 5 itself."""
+    from tokenizers import ByteLevelBPETokenizer, normalizers, processors
+
+    specials = ["[UNK]", "[PAD]", "[CLS]", "[SEP]", "[MASK]"]  # ids 0-4, as config() numbers them
+    bpe = ByteLevelBPETokenizer(add_prefix_space=False)
+    bpe.train_from_iterator(json.load(sys.stdin), vocab_size=VOCAB, special_tokens=specials)
+    backend = bpe._tokenizer
+    backend.normalizer = normalizers.NFC()
+    backend.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+        mask_token="[MASK]", model_input_names=["input_ids", "attention_mask"], model_max_length=512,
+    )  # fmt: skip
+    tokenizer.save_pretrained(directory)
+    settings = config("modernbert").to_dict()
+    settings.update(vocab_size=len(tokenizer), classifier_pooling="cls", architectures=["ModernBertForMaskedLM"])
+    for key in ("id2label", "label2id"):
+        settings.pop(key)
+    torch.manual_seed(0)
+    model = transformers.ModernBertForMaskedLM(transformers.ModernBertConfig(**settings))
+    model.save_pretrained(directory)
 
 
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
     {"checkpoint": lambda: checkpoints(args[0], args[1:]),
      "logits": logits,
-     "texts": lambda: texts(args[0], int(args[1]) if len(args) > 1 else None)}[command]()  # fmt: skip
+     "texts": lambda: texts(args[0]),
+     "modernbert-folder": lambda: modernbert_folder(args[0])}[command]()  # fmt: skip

@@ -59,5 +59,15 @@ def logits(jobs: list[tuple[Path, dict]]) -> list:
     return json.loads(run("logits", stdin=[{"directory": str(d), "batch": batch} for d, batch in jobs]))
 
 
-def on_texts(directory: Path, texts: list[str], width: int | None = None) -> dict:
-    return json.loads(run("texts", str(directory), *([str(width)] if width else []), stdin=texts))
+def on_texts(
+    directory, texts: list[str], pairs: list[str] | None = None, windows: dict | None = None, max_length: int = 0
+) -> dict:
+    """The folder's tokenizer and model in transformers 5 + PyTorch (torch_reference.texts)."""
+    job = {"texts": texts, "pairs": pairs, "windows": windows, "max_length": max_length}
+    return json.loads(run("texts", str(directory), stdin=job))
+
+
+def write_modernbert_folder(directory: Path, texts: list[str]) -> Path:
+    """A tiny ModernBERT folder as the hub lays it out, by transformers 5 (torch_reference.modernbert_folder)."""
+    run("modernbert-folder", str(directory), stdin=texts)
+    return directory

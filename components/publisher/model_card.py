@@ -41,8 +41,8 @@ with torch.no_grad():
     probabilities = model(**inputs).logits.{{ torch_activation }}
 ```
 
-With TensorFlow (transformers 4 with tf-keras: `tf_model.h5`; `use_safetensors=False` because transformers 4's
-TF loader fails on any safetensors file, transformers#40028):
+{% if tf_weights %}With TensorFlow (transformers 4 with tf-keras: `tf_model.h5`; `use_safetensors=False` because
+transformers 4's TF loader fails on any safetensors file, transformers#40028):
 
 ```python
 import tensorflow as tf
@@ -53,7 +53,10 @@ model = TFAutoModelForSequenceClassification.from_pretrained("{{ repo_ref }}", u
 inputs = tokenizer({{ example_call }}, truncation=True, padding=True, return_tensors="tf")
 probabilities = {{ activation }}(model(**inputs).logits)
 ```
-
+{% else %}No `tf_model.h5`: the pipeline's own Keras encoder trained this {{ architecture }} model, and no
+TensorFlow class of transformers computes it (transformers 5 has no TensorFlow). TensorFlow users serve the
+pipeline's SavedModel, which takes raw text.
+{% endif %}
 {{ truncation_text }}
 
 ## Data
@@ -129,6 +132,8 @@ class CardFacts:
     windows: tuple[float, int] | None = None  # model.long_texts: windows: (stride, count)
     base_model_revision: str = ""  # the revision (a hub model's commit, pinned before the run) fine-tuned from
     text_budget: str = ""  # what a text keeps before tokenizing (models/tokenizers/character_budget.py)
+    tf_weights: bool = True  # the export holds tf_model.h5 (a transformers TF class trained it)
+    architecture: str = ""  # config.json's model_type
 
 
 def card_data(facts: CardFacts):
@@ -231,6 +236,8 @@ def _text_fields(facts: CardFacts) -> dict[str, Any]:
         "torch_activation": "sigmoid()" if facts.multi_label else "softmax(-1)",
         "max_seq_length": facts.max_seq_length,
         "truncation_text": _truncation_text(facts),
+        "tf_weights": facts.tf_weights,
+        "architecture": facts.architecture or "transformers",
         "dataset_text": f"`{facts.dataset}`",
         "split_text": ", ".join(f"{split} {count}" for split, count in facts.split_counts.items()),
         "dropped_text": _dropped_text(facts.dropped_counts),

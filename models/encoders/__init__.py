@@ -3,5 +3,5 @@ model.safetensors in PyTorch names, with no transformers model class: every enco
 families transformers once ported to TensorFlow (it dropped TensorFlow in v5).
 
 One module per architecture (bert_family.py, modernbert.py); classifier.py is the one interface the rest of the
-project uses (build, load, export in PyTorch names). This package imports nothing of ours.
+project uses (build, load, export in PyTorch names). It imports only the ground floor of models/ (errors).
 """

@@ -20,6 +20,7 @@ import tf_keras
 
 from models.encoders import bert_family, modernbert
 from models.encoders.layers import TorchParam, UnsupportedConfigError
+from models.errors import UserError
 
 # model_type -> (module computing it, transformers' sequence-classification class it stands for)
 ARCHITECTURES = {
@@ -30,7 +31,7 @@ PORTED_FAMILIES = "BERT/MiniLM, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, 
 _LAYER_NORM_RENAMES = {".gamma": ".weight", ".beta": ".bias"}  # checkpoints older than PyTorch's names
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError, ValueError):
     """The checkpoint's tensors do not fit the architecture config.json declares; the message says which."""
 
 

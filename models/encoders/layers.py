@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 import tensorflow as tf
 import tf_keras
 
+from models.errors import UserError
+
 
 @dataclasses.dataclass(frozen=True)
 class TorchParam:
@@ -70,7 +72,7 @@ ACTIVATIONS: dict[str, Callable[[tf.Tensor], tf.Tensor]] = {
 }
 
 
-class UnsupportedConfigError(ValueError):
+class UnsupportedConfigError(UserError, ValueError):
     """The checkpoint's config.json asks for something this encoder does not compute; the message says what."""
 
 

@@ -38,9 +38,9 @@ def hf_format_dir(serving_model_dir: str) -> str:
 def save_hf_format(model, tokenizer_dir: str | Path, max_seq_length: int, destination: str) -> list[str]:
     """Writes the model and its tokenizer to `destination` (a local path or any tf.io.gfile URL, e.g. gs://);
     returns the file names written. `model` must not track an optimizer (see pretrained.weights_only_copy)."""
-    from transformers import AutoTokenizer
+    from models.tokenizers.tokenizer import load_hf_tokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, model_max_length=max_seq_length)
+    tokenizer = load_hf_tokenizer(tokenizer_dir, model_max_length=max_seq_length)
     with tempfile.TemporaryDirectory(prefix="hf-export-") as local:
         if is_own_encoder(model):
             Path(local, HF_CONFIG).write_text(json.dumps(model.hf_config, indent=2, sort_keys=True) + "\n")

@@ -16,6 +16,7 @@ import dataclasses
 import json
 
 import tensorflow as tf
+import tensorflow_text
 
 from models.tokenizers import gpt2_classes
 from models.tokenizers.tokenizer_errors import UnsupportedTokenizerError
@@ -54,6 +55,7 @@ class ByteLevelBPESpec:
     # Words (raw text) that BPE turns into one token, and that token's id: looked up before any merging.
     whole_words: tuple[str, ...] = ()
     whole_word_ids: tuple[int, ...] = ()
+    nfc: bool = False  # texts NFC-normalized first (ModernBERT's tokenizer.json declares it)
 
     @classmethod
     def from_tokenizer_json(cls, tokenizer_json: dict, unk_id: int) -> ByteLevelBPESpec:
@@ -73,6 +75,7 @@ class ByteLevelBPESpec:
             unk_id=unk_id,
             whole_words=tuple(text for text, _ in whole),
             whole_word_ids=tuple(token_id for _, token_id in whole),
+            nfc=(tokenizer_json.get("normalizer") or {}).get("type") == "NFC",
         )
 
 
@@ -112,9 +115,9 @@ def _whole_words(tokenizer_json: dict) -> tuple[tuple[str, int], ...]:
 
 
 def _checked_byte_level_step(tokenizer_json: dict) -> dict:
-    """The ByteLevel pre-tokenizer step, after refusing what this graph does not reproduce: a normalizer,
-    pre-tokenizer steps besides ByteLevel's regex split, subword prefixes or suffixes, dropout."""
-    if tokenizer_json.get("normalizer"):
+    """The ByteLevel pre-tokenizer step, after refusing what this graph does not reproduce: a normalizer other than
+    NFC, pre-tokenizer steps besides ByteLevel's regex split, subword prefixes or suffixes, dropout."""
+    if (tokenizer_json.get("normalizer") or {}).get("type", "NFC") != "NFC":
         raise UnsupportedTokenizerError(f"normalizer {tokenizer_json['normalizer'].get('type')} before ByteLevel")
     pre = tokenizer_json["pre_tokenizer"]
     steps = pre.get("pretokenizers", [pre])
@@ -246,7 +249,10 @@ class ByteLevelBPE:
         )
 
     def __call__(self, texts: tf.Tensor) -> tf.RaggedTensor:
-        words = pre_tokenize(tf.reshape(texts, [-1]), self.spec.add_prefix_space)
+        texts = tf.reshape(texts, [-1])
+        if self.spec.nfc:
+            texts = tensorflow_text.normalize_utf8(texts, "NFC")
+        words = pre_tokenize(texts, self.spec.add_prefix_space)
         words = _pieces_of_long_words(words, self.max_word_bytes)
         distinct, where = tf.unique(words.flat_values)
         whole = self._whole_words.lookup(distinct)

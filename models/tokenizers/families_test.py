@@ -125,8 +125,8 @@ def _with_punctuation_split(declared):
     declared["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Punctuation", "behavior": "Isolated"})
 
 
-def _with_nfc(declared):
-    declared["normalizer"] = {"type": "NFC"}
+def _with_nfkc(declared):
+    declared["normalizer"] = {"type": "NFKC"}
 
 
 def _without_clean_text(declared):
@@ -141,7 +141,7 @@ def _without_clean_text(declared):
             _with_punctuation_split,
             r"SentencePiece tokenizer .* pre-tokenizer \['Punctuation', 'Metaspace'\]",
         ),
-        ("roberta", _with_nfc, r"byte-level BPE tokenizer .* has normalizer NFC before ByteLevel"),
+        ("roberta", _with_nfkc, r"byte-level BPE tokenizer .* has normalizer NFKC before ByteLevel"),
         ("mpnet", _without_clean_text, r"WordPiece tokenizer .* BertNormalizer clean_text=false"),
     ],
 )

@@ -6,7 +6,7 @@ normalizer, pre-tokenizer), never from a class name:
 - WordPiece with BERT's normalizer (wordpiece.py): BERT, MiniLM, DistilBERT, ELECTRA, MPNet, Funnel ...
 - SentencePiece, Unigram or BPE, with a Metaspace pre-tokenizer (spm_tokenizer.py): XLM-R, ALBERT,
   DeBERTa-v2/v3, CamemBERT ...
-- byte-level BPE (byte_level_bpe.py): RoBERTa, DistilRoBERTa ...
+- byte-level BPE (byte_level_bpe.py): RoBERTa, DistilRoBERTa, ModernBERT ...
 Special tokens, pair layout and token types come from the tokenizer's post-processor (special_tokens.py);
 truncation is HF's `longest_first`, padding on the right.
 """
@@ -28,9 +28,10 @@ from models.tokenizers.tokenizer_errors import UnsupportedTokenizerError
 from models.tokenizers.windows import Windows
 
 WORDPIECE, SENTENCEPIECE, BYTE_LEVEL_BPE = "WordPiece", "SentencePiece", "byte-level BPE"
+TRANSFORMERS_5_GENERIC_TOKENIZER = "TokenizersBackend"
 SUPPORTED = (
     "WordPiece (BERT, MiniLM, DistilBERT, ELECTRA, MPNet, Funnel), SentencePiece (XLM-R, ALBERT, DeBERTa-v3, "
-    "CamemBERT) and byte-level BPE (RoBERTa, DistilRoBERTa)"
+    "CamemBERT) and byte-level BPE (RoBERTa, DistilRoBERTa, ModernBERT)"
 )
 
 
@@ -111,11 +112,22 @@ def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
     )
 
 
-def _load_fast_tokenizer(model_dir: Path):
-    from transformers import AutoTokenizer
+def load_hf_tokenizer(model_dir: str | Path, **kwargs):
+    """The folder's Hugging Face tokenizer through transformers 4.57. transformers 5 saves its generic fast tokenizer
+    as tokenizer_class "TokenizersBackend", a class 4.57 lacks; it is what 4.57 calls PreTrainedTokenizerFast
+    (tokenizer.json, with the special tokens and input names of tokenizer_config.json)."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
+    settings = Path(model_dir) / "tokenizer_config.json"
+    declared = json.loads(settings.read_text(encoding="utf-8")).get("tokenizer_class") if settings.is_file() else None
+    if declared == TRANSFORMERS_5_GENERIC_TOKENIZER:
+        return PreTrainedTokenizerFast.from_pretrained(model_dir, **kwargs)
+    return AutoTokenizer.from_pretrained(model_dir, use_fast=True, **kwargs)
+
+
+def _load_fast_tokenizer(model_dir: Path):
     try:
-        hf = AutoTokenizer.from_pretrained(model_dir, use_fast=True)
+        hf = load_hf_tokenizer(model_dir)
     except (OSError, ValueError, AttributeError, ImportError) as error:
         raise ModelFilesError(
             f"cannot read the tokenizer in {model_dir}: {type(error).__name__}: {error}. A Hugging Face model "

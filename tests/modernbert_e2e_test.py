@@ -1,0 +1,89 @@
+"""ModernBERT end to end, as a user brings one: a folder laid out as the hub lays out answerdotai/ModernBERT-base
+(a masked-LM checkpoint, a byte-level BPE tokenizer.json with NFC and [CLS] $A [SEP]), written by transformers 5
+itself (tests/torch_reference.py). Its tokenizer id for id in-graph, `--check`'s account of it, then a LocalDagRunner
+run that trains it with our own encoder, blesses, pushes and publishes it, and the published folder answering in
+transformers 5 + PyTorch as the SavedModel does."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
+from pipeline import configs
+from pipeline.orchestration.local_runner import run_local
+from tests import torch_reference_env as reference
+from tests.hf_export_check import BUCKET_TEXTS, hf_probabilities, serving_probabilities
+from tests.model_families import EDGE_CASES, MULTILINGUAL, training_texts
+from tests.tiny_model import tiny_overrides
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def modernbert_dir(tmp_path_factory):
+    return reference.write_modernbert_folder(tmp_path_factory.mktemp("modernbert") / "model", training_texts())
+
+
+def _in_graph_ids(directory: Path, texts, pairs, width: int) -> list[list[int]]:
+    out = InGraphTokenizer(tokenizer_spec(directory), width)(
+        tf.constant(texts), None if pairs is None else tf.constant(pairs)
+    )
+    return [
+        row[mask > 0].tolist()
+        for row, mask in zip(out["input_ids"].numpy(), out["attention_mask"].numpy(), strict=True)
+    ]
+
+
+def test_the_tokenizer_gives_transformers_5s_ids(modernbert_dir, review_texts):
+    """NFC, the byte-level split and merges, [CLS] $A [SEP] (and $B [SEP] for pairs), longest_first truncation."""
+    texts = review_texts[:1500] + EDGE_CASES + MULTILINGUAL
+    assert tokenizer_spec(modernbert_dir).pieces.nfc
+    theirs = reference.on_texts(modernbert_dir, texts, max_length=64)["ids"]
+    assert _in_graph_ids(modernbert_dir, texts, None, 64) == theirs
+    firsts, seconds = texts[:400:2], texts[1:400:2]
+    theirs = reference.on_texts(modernbert_dir, firsts, seconds, max_length=24)["ids"]
+    assert _in_graph_ids(modernbert_dir, firsts, seconds, 24) == theirs
+
+
+def test_check_names_the_path_positions_window_tokenizer_and_recipe(modernbert_dir, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "run", "--model", str(modernbert_dir), "--check",
+         "--pipeline-root", str(tmp_path / "root"), "--serving-dir", str(tmp_path / "serving"),
+         "--train-limit", "256", "--eval-limit", "64", "--test-limit", "96"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout + done.stderr
+    assert "modernbert: our Keras encoder, loaded from model.safetensors (ModernBertForSequenceClassification" in out
+    assert "512 positions, local attention over 8 tokens in 2 of 4 layers" in out
+    assert "cls pooling" in out and "byte-level BPE tokenizer, in-graph" in out
+    assert "recipe: " in out
+
+
+@pytest.fixture(scope="module")
+def modernbert_run(modernbert_dir, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("modernbert-run")
+    overrides = {
+        **tiny_overrides(workdir, modernbert_dir, 32),
+        "dataset.limits": {"train": 256, "eval": 64, "test": 96},
+    }
+    return run_local(configs.load_config(overrides=overrides))
+
+
+def test_trains_blesses_pushes_and_publishes(modernbert_run):
+    assert modernbert_run.blessed is True and modernbert_run.pushed_dir and modernbert_run.hf_model_dir
+    names = {p.name for p in Path(modernbert_run.hf_model_dir).iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json", "README.md"} <= names and "tf_model.h5" not in names
+
+
+def test_the_published_folder_answers_in_transformers_5_as_the_savedmodel_does(modernbert_run):
+    hf, labels = hf_probabilities(modernbert_run.hf_model_dir, BUCKET_TEXTS)
+    served = serving_probabilities(modernbert_run.pushed_dir, BUCKET_TEXTS)
+    assert labels == {"0": "rotten", "1": "fresh"}
+    np.testing.assert_allclose(hf, served, rtol=0, atol=1e-4)
