@@ -1,5 +1,5 @@
 # The README's two commands are `make run` and `make test`; both set up the environment first.
-.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds bench-long bench-tuning bench-gate bench-inputs image kfp-local clean-env
+.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds bench-long bench-tuning bench-gate bench-inputs bench-encoders image kfp-local clean-env
 
 setup:
 	bin/setup-env
@@ -56,6 +56,11 @@ bench-gate: setup
 # 1.4 MB word of random letters through byte-level BPE vs its budget's worth (about 2 min on a 2-core machine).
 bench-inputs: setup
 	bin/in-env python -m benchmarks.bounded_inputs $(ARGS)
+
+# Our Keras encoders against transformers 4.57's TF classes on the Trainer's loop (MiniLM, fp32, share of the peak),
+# and a ModernBERT-base-shaped model at widths 512, 2,048 and 8,192: step time, share of peak, peak memory.
+bench-encoders: setup
+	bin/in-env python -m benchmarks.encoders $(ARGS)
 
 # The pipeline image with podman (installed when missing; vfs storage, offline base from the Debian 13
 # userland), then the checks inside it: doctor, every code path the compiled specs name, a tiny run.

@@ -32,6 +32,7 @@ STARTED_BY = {
     "python -m benchmarks.tuning": "test_bench_tuning_runs_a_tiny_search (slow: two tiny runs, one tuned)",
     "python -m benchmarks.gate": "test_bench_gate_runs_three_tiny_runs_in_one_root (slow: three tiny runs)",
     "python -m benchmarks.bounded_inputs": "test_bench_inputs_runs_a_tiny_configuration (slow: a tokenizer trained)",
+    "python -m benchmarks.encoders": "test_bench_encoders_runs_a_tiny_configuration (slow: MiniLM steps, two ways)",
     "bin/setup-env": "make test itself: setup is its first step",
     "bin/build-image": "tests/image_test.py (slow: podman, a 4 GB image)",
     "bin/check-image": "tests/image_test.py (slow: podman, a 4 GB image)",
@@ -190,6 +191,19 @@ def test_bench_inputs_runs_a_tiny_configuration(scratch_reference):
         "MiniLM's WordPiece at width 128, 256 reviews",
         "byte-level BPE at width 8",
         "· its first 600 letters merged whole (no budget, no pieces) vs as served (s)",
+    ]
+
+
+@pytest.mark.slow
+def test_bench_encoders_runs_a_tiny_configuration(scratch_reference):
+    from benchmarks import encoders
+
+    assert encoders.main(["--steps", "2", "--repeats", "1", "--widths", "", "--out", str(scratch_reference)]) == 0
+    (section,) = [s for s in reference.read()["sections"] if s["heading"] == encoders.SECTION]
+    assert [row[0].split(":")[0] for row in section["rows"]] == [
+        "MiniLM-L6 Trainer loop, fp32, transformers 4.57 TF class",
+        "MiniLM-L6 Trainer loop, fp32, our encoder",
+        "our encoder vs transformers 4.57's TF class (examples/s)",
     ]
 
 

@@ -19,7 +19,7 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import bert_family, modernbert
-from models.encoders.layers import TorchParam, UnsupportedConfigError
+from models.encoders.layers import TorchParam, UnsupportedConfigError, activation
 from models.errors import UserError
 
 # model_type -> (module computing it, transformers' sequence-classification class it stands for)
@@ -56,7 +56,9 @@ def position_limit(config: dict) -> int:
 
 def check_config(config: dict) -> None:
     """Raises UnsupportedConfigError where config.json asks for something our encoder does not compute."""
-    module_for(config).Sizes.of(config)
+    sizes = module_for(config).Sizes.of(config)
+    activation(sizes.activation)
+    activation(getattr(sizes, "classifier_activation", sizes.activation))
 
 
 def describe(config: dict) -> str:
@@ -90,6 +92,8 @@ class SequenceClassifier(tf_keras.Model):
             "problem_type": "multi_label_classification" if multi_label else "single_label_classification",
         }
         hf_config.pop("num_labels", None)  # id2label says it; transformers refuses the two disagreeing
+        hf_config.pop("torch_dtype", None)  # transformers 4's name for the weights' dtype
+        hf_config["dtype"] = "float32"  # what we write, whatever the checkpoint held (bf16 ones are common)
         # As JSON: Keras would track a dict attribute as a wrapper that json cannot write.
         self._hf_config_json = json.dumps(hf_config, sort_keys=True)
         self.config = types.SimpleNamespace(**hf_config, num_labels=len(label_names))
@@ -122,7 +126,8 @@ class SequenceClassifier(tf_keras.Model):
 
     def fresh_copy(self) -> SequenceClassifier:
         """The same architecture and labels, never trained (see models/hub/pretrained.py: weights_only_copy)."""
-        config = {k: v for k, v in self.hf_config.items() if k not in ("architectures", "id2label", "label2id")}
+        dropped = ("architectures", "id2label", "label2id", "dtype")
+        config = {k: v for k, v in self.hf_config.items() if k not in dropped}
         copy = SequenceClassifier(config, self.label_names, self.multi_label)
         copy.build_weights()
         return copy
@@ -186,7 +191,7 @@ def torch_state(model: SequenceClassifier) -> dict[str, np.ndarray]:
 def _canonical_names(state: dict[str, np.ndarray], model: SequenceClassifier) -> dict[str, np.ndarray]:
     """A bare encoder checkpoint (BertModel, ModernBertModel) names its tensors without the task model's prefix;
     old BERT checkpoints name LayerNorm's gamma and beta. transformers renames both when it loads; so do we."""
-    prefix = model.encoder.torch_params().__next__().name.split(".")[0]
+    prefix = next(iter(model.encoder.torch_params())).name.split(".")[0]
     if not any(name.startswith(f"{prefix}.") for name in state):
         state = {f"{prefix}.{name}": value for name, value in state.items()}
     renamed = {}

@@ -1,0 +1,170 @@
+"""`make bench-encoders`: our Keras encoders against transformers 4.57's TF classes on the Trainer's loop, and a
+ModernBERT-base-shaped model at the widths long pages want.
+
+- MiniLM (packaged, real weights), the Trainer's loop (length buckets, AdamW schedule), fp32: transformers 4.57's
+  TFBertForSequenceClassification vs our BERT encoder on the same batches, interleaved best of --repeats, each
+  as model FLOP/s against the fp32 matmul peak measured in the same run.
+- ModernBERT-base's shape (22 layers, hidden 768, GeGLU 1152, local window 128, random weights: no pretrained one is
+  reachable here), one training step at each width, in a fresh process per width: seconds per step, share of the
+  peak, and the process's peak memory. A width whose attention scores alone would not fit in this machine's memory
+  is reported as such, not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks import reference
+
+SECTION = (
+    "## Encoders: ours against transformers 4.57's TF classes, and ModernBERT at long widths (`make bench-encoders`)"
+)
+MODERNBERT_BASE = {
+    "model_type": "modernbert", "vocab_size": 50368, "hidden_size": 768, "intermediate_size": 1152,
+    "num_hidden_layers": 22, "num_attention_heads": 12, "local_attention": 128, "global_attn_every_n_layers": 3,
+    "max_position_embeddings": 8192, "pad_token_id": 50283, "classifier_pooling": "mean",
+}  # fmt: skip
+
+
+def _minilm_rows(steps: int, repeats: int, peak) -> list[list[str]]:
+    import tf_keras
+
+    from benchmarks.bench import BATCH, _examples_per_second, trainer_batches, training_examples
+    from components.trainer.module import compile_for_training
+    from components.trainer.training_meter import TrainingMeter
+    from models.hardware.flops import EncoderShape
+    from models.hub.pretrained import _build_legacy, _build_own
+    from models.training.config import TrainingConfig
+
+    files, examples = training_examples(steps)
+    training = TrainingConfig()
+    batches = trainer_batches(examples, training)
+    models = {}
+    for name, build in (("transformers 4.57 TF class", _build_legacy), ("our encoder", _build_own)):
+        tf_keras.utils.set_random_seed(0)
+        model, _ = build(files, ["rotten", "fresh"], False)
+        compile_for_training(model, training, steps * (repeats + 1))
+        models[name] = model
+    best, records = dict.fromkeys(models, 0.0), {name: [] for name in models}
+    for repeat in range(repeats):
+        for name in list(models)[:: 1 if repeat % 2 else -1]:
+            shapes: list = []
+            rate = _examples_per_second(models[name], batches, steps, shapes)
+            if rate > best[name]:
+                best[name], records[name] = rate, shapes
+    rows = []
+    for name, model in models.items():
+        meter = TrainingMeter(EncoderShape.from_config(model.config), peak, records[name])
+        gflops = meter.model_gflops(steps, steps * BATCH / best[name])
+        rows.append(
+            [f"MiniLM-L6 Trainer loop, fp32, {name}: examples/s; model GFLOP/s", f"{best[name]:.1f}; {gflops:.1f}",
+             f"{peak.gflops:.0f} GFLOP/s peak", f"{gflops / peak.gflops:.0%}"]
+        )  # fmt: skip
+    legacy, ours = best.values()
+    rows.append(["our encoder vs transformers 4.57's TF class (examples/s)", f"{ours:.1f}", f"{legacy:.1f}",
+                 f"{ours / legacy:.2f}x"])  # fmt: skip
+    return rows
+
+
+def one_width(width: int, batch: int, steps: int) -> dict:
+    """One process: ModernBERT-base's shape trained `steps` steps at `width` (the first traces); its numbers."""
+    import numpy as np
+    import tensorflow as tf
+
+    from components.trainer.module import compile_for_training
+    from models.encoders import classifier
+    from models.hardware.flops import EncoderShape
+    from models.training.config import TrainingConfig
+
+    model = classifier.build(MODERNBERT_BASE, ["a", "b"])
+    compile_for_training(model, TrainingConfig(learning_rate=1e-5, warmup_ratio=0.0), steps + 1)
+    rng = np.random.default_rng(0)
+    features = {"input_ids": rng.integers(5, 50000, (batch, width)), "attention_mask": np.ones((batch, width), int)}
+    data = tf.data.Dataset.from_tensors((features, np.zeros(batch, int))).repeat()
+    model.fit(data, steps_per_epoch=1, epochs=1, verbose=0)
+    started = time.perf_counter()
+    model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
+    seconds = (time.perf_counter() - started) / steps
+    shape = EncoderShape.from_config(model.config)
+    flops = shape.training_flops(batch, batch * width, batch * width * width)
+    peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    return {"width": width, "batch": batch, "seconds": seconds, "gflops": flops / seconds / 1e9, "peak_gib": peak_gib}
+
+
+def _attention_gib(width: int, batch: int) -> float:
+    """What a training step keeps of the attention scores alone: float32 scores and softmax weights per layer and
+    head (a mask over full attention, local layers included), for the backward pass."""
+    config = MODERNBERT_BASE
+    return 2 * 4 * batch * config["num_hidden_layers"] * config["num_attention_heads"] * width * width / 2**30
+
+
+def _modernbert_rows(widths: list[int], steps: int, peak) -> list[list[str]]:
+    rows = []
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    for width in widths:
+        batch = max(1, 1024 // width)
+        need = _attention_gib(width, batch)
+        name = f"ModernBERT-base shape, width {width:,}, batch {batch}: s/step; model GFLOP/s; peak GiB"
+        if need > 0.8 * memory:
+            rows.append([name, f"not run: attention scores alone {need:,.0f} GiB", f"{memory:.0f} GiB memory", "-"])
+            continue
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.encoders", "--one-width", str(width), str(batch), str(steps)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode:
+            rows.append([name, f"failed: {done.stderr.strip().splitlines()[-1][:120]}", "-", "-"])
+            continue
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        rows.append(
+            [name, f"{result['seconds']:.1f}; {result['gflops']:.1f}; {result['peak_gib']:.1f}",
+             f"{peak.gflops:.0f} GFLOP/s peak", f"{result['gflops'] / peak.gflops:.0%}"]
+        )  # fmt: skip
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20, help="timed MiniLM steps per repeat")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--widths", default="512,2048,8192", help="ModernBERT widths")
+    parser.add_argument("--long-steps", type=int, default=2, help="timed ModernBERT steps per width")
+    parser.add_argument("--one-width", nargs=3, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=str(reference.BENCHMARKS_MD))
+    args = parser.parse_args(argv)
+    if args.one_width:
+        print(json.dumps(one_width(*args.one_width)))
+        return 0
+
+    from models.hardware.machine_peak import matmul_peak
+
+    started = time.monotonic()
+    peak = matmul_peak()
+    rows = _minilm_rows(args.steps, args.repeats, peak)
+    rows += _modernbert_rows([int(w) for w in args.widths.split(",") if w], args.long_steps, peak)
+    section = reference.table_section(
+        SECTION,
+        [
+            f"Measured on this machine in {time.monotonic() - started:.0f} s, fp32 matmul peak {peak.gflops:.0f} "
+            "GFLOP/s measured in the same run. Model FLOPs count the matmuls (models/hardware/flops.py; GeGLU's "
+            "gate counted); ModernBERT's local layers are counted at full width, as the mask over full attention "
+            "computes them. Batches of ModernBERT hold 1,024 tokens (one text from 1,024 up); peak GiB is the "
+            "measuring process's peak RSS."
+        ],
+        ["what", "measured", "baseline", "ratio"],
+        ["---", "---:", "---:", "---:"],
+        rows,
+    )
+    reference.publish_sections([section], Path(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
