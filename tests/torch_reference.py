@@ -39,6 +39,18 @@ def config(family: str):
             bos_token_id=2, eos_token_id=3, cls_token_id=2, sep_token_id=3, classifier_pooling="cls",
             classifier_bias=True, norm_bias=True, attention_bias=True, mlp_bias=True, **labels,
         )  # fmt: skip
+    if family == "deberta-v3":  # relative positions only, log buckets inside the test width, shared projections
+        return transformers.DebertaV2Config(
+            vocab_size=VOCAB, max_position_embeddings=128, relative_attention=True, position_biased_input=False,
+            pos_att_type=["p2c", "c2p"], max_relative_positions=-1, position_buckets=8, share_att_key=True,
+            norm_rel_ebd="layer_norm", type_vocab_size=0, pad_token_id=0, **SMALL, **labels,
+        )  # fmt: skip
+    if family == "deberta-v2":  # absolute positions too, own position projections, narrower embeddings, types
+        return transformers.DebertaV2Config(
+            vocab_size=VOCAB, max_position_embeddings=128, relative_attention=True, position_biased_input=True,
+            pos_att_type="c2p|p2c", max_relative_positions=24, share_att_key=False, type_vocab_size=2,
+            embedding_size=32, pad_token_id=0, pooler_hidden_act="tanh", **SMALL, **labels,
+        )  # fmt: skip
     if family == "bert":
         return transformers.BertConfig(vocab_size=VOCAB, max_position_embeddings=128, **SMALL, **labels)
     if family in ("roberta", "xlm-roberta", "camembert"):

@@ -18,16 +18,17 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from models.encoders import bert_family, modernbert
+from models.encoders import bert_family, deberta_v2, modernbert
 from models.encoders.layers import TorchParam, UnsupportedConfigError, activation
 from models.errors import UserError
 
 # model_type -> (module computing it, transformers' sequence-classification class it stands for)
 ARCHITECTURES = {
     **{kind: (bert_family, flavor.classifier) for kind, flavor in bert_family.FLAVORS.items()},
+    "deberta-v2": (deberta_v2, "DebertaV2ForSequenceClassification"),
     "modernbert": (modernbert, "ModernBertForSequenceClassification"),
 }
-PORTED_FAMILIES = "BERT/MiniLM, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, ModernBERT"
+PORTED_FAMILIES = "BERT/MiniLM, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, DeBERTa-v2/v3, ModernBERT"
 _LAYER_NORM_RENAMES = {".gamma": ".weight", ".beta": ".bias"}  # checkpoints older than PyTorch's names
 
 
@@ -66,6 +67,9 @@ def describe(config: dict) -> str:
     module = module_for(config)
     sizes = module.Sizes.of(config)
     text = f"{sizes.layers} layers, hidden {sizes.hidden}, {module.position_limit(config):,} positions"
+    if module is deberta_v2 and sizes.relative_attention:
+        buckets = f", log-bucketed into {sizes.span} each side" if sizes.position_buckets > 0 else ""
+        text += f", disentangled attention ({'+'.join(sizes.pos_att_type)}) over relative positions{buckets}"
     if module is modernbert:
         local = sum(kind == modernbert.SLIDING for kind in sizes.layer_types)
         text += (
