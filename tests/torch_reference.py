@@ -4,7 +4,8 @@ Python (bin/reference-env), never imported by the project, which has neither.
   python tests/torch_reference.py checkpoint ROOT FAMILY...       tiny random ...ForSequenceClassification, saved
                                                                   in ROOT/FAMILY
   python tests/torch_reference.py logits < jobs.json              [{"directory", "batch": {"input_ids", ...}}, ...]
-                                                                  -> the logits of each (one process: torch loads once)
+                                                                  -> each one's logits and what loading it left
+                                                                  missing or unused (one process: torch loads once)
   python tests/torch_reference.py texts DIR < job.json           the folder's tokenizer + model on raw texts, as a
                                                                   transformers user runs them (see texts())
   python tests/torch_reference.py modernbert-folder DIR < texts   a tiny ModernBERT laid out as the hub lays it out
@@ -88,12 +89,14 @@ def checkpoint(family: str, directory: str, seed: int = 0) -> None:
 def logits() -> None:
     answers = []
     for job in json.load(sys.stdin):
-        model = transformers.AutoModelForSequenceClassification.from_pretrained(
-            job["directory"], attn_implementation="eager"
+        model, info = transformers.AutoModelForSequenceClassification.from_pretrained(
+            job["directory"], attn_implementation="eager", output_loading_info=True
         )
         model.eval()
         with torch.no_grad():
-            answers.append(model(**{name: torch.tensor(value) for name, value in job["batch"].items()}).logits.tolist())
+            out = model(**{name: torch.tensor(value) for name, value in job["batch"].items()}).logits.tolist()
+        keys = ("missing_keys", "unexpected_keys", "mismatched_keys")
+        answers.append({"logits": out, "loading": {k: sorted(map(str, info.get(k, []))) for k in keys}})
     print(json.dumps(answers))
 
 

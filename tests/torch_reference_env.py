@@ -55,8 +55,13 @@ def write_checkpoints(root: Path, families: list[str]) -> dict[str, Path]:
 
 
 def logits(jobs: list[tuple[Path, dict]]) -> list:
-    """The reference's logits for each (model folder, batch of lists), in one process."""
-    return json.loads(run("logits", stdin=[{"directory": str(d), "batch": batch} for d, batch in jobs]))
+    """The reference's logits for each (model folder, batch of lists), in one process; every folder must load with
+    no weight missing, unused or of another shape."""
+    answers = json.loads(run("logits", stdin=[{"directory": str(d), "batch": batch} for d, batch in jobs]))
+    clean = {"missing_keys": [], "unexpected_keys": [], "mismatched_keys": []}
+    for (directory, _), answer in zip(jobs, answers, strict=True):
+        assert answer["loading"] == clean, f"{directory}: {answer['loading']}"
+    return [answer["logits"] for answer in answers]
 
 
 def on_texts(

@@ -315,7 +315,19 @@ def _h5_state(files: ModelFiles) -> dict:
     head is not carried over."""
     from transformers import TFAutoModel
 
-    return legacy_pytorch_state(TFAutoModel.from_pretrained(files.directory))
+    state = legacy_pytorch_state(TFAutoModel.from_pretrained(files.directory))
+    renamed = {}
+    for name, value in state.items():
+        for tf_name, torch_name in _TF_ONLY_NAMES.items():
+            name = name.replace(tf_name, torch_name)
+        renamed[name] = value
+    return renamed
+
+
+# Parts transformers 4's TF classes name otherwise than its PyTorch ones, which its own TF<->PT rules do not map:
+# TFDebertaV2's own position projections (used where share_att_key is false).
+_TF_ONLY_NAMES = {".attention.self.pos_proj.": ".attention.self.pos_key_proj.",
+                  ".attention.self.pos_q_proj.": ".attention.self.pos_query_proj."}  # fmt: skip
 
 
 def legacy_pytorch_state(model) -> dict:
