@@ -6,8 +6,6 @@ transformers 5 + PyTorch as the SavedModel does."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +21,7 @@ from tests.model_families import EDGE_CASES, MULTILINGUAL, training_texts
 from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
+LIMITS = {"dataset.limits": {"train": 256, "eval": 64, "test": 96}}
 
 
 @pytest.fixture(scope="module")
@@ -52,14 +51,15 @@ def test_the_tokenizer_gives_transformers_5s_ids(modernbert_dir, review_texts):
 
 
 def test_check_names_the_path_positions_window_tokenizer_and_recipe(modernbert_dir, tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "run", "--model", str(modernbert_dir), "--check",
-         "--pipeline-root", str(tmp_path / "root"), "--serving-dir", str(tmp_path / "serving"),
-         "--train-limit", "256", "--eval-limit", "64", "--test-limit", "96"],
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = done.stdout + done.stderr
+    """What `hftfx run --check` prints (pipeline/cli/commands.py calls check_run), in this process."""
+    import io
+
+    from pipeline.orchestration.local_runner import check_run
+
+    overrides = {**tiny_overrides(tmp_path, modernbert_dir, 32), **LIMITS}
+    out = io.StringIO()
+    check_run(configs.load_config(overrides=overrides), stream=out)
+    out = out.getvalue()
     assert "modernbert: our Keras encoder, loaded from model.safetensors (ModernBertForSequenceClassification" in out
     assert "512 positions, local attention over 8 tokens in 2 of 4 layers" in out
     assert "cls pooling" in out and "byte-level BPE tokenizer, in-graph" in out
@@ -69,11 +69,7 @@ def test_check_names_the_path_positions_window_tokenizer_and_recipe(modernbert_d
 @pytest.fixture(scope="module")
 def modernbert_run(modernbert_dir, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("modernbert-run")
-    overrides = {
-        **tiny_overrides(workdir, modernbert_dir, 32),
-        "dataset.limits": {"train": 256, "eval": 64, "test": 96},
-    }
-    return run_local(configs.load_config(overrides=overrides))
+    return run_local(configs.load_config(overrides={**tiny_overrides(workdir, modernbert_dir, 32), **LIMITS}))
 
 
 def test_trains_blesses_pushes_and_publishes(modernbert_run):
