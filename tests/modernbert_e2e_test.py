@@ -66,6 +66,20 @@ def test_check_names_the_path_positions_window_tokenizer_and_recipe(modernbert_d
     assert "recipe: " in out
 
 
+def test_a_setting_our_encoder_does_not_compute_is_refused_before_any_component(modernbert_dir, tmp_path):
+    import json
+    import shutil
+
+    from models.hub.pretrained import UnsupportedModelError
+    from pipeline.orchestration.probe import probe_model
+
+    copy = shutil.copytree(modernbert_dir, tmp_path / "model")
+    config = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps({**config, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}))
+    with pytest.raises(UnsupportedModelError, match=r"modernbert model .* has rope_type 'yarn' \(only the default"):
+        probe_model(configs.load_config(overrides={"model.name": str(copy)}))
+
+
 @pytest.fixture(scope="module")
 def modernbert_run(modernbert_dir, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("modernbert-run")

@@ -213,10 +213,13 @@ def check_architecture(directory: Path) -> Architecture:
     if classifier.is_ported(model_type):
         try:
             classifier.check_config(config)
-        except (UnsupportedConfigError, KeyError) as error:
+        except UnsupportedConfigError as error:
             raise UnsupportedModelError(
                 f"the {model_type} model in {directory} has {error}, which our {model_type} encoder does not compute"
             ) from error
+        except KeyError as error:
+            message = f"the config.json of {directory} lacks {error}, which a {model_type} model needs"
+            raise UnsupportedModelError(message) from error
         return Architecture(model_type, True, classifier.ARCHITECTURES[model_type][1], classifier.describe(config))
     if model_type in TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES:
         return Architecture(model_type, False, TF_MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES[model_type])
