@@ -14,8 +14,8 @@ from tests import torch_reference_env as reference
 from tests.float_bounds import FLOAT32_UNIT_ROUNDOFF
 
 FAMILIES = [
-    "bert", "roberta", "xlm-roberta", "camembert", "electra", "distilbert", "deberta-v3", "deberta-v2",
-    "modernbert", "modernbert-cls",
+    "bert", "roberta", "xlm-roberta", "camembert", "electra", "distilbert", "albert", "mpnet",
+    "deberta-v3", "deberta-v2", "modernbert", "modernbert-cls",
 ]  # fmt: skip
 WIDTH = 40  # five times the tiny ModernBERT's window of 8: local and global layers see different keys
 

@@ -52,6 +52,15 @@ def config(family: str):
             pos_att_type="c2p|p2c", max_relative_positions=24, share_att_key=False, type_vocab_size=2,
             embedding_size=32, pad_token_id=0, pooler_hidden_act="tanh", **SMALL, **labels,
         )  # fmt: skip
+    if family == "albert":  # narrower embeddings; 4 layers in 2 groups of one shared block each
+        return transformers.AlbertConfig(
+            vocab_size=VOCAB, embedding_size=32, max_position_embeddings=128, num_hidden_groups=2, inner_group_num=1,
+            hidden_act="gelu_new", **{**SMALL, "num_hidden_layers": 4}, **labels,
+        )  # fmt: skip
+    if family == "mpnet":
+        return transformers.MPNetConfig(
+            vocab_size=VOCAB, max_position_embeddings=130, pad_token_id=1, **SMALL, **labels
+        )
     if family == "bert":
         return transformers.BertConfig(vocab_size=VOCAB, max_position_embeddings=128, **SMALL, **labels)
     if family in ("roberta", "xlm-roberta", "camembert"):

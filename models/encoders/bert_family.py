@@ -1,15 +1,18 @@
 """The BERT family as one encoder whose members differ only by config: BERT and MiniLM, RoBERTa, XLM-R and
-CamemBERT, ELECTRA's discriminator, DistilBERT.
+CamemBERT, ELECTRA's discriminator, DistilBERT, ALBERT, MPNet.
 
 All are post-norm transformers with learned absolute positions (Devlin et al. 2019); what differs is declared in a
 Flavor: the PyTorch names, where positions start (RoBERTa counts from the padding id), whether token types exist,
-ELECTRA's smaller embeddings projected up, and each family's sequence-classification head exactly as transformers
-defines it (BERT's tanh pooler, RoBERTa's and ELECTRA's two-layer heads, DistilBERT's ReLU pre-classifier).
+ELECTRA's and ALBERT's smaller embeddings projected up, ALBERT's layers sharing one set of weights per group (and
+no dropout after its feed-forward), MPNet's bucketed relative position bias on every layer's scores, and each
+family's sequence-classification head exactly as transformers defines
+it (BERT's and ALBERT's tanh pooler, RoBERTa's and ELECTRA's two-layer heads, DistilBERT's ReLU pre-classifier).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 
 import tensorflow as tf
@@ -32,7 +35,13 @@ from models.encoders.layers import (
     truncated_normal,
 )
 
-BERT_HEAD, ROBERTA_HEAD, ELECTRA_HEAD, DISTILBERT_HEAD = "bert", "roberta", "electra", "distilbert"
+BERT_HEAD, ROBERTA_HEAD, ELECTRA_HEAD, DISTILBERT_HEAD, ALBERT_HEAD = (
+    "bert",
+    "roberta",
+    "electra",
+    "distilbert",
+    "albert",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +52,12 @@ class Flavor:
     head: str
     positions_from_padding: bool = False  # RoBERTa's create_position_ids_from_input_ids
     classifier: str = "transformers' class name"
+    projection: str = "embeddings_project"  # where narrower embeddings are projected up, under the prefix
+    always_project: bool = False  # ALBERT projects even embeddings as wide as its blocks
+    grouped: bool = False  # ALBERT: num_hidden_groups sets of inner_group_num blocks, each group reused
+    feed_forward_dropout: bool = True  # ALBERT applies none after its feed-forward
+    token_types: bool = True  # MPNet has no token-type table
+    relative_buckets: bool = False  # MPNet adds T5-style bucketed relative position biases to every layer's scores
 
 
 _BERT_BLOCK = {
@@ -65,6 +80,26 @@ _DISTILBERT_BLOCK = {
     "down": "ffn.lin2",
     "output_norm": "output_layer_norm",
 }
+_ALBERT_BLOCK = {
+    "query": "attention.query",
+    "key": "attention.key",
+    "value": "attention.value",
+    "attention_out": "attention.dense",
+    "attention_norm": "attention.LayerNorm",
+    "up": "ffn",
+    "down": "ffn_output",
+    "output_norm": "full_layer_layer_norm",
+}
+_MPNET_BLOCK = {
+    "query": "attention.attn.q",
+    "key": "attention.attn.k",
+    "value": "attention.attn.v",
+    "attention_out": "attention.attn.o",
+    "attention_norm": "attention.LayerNorm",
+    "up": "intermediate.dense",
+    "down": "output.dense",
+    "output_norm": "output.LayerNorm",
+}
 _ROBERTA = Flavor("roberta", "encoder.layer", _BERT_BLOCK, ROBERTA_HEAD, positions_from_padding=True)
 
 FLAVORS = {
@@ -81,6 +116,27 @@ FLAVORS = {
         _DISTILBERT_BLOCK,
         DISTILBERT_HEAD,
         classifier="DistilBertForSequenceClassification",
+    ),
+    "mpnet": Flavor(
+        "mpnet",
+        "encoder.layer",
+        _MPNET_BLOCK,
+        ROBERTA_HEAD,
+        positions_from_padding=True,
+        classifier="MPNetForSequenceClassification",
+        token_types=False,
+        relative_buckets=True,
+    ),
+    "albert": Flavor(
+        "albert",
+        "encoder.albert_layer_groups",
+        _ALBERT_BLOCK,
+        ALBERT_HEAD,
+        classifier="AlbertForSequenceClassification",
+        projection="encoder.embedding_hidden_mapping_in",
+        always_project=True,
+        grouped=True,
+        feed_forward_dropout=False,
     ),
 }
 
@@ -120,13 +176,14 @@ class Sizes:
         if kind != "absolute":
             raise UnsupportedConfigError(f"position_embedding_type '{kind}' (only 'absolute' positions are computed)")
         hidden_dropout = config.get("hidden_dropout_prob", 0.1)
-        classifier_dropout = config.get("classifier_dropout")
+        classifier_dropout = config.get("classifier_dropout", config.get("classifier_dropout_prob"))
         return cls(
             vocab=config["vocab_size"], hidden=config["hidden_size"],
             embedding=config.get("embedding_size") or config["hidden_size"],
             intermediate=config["intermediate_size"], layers=config["num_hidden_layers"],
             heads=config["num_attention_heads"], positions=config["max_position_embeddings"],
-            token_types=config.get("type_vocab_size", 2), activation=config.get("hidden_act", "gelu"),
+            token_types=config.get("type_vocab_size", 2) if FLAVORS[config["model_type"]].token_types else 0,
+            activation=config.get("hidden_act", "gelu"),
             hidden_dropout=hidden_dropout, attention_dropout=config.get("attention_probs_dropout_prob", 0.1),
             classifier_dropout=hidden_dropout if classifier_dropout is None else classifier_dropout,
             epsilon=config.get("layer_norm_eps", 1e-12), pad_id=config.get("pad_token_id") or 0,
@@ -138,6 +195,19 @@ def position_limit(config: dict) -> int:
     """The longest input the position table holds: RoBERTa's family numbers positions from the padding id + 1."""
     sizes, flavor = Sizes.of(config), FLAVORS[config["model_type"]]
     return sizes.positions - sizes.pad_id - 1 if flavor.positions_from_padding else sizes.positions
+
+
+def relative_position_buckets(width: tf.Tensor, buckets: int, max_distance: int = 128) -> tf.Tensor:
+    """[T, T] MPNet's bucket of each (query, key) pair (its relative_position_bucket, T5's bidirectional rule): half
+    the buckets per direction, exact up to a quarter of them, then logarithmic up to max_distance."""
+    positions = tf.range(width)
+    n = positions[:, tf.newaxis] - positions[tf.newaxis, :]  # query - key: -(key - query), as MPNet computes it
+    half = buckets // 2
+    exact = half // 2
+    distance = tf.abs(n)
+    scaled = tf.math.log(tf.cast(tf.maximum(distance, 1), tf.float32) / exact) / math.log(max_distance / exact)
+    large = tf.minimum(exact + tf.cast(scaled * (half - exact), tf.int32), half - 1)
+    return tf.cast(n < 0, tf.int32) * half + tf.where(distance < exact, distance, large)
 
 
 class Embeddings(tf_keras.layers.Layer):
@@ -156,7 +226,8 @@ class Embeddings(tf_keras.layers.Layer):
         self.token_types = table(sizes.token_types, "token_type_embeddings") if sizes.token_types else None
         self.norm = layer_norm(sizes.epsilon, "LayerNorm")
         self.dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
-        self.project = dense(sizes.hidden, "embeddings_project") if sizes.embedding != sizes.hidden else None
+        wider = flavor.always_project or sizes.embedding != sizes.hidden
+        self.project = dense(sizes.hidden, "embeddings_project", std=sizes.init_std) if wider else None
 
     def call(self, input_ids, token_type_ids=None, training=False):
         if self.flavor.positions_from_padding:
@@ -182,9 +253,9 @@ class Embeddings(tf_keras.layers.Layer):
 class Block(tf_keras.layers.Layer):
     """Self-attention, add & LayerNorm, feed-forward, add & LayerNorm (post-norm)."""
 
-    def __init__(self, sizes: Sizes, names: dict[str, str], **kwargs):
+    def __init__(self, sizes: Sizes, names: dict[str, str], feed_forward_dropout: bool = True, **kwargs):
         super().__init__(**kwargs)
-        self.sizes, self.names = sizes, names
+        self.sizes, self.names, self.feed_forward_dropout = sizes, names, feed_forward_dropout
         h, std = sizes.hidden, sizes.init_std
         self.query, self.key, self.value = (dense(h, part, std=std) for part in ("query", "key", "value"))
         self.attention_out = dense(h, "attention_out", std=std)
@@ -202,7 +273,9 @@ class Block(tf_keras.layers.Layer):
         attended = merge_heads(scaled_dot_attention(q, k, v, bias, self.attention_dropout, training))
         x = self.attention_norm(x + self.hidden_dropout(self.attention_out(attended), training=training))
         inner = self.down(self.act(self.up(x)))
-        return self.output_norm(x + self.hidden_dropout(inner, training=training))
+        if self.feed_forward_dropout:
+            inner = self.hidden_dropout(inner, training=training)
+        return self.output_norm(x + inner)
 
     def torch_params(self, prefix: str) -> Iterator[TorchParam]:
         for part in ("query", "key", "value", "attention_out", "up", "down"):
@@ -216,15 +289,35 @@ class Encoder(tf_keras.layers.Layer):
 
     def __init__(self, config: dict, **kwargs):
         super().__init__(**kwargs)
-        self.sizes, self.flavor = Sizes.of(config), FLAVORS[config["model_type"]]
-        self.embeddings = Embeddings(self.sizes, self.flavor, name="embeddings")
-        self.blocks = [Block(self.sizes, self.flavor.names, name=f"layer_{i}") for i in range(self.sizes.layers)]
+        self.sizes, self.flavor = sizes, flavor = Sizes.of(config), FLAVORS[config["model_type"]]
+        self.embeddings = Embeddings(sizes, flavor, name="embeddings")
+        # ALBERT: layer i runs group int(i / (layers / groups)), each group `inner` blocks; the others: a block a layer
+        self.groups = config.get("num_hidden_groups", 1) if flavor.grouped else sizes.layers
+        self.inner = config.get("inner_group_num", 1) if flavor.grouped else 1
+        self.blocks = [
+            Block(sizes, flavor.names, flavor.feed_forward_dropout, name=f"layer_{i}")
+            for i in range(self.groups * self.inner)
+        ]
+        self.buckets = config.get("relative_attention_num_buckets", 32)
+        self.relative_bias = (
+            tf_keras.layers.Embedding(
+                self.buckets, sizes.heads, embeddings_initializer=truncated_normal(sizes.init_std),
+                name="relative_attention_bias",
+            )
+            if flavor.relative_buckets
+            else None
+        )  # fmt: skip
 
     def call(self, inputs: dict, training=False):
         x = self.embeddings(inputs["input_ids"], inputs.get("token_type_ids"), training=training)
         bias = attention_bias(padding_mask(inputs["attention_mask"]))
-        for block in self.blocks:
-            x = block(x, bias, training=training)
+        if self.relative_bias is not None:  # [T, T, H] -> [1, H, T, T], added to every layer's scores
+            buckets = relative_position_buckets(tf.shape(x)[1], self.buckets)
+            bias += tf.cast(tf.transpose(self.relative_bias(buckets), [2, 0, 1])[tf.newaxis], tf.float32)
+        for layer in range(self.sizes.layers):
+            group = int(layer / (self.sizes.layers / self.groups))
+            for block in self.blocks[group * self.inner : (group + 1) * self.inner]:
+                x = block(x, bias, training=training)
         return x
 
     def input_embeddings(self) -> tf_keras.layers.Layer:
@@ -234,9 +327,12 @@ class Encoder(tf_keras.layers.Layer):
         prefix = self.flavor.prefix
         yield from self.embeddings.torch_params(f"{prefix}.embeddings")
         if self.embeddings.project is not None:
-            yield from dense_params(f"{prefix}.embeddings_project", self.embeddings.project)
+            yield from dense_params(f"{prefix}.{self.flavor.projection}", self.embeddings.project)
+        if self.relative_bias is not None:
+            yield from embedding_params(f"{prefix}.encoder.relative_attention_bias", self.relative_bias)
         for i, block in enumerate(self.blocks):
-            yield from block.torch_params(f"{prefix}.{self.flavor.layers}.{i}")
+            where = f"{i // self.inner}.albert_layers.{i % self.inner}" if self.flavor.grouped else str(i)
+            yield from block.torch_params(f"{prefix}.{self.flavor.layers}.{where}")
 
 
 class Head(tf_keras.layers.Layer):
@@ -252,7 +348,7 @@ class Head(tf_keras.layers.Layer):
 
     def call(self, hidden, attention_mask=None, training=False):
         first = hidden[:, 0]
-        if self.kind == BERT_HEAD:  # pooler: dense + tanh, then dropout and the classifier
+        if self.kind in (BERT_HEAD, ALBERT_HEAD):  # pooler: dense + tanh, then dropout and the classifier
             return self.out(self.dropout(tf.math.tanh(self.inner(first)), training=training))
         if self.kind == DISTILBERT_HEAD:
             return self.out(self.dropout(tf.nn.relu(self.inner(first)), training=training))
@@ -264,6 +360,7 @@ class Head(tf_keras.layers.Layer):
         prefix = self.flavor.prefix
         inner, out = {
             BERT_HEAD: (f"{prefix}.pooler.dense", "classifier"),
+            ALBERT_HEAD: (f"{prefix}.pooler", "classifier"),
             DISTILBERT_HEAD: ("pre_classifier", "classifier"),
         }.get(self.kind, ("classifier.dense", "classifier.out_proj"))
         yield from dense_params(inner, self.inner)

@@ -28,7 +28,9 @@ ARCHITECTURES = {
     "deberta-v2": (deberta_v2, "DebertaV2ForSequenceClassification"),
     "modernbert": (modernbert, "ModernBertForSequenceClassification"),
 }
-PORTED_FAMILIES = "BERT/MiniLM, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, DeBERTa-v2/v3, ModernBERT"
+PORTED_FAMILIES = (
+    "BERT/MiniLM, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, ALBERT, MPNet, DeBERTa-v2/v3, ModernBERT"
+)
 _LAYER_NORM_RENAMES = {".gamma": ".weight", ".beta": ".bias"}  # checkpoints older than PyTorch's names
 
 

@@ -1,11 +1,11 @@
 """Find a pretrained Hugging Face model and build its TF (tf_keras) classifier with verified weights.
 
 Two paths, chosen by config.json's model_type and said by the preflight: the architectures ported to our own
-encoders (models/encoders: the BERT family, DeBERTa-v2/v3, ModernBERT) load their model.safetensors in PyTorch
-names with no transformers model class; the others (ALBERT, MPNet, Funnel) still build transformers 4.57's TF
-class, whose `from_pretrained` fails on safetensors checkpoints ("'builtins.safe_open' object is not iterable"), so
-those load as a numpy state dict through `load_pytorch_state_dict_in_tf2_model`. Either way the only weights
-allowed to start fresh are the classification head's.
+encoders (models/encoders: the BERT family with ALBERT and MPNet, DeBERTa-v2/v3, ModernBERT) load their
+model.safetensors in PyTorch names with no transformers model class; the others (Funnel) still build transformers
+4.57's TF class, whose `from_pretrained` fails on safetensors checkpoints ("'builtins.safe_open' object is not
+iterable"), so those load as a numpy state dict through `load_pytorch_state_dict_in_tf2_model`. Either way the only
+weights allowed to start fresh are the classification head's.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ PACKAGED_HUB_IDS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"
 COMMIT = re.compile(r"[0-9a-f]{40}")  # a git commit as the Hub names revisions
 # Encoder families not yet ported to models/encoders, built from transformers 4.57's TF classes until they are (as is
 # any other architecture that release has a TF sequence-classification class for).
-LEGACY_FAMILIES = {"albert": "ALBERT", "mpnet": "MPNet", "funnel": "Funnel"}
+LEGACY_FAMILIES = {"funnel": "Funnel"}
 TF_WEIGHTS = "tf_model.h5"
 SAFETENSORS_WEIGHTS = "model.safetensors"
 # config and tokenizer files of every tokenizer family (vocab.txt, merges.txt, SentencePiece .model), the weights

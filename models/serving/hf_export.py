@@ -70,13 +70,7 @@ def pytorch_state_dict(model) -> dict:
         return torch_state(model)
     from models.hub.pretrained import legacy_pytorch_state
 
-    unused = _UNUSED_BY_PYTORCH.get(model.config.model_type, ())
-    return {name: value for name, value in legacy_pytorch_state(model).items() if not name.startswith(unused)}
-
-
-# Weights a transformers 4 TF class builds that its PyTorch class does not have (which transformers 5 then reports as
-# unused): TFMPNetForSequenceClassification's base model keeps a pooler, MPNetForSequenceClassification has none.
-_UNUSED_BY_PYTORCH = {"mpnet": ("mpnet.pooler.",)}
+    return legacy_pytorch_state(model)
 
 
 def save_pytorch_weights(model, path: str) -> None:
