@@ -40,14 +40,14 @@ def _minilm_rows(steps: int, repeats: int, peak) -> list[list[str]]:
     from components.trainer.module import compile_for_training
     from components.trainer.training_meter import TrainingMeter
     from models.hardware.flops import EncoderShape
-    from models.hub.pretrained import _build_legacy, _build_own
+    from models.hub.pretrained import build_with_own_encoder, build_with_tf_class
     from models.training.config import TrainingConfig
 
     files, examples = training_examples(steps)
     training = TrainingConfig()
     batches = trainer_batches(examples, training)
     models = {}
-    for name, build in (("transformers 4.57 TF class", _build_legacy), ("our encoder", _build_own)):
+    for name, build in (("transformers 4.57 TF class", build_with_tf_class), ("our encoder", build_with_own_encoder)):
         tf_keras.utils.set_random_seed(0)
         model, _ = build(files, ["rotten", "fresh"], False)
         compile_for_training(model, training, steps * (repeats + 1))

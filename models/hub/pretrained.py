@@ -290,9 +290,9 @@ def build_classifier(
     keeps the input embeddings as pretrained (see freeze_input_embeddings).
     """
     if check_architecture(files.directory).own:
-        model, report = _build_own(files, label_names, multi_label)
+        model, report = build_with_own_encoder(files, label_names, multi_label)
     else:
-        model, report = _build_legacy(files, label_names, multi_label)
+        model, report = build_with_tf_class(files, label_names, multi_label)
     if dropout is not None:
         set_dropout(model, dropout)
     if freeze_embeddings:
@@ -300,7 +300,8 @@ def build_classifier(
     return model, report
 
 
-def _build_own(files: ModelFiles, label_names: Sequence[str], multi_label: bool):
+def build_with_own_encoder(files: ModelFiles, label_names: Sequence[str], multi_label: bool):
+    """(model, LoadReport) of our encoder for a ported architecture (models/encoders)."""
     from models.encoders import classifier
 
     model = classifier.build(read_config(files.directory), label_names, multi_label)
@@ -349,7 +350,9 @@ def legacy_pytorch_state(model) -> dict:
     return state
 
 
-def _build_legacy(files: ModelFiles, label_names: Sequence[str], multi_label: bool):
+def build_with_tf_class(files: ModelFiles, label_names: Sequence[str], multi_label: bool):
+    """(model, LoadReport) of transformers 4.57's TF class: the path of architectures not ported yet (make
+    bench-encoders also builds a ported one this way, to compare)."""
     from transformers import AutoConfig, TFAutoModelForSequenceClassification
 
     config = AutoConfig.from_pretrained(
