@@ -4,6 +4,8 @@ ModernBERT-base-shaped model at the widths long pages want.
 - MiniLM (packaged, real weights), the Trainer's loop (length buckets, AdamW schedule), fp32: transformers 4.57's
   TFBertForSequenceClassification vs our BERT encoder on the same batches, interleaved best of --repeats, each
   as model FLOP/s against the fp32 matmul peak measured in the same run.
+- MiniLM at width 512, batch 32, in a fresh process each: training's peak memory with the attention weights
+  recomputed in the backward pass (models/encoders/layers.py) against kept, and its cost in step time.
 - ModernBERT-base's shape (22 layers, hidden 768, GeGLU 1152, local window 128, random weights: no pretrained one is
   reachable here), one training step at each width, in a fresh process per width: seconds per step, share of the
   peak, and the process's peak memory. A width whose attention scores alone would not fit in this machine's memory
@@ -98,6 +100,53 @@ def one_width(width: int, batch: int, steps: int) -> dict:
     return {"width": width, "batch": batch, "seconds": seconds, "gflops": flops / seconds / 1e9, "peak_gib": peak_gib}
 
 
+def one_memory(width: int, batch: int, recompute: int) -> dict:
+    """One process: MiniLM (packaged) trained 2 steps at `width` with the attention weights recomputed in the
+    backward pass (`recompute` 1) or kept (0); seconds per step and the process's peak memory."""
+    import numpy as np
+    import tensorflow as tf
+
+    from components.trainer.module import compile_for_training
+    from models.encoders import layers
+    from models.hub.pretrained import build_classifier, model_files, packaged_model_dir
+    from models.training.config import TrainingConfig
+
+    layers.RECOMPUTE_ABOVE_BYTES = layers.RECOMPUTE_ABOVE_BYTES if recompute else 2**62
+    model, _ = build_classifier(model_files(packaged_model_dir("all-MiniLM-L6-v2")), ["a", "b"])
+    compile_for_training(model, TrainingConfig(warmup_ratio=0.0), 4)
+    rng = np.random.default_rng(0)
+    features = {
+        "input_ids": rng.integers(1000, 30000, (batch, width)),
+        "attention_mask": np.ones((batch, width), int),
+        "token_type_ids": np.zeros((batch, width), int),
+    }
+    data = tf.data.Dataset.from_tensors((features, np.arange(batch) % 2)).repeat()
+    model.fit(data, steps_per_epoch=1, epochs=1, verbose=0)
+    started = time.perf_counter()
+    model.fit(data, steps_per_epoch=2, epochs=1, verbose=0)
+    seconds = (time.perf_counter() - started) / 2
+    return {"seconds": seconds, "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
+
+
+def _memory_rows(width: int, batch: int) -> list[list[str]]:
+    results = {}
+    for recompute in (1, 0):
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.encoders", "--one-memory", str(width), str(batch), str(recompute)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode:
+            return [[f"MiniLM-L6 at width {width}", f"failed: {done.stderr.strip().splitlines()[-1][:120]}", "-", "-"]]
+        results[recompute] = json.loads(done.stdout.strip().splitlines()[-1])
+    ours, kept = results[1], results[0]
+    return [
+        [f"MiniLM-L6 training at width {width}, batch {batch}: peak GiB, attention recomputed vs kept",
+         f"{ours['peak_gib']:.1f}", f"{kept['peak_gib']:.1f}", f"{ours['peak_gib'] / kept['peak_gib']:.2f}x"],
+        ["· the same: seconds per step", f"{ours['seconds']:.1f}", f"{kept['seconds']:.1f}",
+         f"{ours['seconds'] / kept['seconds']:.2f}x"],
+    ]  # fmt: skip
+
+
 def _attention_gib(width: int, batch: int) -> float:
     """What a training step keeps of the attention scores alone: float32 scores and softmax weights per layer and
     head (a mask over full attention, local layers included), for the backward pass."""
@@ -136,11 +185,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--widths", default="512,2048,8192", help="ModernBERT widths")
     parser.add_argument("--long-steps", type=int, default=2, help="timed ModernBERT steps per width")
+    parser.add_argument("--memory-width", type=int, default=512, help="MiniLM's width for the memory rows (0: none)")
     parser.add_argument("--one-width", nargs=3, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--one-memory", nargs=3, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(reference.BENCHMARKS_MD))
     args = parser.parse_args(argv)
     if args.one_width:
         print(json.dumps(one_width(*args.one_width)))
+        return 0
+    if args.one_memory:
+        print(json.dumps(one_memory(*args.one_memory)))
         return 0
 
     from models.hardware.machine_peak import matmul_peak
@@ -148,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     peak = matmul_peak()
     rows = _minilm_rows(args.steps, args.repeats, peak)
+    rows += _memory_rows(args.memory_width, 32) if args.memory_width else []
     rows += _modernbert_rows([int(w) for w in args.widths.split(",") if w], args.long_steps, peak)
     section = reference.table_section(
         SECTION,

@@ -198,7 +198,8 @@ def test_bench_inputs_runs_a_tiny_configuration(scratch_reference):
 def test_bench_encoders_runs_a_tiny_configuration(scratch_reference):
     from benchmarks import encoders
 
-    assert encoders.main(["--steps", "2", "--repeats", "1", "--widths", "", "--out", str(scratch_reference)]) == 0
+    argv = ["--steps", "2", "--repeats", "1", "--widths", "", "--memory-width", "0", "--out", str(scratch_reference)]
+    assert encoders.main(argv) == 0
     (section,) = [s for s in reference.read()["sections"] if s["heading"] == encoders.SECTION]
     assert [row[0].split(":")[0] for row in section["rows"]] == [
         "MiniLM-L6 Trainer loop, fp32, transformers 4.57 TF class",

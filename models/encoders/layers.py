@@ -113,12 +113,73 @@ def window_mask(width: tf.Tensor, half_window: int) -> tf.Tensor:
     return (distance <= half_window)[tf.newaxis, tf.newaxis]
 
 
+# Past this size, one layer's attention weights and what their backward pass needs (scores, softmax, dropout mask,
+# dropped weights: 16 bytes a pair in float32) are recomputed in the backward pass instead of kept. MiniLM at width
+# 512, batch 32 keeps 1.6 GB a layer; the default run's widths (up to 64) keep 25 MB and stay as they were.
+RECOMPUTE_ABOVE_BYTES = 256 * 2**20
+
+
+def keeps_too_much(query: tf.Tensor) -> bool:
+    """Whether a training step would keep more than RECOMPUTE_ABOVE_BYTES of this layer's attention (static shapes:
+    the Trainer's batches are; with an unknown shape, kept as Keras keeps it)."""
+    batch, heads, width, _ = query.shape
+    return None not in (batch, width) and 16 * batch * heads * width * width > RECOMPUTE_ABOVE_BYTES
+
+
 def scaled_dot_attention(
     query: tf.Tensor, key: tf.Tensor, value: tf.Tensor, bias: tf.Tensor, dropout: tf_keras.layers.Dropout, training
 ) -> tf.Tensor:
     """softmax(q k^T / sqrt(d) + bias) v over [B, H, T, D]; scores and softmax in float32 under mixed precision,
-    as transformers computes them."""
+    as transformers computes them. A training step whose weights would take more than RECOMPUTE_ABOVE_BYTES keeps
+    only q, k, v and the bias for the backward pass (recomputed_attention); otherwise Keras' dropout and autodiff."""
+    if training and keeps_too_much(query):
+        seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32)  # the same mask forward and backward
+        return recomputed_attention(query, key, value, bias, seed, float(dropout.rate))
     scale = 1.0 / math.sqrt(query.shape[-1])
     scores = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32) * scale + bias
     weights = tf.cast(tf.nn.softmax(scores, axis=-1), value.dtype)
     return tf.matmul(dropout(weights, training=training), value)
+
+
+def recomputed_attention(query, key, value, bias, seed, rate: float) -> tf.Tensor:
+    """Attention whose [B, H, T, T] weights live only while their layer runs: the backward pass recomputes them
+    from q, k, v, the bias and the dropout seed (a stateless mask, so the same one), so a training step keeps
+    O(T) per layer instead of O(T^2). Hand-written because neither TensorFlow nor tf_keras has a memory-efficient
+    attention for CPUs; tf.recompute_grad would draw a different dropout mask on recomputation."""
+    scale = 1.0 / math.sqrt(query.shape[-1])
+
+    def forward(q, k, v, b):
+        probabilities = tf.nn.softmax(tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32) * scale + b, axis=-1)
+        keep = None
+        if rate > 0:
+            keep = tf.random.stateless_uniform(tf.shape(probabilities), seed) >= rate
+        weights = probabilities if keep is None else tf.where(keep, probabilities / (1 - rate), 0.0)
+        return probabilities, keep, tf.cast(weights, v.dtype)
+
+    @tf.custom_gradient
+    def attend(q, k, v, b):
+        _, _, weights = forward(q, k, v, b)
+
+        def backward(upstream):
+            # Recomputed only once this layer's gradient arrives: without the dependency TensorFlow's executor may
+            # recompute every layer's weights as soon as q, k and v exist, all of them alive at once.
+            with tf.control_dependencies([upstream]):
+                probabilities, keep, weights = forward(tf.identity(q), tf.identity(k), v, b)
+            d_weights = tf.cast(tf.matmul(upstream, v, transpose_b=True), tf.float32)
+            d_v = tf.matmul(weights, upstream, transpose_a=True)
+            if keep is not None:
+                d_weights = tf.where(keep, d_weights / (1 - rate), 0.0)
+            d_scores = probabilities * (d_weights - tf.reduce_sum(d_weights * probabilities, axis=-1, keepdims=True))
+            d_q = tf.matmul(tf.cast(d_scores * scale, q.dtype), k)
+            d_k = tf.matmul(tf.cast(d_scores * scale, k.dtype), q, transpose_a=True)
+            return d_q, d_k, d_v, _sum_to_shape(d_scores, b)
+
+        return tf.matmul(weights, v), backward
+
+    return attend(query, key, value, bias)
+
+
+def _sum_to_shape(gradient: tf.Tensor, like: tf.Tensor) -> tf.Tensor:
+    """The gradient of a broadcast input: summed over the axes it was broadcast along ([B|1, H|1, T|1, T])."""
+    axes = [i for i in range(4) if like.shape[i] == 1]
+    return tf.reshape(tf.reduce_sum(gradient, axis=axes, keepdims=True), tf.shape(like)) if axes else gradient

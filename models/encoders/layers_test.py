@@ -1,0 +1,73 @@
+"""The recomputed attention's forward and gradients are plain attention's, dropout mask included."""
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from models.encoders.layers import _sum_to_shape, recomputed_attention
+
+
+def _plain(q, k, v, bias, seed, rate):
+    """Attention as autodiff sees it, with the same stateless mask."""
+    probabilities = tf.nn.softmax(tf.matmul(q, k, transpose_b=True) / math.sqrt(q.shape[-1]) + bias, axis=-1)
+    if rate:
+        keep = tf.cast(tf.random.stateless_uniform(tf.shape(probabilities), seed) >= rate, tf.float32) / (1 - rate)
+        probabilities *= keep
+    return tf.matmul(probabilities, v)
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.3])
+@pytest.mark.parametrize("bias_shape", [(2, 1, 1, 6), (2, 3, 6, 6), (1, 3, 6, 6)], ids=["mask", "full", "shared"])
+def test_forward_and_gradients_match_autodiff(rate, bias_shape):
+    rng = np.random.default_rng(0)
+    q, k, v = (tf.constant(rng.normal(size=(2, 3, 6, 4)), tf.float32) for _ in range(3))
+    bias = tf.constant(rng.normal(size=bias_shape), tf.float32)
+    seed = tf.constant([7, 11])
+    upstream = tf.constant(rng.normal(size=(2, 3, 6, 4)), tf.float32)
+    answers = []
+    for attend in (recomputed_attention, _plain):
+        with tf.GradientTape() as tape:
+            tape.watch([q, k, v, bias])
+            out = attend(q, k, v, bias, seed, rate)
+            loss = tf.reduce_sum(out * upstream)
+        answers.append([out, *tape.gradient(loss, [q, k, v, bias])])
+    for ours, theirs in zip(*answers, strict=True):
+        assert ours.shape == theirs.shape
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_a_broadcast_gradient_is_summed_back_to_its_input_shape():
+    gradient = tf.ones([2, 3, 4, 4])
+    assert _sum_to_shape(gradient, tf.zeros([2, 1, 1, 4])).numpy().tolist() == [[[[12.0] * 4]]] * 2
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+def test_a_model_trains_the_same_with_its_attention_recomputed(monkeypatch, jit_compile):
+    """Through a whole encoder (dropout off, so both ways compute the same function), eager and under XLA."""
+    from models.encoders import classifier, layers
+
+    config = {
+        "model_type": "bert", "vocab_size": 50, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "max_position_embeddings": 20, "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0,
+    }  # fmt: skip
+    model = classifier.build(config, ["a", "b"])
+    ids = tf.constant(np.random.default_rng(0).integers(1, 50, (4, 12)))
+    inputs = {"input_ids": ids, "attention_mask": tf.concat([tf.ones([4, 9], tf.int64), tf.zeros([4, 3], tf.int64)], 1)}
+
+    @tf.function(jit_compile=jit_compile)
+    def gradients():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(inputs, training=True) ** 2)
+        return [tf.convert_to_tensor(g) for g in tape.gradient(loss, model.trainable_variables)]
+
+    kept = gradients()
+    monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 0)
+    assert layers.keeps_too_much(tf.zeros([4, 2, 12, 8]))
+    recomputed = (
+        gradients.python_function() if not jit_compile else tf.function(gradients.python_function, jit_compile=True)()
+    )
+    for ours, theirs in zip(recomputed, kept, strict=True):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-6)
