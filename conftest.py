@@ -26,6 +26,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def float32_keras_policy():
+    """Each test starts with Keras' global precision policy at float32: the Trainer sets it for its precision
+    (mixed_bfloat16 ...) in the process LocalDagRunner runs it in, and a test comparing with a float32 reference
+    must not depend on which tests ran before it. Only where Keras is already loaded: the other tests stay light."""
+    import sys
+
+    if "tf_keras" in sys.modules:
+        sys.modules["tf_keras"].mixed_precision.set_global_policy("float32")
+    yield
+
+
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory):
     from tests.tiny_model import write_tiny_bert

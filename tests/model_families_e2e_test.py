@@ -1,7 +1,8 @@
 """Models of each tokenizer family end to end under LocalDagRunner: preflight, Transform with their in-graph
 tokenizer, training, blessing (thresholds at 0), push, and TF Serving's view of the export in a fresh process
-(ops TF Serving links, signatures, warm-up, a raw-text request). RoBERTa-style (byte-level BPE) and
-XLM-R-style (SentencePiece) run in `make test`; ALBERT, DeBERTa-v3, MPNet and Funnel in `make test-all`."""
+(ops TF Serving links, signatures, warm-up, a raw-text request). All of them in `make test-all`; `make test` runs a
+byte-level BPE family end to end through tests/modernbert_e2e_test.py, every family's tokenizer id for id
+(models/tokenizers/families_test.py) and every ported encoder logit for logit (tests/encoder_parity_test.py)."""
 
 import json
 
@@ -30,10 +31,10 @@ EXPECTED_TEXT_OPS = {
 @pytest.fixture(
     scope="module",
     params=[
-        # One family in the fast suite (SentencePiece through tensorflow_text's op); the others run in `make test-all`
-        # (every family's tokenizer is checked id for id in models/tokenizers/families_test.py either way).
+        # All in `make test-all` (CI's time: ModernBERT's run is the fast suite's, tests/modernbert_e2e_test.py; every
+        # family's tokenizer is checked id for id in models/tokenizers/families_test.py either way).
         pytest.param("roberta", marks=SLOW),
-        "xlm-roberta",
+        pytest.param("xlm-roberta", marks=SLOW),
         pytest.param("albert", marks=SLOW),
         pytest.param("deberta-v2", marks=SLOW),
         pytest.param("mpnet", marks=SLOW),

@@ -6,6 +6,7 @@ transformers 5 + PyTorch as the SavedModel does."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from pipeline.orchestration.local_runner import run_local
 from tests import torch_reference_env as reference
 from tests.hf_export_check import BUCKET_TEXTS, hf_probabilities, serving_probabilities
 from tests.model_families import EDGE_CASES, MULTILINGUAL, training_texts
+from tests.serve_request import serve_check
 from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
@@ -90,6 +92,17 @@ def test_trains_blesses_pushes_and_publishes(modernbert_run):
     assert modernbert_run.blessed is True and modernbert_run.pushed_dir and modernbert_run.hf_model_dir
     names = {p.name for p in Path(modernbert_run.hf_model_dir).iterdir()}
     assert {"config.json", "model.safetensors", "tokenizer.json", "README.md"} <= names and "tf_model.h5" not in names
+
+
+def test_the_export_serves_as_tf_serving_would(modernbert_run):
+    """A fresh process with only tensorflow + tensorflow_text: signatures, warm-up, a raw-text request. Byte-level BPE
+    is TensorFlow core; ModernBERT's NFC is tensorflow_text's NormalizeUTF8, one of the ops TF Serving links."""
+    done = serve_check(modernbert_run.pushed_dir, {"instances": ["a warm, funny and moving film", "Ein Film 😀"]})
+    ops = next(line for line in done.stdout.splitlines() if line.startswith("ops:"))
+    assert "tensorflow_text ops ['NormalizeUTF8']" in ops
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("response:")]
+    predictions = json.loads(line.removeprefix("response:").strip())["predictions"]
+    assert [p["label"] in ("rotten", "fresh") for p in predictions] == [True, True]
 
 
 def test_the_published_folder_answers_in_transformers_5_as_the_savedmodel_does(modernbert_run):

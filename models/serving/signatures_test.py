@@ -61,7 +61,6 @@ def test_a_real_encoder_gives_each_text_its_own_answer_whatever_it_is_batched_wi
     from tests.float_bounds import probability_bound
     from tests.tiny_model import tiny_bert_config
 
-    tf_keras.mixed_precision.set_global_policy("float32")  # the bound is float32's; another test may leave bf16
     tf_keras.utils.set_random_seed(0)
     # weights wide enough that texts move its answers by about 0.05, as a fine-tuned head's do (at the default
     # 0.02 a random encoder answers 1/3 for everything, padding or not)
