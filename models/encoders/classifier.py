@@ -60,8 +60,9 @@ def position_limit(config: dict) -> int:
 def check_config(config: dict) -> None:
     """Raises UnsupportedConfigError where config.json asks for something our encoder does not compute."""
     sizes = module_for(config).Sizes.of(config)
-    activation(sizes.activation)
-    activation(getattr(sizes, "classifier_activation", sizes.activation))
+    for name in ("activation", "classifier_activation", "pooler_activation"):  # each family has those it has
+        if hasattr(sizes, name):
+            activation(getattr(sizes, name))
 
 
 def describe(config: dict) -> str:

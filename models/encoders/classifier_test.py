@@ -73,6 +73,7 @@ def test_a_fine_tuned_checkpoint_scores_as_it_did():
         ({**MODERNBERT, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}, "rope_type 'linear'"),
         ({**MODERNBERT, "classifier_pooling": "max"}, "classifier_pooling 'max'"),
         ({**BERT, "hidden_act": "mish"}, "activation 'mish'"),
+        ({**BERT, "model_type": "deberta-v2", "pooler_hidden_act": "mish"}, "activation 'mish'"),
     ],
 )
 def test_what_our_encoders_do_not_compute_is_refused(change, message):
