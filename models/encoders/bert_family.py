@@ -25,6 +25,7 @@ from models.encoders.layers import (
     attention_bias,
     dense,
     dense_params,
+    embedding,
     embedding_params,
     layer_norm,
     merge_heads,
@@ -32,7 +33,6 @@ from models.encoders.layers import (
     padding_mask,
     scaled_dot_attention,
     split_heads,
-    truncated_normal,
 )
 
 BERT_HEAD, ROBERTA_HEAD, ELECTRA_HEAD, DISTILBERT_HEAD, ALBERT_HEAD = (
@@ -216,14 +216,11 @@ class Embeddings(tf_keras.layers.Layer):
     def __init__(self, sizes: Sizes, flavor: Flavor, **kwargs):
         super().__init__(**kwargs)
         self.sizes, self.flavor = sizes, flavor
-
-        def table(rows: int, name: str) -> tf_keras.layers.Embedding:
-            init = truncated_normal(sizes.init_std)
-            return tf_keras.layers.Embedding(rows, sizes.embedding, embeddings_initializer=init, name=name)
-
-        self.words = table(sizes.vocab, "word_embeddings")
-        self.positions = table(sizes.positions, "position_embeddings")
-        self.token_types = table(sizes.token_types, "token_type_embeddings") if sizes.token_types else None
+        width, std = sizes.embedding, sizes.init_std
+        self.words = embedding(sizes.vocab, width, "word_embeddings", std=std)
+        self.positions = embedding(sizes.positions, width, "position_embeddings", std=std)
+        types = sizes.token_types
+        self.token_types = embedding(types, width, "token_type_embeddings", std=std) if types else None
         self.norm = layer_norm(sizes.epsilon, "LayerNorm")
         self.dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
         wider = flavor.always_project or sizes.embedding != sizes.hidden
@@ -270,8 +267,12 @@ class Block(tf_keras.layers.Layer):
     def call(self, x, bias, training=False):
         heads = self.sizes.heads
         q, k, v = (split_heads(layer(x), heads) for layer in (self.query, self.key, self.value))
-        attended = merge_heads(scaled_dot_attention(q, k, v, bias, self.attention_dropout, training))
-        x = self.attention_norm(x + self.hidden_dropout(self.attention_out(attended), training=training))
+        return self.after_attention(x, scaled_dot_attention(q, k, v, bias, self.attention_dropout, training), training)
+
+    def after_attention(self, x, attended, training):
+        """[B, T, H] block input and [B, H, T, D] attention output -> the block's output (what every post-norm
+        block shares; DeBERTa's differs only in how it attends)."""
+        x = self.attention_norm(x + self.hidden_dropout(self.attention_out(merge_heads(attended)), training=training))
         inner = self.down(self.act(self.up(x)))
         if self.feed_forward_dropout:
             inner = self.hidden_dropout(inner, training=training)
@@ -300,13 +301,10 @@ class Encoder(tf_keras.layers.Layer):
         ]
         self.buckets = config.get("relative_attention_num_buckets", 32)
         self.relative_bias = (
-            tf_keras.layers.Embedding(
-                self.buckets, sizes.heads, embeddings_initializer=truncated_normal(sizes.init_std),
-                name="relative_attention_bias",
-            )
+            embedding(self.buckets, sizes.heads, "relative_attention_bias", std=sizes.init_std)
             if flavor.relative_buckets
             else None
-        )  # fmt: skip
+        )
 
     def call(self, inputs: dict, training=False):
         x = self.embeddings(inputs["input_ids"], inputs.get("token_type_ids"), training=training)

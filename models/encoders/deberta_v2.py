@@ -19,18 +19,18 @@ from collections.abc import Iterator
 import tensorflow as tf
 import tf_keras
 
+from models.encoders import bert_family
 from models.encoders.layers import (
     TorchParam,
     UnsupportedConfigError,
     activation,
     dense,
     dense_params,
+    embedding,
     embedding_params,
     layer_norm,
-    merge_heads,
     norm_params,
     split_heads,
-    truncated_normal,
 )
 
 PREFIX = "deberta"
@@ -133,24 +133,29 @@ def relative_positions(width: tf.Tensor, buckets: int, max_position: int) -> tf.
     return tf.cast(tf.where(absolute <= mid, relative, logged * sign), tf.int32)
 
 
-class Block(tf_keras.layers.Layer):
+# PyTorch names of the parts bert_family.Block shares with DeBERTa's layer
+_BLOCK_NAMES = {
+    "query": "attention.self.query_proj",
+    "key": "attention.self.key_proj",
+    "value": "attention.self.value_proj",
+    "attention_out": "attention.output.dense",
+    "attention_norm": "attention.output.LayerNorm",
+    "up": "intermediate.dense",
+    "down": "output.dense",
+    "output_norm": "output.LayerNorm",
+}
+
+
+class Block(bert_family.Block):
+    """BERT's post-norm block with disentangled attention (and, unless shared, its own position projections)."""
+
     def __init__(self, sizes: Sizes, **kwargs):
-        super().__init__(**kwargs)
-        self.sizes = sizes
+        super().__init__(sizes, _BLOCK_NAMES, **kwargs)
         h, std = sizes.hidden, sizes.init_std
-        self.query, self.key, self.value = (dense(h, f"{part}_proj", std=std) for part in ("query", "key", "value"))
         relative = sizes.relative_attention and not sizes.share_att_key
         self.pos_key = dense(h, "pos_key_proj", std=std) if relative and C2P in sizes.pos_att_type else None
         self.pos_query = dense(h, "pos_query_proj", std=std) if relative and P2C in sizes.pos_att_type else None
-        self.attention_out = dense(h, "attention_out", std=std)
-        self.attention_norm = layer_norm(sizes.epsilon, "attention_LayerNorm")
-        self.up = dense(sizes.intermediate, "up", std=std)
-        self.down = dense(h, "down", std=std)
-        self.output_norm = layer_norm(sizes.epsilon, "output_LayerNorm")
-        self.attention_dropout = tf_keras.layers.Dropout(sizes.attention_dropout)
         self.position_dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
-        self.hidden_dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
-        self.act = activation(sizes.activation)
 
     def call(self, x, allowed, relative, rel_embeddings, training=False):
         sizes, heads = self.sizes, self.sizes.heads
@@ -164,10 +169,7 @@ class Block(tf_keras.layers.Layer):
             )
         scores = tf.where(allowed, scores, tf.float32.min)
         weights = tf.cast(tf.nn.softmax(scores, axis=-1), v.dtype)
-        attended = merge_heads(tf.matmul(self.attention_dropout(weights, training=training), v))
-        x = self.attention_norm(x + self.hidden_dropout(self.attention_out(attended), training=training))
-        inner = self.down(self.act(self.up(x)))
-        return self.output_norm(x + self.hidden_dropout(inner, training=training))
+        return self.after_attention(x, tf.matmul(self.attention_dropout(weights, training=training), v), training)
 
     def _disentangled(self, q, k, relative, rel_embeddings, scale):
         """c2p and p2c terms [B, H, T, T] in float32."""
@@ -194,16 +196,10 @@ class Block(tf_keras.layers.Layer):
         return score
 
     def torch_params(self, prefix: str) -> Iterator[TorchParam]:
-        attention = f"{prefix}.attention"
-        for name, layer in (("query_proj", self.query), ("key_proj", self.key), ("value_proj", self.value),
-                            ("pos_key_proj", self.pos_key), ("pos_query_proj", self.pos_query)):  # fmt: skip
+        yield from super().torch_params(prefix)
+        for name, layer in (("pos_key_proj", self.pos_key), ("pos_query_proj", self.pos_query)):
             if layer is not None:
-                yield from dense_params(f"{attention}.self.{name}", layer)
-        yield from dense_params(f"{attention}.output.dense", self.attention_out)
-        yield from norm_params(f"{attention}.output.LayerNorm", self.attention_norm)
-        yield from dense_params(f"{prefix}.intermediate.dense", self.up)
-        yield from dense_params(f"{prefix}.output.dense", self.down)
-        yield from norm_params(f"{prefix}.output.LayerNorm", self.output_norm)
+                yield from dense_params(f"{prefix}.attention.self.{name}", layer)
 
 
 class Encoder(tf_keras.layers.Layer):
@@ -212,9 +208,7 @@ class Encoder(tf_keras.layers.Layer):
         self.sizes = sizes = Sizes.of(config)
 
         def table(rows: int, width: int, name: str) -> tf_keras.layers.Embedding:
-            return tf_keras.layers.Embedding(
-                rows, width, embeddings_initializer=truncated_normal(sizes.init_std), name=name
-            )
+            return embedding(rows, width, name, std=sizes.init_std)
 
         self.words = table(sizes.vocab, sizes.embedding, "word_embeddings")
         self.positions = (

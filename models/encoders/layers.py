@@ -36,6 +36,10 @@ def dense(units: int, name: str, *, use_bias: bool = True, std: float = 0.02) ->
     return tf_keras.layers.Dense(units, use_bias=use_bias, kernel_initializer=truncated_normal(std), name=name)
 
 
+def embedding(rows: int, width: int, name: str, *, std: float = 0.02) -> tf_keras.layers.Embedding:
+    return tf_keras.layers.Embedding(rows, width, embeddings_initializer=truncated_normal(std), name=name)
+
+
 def layer_norm(epsilon: float, name: str, *, center: bool = True) -> tf_keras.layers.LayerNormalization:
     """A LayerNorm whose variables carry "LayerNorm" in their names: the optimizer leaves what matches it (and
     biases) out of weight decay, as transformers' create_optimizer and Trainer do."""

@@ -24,6 +24,7 @@ from models.encoders.layers import (
     attention_bias,
     dense,
     dense_params,
+    embedding,
     embedding_params,
     layer_norm,
     merge_heads,
@@ -31,7 +32,6 @@ from models.encoders.layers import (
     padding_mask,
     scaled_dot_attention,
     split_heads,
-    truncated_normal,
     window_mask,
 )
 
@@ -164,9 +164,7 @@ class Encoder(tf_keras.layers.Layer):
     def __init__(self, config: dict, **kwargs):
         super().__init__(**kwargs)
         self.sizes = sizes = Sizes.of(config)
-        self.words = tf_keras.layers.Embedding(
-            sizes.vocab, sizes.hidden, embeddings_initializer=truncated_normal(sizes.init_std), name="tok_embeddings"
-        )
+        self.words = embedding(sizes.vocab, sizes.hidden, "tok_embeddings", std=sizes.init_std)
         self.embedding_norm = layer_norm(sizes.epsilon, "embeddings_norm", center=sizes.norm_bias)
         self.embedding_dropout = tf_keras.layers.Dropout(sizes.embedding_dropout)
         self.blocks = [Block(sizes, i, name=f"layer_{i}") for i in range(sizes.layers)]
