@@ -1,6 +1,6 @@
 """Process settings every process of the project needs before TensorFlow is imported.
 
-Transformers' TF models are Keras 2 (`tf_keras`) objects, so TensorFlow must be told to use legacy Keras
+Our encoders are Keras 2 (`tf_keras`) models, as TFT and TFMA expect, so TensorFlow must be told to use legacy Keras
 before its first import, in the CLI, in tests and in every Beam worker that imports our modules. Each
 package's `__init__` calls `configure()`, so importing any of our code is enough.
 """
@@ -16,8 +16,7 @@ _DEFAULTS = {
     "TF_USE_LEGACY_KERAS": "1",
     "TF_CPP_MIN_LOG_LEVEL": "2",  # TF's C++ start-up chatter (CUDA probing on CPU hosts) hides progress.
     "HF_HUB_DISABLE_TELEMETRY": "1",
-    # transformers warns on every TF model that TF support ends in v5; we pin <5 and report weights ourselves.
-    "TRANSFORMERS_VERBOSITY": "error",
+    "TRANSFORMERS_VERBOSITY": "error",  # tokenizer loading's advice is for PyTorch users; we report our own
     "TOKENIZERS_PARALLELISM": "false",  # fork-safety for Beam's multi-process runner.
 }
 
@@ -30,7 +29,7 @@ def configure() -> None:
     """Sets the process defaults; fails loudly when TensorFlow already runs with the wrong Keras."""
     if os.environ.get("TF_USE_LEGACY_KERAS") not in (None, "1", "true", "True"):
         raise KerasVersionError(
-            "TF_USE_LEGACY_KERAS is set to something other than 1; transformers' TF models need Keras 2. "
+            "TF_USE_LEGACY_KERAS is set to something other than 1; our encoders, TFT and TFMA need Keras 2. "
             "Unset it or set TF_USE_LEGACY_KERAS=1."
         )
     if "tensorflow" in sys.modules and "TF_USE_LEGACY_KERAS" not in os.environ:

@@ -4,12 +4,14 @@
 No hub here: each family's tokenizer is trained at test time with `tokenizers` or `sentencepiece` on the
 packaged corpus plus a multilingual sample, wrapped in that family's transformers tokenizer class and saved
 with `save_pretrained` (tokenizer.json beside the files the hub ships: vocab.json + merges.txt, the
-SentencePiece .model, vocab.txt), next to config.json and a random-weight tf_model.h5 (2 layers, hidden 64).
+SentencePiece .model, vocab.txt), next to config.json and a random-weight model.safetensors (2 layers, hidden 64:
+tests/tiny_model.py).
 """
 
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 # Texts that break tokenizers: empty, whitespace-only, control characters, emoji, long words and runs.
@@ -56,7 +58,10 @@ MULTILINGUAL = [
 ]
 
 # the model_type of each family built here (transformers names: deberta-v2 is DeBERTa-v3's too)
-FAMILIES = ("roberta", "xlm-roberta", "albert", "deberta-v2", "mpnet", "funnel")
+FAMILIES = ("roberta", "xlm-roberta", "albert", "deberta-v2", "mpnet")
+# Funnel's tokenizer (WordPiece, `<cls>` with token type 2) runs in-graph; its encoder has no port, so its folder
+# holds config.json and the tokenizer only: what the refusal is tested on.
+TOKENIZER_FAMILIES = (*FAMILIES, "funnel")
 
 
 def training_texts() -> list[str]:
@@ -80,13 +85,12 @@ def _sentencepiece(texts: list[str], **options) -> bytes:
     return model.getvalue()
 
 
-def _wordpiece_vocab(texts: list[str], directory: Path, special_tokens: list[str]) -> Path:
+def _wordpiece_vocab(texts: list[str], directory: Path, special_tokens: list[str]) -> None:
     from tokenizers import BertWordPieceTokenizer
 
     trainer = BertWordPieceTokenizer(lowercase=True)
     trainer.train_from_iterator(texts, vocab_size=2000, special_tokens=special_tokens)
     trainer.save_model(str(directory))
-    return directory / "vocab.txt"
 
 
 def write_tokenizer(family: str, directory: Path) -> int:
@@ -101,13 +105,11 @@ def write_tokenizer(family: str, directory: Path) -> int:
         bpe = ByteLevelBPETokenizer()
         bpe.train_from_iterator(texts, vocab_size=2000, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
         bpe.save_model(str(directory))
-        tokenizer = transformers.RobertaTokenizerFast(
-            vocab_file=str(directory / "vocab.json"), merges_file=str(directory / "merges.txt")
-        )
+        tokenizer = transformers.RobertaTokenizerFast.from_pretrained(directory)
     elif family == "xlm-roberta":  # fairseq layout: <s> <pad> </s> <unk>, SentencePiece ids shifted by one
         path = directory / "sentencepiece.bpe.model"
         path.write_bytes(_sentencepiece(texts, model_type="unigram", unk_id=0, bos_id=1, eos_id=2, pad_id=-1))
-        tokenizer = transformers.XLMRobertaTokenizerFast(vocab_file=str(path))
+        tokenizer = transformers.XLMRobertaTokenizerFast.from_pretrained(directory)
     elif family == "albert":  # lower-cased, accents stripped outside SentencePiece
         path = directory / "spiece.model"
         path.write_bytes(
@@ -121,7 +123,7 @@ def write_tokenizer(family: str, directory: Path) -> int:
                 user_defined_symbols=["[CLS]", "[SEP]", "[MASK]"],
             )
         )
-        tokenizer = transformers.AlbertTokenizerFast(vocab_file=str(path))
+        tokenizer = transformers.AlbertTokenizerFast.from_pretrained(directory)
     elif family == "deberta-v2":  # DeBERTa-v3's layout: [PAD] [CLS] [SEP] [UNK]
         path = directory / "spm.model"
         path.write_bytes(
@@ -139,62 +141,68 @@ def write_tokenizer(family: str, directory: Path) -> int:
                 user_defined_symbols=["[MASK]"],
             )
         )
-        tokenizer = transformers.DebertaV2TokenizerFast(vocab_file=str(path))
+        tokenizer = transformers.DebertaV2TokenizerFast.from_pretrained(directory)
     elif family == "mpnet":
-        vocab = _wordpiece_vocab(texts, directory, ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "[UNK]"])
-        tokenizer = transformers.MPNetTokenizerFast(vocab_file=str(vocab))
+        _wordpiece_vocab(texts, directory, ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "[UNK]"])
+        tokenizer = transformers.MPNetTokenizerFast.from_pretrained(directory)
     elif family == "funnel":
-        vocab = _wordpiece_vocab(texts, directory, ["<pad>", "<cls>", "<sep>", "<unk>", "<mask>", "<s>", "</s>"])
-        tokenizer = transformers.FunnelTokenizerFast(vocab_file=str(vocab))
+        _wordpiece_vocab(texts, directory, ["<pad>", "<cls>", "<sep>", "<unk>", "<mask>", "<s>", "</s>"])
+        tokenizer = transformers.FunnelTokenizerFast.from_pretrained(directory)
     else:
         raise ValueError(f"unknown family {family}")
     tokenizer.save_pretrained(directory)
     return len(tokenizer)
 
 
-def _config(family: str, vocab_size: int):
+def _config(family: str, vocab_size: int) -> dict:
+    """config.json of the family's bare encoder as transformers 5 writes it."""
     import transformers
 
     small = {"num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128, "hidden_size": 64}
     if family == "roberta":
-        return transformers.RobertaConfig(vocab_size=vocab_size, max_position_embeddings=130, pad_token_id=1, **small)
-    if family == "xlm-roberta":
-        return transformers.XLMRobertaConfig(
+        config = transformers.RobertaConfig(vocab_size=vocab_size, max_position_embeddings=130, pad_token_id=1, **small)
+    elif family == "xlm-roberta":
+        config = transformers.XLMRobertaConfig(
             vocab_size=vocab_size, max_position_embeddings=130, pad_token_id=1, type_vocab_size=1, **small
         )
-    if family == "albert":
-        return transformers.AlbertConfig(vocab_size=vocab_size, embedding_size=32, max_position_embeddings=128, **small)
-    if family == "deberta-v2":
-        return transformers.DebertaV2Config(
+    elif family == "albert":
+        config = transformers.AlbertConfig(
+            vocab_size=vocab_size, embedding_size=32, max_position_embeddings=128, **small
+        )
+    elif family == "deberta-v2":
+        config = transformers.DebertaV2Config(
             vocab_size=vocab_size, max_position_embeddings=128, relative_attention=True, position_biased_input=False,
             pos_att_type=["p2c", "c2p"], max_relative_positions=-1, position_buckets=32, type_vocab_size=0, **small,
         )  # fmt: skip
-    if family == "mpnet":
-        return transformers.MPNetConfig(vocab_size=vocab_size, max_position_embeddings=130, pad_token_id=1, **small)
-    if family == "funnel":
-        return transformers.FunnelConfig(
-            vocab_size=vocab_size,
-            block_sizes=[1, 1],
-            d_model=64,
-            n_head=2,
-            d_head=32,
-            d_inner=128,
-            architectures=["FunnelModel"],
-        )
-    raise ValueError(f"unknown family {family}")
+    elif family == "mpnet":
+        config = transformers.MPNetConfig(vocab_size=vocab_size, max_position_embeddings=130, pad_token_id=1, **small)
+    elif family == "funnel":
+        config = transformers.FunnelConfig(vocab_size=vocab_size, block_sizes=[1, 1], d_model=64, n_head=2, d_head=32)
+    else:
+        raise ValueError(f"unknown family {family}")
+    config.architectures = [type(config).__name__.removesuffix("Config") + "Model"]
+    return config.to_dict()
 
 
 def write_tiny_model(family: str, directory: Path, seed: int = 0) -> Path:
-    """A complete model folder of `family`: tokenizer files, config.json and a random-weight tf_model.h5."""
-    import tf_keras
-    import transformers
+    """A model folder of `family`: tokenizer files, config.json and (for an encoder we port) random weights."""
+    from tests.tiny_model import write_random_checkpoint
 
     vocab_size = write_tokenizer(family, directory)
-    tf_keras.utils.set_random_seed(seed)
-    model = transformers.TFAutoModel.from_config(_config(family, vocab_size))
-    model(model.dummy_inputs)
-    model.save_pretrained(directory)
-    return directory
+    config = _config(family, vocab_size)
+    if family not in FAMILIES:  # no encoder of ours computes it: config.json beside the tokenizer, no weights
+        (directory / "config.json").write_text(json.dumps(config, indent=2))
+        return directory
+    return write_random_checkpoint(config, directory, seed)
+
+
+def with_special_tokens(hf, pieces: list[int]) -> list[int]:
+    """`pieces` of one text between the special tokens `hf` adds to a single text (transformers 5 has no
+    build_inputs_with_special_tokens on its tokenizers-backed classes): where they sit, read from `hf` itself."""
+    bare = hf("a", add_special_tokens=False)["input_ids"]
+    wrapped = hf("a")["input_ids"]
+    start = next(i for i in range(len(wrapped)) if wrapped[i : i + len(bare)] == bare)
+    return wrapped[:start] + list(pieces) + wrapped[start + len(bare) :]
 
 
 def fuzz_text():

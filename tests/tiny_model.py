@@ -10,7 +10,8 @@ from models.hub.pretrained import packaged_model_dir
 TOKENIZER_FILES = ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.json")
 
 
-def tiny_bert_config(**changes):
+def tiny_bert_config(**changes) -> dict:
+    """config.json of a tiny BERT as transformers 5's BertConfig writes it (its defaults filled in)."""
     from transformers import BertConfig
 
     return BertConfig(
@@ -20,34 +21,47 @@ def tiny_bert_config(**changes):
         num_attention_heads=2,
         intermediate_size=128,
         max_position_embeddings=128,
+        architectures=["BertModel"],
         **changes,
-    )
+    ).to_dict()
 
 
 def tiny_bert_weight_count(num_labels: int) -> int:
     """Weights of the tiny BERT sequence classifier with `num_labels` outputs (encoder, pooler and head)."""
-    from transformers import TFBertForSequenceClassification
+    from models.encoders import classifier
 
-    model = TFBertForSequenceClassification(tiny_bert_config(num_labels=num_labels))
-    model(model.dummy_inputs, training=False)
-    return model.count_params()
+    return classifier.build(tiny_bert_config(), [str(i) for i in range(num_labels)]).count_params()
+
+
+def write_random_checkpoint(config: dict, directory: Path, seed: int = 0) -> Path:
+    """config.json and a random-weight model.safetensors of a bare encoder (as the hub lays out `BertModel`,
+    `AlbertModel`, ...: PyTorch names without the task model's prefix, no head), drawn by our encoder's own
+    initializers; the parity tests (tests/encoder_parity_test.py) check that encoder against transformers 5."""
+    import json
+
+    import tf_keras
+    from safetensors.numpy import save_file
+
+    from models.encoders import classifier
+
+    directory.mkdir(parents=True, exist_ok=True)
+    tf_keras.utils.set_random_seed(seed)
+    model = classifier.build(config, ["0", "1"])
+    head = model.head_names()
+    state = {name.split(".", 1)[1]: value for name, value in classifier.torch_state(model).items() if name not in head}
+    save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
+    (directory / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    return directory
 
 
 def write_tiny_bert(directory: Path, seed: int = 0, **config_changes) -> Path:
-    """Writes config.json, tf_model.h5 and the real MiniLM vocab/tokenizer files into `directory`."""
-    import tf_keras
-    from transformers import TFBertModel
-
+    """Writes config.json, model.safetensors and the real MiniLM vocab/tokenizer files into `directory`."""
     directory.mkdir(parents=True, exist_ok=True)
     source = packaged_model_dir("all-MiniLM-L6-v2")
     for name in TOKENIZER_FILES:
         if (source / name).exists():
             shutil.copy(source / name, directory / name)
-    tf_keras.utils.set_random_seed(seed)
-    model = TFBertModel(tiny_bert_config(**config_changes))
-    model(model.dummy_inputs)
-    model.save_pretrained(directory)
-    return directory
+    return write_random_checkpoint(tiny_bert_config(**config_changes), directory, seed)
 
 
 def tiny_overrides(workdir: Path, model_dir: Path, max_seq_length: int, **evaluation) -> dict:

@@ -19,7 +19,6 @@ from typing import Any
 from absl import logging
 from tfx import types
 from tfx.dsl.components.base import base_component, base_executor, executor_spec
-from tfx.dsl.io import fileio
 from tfx.types import artifact, artifact_utils, component_spec, standard_artifacts
 from tfx.utils import io_utils
 
@@ -36,7 +35,7 @@ from models.names import (
     SPLIT_COUNTS_PROPERTY,
     TEXT_FEATURE,
 )
-from models.serving.hf_export import HF_CONFIG, HF_FORMAT_DIR, HF_WEIGHTS
+from models.serving.hf_export import HF_CONFIG, HF_FORMAT_DIR
 from models.tokenizers.tokenizer import character_budget, tokenizer_spec
 
 CARD_FILE = "README.md"
@@ -144,7 +143,6 @@ class Executor(base_executor.BaseExecutor):
         configured["label_names"] = tuple(configured["label_names"])
         configured["language"] = tuple(configured.get("language", ()))
         configured["text_budget"] = _local_copy(published.uri, lambda folder: _text_budget(folder, configured))
-        configured["tf_weights"] = fileio.exists(os.path.join(published.uri, HF_WEIGHTS))
         configured["architecture"] = json.loads(io_utils.read_string_file(os.path.join(published.uri, HF_CONFIG))).get(
             "model_type", ""
         )

@@ -41,22 +41,9 @@ with torch.no_grad():
     probabilities = model(**inputs).logits.{{ torch_activation }}
 ```
 
-{% if tf_weights %}With TensorFlow (transformers 4 with tf-keras: `tf_model.h5`; `use_safetensors=False` because
-transformers 4's TF loader fails on any safetensors file, transformers#40028):
-
-```python
-import tensorflow as tf
-from transformers import AutoTokenizer, TFAutoModelForSequenceClassification
-
-tokenizer = AutoTokenizer.from_pretrained("{{ repo_ref }}")
-model = TFAutoModelForSequenceClassification.from_pretrained("{{ repo_ref }}", use_safetensors=False)
-inputs = tokenizer({{ example_call }}, truncation=True, padding=True, return_tensors="tf")
-probabilities = {{ activation }}(model(**inputs).logits)
-```
-{% else %}No `tf_model.h5`: the pipeline's own Keras encoder trained this {{ architecture }} model, and no
+No `tf_model.h5`: the pipeline's own Keras encoder trained this {{ architecture }} model, and no
 TensorFlow class of transformers computes it (transformers 5 has no TensorFlow). TensorFlow users serve the
 pipeline's SavedModel, which takes raw text.
-{% endif %}
 {{ truncation_text }}
 
 ## Data
@@ -132,7 +119,6 @@ class CardFacts:
     windows: tuple[float, int] | None = None  # model.long_texts: windows: (stride, count)
     base_model_revision: str = ""  # the revision (a hub model's commit, pinned before the run) fine-tuned from
     text_budget: str = ""  # what a text keeps before tokenizing (models/tokenizers/character_budget.py)
-    tf_weights: bool = True  # the export holds tf_model.h5 (a transformers TF class trained it)
     architecture: str = ""  # config.json's model_type
 
 
@@ -232,11 +218,9 @@ def _text_fields(facts: CardFacts) -> dict[str, Any]:
         "label_list": ", ".join(f"`{name}`" for name in facts.label_names),
         "repo_ref": facts.repo_id or "path/to/this/folder",
         "example_call": '["first text"], ["its pair"]' if facts.pair else '["a text to classify"]',
-        "activation": "tf.sigmoid" if facts.multi_label else "tf.nn.softmax",
         "torch_activation": "sigmoid()" if facts.multi_label else "softmax(-1)",
         "max_seq_length": facts.max_seq_length,
         "truncation_text": _truncation_text(facts),
-        "tf_weights": facts.tf_weights,
         "architecture": facts.architecture or "transformers",
         "dataset_text": f"`{facts.dataset}`",
         "split_text": ", ".join(f"{split} {count}" for split, count in facts.split_counts.items()),

@@ -42,6 +42,7 @@ from models.tokenizers.tokenizer import tokenizer_spec
 from models.training.config import EARLY_STOPPING_METRICS, ModelConfig, TrainingConfig
 from models.training.epochs import EpochChoice, StoppingChoice, choose_epochs, choose_patience
 from models.training.lengths import AUTO, LENGTH_SAMPLE, LengthProfile, bucket_edges, choose_buckets
+from models.training.optimizer import adamw_with_warmup
 from models.training.recipe import RecipeChoice, choose_recipe
 
 
@@ -282,7 +283,7 @@ def validation_data(eval_batches, batch_size, widths, max_seq_length, *, static_
 def dense_gradients(grads_and_vars):
     """Embedding gradients (IndexedSlices) summed into dense tensors, so Adam updates them in one fused kernel.
 
-    transformers' AdamWeightDecay is Keras' legacy Adam, whose sparse path is not lazy: it still decays both
+    Our AdamW is Keras' legacy Adam, whose sparse path is not lazy: it still decays both
     moment slots of the whole 30k-row table densely, and its scatter makes the variable copy-on-read, so each
     later read copied the table: about 0.08 s of a 0.5 s MiniLM step. Dense, it is the same update.
     """
@@ -321,20 +322,18 @@ def compile_for_training(
     positive_weights=None,
     steps_per_execution: int = 1,
 ) -> RecipeChoice:
-    """AdamW with linear warm-up and decay (transformers' own schedule), clipped at the recipe's global norm,
+    """AdamW with linear warm-up and decay (models/training/optimizer.py), clipped at the recipe's global norm,
     cross-entropy on logits. The recipe's `auto` settings are chosen from the model built (a local run's
     preflight has already chosen them the same way from the same config.json)."""
-    from transformers import create_optimizer
-
     recipe = choose_recipe(EncoderShape.from_config(model.config), model.config.model_type, training)
-    optimizer, _ = create_optimizer(
-        init_lr=recipe.learning_rate,
-        num_train_steps=total_steps,
-        num_warmup_steps=math.ceil(recipe.warmup_ratio * total_steps),
-        weight_decay_rate=training.weight_decay,
-        adam_global_clipnorm=recipe.clip_norm,
+    optimizer = adamw_with_warmup(
+        recipe.learning_rate,
+        total_steps=total_steps,
+        warmup_steps=math.ceil(recipe.warmup_ratio * total_steps),
+        weight_decay=training.weight_decay,
+        global_clipnorm=recipe.clip_norm,
     )
-    optimizer.gradient_transformers = [dense_gradients]  # create_optimizer does not pass it through
+    optimizer.gradient_transformers = [dense_gradients]
     loss, metrics = loss_and_metrics(multi_label, positive_weights)
     # Under mixed_float16 compile wraps the optimizer in a LossScaleOptimizer (dynamic loss scaling).
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics, steps_per_execution=steps_per_execution)

@@ -41,10 +41,7 @@ def embedding(rows: int, width: int, name: str, *, std: float = 0.02) -> tf_kera
 
 
 def layer_norm(epsilon: float, name: str, *, center: bool = True) -> tf_keras.layers.LayerNormalization:
-    """A LayerNorm whose variables carry "LayerNorm" in their names: the optimizer leaves what matches it (and
-    biases) out of weight decay, as transformers' create_optimizer and Trainer do."""
-    keras_name = name if "LayerNorm" in name or "layer_norm" in name else f"{name}_LayerNorm"
-    return tf_keras.layers.LayerNormalization(epsilon=epsilon, center=center, name=keras_name)
+    return tf_keras.layers.LayerNormalization(epsilon=epsilon, center=center, name=name)
 
 
 def dense_params(name: str, layer: tf_keras.layers.Dense) -> Iterator[TorchParam]:

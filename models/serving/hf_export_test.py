@@ -1,6 +1,6 @@
 """The HF export's PyTorch-layout model.safetensors, read back by transformers 5 + PyTorch for every
 architecture the pipeline fine-tunes (WordPiece BERT, byte-level BPE RoBERTa, SentencePiece XLM-R / ALBERT /
-DeBERTa-v3, MPNet, Funnel; all of them with --slow), and its names and shapes against a checkpoint PyTorch itself
+DeBERTa-v3, MPNet; all of them with --slow), and its names and shapes against a checkpoint PyTorch itself
 wrote (the packaged MiniLM's)."""
 
 import numpy as np
@@ -9,8 +9,9 @@ import tensorflow as tf
 from safetensors import safe_open
 from safetensors.numpy import load_file
 
+from models.encoders.classifier import torch_state
 from models.hub.pretrained import build_classifier, model_files
-from models.serving.hf_export import PT_WEIGHTS, is_own_encoder, pytorch_state_dict, save_hf_format
+from models.serving.hf_export import PT_WEIGHTS, save_hf_format
 from models.serving.signatures import model_logits
 from tests.model_families import FAMILIES
 
@@ -49,9 +50,9 @@ def test_pytorch_weights_load_in_transformers_with_no_key_missing_and_the_same_l
 ):
     model_dir = tiny_bert_dir if family == "bert" else family_model_dir(family)
     model, inputs, names = _exported(model_dir, tmp_path / "export")
-    # tf_model.h5 only where a transformers TF class computes the model, not for our own encoders
+    # no tf_model.h5: no TensorFlow class of transformers computes our encoders
     assert {PT_WEIGHTS, "config.json"} <= set(names)
-    assert ("tf_model.h5" in names) != is_own_encoder(model)
+    assert "tf_model.h5" not in names
     with safe_open(str(tmp_path / "export" / PT_WEIGHTS), framework="np") as archive:
         assert archive.metadata() == {"format": "pt"}  # transformers loads `pt` files as PyTorch state dicts
 
@@ -66,7 +67,7 @@ def test_names_and_shapes_are_those_pytorch_wrote_for_the_same_architecture(pack
     written_by_pytorch = load_file(str(packaged_model_dir / PT_WEIGHTS))
     written_by_pytorch.pop("embeddings.position_ids")  # a buffer older PyTorch BERTs saved; not a weight
 
-    exported = pytorch_state_dict(model)
+    exported = torch_state(model)
 
     head = {"classifier.weight": (len(LABELS), 384), "classifier.bias": (len(LABELS),)}
     expected = {f"bert.{name}": value.shape for name, value in written_by_pytorch.items()} | head

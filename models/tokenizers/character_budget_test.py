@@ -10,7 +10,7 @@ from transformers import AutoTokenizer
 
 from models.tokenizers.character_budget import CharacterBudget, cut_texts
 from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
-from tests.model_families import FAMILIES
+from tests.model_families import TOKENIZER_FAMILIES, with_special_tokens
 
 
 def cut(texts, head, tail=0):
@@ -37,7 +37,7 @@ LONG_TEXTS = [
 ]
 
 
-@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("name", TOKENIZER_FAMILIES)
 def test_long_texts_keep_the_tokens_the_model_tokenizer_gives_the_whole_text(family_model_dir, name):
     directory = family_model_dir(name)
     spec, hf = tokenizer_spec(directory), AutoTokenizer.from_pretrained(directory)
@@ -54,7 +54,7 @@ def test_long_texts_keep_the_tokens_the_model_tokenizer_gives_the_whole_text(fam
         kept = (
             pieces if len(pieces) <= budget else pieces[: budget // 2] + pieces[len(pieces) - (budget - budget // 2) :]
         )
-        assert row.tolist()[: len(kept) + spec.layout.special_count(False)] == hf.build_inputs_with_special_tokens(kept)
+        assert row.tolist()[: len(kept) + spec.layout.special_count(False)] == with_special_tokens(hf, kept)
 
 
 def test_a_megabyte_word_costs_the_byte_level_bpe_what_its_budget_costs(family_model_dir):

@@ -2,10 +2,17 @@
 
 The model's own .model file runs in tensorflow_text's SentencepieceOp (linked by TF Serving), which applies
 the model's precompiled normalization and its Unigram or BPE segmentation. Around it, what the HF tokenizer
-declares in tokenizer.json and SentencePiece does not do: the normalizer steps before `Precompiled` (ALBERT's
-quote replacement, NFKD, accent stripping, lower-casing), the piece -> id mapping (XLM-R's fairseq offset,
-looked up piece by piece, never assumed), and the trailing "▁" HF's fast tokenizer keeps where its
-normalizer does not strip the text's end (ALBERT).
+declares and SentencePiece does not do: the normalizer steps before `Precompiled` (ALBERT's quote replacement,
+NFKD, accent stripping, lower-casing), the piece -> id mapping (XLM-R's fairseq offset, looked up piece by
+piece, never assumed), and how the text's whitespace is split:
+- transformers 5 (XLM-R, ALBERT, CamemBERT) splits on Unicode whitespace before Metaspace: every White_Space
+  character the model's normalization keeps becomes a space, and no "▁" is kept for a text's trailing space;
+- transformers 4's tokenizer.json (Metaspace alone) keeps one trailing "▁" where its normalizer does not strip the
+  text's end;
+- transformers 5's DeBERTa-v2/v3 tokenizer normalizes with its own steps and not with the model's charsmap: the
+  .model then runs with SentencePiece's identity normalization, after those steps and Metaspace's prefix.
+The tokenizer read is the one transformers builds (its class's pipeline, not necessarily the folder's
+tokenizer.json), so the ids are those `AutoTokenizer` gives.
 
 Where a segmentation ties (two orders of the same pieces scoring the same), SentencePiece and so
 transformers' slow tokenizer pick one, `tokenizers`' Viterbi the other: this follows SentencePiece.
@@ -35,10 +42,12 @@ class SentencePieceSpec:
 
     model_path: str
     hf_ids: tuple[int, ...]  # SentencePiece id -> HF id
-    pre_normalizers: tuple[tuple[str, ...], ...]  # ("replace", old, new) | ("nfkd",) | ("strip_accents",) | ...
+    # ("replace", old, new) | ("regex", RE2 pattern, new) | ("nfkd",) | ("strip_accents",) | ("prefix_space",) ...
+    pre_normalizers: tuple[tuple[str, ...], ...]
     trailing_space_id: int | None  # HF id of the "▁" a text ending in whitespace gets (None: no such piece)
     spaces: str  # characters the model's normalization turns into a space
     dropped: str  # characters it removes
+    identity: bool = False  # the model's own normalization is off: HF's steps replace it
 
 
 def _steps(node: dict | None, key: str) -> list[dict]:
@@ -51,9 +60,9 @@ def _pre_normalizer(step: dict) -> tuple[str, ...]:
     kind = step["type"]
     if kind == "Replace":
         pattern = step["pattern"]
-        if "String" not in pattern:
-            raise UnsupportedTokenizerError(f"normalizer Replace with a regex {pattern} before Precompiled")
-        return ("replace", pattern["String"], step["content"])
+        if "String" in pattern:
+            return ("replace", pattern["String"], step["content"])
+        return ("regex", _unicode_classes(pattern["Regex"]), step["content"])
     if kind in ("NFKD", "NFKC", "NFD", "NFC"):
         return (kind.lower(),)
     if kind == "StripAccents":
@@ -65,6 +74,28 @@ def _pre_normalizer(step: dict) -> tuple[str, ...]:
     raise UnsupportedTokenizerError(f"normalizer step {kind}")
 
 
+def _unicode_classes(pattern: str) -> str:
+    """An Oniguruma pattern (what `tokenizers` runs) for RE2, whose `\\s` is ASCII only: as Unicode White_Space."""
+    if "\\p" in pattern or "(?" in pattern:
+        raise UnsupportedTokenizerError(f"normalizer Replace with the regex {pattern!r}")
+    out, in_class = [], False
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\" and pattern[index + 1 : index + 2] == "s":
+            out.append(WHITE_SPACE if in_class else f"[{WHITE_SPACE}]")
+            index += 2
+            continue
+        if char == "\\":
+            out.append(pattern[index : index + 2])
+            index += 2
+            continue
+        in_class = {"[": True, "]": False}.get(char, in_class)
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
 def read_spec(tokenizer_json: dict, model_path: Path, hf_vocab: dict[str, int], unk_id: int) -> SentencePieceSpec:
     """The spec from the HF tokenizer's declaration and the SentencePiece model beside it."""
     import sentencepiece
@@ -73,15 +104,19 @@ def read_spec(tokenizer_json: dict, model_path: Path, hf_vocab: dict[str, int], 
     processor = sentencepiece.SentencePieceProcessor(model_proto=model_bytes)
     proto = _model_proto(model_bytes)
     normalizers = _steps(tokenizer_json.get("normalizer"), "normalizers")
+    splits_on_whitespace = _check_metaspace(tokenizer_json.get("pre_tokenizer"))
+    hf_ids = tuple(hf_vocab.get(processor.id_to_piece(i), unk_id) for i in range(processor.get_piece_size()))
     kinds = [step["type"] for step in normalizers]
+    if "Precompiled" not in kinds and proto.normalizer_spec.precompiled_charsmap:
+        # transformers 5's DeBERTa-v2: its own steps instead of the model's charsmap, then Metaspace's prefix
+        steps = (*(_pre_normalizer(step) for step in normalizers), ("prefix_space",))
+        return SentencePieceSpec(str(model_path), hf_ids, steps, None, "", "", identity=True)
     if "Precompiled" in kinds:
         at = kinds.index("Precompiled")
         charsmap = base64.b64decode(normalizers[at]["precompiled_charsmap"] or "")
         if charsmap != proto.normalizer_spec.precompiled_charsmap:
             raise UnsupportedTokenizerError(f"tokenizer.json's Precompiled normalizer differs from {model_path.name}'s")
         before, after = normalizers[:at], normalizers[at + 1 :]
-    elif proto.normalizer_spec.precompiled_charsmap:
-        raise UnsupportedTokenizerError(f"{model_path.name} normalizes text but tokenizer.json does not")
     else:
         before, after = normalizers, []
     for step in after:
@@ -89,29 +124,42 @@ def read_spec(tokenizer_json: dict, model_path: Path, hf_vocab: dict[str, int], 
             step["type"] == "Replace" and step["pattern"].get("Regex") != " {2,}"
         ):
             raise UnsupportedTokenizerError(f"normalizer step {step['type']} after Precompiled")
-    _check_metaspace(tokenizer_json.get("pre_tokenizer"))
     # A Strip before Precompiled leaves characters that the charsmap then turns into spaces (DeBERTa-v3).
-    strips_end = any(step["type"] == "Strip" and step.get("strip_right", True) for step in after)
+    strips_end = splits_on_whitespace or any(
+        step["type"] == "Strip" and step.get("strip_right", True) for step in after
+    )
     spaces, dropped = _whitespace_treatment(processor)
+    steps = tuple(_pre_normalizer(step) for step in before)
+    if splits_on_whitespace:  # what the charsmap keeps of Unicode whitespace, WhitespaceSplit still splits on
+        kept = "".join(c for c in _white_space() if c not in spaces + dropped)
+        steps = (*steps, ("regex", f"[{_escaped(kept)}]", " ")) if kept else steps
     return SentencePieceSpec(
         model_path=str(model_path),
-        hf_ids=tuple(hf_vocab.get(processor.id_to_piece(i), unk_id) for i in range(processor.get_piece_size())),
-        pre_normalizers=tuple(_pre_normalizer(step) for step in before),
+        hf_ids=hf_ids,
+        pre_normalizers=steps,
         trailing_space_id=None if strips_end else hf_vocab.get(METASPACE, unk_id),
         spaces=spaces,
         dropped=dropped,
     )
 
 
-def _check_metaspace(pre_tokenizer: dict | None) -> None:
+def _white_space() -> str:
+    """Unicode's White_Space characters: what `tokenizers`' WhitespaceSplit splits on (Rust's char::is_whitespace)."""
+    return "\t\n\x0b\f\r \x85" + "".join(
+        chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ("Zs", "Zl", "Zp")
+    )
+
+
+def _check_metaspace(pre_tokenizer: dict | None) -> bool:
+    """Checks for Metaspace, prefixing always; True where a WhitespaceSplit comes first (transformers 5)."""
     steps = _steps(pre_tokenizer, "pretokenizers")
-    if [step["type"] for step in steps] != ["Metaspace"]:
-        raise UnsupportedTokenizerError(
-            f"pre-tokenizer {[step['type'] for step in steps]} (SentencePiece needs Metaspace)"
-        )
-    step = steps[0]
+    kinds = [step["type"] for step in steps]
+    if kinds not in (["Metaspace"], ["WhitespaceSplit", "Metaspace"]):
+        raise UnsupportedTokenizerError(f"pre-tokenizer {kinds} (SentencePiece needs Metaspace)")
+    step = steps[-1]
     if step.get("prepend_scheme", "always" if step.get("add_prefix_space", True) else "never") != "always":
         raise UnsupportedTokenizerError(f"Metaspace prepend_scheme {step.get('prepend_scheme')!r}")
+    return kinds[0] == "WhitespaceSplit"
 
 
 def _model_proto(model_bytes: bytes):
@@ -155,6 +203,10 @@ def pre_normalize(texts: tf.Tensor, steps: tuple[tuple[str, ...], ...]) -> tf.Te
         kind = step[0]
         if kind == "replace":
             texts = tf.strings.regex_replace(texts, _escaped(step[1]), step[2].replace("\\", "\\\\"))
+        elif kind == "regex":
+            texts = tf.strings.regex_replace(texts, step[1], step[2].replace("\\", "\\\\"))
+        elif kind == "prefix_space":  # Metaspace's prefix, where the text does not start with a space already
+            texts = tf.strings.regex_replace(texts, "^([^ ])", " \\1")
         elif kind in ("nfkd", "nfkc", "nfd", "nfc"):
             texts = tf_text.normalize_utf8(texts, kind.upper())
         elif kind == "strip_accents":  # `tokenizers`' StripAccents drops every mark (Mn, Mc, Me)
@@ -170,12 +222,24 @@ def pre_normalize(texts: tf.Tensor, steps: tuple[tuple[str, ...], ...]) -> tf.Te
     return tf.strings.regex_replace(texts, _NUL_STAND_IN, "\x00")
 
 
+def _identity_normalization(model_bytes: bytes) -> bytes:
+    """The model with SentencePiece's own normalization off: spaces become "▁", nothing else changes."""
+    proto = _model_proto(model_bytes)
+    spec = proto.normalizer_spec
+    spec.name, spec.precompiled_charsmap = "identity", b""
+    spec.add_dummy_prefix, spec.remove_extra_whitespaces, spec.escape_whitespaces = False, False, True
+    return proto.SerializeToString()
+
+
 class SentencePiece:
     """texts [N] -> HF ids [N, tokens] (ragged), special tokens not added."""
 
     def __init__(self, spec: SentencePieceSpec):
         self.spec = spec
-        self._tokenizer = tf_text.SentencepieceTokenizer(model=Path(spec.model_path).read_bytes(), out_type=tf.int32)
+        model = Path(spec.model_path).read_bytes()
+        self._tokenizer = tf_text.SentencepieceTokenizer(
+            model=_identity_normalization(model) if spec.identity else model, out_type=tf.int32
+        )
         self._hf_ids = tf.constant(spec.hf_ids, tf.int64)
 
     def __call__(self, texts: tf.Tensor) -> tf.RaggedTensor:

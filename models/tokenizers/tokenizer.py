@@ -28,7 +28,6 @@ from models.tokenizers.tokenizer_errors import UnsupportedTokenizerError
 from models.tokenizers.windows import Windows
 
 WORDPIECE, SENTENCEPIECE, BYTE_LEVEL_BPE = "WordPiece", "SentencePiece", "byte-level BPE"
-TRANSFORMERS_5_GENERIC_TOKENIZER = "TokenizersBackend"
 SUPPORTED = (
     "WordPiece (BERT, MiniLM, DistilBERT, ELECTRA, MPNet, Funnel), SentencePiece (XLM-R, ALBERT, DeBERTa-v3, "
     "CamemBERT) and byte-level BPE (RoBERTa, DistilRoBERTa, ModernBERT)"
@@ -113,16 +112,10 @@ def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
 
 
 def load_hf_tokenizer(model_dir: str | Path, **kwargs):
-    """The folder's Hugging Face tokenizer through transformers 4.57. transformers 5 saves its generic fast tokenizer
-    as tokenizer_class "TokenizersBackend", a class 4.57 lacks; it is what 4.57 calls PreTrainedTokenizerFast
-    (tokenizer.json, with the special tokens and input names of tokenizer_config.json)."""
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+    """The folder's Hugging Face tokenizer, as transformers' AutoTokenizer reads it."""
+    from transformers import AutoTokenizer
 
-    settings = Path(model_dir) / "tokenizer_config.json"
-    declared = json.loads(settings.read_text(encoding="utf-8")).get("tokenizer_class") if settings.is_file() else None
-    if declared == TRANSFORMERS_5_GENERIC_TOKENIZER:
-        return PreTrainedTokenizerFast.from_pretrained(model_dir, **kwargs)
-    return AutoTokenizer.from_pretrained(model_dir, use_fast=True, **kwargs)
+    return AutoTokenizer.from_pretrained(model_dir, **kwargs)
 
 
 def _load_fast_tokenizer(model_dir: Path):
