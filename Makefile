@@ -57,7 +57,7 @@ bench-gate: setup
 bench-inputs: setup
 	bin/in-env python -m benchmarks.bounded_inputs $(ARGS)
 
-# Our Keras encoders against transformers 4.57's TF classes on the Trainer's loop (MiniLM, fp32, share of the peak),
+# Our Keras encoder on the Trainer's loop (MiniLM, fp32, share of the peak), attention recomputed vs kept at 512,
 # and a ModernBERT-base-shaped model at widths 512, 2,048 and 8,192: step time, share of peak, peak memory.
 bench-encoders: setup
 	bin/in-env python -m benchmarks.encoders $(ARGS)

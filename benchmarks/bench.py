@@ -281,7 +281,7 @@ def serving_latency(serving_dir: Path, repeats: int) -> list[Row]:
         ours = _percentiles(lambda s=sample: signature(text=tf.constant(s)), repeats)
         theirs = _percentiles(
             lambda s=sample: call(
-                dict(hf(s, padding="max_length", truncation=True, max_length=MAX_LEN, return_tensors="tf"))
+                dict(hf(s, padding="max_length", truncation=True, max_length=MAX_LEN, return_tensors="np"))
             ),
             repeats,
         )

@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from models.encoders.layers import ATTENTION_SCOPE
+
 UTILIZATION_TARGET = 0.60  # issue #14: the Trainer at >= 60% of the measured matmul peak
 
 # Kinds of work in the order the table lists them; an op joins the first kind whose test it passes.
@@ -29,7 +31,7 @@ ATTENTION = "attention scale, mask, softmax, head transposes"
 BIAS = "bias adds and their gradients"
 OTHER = "other ops (embeddings, loss, gradient sums)"
 WORK_KINDS = (MATMULS, OPTIMIZER, LAYER_NORM, GELU, DROPOUT, ATTENTION, BIAS, OTHER)
-_SCOPE_KINDS = ((LAYER_NORM, "LayerNorm"), (GELU, "Gelu"), (DROPOUT, "dropout"), (ATTENTION, "attention/self/"))
+_SCOPE_KINDS = ((LAYER_NORM, "LayerNorm"), (GELU, "Gelu"), (DROPOUT, "dropout"), (ATTENTION, ATTENTION_SCOPE))
 
 
 def work_kind(op_name: str, optimizer_name: str) -> str:

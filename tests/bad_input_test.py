@@ -12,7 +12,7 @@ import pytest
 
 from components.example_gen.sources import DatasetSourceError
 from components.example_gen.splitting import DatasetContentError
-from models.hub.pretrained import ModelFilesError
+from models.hub.pretrained import ModelFilesError, UnsupportedModelError
 from models.tokenizers.tokenizer import UnsupportedTokenizerError
 from pipeline import configs
 from pipeline.orchestration import preflight
@@ -134,7 +134,7 @@ def test_max_seq_length_over_the_position_limit(tmp_path, tiny_bert_dir):
         probe(config)
 
 
-@pytest.mark.parametrize("removed", ["vocab.txt", "config.json", "tf_model.h5"])
+@pytest.mark.parametrize("removed", ["vocab.txt", "config.json", "model.safetensors"])
 def test_model_directory_missing_a_file(tmp_path, tiny_bert_dir, removed):
     copy = tmp_path / "model"
     shutil.copytree(tiny_bert_dir, copy)
@@ -232,19 +232,17 @@ def test_the_probe_reads_a_bounded_sample_and_leaves_the_rest_to_the_example_gen
 
 def _t5_folder(directory, family_model_dir):
     """A T5 folder as the hub lays it out: a SentencePiece tokenizer the in-graph tokenizer reads, an
-    encoder-decoder architecture with no TF sequence-classification class."""
+    encoder-decoder architecture no encoder of ours computes."""
     import transformers
 
     directory.mkdir()
     shutil.copy(family_model_dir("deberta-v2") / "spm.model", directory / "spiece.model")
-    transformers.T5TokenizerFast(vocab_file=str(directory / "spiece.model")).save_pretrained(directory)
+    transformers.T5TokenizerFast.from_pretrained(directory).save_pretrained(directory)
     transformers.T5Config(d_model=32, num_layers=1, num_heads=2, d_ff=64, d_kv=16).save_pretrained(directory)
     return directory
 
 
-def test_an_architecture_without_a_tf_sequence_classifier_is_refused_before_any_component(tmp_path, family_model_dir):
-    from models.hub.pretrained import UnsupportedModelError
-
+def test_an_architecture_without_an_encoder_of_ours_is_refused_before_any_component(tmp_path, family_model_dir):
     model = _t5_folder(tmp_path / "t5", family_model_dir)  # and no weights: the architecture is the reason
     with pytest.raises(UnsupportedModelError, match=r"'t5' model, which cannot be fine-tuned.*ModernBERT"):
         probe(configs.load_config(overrides={"model.name": str(model)}))
@@ -262,7 +260,7 @@ def test_the_tokenizer_is_checked_before_the_weights(tmp_path, family_model_dir)
     first: the reason a user must fix before anything else can run."""
     copy = shutil.copytree(family_model_dir("xlm-roberta"), tmp_path / "model")
     (copy / "sentencepiece.bpe.model").unlink()
-    (copy / "tf_model.h5").unlink()
+    (copy / "model.safetensors").unlink()
     with pytest.raises(ModelFilesError, match=r"no SentencePiece model file \(sentencepiece\.bpe\.model\)"):
         probe(configs.load_config(overrides={"model.name": str(copy)}))
 
@@ -283,14 +281,20 @@ def test_compile_runs_the_model_preflight(tmp_path, family_model_dir):
     assert "'t5' model, which cannot be fine-tuned here" in done.stderr and not output.exists()
 
 
-def test_a_config_the_flop_count_cannot_read_is_refused_by_name(tmp_path, family_model_dir):
-    """The Trainer's FLOP meter reads the encoder's sizes after building the model: the probe reads them first
-    (a T5 config names its feed-forward width d_ff, which no encoder config uses)."""
-    from models.hub.pretrained import UnsupportedModelError, encoder_shape
+def test_funnel_which_transformers_5_computes_only_in_pytorch_is_refused_with_the_families_that_work(family_model_dir):
+    """Funnel trained as transformers 4.57's TF class until transformers dropped TensorFlow; no encoder of ours
+    computes it: refused before any component, the message naming the families that do."""
+    with pytest.raises(UnsupportedModelError, match=r"'funnel' model, which cannot be fine-tuned here.*ModernBERT"):
+        probe(configs.load_config(overrides={"model.name": str(family_model_dir("funnel"))}))
 
-    with pytest.raises(UnsupportedModelError, match=r"T5Config has none of \('intermediate_size'"):
-        encoder_shape(_t5_folder(tmp_path / "t5", family_model_dir))
-    assert encoder_shape(family_model_dir("funnel")).intermediate == 128  # Funnel's d_inner
+
+def test_a_tf_only_checkpoint_is_refused_with_the_conversion(tmp_path, tiny_bert_dir):
+    """tf_model.h5 is transformers 4's TensorFlow format, which no loader here reads: the message gives the
+    command that converts it."""
+    copy = shutil.copytree(tiny_bert_dir, tmp_path / "model")
+    (copy / "model.safetensors").rename(copy / "tf_model.h5")
+    with pytest.raises(ModelFilesError, match=r"tf_model\.h5 is not read.*from_tf=True"):
+        probe(configs.load_config(overrides={"model.name": str(copy)}))
 
 
 def test_float_scores_are_refused_at_preflight_as_regression(tmp_path, tiny_bert_dir):
@@ -415,16 +419,14 @@ def test_run_check_gives_a_base_size_bert_its_rate_and_clipping_before_anything_
     BERT's fine-tuning grid and global-norm clipping, chosen from its config.json, and why."""
     import shutil
 
-    from transformers import BertConfig, TFBertModel
+    from transformers import BertConfig
 
     from models.hub.pretrained import packaged_model_dir
     from pipeline.cli import main
-    from tests.tiny_model import TOKENIZER_FILES
+    from tests.tiny_model import TOKENIZER_FILES, write_random_checkpoint
 
     folder = tmp_path / "bert-base"
-    model = TFBertModel(BertConfig())
-    model(model.dummy_inputs)
-    model.save_pretrained(folder)
+    write_random_checkpoint(BertConfig(architectures=["BertModel"]).to_dict(), folder)
     for name in TOKENIZER_FILES:
         shutil.copy(packaged_model_dir("all-MiniLM-L6-v2") / name, folder / name)
     reviews = [(f"a review number {i} of a film", "pos" if i % 2 else "neg") for i in range(200)]

@@ -130,7 +130,7 @@ def test_a_cloud_component_reads_the_token_from_secret_manager_to_download_a_pri
     done = _component(env, PRIVATE_MODEL, target.model_dump_json())
 
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "config.json" in done.stdout and "tf_model.h5" in done.stdout  # the private model, downloaded
+    assert "config.json" in done.stdout and "model.safetensors" in done.stdout  # the private model, downloaded
     assert secrets.received and all(r == (SECRET, f"Bearer {RUNNER_TOKEN}") for r in secrets.received)
     # every Hub call carries the secret's token (the LFS upload goes to the storage URL the Hub handed out)
     assert {token for _, path, token in hub.requests if not path.startswith("/lfs-upload/")} == {f"Bearer {TOKEN}"}

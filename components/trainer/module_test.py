@@ -81,9 +81,9 @@ def test_the_trainers_datasets_run_without_the_autotuning_thread(tmp_path):
 def test_the_trainers_optimizer_updates_embeddings_densely_and_as_the_sparse_path_does():
     """dense_gradients only changes how the word-embedding table is updated, not the update."""
     import tf_keras
-    from transformers import TFBertForSequenceClassification
 
     from components.trainer.module import compile_for_training, dense_gradients
+    from models.encoders import classifier
     from models.training.config import TrainingConfig
     from tests.tiny_model import tiny_bert_config
 
@@ -98,16 +98,16 @@ def test_the_trainers_optimizer_updates_embeddings_densely_and_as_the_sparse_pat
     tables = []
     for transformers in ([dense_gradients], []):
         tf_keras.utils.set_random_seed(0)
-        config = tiny_bert_config(num_labels=2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-        model = TFBertForSequenceClassification(config)
-        model(batch[0])
-        initial = model.bert.embeddings.weights[0].numpy()
+        config = tiny_bert_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        model = classifier.build(config, ["neg", "pos"])
+        table = model.get_input_embeddings().weights[0]
+        initial = table.numpy()
         compile_for_training(model, TrainingConfig(warmup_ratio=0.0), total_steps=10)
         assert model.optimizer.gradient_transformers == [dense_gradients]
         model.optimizer.gradient_transformers = transformers
         for _ in range(3):
             model.train_on_batch(*batch)
-        tables.append(model.bert.embeddings.weights[0].numpy())
+        tables.append(model.get_input_embeddings().weights[0].numpy())
     assert not np.allclose(tables[0][2204], initial[2204])  # the rows the batch used were trained
     # the same batch shapes on both sides: only the gradient's aggregation differs, a few ulps on any CPU
     np.testing.assert_allclose(tables[0], tables[1], rtol=1e-5, atol=1e-7)
@@ -171,9 +171,9 @@ def test_fp16_scales_the_loss_and_many_steps_run_per_execution_on_any_device():
     compile under Keras' mixed_float16 policy wraps AdamW in dynamic loss scaling, and a fit of 8 steps at 4 per
     execution runs every step and calls back once per execution."""
     import tf_keras
-    from transformers import TFBertForSequenceClassification
 
     from components.trainer.module import compile_for_training
+    from models.encoders import classifier
     from models.hardware.distribution import KERAS_POLICY
     from models.training.config import TrainingConfig
     from tests.tiny_model import tiny_bert_config
@@ -183,10 +183,10 @@ def test_fp16_scales_the_loss_and_many_steps_run_per_execution_on_any_device():
     tf_keras.mixed_precision.set_global_policy(KERAS_POLICY["fp16"])
     try:
         tf_keras.utils.set_random_seed(0)
-        model = TFBertForSequenceClassification(tiny_bert_config(num_labels=2))
+        model = classifier.build(tiny_bert_config(), ["neg", "pos"])
         compile_for_training(model, TrainingConfig(), total_steps=8, steps_per_execution=4)
         assert isinstance(model.optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
-        assert model.layers[0].compute_dtype == "float16"
+        assert model.encoder.compute_dtype == "float16"
         batch_ends = []
         callback = tf_keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: batch_ends.append(batch))
         history = model.fit(data.batch(2).repeat(), steps_per_epoch=8, epochs=1, callbacks=[callback], verbose=0)
@@ -197,7 +197,6 @@ def test_fp16_scales_the_loss_and_many_steps_run_per_execution_on_any_device():
 
 
 def test_frozen_embeddings_leave_training_and_stay_as_pretrained_while_the_encoder_learns(tiny_bert_dir):
-    import tf_keras
 
     from components.trainer.module import compile_for_training
     from models.hub.pretrained import (
@@ -233,4 +232,4 @@ def test_frozen_embeddings_leave_training_and_stay_as_pretrained_while_the_encod
     copy = weights_only_copy(frozen)  # what the Trainer exports: the same weights, each in its place
     np.testing.assert_array_equal(model_logits(copy, inputs), model_logits(frozen, inputs))
     with pytest.raises(WeightsError, match="no trainable input embeddings"):
-        freeze_input_embeddings(tf_keras.Sequential([tf_keras.layers.Dense(2)]))
+        freeze_input_embeddings(frozen)  # already frozen

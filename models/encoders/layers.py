@@ -9,6 +9,7 @@ Keras 2, and Keras 3 SavedModels have a known failure class in BulkInferrer and 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Iterator
 
@@ -83,18 +84,37 @@ def activation(name: str) -> Callable[[tf.Tensor], tf.Tensor]:
     return ACTIVATIONS[name]
 
 
+# The name scope of attention's own ops (head transposes, mask, scale, softmax): how a step's profile finds them
+# (benchmarks/step_profile.py).
+ATTENTION_SCOPE = "attention_core"
+
+
+def in_attention_scope(function):
+    """`function`'s ops under ATTENTION_SCOPE."""
+
+    @functools.wraps(function)
+    def scoped(*args, **kwargs):
+        with tf.name_scope(ATTENTION_SCOPE):
+            return function(*args, **kwargs)
+
+    return scoped
+
+
+@in_attention_scope
 def split_heads(x: tf.Tensor, heads: int) -> tf.Tensor:
     """[B, T, H x D] -> [B, H, T, D]."""
     batch, width = tf.shape(x)[0], tf.shape(x)[1]
     return tf.transpose(tf.reshape(x, [batch, width, heads, x.shape[-1] // heads]), [0, 2, 1, 3])
 
 
+@in_attention_scope
 def merge_heads(x: tf.Tensor) -> tf.Tensor:
     """[B, H, T, D] -> [B, T, H x D]."""
     batch, width = tf.shape(x)[0], tf.shape(x)[2]
     return tf.reshape(tf.transpose(x, [0, 2, 1, 3]), [batch, width, x.shape[1] * x.shape[3]])
 
 
+@in_attention_scope
 def attention_bias(allowed: tf.Tensor) -> tf.Tensor:
     """A boolean [B, 1|H, T, T] mask -> what is added to float32 scores: 0 where allowed, a large negative elsewhere
     (not -inf: a row that allows nothing, which padding never makes here, would be NaN)."""
@@ -127,6 +147,7 @@ def keeps_too_much(query: tf.Tensor) -> bool:
     return None not in (batch, width) and 16 * batch * heads * width * width > RECOMPUTE_ABOVE_BYTES
 
 
+@in_attention_scope
 def scaled_dot_attention(
     query: tf.Tensor, key: tf.Tensor, value: tf.Tensor, bias: tf.Tensor, dropout: tf_keras.layers.Dropout, training
 ) -> tf.Tensor:

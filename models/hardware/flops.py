@@ -29,9 +29,8 @@ class EncoderShape:
 
     @classmethod
     def from_config(cls, config: Any, embeddings_trained: bool = True) -> EncoderShape:
-        """From a transformers config; BERT/MiniLM/ELECTRA/MobileBERT names (RoBERTa, XLM-R, ALBERT, DeBERTa
-        and MPNet use them too), DistilBERT's own and Funnel's d_inner. Funnel is counted at full length in
-        every block (its pooling halves the length from the second block on): an upper bound there."""
+        """From a config.json read as attributes; BERT's names (RoBERTa, XLM-R, ALBERT, DeBERTa, MPNet and
+        ModernBERT use them too) and DistilBERT's own."""
 
         def first(*names: str) -> int:
             for name in names:
@@ -42,7 +41,7 @@ class EncoderShape:
         return cls(
             layers=first("num_hidden_layers", "n_layers"),
             hidden=first("hidden_size", "dim"),
-            intermediate=first("intermediate_size", "hidden_dim", "d_inner"),
+            intermediate=first("intermediate_size", "hidden_dim"),
             heads=first("num_attention_heads", "n_heads"),
             num_labels=first("num_labels"),
             embeddings_trained=embeddings_trained,

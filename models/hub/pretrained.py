@@ -219,13 +219,14 @@ def check_architecture(directory: Path) -> Architecture:
     return Architecture(model_type, classifier.ARCHITECTURES[model_type][1], classifier.describe(config))
 
 
-def encoder_shape(directory: Path):
+def encoder_shape(directory: Path, embeddings_trained: bool = True):
     """The encoder's sizes as the FLOP count reads them (models/hardware/flops.py), or a refusal naming the reason."""
     from models.hardware.flops import EncoderShape
 
     check_architecture(directory)
+    config = types.SimpleNamespace(**read_config(directory), num_labels=2)
     try:
-        return EncoderShape.from_config(types.SimpleNamespace(**read_config(directory), num_labels=2))
+        return EncoderShape.from_config(config, embeddings_trained=embeddings_trained)
     except ValueError as error:
         raise UnsupportedModelError(f"the model in {directory}: {error}") from error
 
@@ -280,8 +281,8 @@ def freeze_input_embeddings(model) -> None:
     table is about half of a small encoder's weights (MiniLM-L6: 11.7M of 22.7M): frozen, AdamW no longer reads
     and writes it and its two moments every step, and nothing computes the gradient below the first layer."""
     embeddings = model.get_input_embeddings()
-    if embeddings is None or not embeddings.trainable_weights:
-        raise WeightsError(f"{type(model).__name__} has no trainable input embeddings: cannot freeze them")
+    if not embeddings.trainable_weights:
+        raise WeightsError(f"{type(model).__name__} has no trainable input embeddings (frozen already): cannot freeze")
     embeddings.trainable = False
 
 

@@ -46,7 +46,7 @@ def test_forward_pass_gives_logits_per_label(loaded, packaged_model_dir):
 
     _, model, _ = loaded
     batch = AutoTokenizer.from_pretrained(packaged_model_dir)(
-        ["a moving, beautiful film", "a tedious mess"], padding=True, return_tensors="tf"
+        ["a moving, beautiful film", "a tedious mess"], padding=True, return_tensors="np"
     )
     logits = model(dict(batch), training=False)
     assert logits.shape == (2, 2)
@@ -108,18 +108,20 @@ def test_the_dropout_setting_reaches_every_dropout_layer_and_a_training_pass_see
 
 @pytest.mark.parametrize("family", ["roberta", "mpnet", "albert"])
 def test_the_position_limit_is_the_longest_input_the_model_runs(family_model_dir, family):
-    """The limit read from the architecture's code is what its TF model really accepts: RoBERTa and MPNet
-    count positions from the padding id up (130 embeddings hold 128 tokens), ALBERT from 0."""
-    from transformers import TFAutoModel
-
+    """The limit is what the encoder really accepts: RoBERTa and MPNet count positions from the padding id up
+    (130 embeddings hold 128 tokens), ALBERT from 0."""
     from models.hub.pretrained import position_limit
 
     directory = family_model_dir(family)
     limit = position_limit(directory)
-    model = TFAutoModel.from_pretrained(directory)
-    model(tf.fill([1, limit], 5), training=False)
+    model, _ = build_classifier(model_files(directory), ["a", "b"])
+
+    def run(width):
+        return model({"input_ids": tf.fill([1, width], 5), "attention_mask": tf.ones([1, width], tf.int32)})
+
+    run(limit)
     with pytest.raises(tf.errors.InvalidArgumentError):
-        model(tf.fill([1, limit + 1], 5), training=False)
+        run(limit + 1)
 
 
 def test_a_model_folder_in_a_bucket_is_copied_through_tfs_filesystems(tiny_bert_dir, tmp_path):
@@ -137,8 +139,8 @@ def test_a_model_folder_in_a_bucket_is_copied_through_tfs_filesystems(tiny_bert_
     checks_only = resolve_model_dir(bucket, weights=False)
 
     assert sorted(p.name for p in copied.iterdir()) == sorted(p.name for p in tiny_bert_dir.iterdir())
-    assert (copied / "tf_model.h5").read_bytes() == (tiny_bert_dir / "tf_model.h5").read_bytes()
-    assert not (checks_only / "tf_model.h5").exists() and (checks_only / "config.json").is_file()
+    assert (copied / "model.safetensors").read_bytes() == (tiny_bert_dir / "model.safetensors").read_bytes()
+    assert not (checks_only / "model.safetensors").exists() and (checks_only / "config.json").is_file()
     build_classifier(model_files(copied), ["rotten", "fresh"])  # what the Trainer does with it
     parent = bucket.rsplit("/", 1)[0]
     with pytest.raises(ModelFilesError, match=r"has no config.json: name the folder that save_pretrained wrote"):

@@ -42,10 +42,8 @@ INFERENCE_CHUNK = 32
 
 
 def model_logits(model, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
-    """The classifier's logits: our encoders answer them (models/encoders), transformers' TF classes an output
-    object that holds them."""
-    outputs = model(inputs, training=False)
-    return getattr(outputs, "logits", outputs)
+    """The classifier's logits [N, labels] in float32 (models/encoders/classifier.py)."""
+    return model(inputs, training=False)
 
 
 def logits_by_length(

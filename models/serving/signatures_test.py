@@ -56,16 +56,16 @@ def test_a_real_encoder_gives_each_text_its_own_answer_whatever_it_is_batched_wi
     """A float32 BERT run shortest first in padded chunks answers each text as it does alone, unpadded, within
     what float32 reordering allows (tests/float_bounds.py); with padding left unmasked it would not."""
     import tf_keras
-    from transformers import TFBertForSequenceClassification
 
+    from models.encoders import classifier
     from tests.float_bounds import probability_bound
     from tests.tiny_model import tiny_bert_config
 
     tf_keras.utils.set_random_seed(0)
     # weights wide enough that texts move its answers by about 0.05, as a fine-tuned head's do (at the default
     # 0.02 a random encoder answers 1/3 for everything, padding or not)
-    config = tiny_bert_config(num_labels=3, initializer_range=0.1)
-    model = TFBertForSequenceClassification(config)
+    config = tiny_bert_config(initializer_range=0.1)
+    model = classifier.build(config, ["a", "b", "c"])
     lengths = np.random.default_rng(0).integers(2, 33, size=20).tolist()
     request = {k: tf.constant(v) for k, v in _request(lengths, width=32).items()}
 
@@ -74,12 +74,10 @@ def test_a_real_encoder_gives_each_text_its_own_answer_whatever_it_is_batched_wi
         return tf.nn.softmax(logits).numpy()
 
     alone = np.concatenate(
-        [tf.nn.softmax(model({k: v[i : i + 1, :n] for k, v in request.items()}).logits).numpy()
+        [tf.nn.softmax(model({k: v[i : i + 1, :n] for k, v in request.items()})).numpy()
          for i, n in enumerate(lengths)]
     )  # fmt: skip
-    bound = probability_bound(config.to_dict(), 32)
-    assert np.abs(probabilities(lambda inputs: model(inputs).logits) - alone).max() <= bound
-    unmasked = probabilities(
-        lambda inputs: model({**inputs, "attention_mask": tf.ones_like(inputs["attention_mask"])}).logits
-    )
+    bound = probability_bound(config, 32)
+    assert np.abs(probabilities(model) - alone).max() <= bound
+    unmasked = probabilities(lambda inputs: model({**inputs, "attention_mask": tf.ones_like(inputs["attention_mask"])}))
     assert np.abs(unmasked - alone).max() > 10 * bound

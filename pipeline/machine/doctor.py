@@ -71,10 +71,13 @@ def _keras_is_legacy() -> str:
     return f"tf_keras {tf_keras.__version__} with TF {tf.__version__}"
 
 
-def _transformers_tf() -> str:
-    from transformers import TFAutoModelForSequenceClassification  # noqa: F401
+def _encoder_builds() -> str:
+    """Our Keras encoder of the packaged model's architecture builds and answers (no transformers model class)."""
+    from models.encoders import classifier
+    from models.hub.pretrained import packaged_model_dir, read_config
 
-    return "TFAutoModelForSequenceClassification importable"
+    model = classifier.build(read_config(packaged_model_dir("all-MiniLM-L6-v2")), ["a", "b"])
+    return f"{type(model.encoder).__module__.rsplit('.', 1)[-1]} encoder, {model.count_params():,} weights"
 
 
 def _packaged_model() -> str:
@@ -140,8 +143,8 @@ def environment_lines() -> list[str]:
 
 def run_checks() -> list[Check]:
     checks = [_run(f"import {module}", _import(dist, module)) for dist, module in STACK]
-    checks.append(_run("Keras 2 for transformers", _keras_is_legacy))
-    checks.append(_run("transformers TF classes", _transformers_tf))
+    checks.append(_run("Keras 2 (tf_keras)", _keras_is_legacy))
+    checks.append(_run("our Keras encoders", _encoder_builds))
     checks.append(_run("hardware", _hardware))
     fp32, bf16, expected = _machine_speed()
     checks.append(_run("fp32 matmul peak", fp32))

@@ -100,10 +100,7 @@ def train_split_lengths(config):
 def default_training_flops(config) -> float:
     """Model FLOPs the Trainer spends on the config's train split, tokenized in-graph and padded as the
     Trainer pads it, for every epoch."""
-    from transformers import AutoConfig
-
-    from models.hardware.flops import EncoderShape
-    from models.hub.pretrained import resolve_model_dir
+    from models.hub.pretrained import encoder_shape, resolve_model_dir
     from models.training.epochs import choose_epochs
     from models.training.lengths import choose_buckets
 
@@ -112,8 +109,7 @@ def default_training_flops(config) -> float:
     buckets = choose_buckets(lengths.profile, lengths.width, config.training.length_buckets).buckets
     shapes = padded_shapes(lengths, buckets)
     model_dir = resolve_model_dir(config.model.name, config.model.revision)
-    model_config = AutoConfig.from_pretrained(model_dir, num_labels=2)
-    shape = EncoderShape.from_config(model_config, embeddings_trained=not config.training.freeze_embeddings)
+    shape = encoder_shape(model_dir, embeddings_trained=not config.training.freeze_embeddings)
     steps = texts // config.training.batch_size
     used = steps * config.training.batch_size / texts  # the last partial batch is dropped
     epochs = choose_epochs(config.training.epochs, texts).epochs  # at most: early stopping may end sooner
