@@ -25,7 +25,8 @@ from pathlib import Path
 from benchmarks import reference
 
 SECTION = (
-    "## Encoders: ours against transformers 4.57's TF classes, and ModernBERT at long widths (`make bench-encoders`)"
+    "## Encoders: ours on the Trainer's loop (against transformers 4.57's TF class while it was in the stack), and "
+    "ModernBERT at long widths (`make bench-encoders`)"
 )
 MODERNBERT_BASE = {
     "model_type": "modernbert", "vocab_size": 50368, "hidden_size": 768, "intermediate_size": 1152,

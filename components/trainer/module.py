@@ -1,4 +1,4 @@
-"""Trainer's module: fine-tune the Hugging Face TF classifier on the transformed examples and export it.
+"""Trainer's module: fine-tune the Hugging Face model as our Keras classifier on the transformed examples and export it.
 
 Named by path (`components.trainer.module.run_fn`). Training code knows nothing of where it runs: the strategy
 (TPU / several GPUs / default) and precision come from the hardware, the global batch is the per-replica

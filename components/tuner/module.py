@@ -1,6 +1,6 @@
 """The Tuner's module code: TFX's Tuner calls `tuner_fn`, whose tuner trains each trial as the Trainer trains.
 
-KerasTuner's model tuners build and fit Keras 3 models and refuse the tf_keras models transformers builds
+KerasTuner's model tuners build and fit Keras 3 models and refuse the tf_keras models our encoders are
 (keras-tuner#1039). Its BaseTuner leaves `run_trial` to the caller and keeps the rest: the oracle (Bayesian or
 random) proposing each trial from the scores so far, the trial records a rerun resumes from, and the chief/worker
 protocol TFX's Vertex Tuner runs across a CustomJob's workers. So a trial here is the Trainer's own training

@@ -3,7 +3,7 @@
 Built once from a model directory's tokenizer files, used by Transform's preprocessing_fn and therefore inside
 the exported serving graph. The family comes from what the tokenizer declares (its tokenizer.json: model type,
 normalizer, pre-tokenizer), never from a class name:
-- WordPiece with BERT's normalizer (wordpiece.py): BERT, MiniLM, DistilBERT, ELECTRA, MPNet, Funnel ...
+- WordPiece with BERT's normalizer (wordpiece.py): BERT, MiniLM, DistilBERT, ELECTRA, MPNet ...
 - SentencePiece, Unigram or BPE, with a Metaspace pre-tokenizer (spm_tokenizer.py): XLM-R, ALBERT,
   DeBERTa-v2/v3, CamemBERT ...
 - byte-level BPE (byte_level_bpe.py): RoBERTa, DistilRoBERTa, ModernBERT ...
@@ -29,7 +29,7 @@ from models.tokenizers.windows import Windows
 
 WORDPIECE, SENTENCEPIECE, BYTE_LEVEL_BPE = "WordPiece", "SentencePiece", "byte-level BPE"
 SUPPORTED = (
-    "WordPiece (BERT, MiniLM, DistilBERT, ELECTRA, MPNet, Funnel), SentencePiece (XLM-R, ALBERT, DeBERTa-v3, "
+    "WordPiece (BERT, MiniLM, DistilBERT, ELECTRA, MPNet), SentencePiece (XLM-R, ALBERT, DeBERTa-v3, "
     "CamemBERT) and byte-level BPE (RoBERTa, DistilRoBERTa, ModernBERT)"
 )
 

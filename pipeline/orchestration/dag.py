@@ -217,7 +217,7 @@ def training_inputs(data: DataComponents) -> dict[str, Any]:
 def trainer_component(
     config: PipelineConfig, run: RunParameters, data: DataComponents, vertex_job: dict[str, Any] | None, tuner=None
 ):
-    """Fine-tunes the transformers model and exports the SavedModel with its serving signatures (and the HF
+    """Fine-tunes the pretrained encoder and exports the SavedModel with its serving signatures (and the HF
     format); with `vertex_job`, in a Vertex AI CustomJob on the profile's machine; with a `tuner`, with its best
     trial's training values."""
     scope = {same_task.BASELINE_SCOPE_PROPERTY: config.pipeline_name}

@@ -61,7 +61,7 @@ class ProbeResult:
     window: tuple[int, ...] = ()  # the spans read, for span-versioned data
     input_fingerprint: str = ""  # of the files read; '' for hub and packaged datasets
     model_commit: str | None = None  # the hub model's commit every component reads (config.model.revision)
-    architecture: str = ""  # the path the model takes (our encoder or transformers 4.57's TF class), and its facts
+    architecture: str = ""  # the encoder the model trains as, and what it computes
 
     def describe_lengths(self) -> str:
         """The token lengths and what the run chose from them (width, windows, buckets), as printed and kept."""
