@@ -134,12 +134,17 @@ def test_max_seq_length_over_the_position_limit(tmp_path, tiny_bert_dir):
         probe(config)
 
 
-@pytest.mark.parametrize("removed", ["vocab.txt", "config.json", "model.safetensors"])
-def test_model_directory_missing_a_file(tmp_path, tiny_bert_dir, removed):
+@pytest.mark.parametrize(
+    ("removed", "named"),
+    [(("vocab.txt", "tokenizer.json"), "the tokenizer"), (("config.json",), "config.json"),
+     (("model.safetensors",), "model.safetensors")],
+)  # fmt: skip
+def test_model_directory_missing_a_file(tmp_path, tiny_bert_dir, removed, named):
     copy = tmp_path / "model"
     shutil.copytree(tiny_bert_dir, copy)
-    (copy / removed).unlink()
-    with pytest.raises(ModelFilesError, match=removed.replace(".", r"\.")):
+    for name in removed:
+        (copy / name).unlink()
+    with pytest.raises(ModelFilesError, match=named.replace(".", r"\.")):
         probe(configs.load_config(overrides={"model.name": str(copy)}))
 
 

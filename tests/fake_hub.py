@@ -1,6 +1,8 @@
 """A Hugging Face Hub on 127.0.0.1 that answers what huggingface_hub's HfApi sends for a push, and keeps it.
 
-Routes, as huggingface_hub 0.36 calls them: whoami (tokens in `tokens`, with their role), repo create, README
+Routes, as huggingface_hub 2.x calls them with Xet off (XET_OFF: the Hub's Xet storage is a Rust client's
+chunk protocol, not faked here; with it off huggingface_hub commits through git-LFS, as a Hub without Xet takes):
+whoami (tokens in `tokens`, with their role), repo create, README
 metadata validation, refs, the file tree, a revision's info and file downloads (snapshot_download; a private repo
 only to a known token), preupload (LFS for binary files, as the Hub decides), the git-LFS batch
 API and the upload its `href` names, the NDJSON commit (files added and deleted), tag creation. Each repo records
@@ -20,6 +22,7 @@ from urllib.parse import unquote, urlsplit
 
 from tests.fake_vertex import QuietHandler, http_server
 
+XET_OFF = {"HF_HUB_DISABLE_XET": "1"}  # what a process pushing to this fake Hub runs with (see above)
 TEXT_SUFFIXES = (".json", ".txt", ".md", ".model")  # what the Hub stores as regular git blobs here
 
 
@@ -160,11 +163,14 @@ def _handler(hub: FakeHub, port_holder: list[int]):
                 request = json.loads(body)
                 namespace = request.get("organization")
                 repo_id = f"{namespace}/{request['name']}" if namespace else request["name"]
+                url = f"http://127.0.0.1:{port_holder[0]}/{repo_id}"
                 with hub.lock:
-                    if repo_id in hub.repos:
-                        return self._json(409, {"error": "You already created this model repo", "url": ""})
-                    hub.repos[repo_id] = Repo(private=bool(request.get("private")))
-                return self._json(200, {"url": f"http://127.0.0.1:{port_holder[0]}/{repo_id}"})
+                    if repo_id in hub.repos:  # the Hub names the repo in its 409 too (huggingface_hub parses it)
+                        return self._json(409, {"error": "You already created this model repo", "url": url})
+                    # huggingface_hub 2.x says `visibility`, older releases `private`
+                    private = request.get("visibility", "private" if request.get("private") else "public") == "private"
+                    hub.repos[repo_id] = Repo(private=private)
+                return self._json(200, {"url": url})
             if path == "/api/validate-yaml":
                 from huggingface_hub import ModelCard
 

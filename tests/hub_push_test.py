@@ -19,7 +19,7 @@ from components.publisher.config import HubConfig
 from components.publisher.hub_push import HubPushError, check_credentials, push_folder, run_tag, untagged_run_id
 from components.publisher.model_card import parse_card
 from pipeline import configs
-from tests.fake_hub import FakeHub, serve_hub
+from tests.fake_hub import XET_OFF, FakeHub, serve_hub
 from tests.tiny_model import tiny_run_command
 
 TOKEN = "hf_fake_write_token"
@@ -37,12 +37,13 @@ def hub():
 def online(monkeypatch, endpoint: str | None = None) -> None:
     """huggingface_hub switched on for this test (conftest switches it off for the session) with a token."""
     import huggingface_hub.constants
-    from huggingface_hub.utils import reset_sessions
+    from huggingface_hub.utils import close_session
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DISABLE_XET", True)  # tests/fake_hub.py: XET_OFF
     monkeypatch.setenv("HF_TOKEN", TOKEN)
-    reset_sessions()
+    close_session()
 
 
 def test_a_push_is_one_commit_tagged_with_the_run_and_a_retry_of_the_run_sends_nothing(hub, tmp_path, monkeypatch):
@@ -126,7 +127,7 @@ def test_a_missing_token_or_an_offline_hub_is_refused_before_the_run(monkeypatch
 def run_cli(tiny_bert_dir, workdir, endpoint, *extra, token=TOKEN):
     """The run fine-tunes a model read from a folder URL: file:// is TF's local filesystem behind the same copy a
     gs:// folder goes through (no GCS endpoint can be faked for TF's own GCS client)."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_TOKEN": token}
+    env = {**os.environ, **XET_OFF, "HF_HUB_OFFLINE": "0", "HF_TOKEN": token}
     command = tiny_run_command(
         f"file://{tiny_bert_dir}", workdir, "--set", f"hub.repo_id={REPO}", "--set", f"hub.endpoint={endpoint}",
         "--set", "hub.license=apache-2.0", "--set", "hub.language=[en]", *extra, train=128,

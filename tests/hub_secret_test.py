@@ -22,7 +22,7 @@ from models.hub.hub_token import SECRET_MANAGER_ENDPOINT_ENV, TOKEN_SECRET_ENV
 from pipeline import configs
 from pipeline.cloud.kubeflow_v2_runner import compile_spec
 from tests import fake_secret_manager, fake_vertex
-from tests.fake_hub import Commit, FakeHub, Repo, serve_hub
+from tests.fake_hub import XET_OFF, Commit, FakeHub, Repo, serve_hub
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "projects/my-gcp-project/secrets/hf-token/versions/3"
@@ -113,6 +113,7 @@ def cloud(tmp_path, tiny_bert_dir):
             "HF_ENDPOINT": endpoint,
             "HF_HUB_CACHE": str(tmp_path / "hub-cache"),
             "HF_HUB_OFFLINE": "0",
+            **XET_OFF,
         }
         yield hub, secrets, env
 

@@ -35,7 +35,7 @@ def tiny_bert_weight_count(num_labels: int) -> int:
 
 def write_random_checkpoint(config: dict, directory: Path, seed: int = 0) -> Path:
     """config.json and a random-weight model.safetensors of a bare encoder (as the hub lays out `BertModel`,
-    `AlbertModel`, ...: PyTorch names without the task model's prefix, no head), drawn by our encoder's own
+    `AlbertModel`, ...: PyTorch names without the task model's prefix, no classifier), drawn by our encoder's own
     initializers; the parity tests (tests/encoder_parity_test.py) check that encoder against transformers 5."""
     import json
 
@@ -47,8 +47,10 @@ def write_random_checkpoint(config: dict, directory: Path, seed: int = 0) -> Pat
     directory.mkdir(parents=True, exist_ok=True)
     tf_keras.utils.set_random_seed(seed)
     model = classifier.build(config, ["0", "1"])
-    head = model.head_names()
-    state = {name.split(".", 1)[1]: value for name, value in classifier.torch_state(model).items() if name not in head}
+    prefix = next(iter(model.encoder.torch_params())).name.split(".")[0] + "."
+    # the encoder's tensors and those of its head the bare model has too (BERT's pooler), without the prefix
+    state = {name.removeprefix(prefix): value for name, value in classifier.torch_state(model).items()
+             if name.startswith(prefix)}  # fmt: skip
     save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
     (directory / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     return directory

@@ -46,12 +46,12 @@ def check_write_token(hub: HubConfig, token: str) -> None:
     """The Hub's own answer on the token (whoami): refused, or read-only, stops the run with the fix. A
     fine-grained token's per-repo scopes are the Hub's to enforce at the push."""
     from huggingface_hub import HfApi
-    from requests import HTTPError, RequestException  # whoami re-raises a 401 as requests' own (hub 0.36)
+    from huggingface_hub.errors import HfHubHTTPError, HTTPError  # HTTPError: its HTTP client's, network errors too
 
     where = hub.endpoint or "the Hub"
     try:
         identity = HfApi(endpoint=hub.endpoint or None).whoami(token=token)
-    except HTTPError as error:
+    except HfHubHTTPError as error:
         status = error.response.status_code if error.response is not None else None
         if status == 401:
             raise HubPushError(
@@ -59,7 +59,7 @@ def check_write_token(hub: HubConfig, token: str) -> None:
                 "(huggingface.co/settings/tokens, or your Hub's) and export it"
             ) from None
         raise HubPushError(f"could not check the token in ${hub.token_env} with {where}: {error}") from None
-    except RequestException as error:
+    except HTTPError as error:
         raise HubPushError(f"could not reach {where} to check the token in ${hub.token_env}: {error}") from None
     role = identity.get("auth", {}).get("accessToken", {}).get("role")
     if role == "read":
@@ -105,7 +105,7 @@ def push_folder(folder: str, hub: HubConfig, run_id: str, commit_message: str) -
 
 @contextlib.contextmanager
 def _library_endpoint(endpoint: str):
-    """huggingface_hub 0.36 parses the commit URL a Hub answers against its module-level ENDPOINT (HF_ENDPOINT at
+    """huggingface_hub parses the commit URL a Hub answers against its module-level ENDPOINT (HF_ENDPOINT at
     import), not the HfApi's own: a self-hosted Hub's URLs are refused unless that names it too."""
     from huggingface_hub import constants
 

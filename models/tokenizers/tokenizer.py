@@ -118,14 +118,22 @@ def load_hf_tokenizer(model_dir: str | Path, **kwargs):
     return AutoTokenizer.from_pretrained(model_dir, **kwargs)
 
 
+# Files a tokenizer's vocabulary comes from; transformers 5 builds a tokenizer with an empty one without them.
+VOCAB_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "*.model")
+_TOKENIZER_FILES_HINT = (
+    "A Hugging Face model folder holds tokenizer.json, or the vocab files its tokenizer class reads (vocab.txt; "
+    "vocab.json + merges.txt; a SentencePiece .model), with tokenizer_config.json"
+)
+
+
 def _load_fast_tokenizer(model_dir: Path):
+    if not any(next(model_dir.glob(pattern), None) for pattern in VOCAB_FILES):
+        raise ModelFilesError(f"the tokenizer in {model_dir} has no vocabulary file. {_TOKENIZER_FILES_HINT}")
     try:
         hf = load_hf_tokenizer(model_dir)
     except (OSError, ValueError, AttributeError, ImportError) as error:
         raise ModelFilesError(
-            f"cannot read the tokenizer in {model_dir}: {type(error).__name__}: {error}. A Hugging Face model "
-            "folder holds tokenizer.json, or the vocab files its tokenizer class reads (vocab.txt; "
-            "vocab.json + merges.txt; a SentencePiece .model), with tokenizer_config.json"
+            f"cannot read the tokenizer in {model_dir}: {type(error).__name__}: {error}. {_TOKENIZER_FILES_HINT}"
         ) from error
     if getattr(hf, "backend_tokenizer", None) is None:
         raise UnsupportedTokenizerError(

@@ -10,7 +10,10 @@ them; characters the two libraries' Unicode tables classify differently are rewr
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
+import os
+import tempfile
 from pathlib import Path
 
 import tensorflow as tf
@@ -38,7 +41,7 @@ class WordPieceSpec:
 
 
 def read_spec(tokenizer_json: dict, model_dir: Path, unk_token: str) -> WordPieceSpec:
-    """BertNormalizer's and WordPiece's settings from tokenizer.json, the vocab from vocab.txt beside it."""
+    """BertNormalizer's, WordPiece's settings and vocab from the tokenizer transformers built."""
     normalizer, pre_tokenizer = tokenizer_json.get("normalizer") or {}, tokenizer_json.get("pre_tokenizer") or {}
     if normalizer.get("type") != "BertNormalizer" or pre_tokenizer.get("type") != "BertPreTokenizer":
         raise UnsupportedTokenizerError(
@@ -48,9 +51,7 @@ def read_spec(tokenizer_json: dict, model_dir: Path, unk_token: str) -> WordPiec
     for option in ("clean_text", "handle_chinese_chars"):
         if not normalizer.get(option, True):
             raise UnsupportedTokenizerError(f"BertNormalizer {option}=false (the in-graph WordPiece always does it)")
-    vocab = model_dir / "vocab.txt"
-    if not vocab.is_file():
-        raise FileNotFoundError(f"{model_dir} has no vocab.txt, which the in-graph WordPiece tokenizer reads")
+    vocab = vocab_file(tokenizer_json["model"]["vocab"], model_dir)
     vocab_characters = set("".join(vocab.read_text(encoding="utf-8").splitlines()))  # read once, used twice
     differing = unicode_compat.vocab_characters_in_disagreement(vocab_characters)
     if differing:
@@ -72,6 +73,25 @@ def read_spec(tokenizer_json: dict, model_dir: Path, unk_token: str) -> WordPiec
         continuing_prefix=tokenizer_json["model"].get("continuing_subword_prefix", "##"),
         placeholder=unicode_compat.placeholder_for(vocab_characters),
     )
+
+
+def vocab_file(vocab: dict[str, int], model_dir: Path) -> Path:
+    """The vocab as the one-token-per-line file the in-graph lookup (and Transform's asset) reads: the folder's
+    vocab.txt where it lists the same tokens in id order, else a copy written once under the temp folder, named by
+    its content (transformers 5 saves WordPiece tokenizers as tokenizer.json alone)."""
+    tokens = sorted(vocab, key=vocab.__getitem__)
+    if [vocab[token] for token in tokens] != list(range(len(tokens))):
+        raise UnsupportedTokenizerError("a WordPiece vocab whose ids are not 0..N-1")
+    text = "\n".join(tokens) + "\n"
+    beside = model_dir / "vocab.txt"
+    if beside.is_file() and beside.read_text(encoding="utf-8") == text:
+        return beside
+    path = Path(tempfile.gettempdir()) / f"hftfx-vocab-{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt"
+    if not path.is_file():
+        staging = path.with_suffix(f".{os.getpid()}.tmp")
+        staging.write_text(text, encoding="utf-8")
+        staging.replace(path)
+    return path
 
 
 def clean_and_fold(texts: tf.Tensor, lower_case: bool, strip_accents: bool) -> tf.Tensor:
