@@ -28,7 +28,8 @@ Labels, in id order: {{ label_list }}.
 
 ## How to use
 
-With PyTorch (transformers 4 or 5: `model.safetensors` holds the weights in PyTorch's layout):
+With PyTorch and transformers 5 (`model.safetensors` holds the weights in PyTorch's layout, the tokenizer files
+are as transformers 5 saves them):
 
 ```python
 import torch
