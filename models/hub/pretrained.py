@@ -36,6 +36,11 @@ SAFETENSORS_WEIGHTS = "model.safetensors"
 _HUB_FILES = ["*.json", "*.txt", "*.model", SAFETENSORS_WEIGHTS]
 
 
+def _hub_files(weights: bool) -> list[str]:
+    """What a download or a bucket copy fetches: the weights only where they are wanted."""
+    return _HUB_FILES if weights else [p for p in _HUB_FILES if p != SAFETENSORS_WEIGHTS]
+
+
 class ModelFilesError(UserError, FileNotFoundError):
     """The model directory lacks something the pipeline needs; the message says what and how to fix it."""
 
@@ -117,8 +122,7 @@ def resolve_model_dir(name: str, revision: str | None = None, weights: bool = Tr
     load_hub_token()  # a cloud component's token for private and gated repos, from Secret Manager
 
     try:
-        patterns = _HUB_FILES if weights else [p for p in _HUB_FILES if p != SAFETENSORS_WEIGHTS]
-        return Path(snapshot_download(name, revision=revision, allow_patterns=patterns))
+        return Path(snapshot_download(name, revision=revision, allow_patterns=_hub_files(weights)))
     except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as error:
         hint = " (HF_HUB_OFFLINE=1 is set: only cached models work)" if environment.offline_hub() else ""
         raise ModelFilesError(
@@ -133,10 +137,9 @@ def _bucket_model(uri: str, weights: bool) -> Path:
     a cloud component copies into its own container)."""
     import tensorflow as tf
 
-    patterns = _HUB_FILES if weights else [p for p in _HUB_FILES if p != SAFETENSORS_WEIGHTS]
     try:
         found = tf.io.gfile.exists(f"{uri}/config.json")
-        directory = localize(uri, patterns) if found else None
+        directory = localize(uri, _hub_files(weights)) if found else None
     except tf.errors.OpError as error:
         raise ModelFilesError(
             f"could not read model folder {uri}: {error.message.splitlines()[0]}. The identity the run uses needs to "

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import sys
 import unicodedata
 from pathlib import Path
@@ -143,11 +144,21 @@ def read_spec(tokenizer_json: dict, model_path: Path, hf_vocab: dict[str, int], 
     )
 
 
+_SEPARATORS = ("Zs", "Zl", "Zp")
+
+
+@functools.cache
+def _separators_controls_and_formats() -> str:
+    """Every separator, control and format character, in code point order: one scan of the code space a process
+    (a quarter of a second here), shared by the whitespace checks of every SentencePiece spec."""
+    categories = (*_SEPARATORS, "Cc", "Cf")
+    return "".join(chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in categories)
+
+
 def _white_space() -> str:
     """Unicode's White_Space characters: what `tokenizers`' WhitespaceSplit splits on (Rust's char::is_whitespace)."""
-    return "\t\n\x0b\f\r \x85" + "".join(
-        chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ("Zs", "Zl", "Zp")
-    )
+    separators = (c for c in _separators_controls_and_formats() if unicodedata.category(c) in _SEPARATORS)
+    return "\t\n\x0b\f\r \x85" + "".join(separators)
 
 
 def _check_metaspace(pre_tokenizer: dict | None) -> bool:
@@ -174,8 +185,7 @@ def _whitespace_treatment(processor) -> tuple[str, str]:
     """Which whitespace, control and format characters the model's normalization makes a space or drops,
     asked of SentencePiece itself: a text's end is whitespace to HF's fast tokenizer by the same measure."""
     spaces, dropped = [], []
-    candidates = (chr(c) for c in range(sys.maxunicode + 1))
-    for char in (c for c in candidates if unicodedata.category(c) in ("Zs", "Zl", "Zp", "Cc", "Cf")):
+    for char in _separators_controls_and_formats():
         normalized = processor.normalize(f"a{char}b")
         if normalized in ("a b", f"a{METASPACE}b", f"{METASPACE}a{METASPACE}b"):
             spaces.append(char)
