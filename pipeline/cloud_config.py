@@ -62,6 +62,20 @@ class CloudConfig(ConfigSection):
     )
     trainer_accelerator_count: int = Field(0, description="GPUs per worker; 0: the catalogue's default")
     trainer_machine_type: str = Field("", description="overrides the catalogue's machine type for the accelerator")
+    trainer_workers: int = Field(
+        1,
+        ge=1,
+        description="machines that train one model together: the chief and trainer_workers - 1 identical workers, "
+        "in lock-step under MultiWorkerMirroredStrategy (NCCL between GPUs, a ring between CPUs); each machine "
+        "takes training.batch_size per replica, so the global batch grows with them; Vertex AI restarts them "
+        "all from the last checkpoint when one fails",
+    )
+    trainer_spot: bool = Field(
+        False,
+        description="train on Spot VMs (a fraction of the on-demand price; Google Cloud may take them back at "
+        "any time): a preempted job restarts and resumes from the last checkpoint, so a preemption costs at most "
+        "training.checkpoint_every_steps steps; the run summary says how many times it resumed",
+    )
     push_to: Literal["filesystem", "endpoint"] = Field(
         "filesystem",
         description="filesystem: TF Serving layout under serving_dir (gs:// in the cloud); endpoint: a Vertex "

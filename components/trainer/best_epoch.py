@@ -23,9 +23,11 @@ class BestEpoch(tf_keras.callbacks.Callback):
     """Tracks `monitor` on the eval split per epoch; stops after `patience` epochs without an improvement of more
     than `min_delta`; ends training with the best epoch's weights loaded."""
 
-    def __init__(self, monitor: str, mode: str, patience: int, min_delta: float, state_dir: str):
+    def __init__(self, monitor: str, mode: str, patience: int, min_delta: float, state_dir: str, writes: bool = True):
         super().__init__()
         self.monitor, self.patience, self.min_delta, self.state_dir = monitor, patience, min_delta, state_dir
+        # Under several workers only the chief writes (and exports); the others read its state when resuming.
+        self.writes = writes
         self.sign = 1.0 if mode == "min" else -1.0  # compares sign * value: smaller is better
         self.best_value: float | None = None
         self.best_epoch: int | None = None  # 0-based
@@ -46,7 +48,7 @@ class BestEpoch(tf_keras.callbacks.Callback):
                 f"{self.best_epoch + 1}, {self.wait} epoch(s) without improvement",
                 flush=True,
             )
-        elif tf.io.gfile.exists(self.state_dir):  # left by an earlier attempt that did not resume: start anew
+        elif self.writes and tf.io.gfile.exists(self.state_dir):  # left by an attempt that did not resume
             tf.io.gfile.rmtree(self.state_dir)
 
     def improved(self, value: float) -> bool:
@@ -58,12 +60,14 @@ class BestEpoch(tf_keras.callbacks.Callback):
             raise ValueError(f"early stopping watches '{self.monitor}', which this epoch did not report: {logs}")
         if self.improved(float(value)):
             self.best_value, self.best_epoch, self.wait = float(value), epoch, 0
-            tf.io.gfile.makedirs(self.state_dir)
-            self.model.save_weights(os.path.join(self.state_dir, WEIGHTS_PREFIX))
+            if self.writes:
+                tf.io.gfile.makedirs(self.state_dir)
+                self.model.save_weights(os.path.join(self.state_dir, WEIGHTS_PREFIX))
         else:
             self.wait += 1
         self.last_epoch = epoch
-        self._write_state()
+        if self.writes:
+            self._write_state()
         if self.wait >= self.patience:
             self.stopped_early = epoch + 1 < self.params.get("epochs", epoch + 1)
             self.model.stop_training = True
@@ -79,6 +83,8 @@ class BestEpoch(tf_keras.callbacks.Callback):
             handle.write(json.dumps({**state, "last_epoch": self.last_epoch}))
 
     def on_train_end(self, logs=None):
+        if not self.writes:
+            return  # a worker's weights are not exported; the chief loads the best and removes the state
         if self.best_epoch is not None and self.best_epoch != self.last_epoch:
             self.model.load_weights(os.path.join(self.state_dir, WEIGHTS_PREFIX))
             print(f"[Trainer] restored the best epoch's weights (epoch {self.best_epoch + 1})", flush=True)

@@ -13,6 +13,7 @@ from typing import Any
 from tfx import types
 from tfx.components.trainer import component as trainer_component
 from tfx.components.trainer import executor as trainer_executor
+from tfx.components.util import udf_utils
 from tfx.dsl.components.base import base_component, executor_spec
 from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_trainer_executor
 from tfx.proto import trainer_pb2
@@ -22,6 +23,7 @@ from tfx.utils import json_utils
 from components.evaluator.same_task import record_exported_task
 from components.run_parameters import EPOCHS, LEARNING_RATE
 from components.vertex_clients import VERTEX_CLIENT_KEY, job_client_at
+from models.hardware import distribution
 
 TRAINING_PARAMETERS = (EPOCHS, LEARNING_RATE)  # the run parameters the Trainer takes as its own
 
@@ -46,6 +48,13 @@ def with_overrides(exec_properties: dict[str, Any]) -> dict[str, Any]:
 
 class Executor(trainer_executor.GenericExecutor):
     def Do(self, input_dict, output_dict, exec_properties) -> None:
+        role = distribution.cluster_role()
+        if role is not None and not role.is_chief:
+            # A worker of a multi-worker CustomJob trains in lock-step with the chief, which alone writes the
+            # outputs. TFX's Do would fail it: after run_fn it checks for the export only the chief makes.
+            properties = with_overrides(exec_properties)
+            udf_utils.get_fn(properties, "run_fn")(self._GetFnArgs(input_dict, output_dict, properties))
+            return
         super().Do(input_dict, output_dict, with_overrides(exec_properties))
         record_exported_task(output_dict, exec_properties)
 

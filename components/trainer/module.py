@@ -24,6 +24,7 @@ from absl import logging
 from tfx import v1 as tfx
 from tfx_bsl.public import tfxio
 
+from components.trainer.attempts import AttemptLog
 from components.trainer.best_epoch import BestEpoch
 from components.trainer.class_weights import class_weight_map, train_label_counts
 from components.trainer.training_meter import TrainingMeter, record_batch_shapes
@@ -90,10 +91,17 @@ class ProgressLogger(tf_keras.callbacks.Callback):
     """One readable line every few steps: progress, loss, accuracy, examples/s, model FLOP/s against the
     machine's matmul peak, and time left. Validation time is not training time: it is left out of the rates."""
 
-    def __init__(self, total_steps: int, global_batch: int, every: int, meter: TrainingMeter | None = None):
+    def __init__(
+        self,
+        total_steps: int,
+        global_batch: int,
+        every: int,
+        meter: TrainingMeter | None = None,
+        attempts: AttemptLog | None = None,
+    ):
         super().__init__()
         self.total_steps, self.global_batch, self.every = total_steps, global_batch, max(1, every)
-        self.meter = meter
+        self.meter, self.attempts = meter, attempts  # attempts: the chief's log of restarts, None elsewhere
         self.step = 0
         self.examples_per_second = 0.0
         self.validation_seconds = 0.0
@@ -103,7 +111,13 @@ class ProgressLogger(tf_keras.callbacks.Callback):
         # BackupAndRestore has restored the optimizer by now: its step count says where training resumes.
         self.step = self.initial_step = int(self.model.optimizer.iterations.numpy())
         if self.step:
-            print(f"[Trainer] resumed from the checkpoint at step {self.step}/{self.total_steps}", flush=True)
+            redone = ""
+            if self.attempts is not None:
+                entry = self.attempts.resumed(self.step)
+                redone = f"; about {entry['redone_steps']} step(s) ({entry['redone_seconds']:.0f}s) to train again"
+            print(f"[Trainer] resumed from the checkpoint at step {self.step}/{self.total_steps}{redone}", flush=True)
+        elif self.attempts is not None:
+            self.attempts.started_anew()
 
     def on_test_begin(self, logs=None):
         self.validation_started = time.monotonic()
@@ -125,14 +139,23 @@ class ProgressLogger(tf_keras.callbacks.Callback):
         elapsed = self.training_seconds
         self.examples_per_second = done_here * self.global_batch / max(elapsed, 1e-9)
         left = (self.total_steps - self.step) * elapsed / max(done_here, 1)
-        logs = logs or {}
+        logs = self.running_metrics()
         utilization = f"| {self.meter.describe(done_here, elapsed)} " if self.meter is not None else ""
+        if self.attempts is not None:
+            self.attempts.reached(self.step, elapsed / max(done_here, 1))
         print(
             f"[Trainer] step {self.step}/{self.total_steps} ({self.step / self.total_steps:.0%}) "
             f"loss {logs.get('loss', float('nan')):.4f} accuracy {logs.get('accuracy', float('nan')):.3f} "
             f"| {self.examples_per_second:.1f} examples/s {utilization}| {elapsed:.0f}s training, ~{left:.0f}s left",
             flush=True,
         )
+
+    def running_metrics(self) -> dict[str, float]:
+        """The epoch's running loss and metrics over every replica. Keras' batch `logs` sum each replica's own
+        means under a strategy with several replicas (its "auto" reduction is "sum" off TPUs): 2x the loss on
+        two workers. Read here, the metrics' variables are aggregated across replicas (every worker logs at the
+        same steps, so the all-reduce this read makes under MultiWorkerMirroredStrategy happens on all)."""
+        return {metric.name: float(metric.result()) for metric in self.model.metrics}
 
     def on_epoch_begin(self, epoch, logs=None):
         self.validation_seconds_before_epoch = self.validation_seconds
@@ -227,6 +250,17 @@ def make_dataset(fn_args, files, tf_transform_output, batch_size, model_inputs, 
     )
     dataset = fn_args.data_accessor.tf_dataset_factory(files, options, tf_transform_output.transformed_metadata.schema)
     return without_autotuning(dataset.map(lambda features, label: ({k: features[k] for k in model_inputs}, label)))
+
+
+def sharded_by_batch(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """Under several workers, each takes its piece of every global batch (Keras splits the batch, TF's DATA
+    auto-sharding hands out the pieces), so the workers step through the batches one machine would: the global
+    batch, the length buckets and the schedule stay one machine's. Each worker still reads every record (FILE
+    sharding would need as many files as workers and give each its own buckets): parsing a record is cheap
+    beside a step of the encoder."""
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    return dataset.with_options(options)
 
 
 def bucket_by_length(
@@ -341,17 +375,20 @@ def compile_for_training(
 
 
 def early_stopping(
-    training: TrainingConfig, checkpoints: str, epochs: int, *, has_eval: bool
+    training: TrainingConfig, checkpoints: str, epochs: int, *, has_eval: bool, writes: bool = True
 ) -> tuple[BestEpoch | None, StoppingChoice]:
     """The early-stopping callback when training.early_stopping.patience is set or chosen (models/training/epochs.py);
-    its state lives beside the training checkpoints (not inside: BackupAndRestore deletes those when training ends)."""
+    its state lives beside the training checkpoints (not inside: BackupAndRestore deletes those when training ends).
+    Only the chief `writes` it; every worker decides alike from the same all-reduced metrics."""
     stopping = training.early_stopping
     choice = choose_patience(stopping, epochs, has_eval)
     print(f"[Trainer] {choice.describe(stopping.metric)}", flush=True)
     if not choice.patience:
         return None, choice
     mode = EARLY_STOPPING_METRICS[stopping.metric]
-    best = BestEpoch(stopping.metric, mode, choice.patience, stopping.min_delta, checkpoints.rstrip("/") + "-best")
+    best = BestEpoch(
+        stopping.metric, mode, choice.patience, stopping.min_delta, checkpoints.rstrip("/") + "-best", writes=writes
+    )
     return best, choice
 
 
@@ -379,6 +416,7 @@ def training_record(
     stopping: StoppingChoice,
     history,
     tuned_by: dict[str, Any],
+    resumes: list[dict] = (),
 ) -> TrainingRecord:
     """What the Trainer decided and measured: epochs (set or chosen, run, exported, why), class weights, the
     Tuner's values it trained with, and the eval split's metrics of the exported epoch (from Keras' `history`)."""
@@ -408,6 +446,8 @@ def training_record(
         class_weight_setting=setting,
         tuned=tuned_by or None,
         exported_eval=exported_eval,
+        workers=plan.placement.role.training_tasks if plan.placement.role else 1,
+        resumes=resumes,
         **ran,
     )
 
@@ -445,11 +485,18 @@ class TrainingPlan:
         return self.placement.kind == "tpu"
 
 
-def plan_training(fn_args, settings: TrainerSettings) -> TrainingPlan:
-    """Placement (TPU / GPUs / CPU), precision, global batch, the model's files and the split sizes."""
-    training = settings.training
+def training_placement(
+    training: TrainingConfig, role: distribution.ClusterRole | None = None
+) -> distribution.Placement:
+    """Where training runs: a cluster of workers (`role`, from TF_CONFIG), a TPU, GPUs or the CPU. Chosen before
+    TensorFlow runs any op: MultiWorkerMirroredStrategy sets up its collectives at TensorFlow's start."""
     distribution.configure_cpu_replicas(training.cpu_replicas)  # a no-op where the runner already did it
-    placement = distribution.select_placement(cpu_replicas=training.cpu_replicas)
+    return distribution.select_placement(cpu_replicas=training.cpu_replicas, role=role)
+
+
+def plan_training(fn_args, settings: TrainerSettings, placement: distribution.Placement) -> TrainingPlan:
+    """Precision, global batch, the model's files and the split sizes, for the placement."""
+    training = settings.training
     precision = distribution.resolve_precision(training.precision, placement)
     tf_keras.mixed_precision.set_global_policy(distribution.KERAS_POLICY[precision])
     files = model_files(resolve_model_dir(settings.model.name, settings.model.revision))
@@ -549,6 +596,8 @@ def training_data(fn_args, plan: TrainingPlan, tf_transform_output):
         batches(fn_args.eval_files, False), plan.global_batch, buckets, max_seq_length,
         static_shapes=plan.static_validation,
     )  # fmt: skip
+    if plan.placement.kind == "multi-worker":
+        return sharded_by_batch(train), sharded_by_batch(validation)
     return train, validation
 
 
@@ -578,20 +627,22 @@ def build_and_compile(fn_args, plan: TrainingPlan, weights):
 
 def training_callbacks(fn_args, plan: TrainingPlan, meter: TrainingMeter, has_eval: bool):
     """(callbacks in order, the progress logger, the early-stopping tracker or None, the stopping choice)."""
-    training = plan.settings.training
-    progress = ProgressLogger(plan.total_steps, plan.global_batch, training.log_every_steps, meter)
+    training, chief = plan.settings.training, plan.placement.is_chief
     checkpoints = resume_dir(fn_args, plan.settings)
-    best_epoch, stopping = early_stopping(training, checkpoints, plan.epochs.epochs, has_eval=has_eval)
+    attempts = AttemptLog(checkpoints) if chief else None
+    progress = ProgressLogger(plan.total_steps, plan.global_batch, training.log_every_steps, meter, attempts)
+    best_epoch, stopping = early_stopping(training, checkpoints, plan.epochs.epochs, has_eval=has_eval, writes=chief)
     callbacks = [
         # First, so the others see the restored state: a rerun after a crash continues from the last
-        # checkpoint (weights, optimizer, step), not from step 0.
+        # checkpoint (weights, optimizer, step), not from step 0. Under several workers every worker restores the
+        # chief's checkpoint (the others write theirs to scratch folders Keras removes).
         tf_keras.callbacks.BackupAndRestore(checkpoints, save_freq=training.checkpoint_every_steps),
         progress,
         *([best_epoch] if best_epoch else []),
-        tf_keras.callbacks.TensorBoard(
-            log_dir=os.path.join(fn_args.model_run_dir, "logs"), update_freq=training.log_every_steps
-        ),
     ]
+    if chief:
+        logs = os.path.join(fn_args.model_run_dir, "logs")
+        callbacks.append(tf_keras.callbacks.TensorBoard(log_dir=logs, update_freq=training.log_every_steps))
     return callbacks, progress, best_epoch, stopping
 
 
@@ -665,12 +716,16 @@ def tuned(settings: TrainerSettings, values: dict[str, Any]) -> TrainerSettings:
 
 
 def run_fn(fn_args: tfx.components.FnArgs) -> None:
+    """Trains and exports. Under several workers (TF_CONFIG) every worker runs this in lock-step and the chief
+    alone writes the export, the training record and the measurements."""
     tuned_by = tuned_values(fn_args.hyperparameters)
     settings = tuned(TrainerSettings.from_custom_config(fn_args.custom_config), tuned_by)
     training, label_names = settings.training, list(settings.label_names)
+    # First: no TensorFlow op may run before a multi-worker strategy exists.
+    placement = training_placement(training, distribution.cluster_role())
     tf_keras.utils.set_random_seed(training.seed)
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
-    plan = plan_training(fn_args, settings)
+    plan = plan_training(fn_args, settings, placement)
     train_data, eval_data = training_data(fn_args, plan, tf_transform_output)
     weights = class_weights(training, label_names, fn_args.train_files, settings.multi_label)
     model = build_and_compile(fn_args, plan, weights)
@@ -679,6 +734,10 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     callbacks, progress, best_epoch, stopping = training_callbacks(fn_args, plan, meter, has_eval=eval_data is not None)
     history = fit(model, plan, train_data, eval_data, callbacks, weights)
     logging.info("training throughput: %.1f examples/s", progress.examples_per_second)
+    if not placement.is_chief:
+        print(f"[Trainer] {placement.role.describe()}: trained; the chief exports", flush=True)
+        return
     meter.write(fn_args.model_run_dir)
-    training_record(plan, weights, best_epoch, stopping, history, tuned_by).write(fn_args.model_run_dir)
+    resumes = progress.attempts.finish() if progress.attempts else []
+    training_record(plan, weights, best_epoch, stopping, history, tuned_by, resumes).write(fn_args.model_run_dir)
     export_models(fn_args, plan, model, tf_transform_output)

@@ -32,6 +32,20 @@ class TrainingRecord:
     min_delta: float = 0.0
     tuned: dict | None = None  # the Tuner's best trial's values the Trainer trained with; None: no Tuner
     exported_eval: dict | None = None  # the eval split's metrics (val_loss, val_accuracy) of the exported epoch
+    workers: int = 1  # machines that trained in lock-step (MultiWorkerMirroredStrategy past 1)
+    resumes: list[dict] = dataclasses.field(default_factory=list)  # each restart: at_step, redone_steps, redone_seconds
+
+    def describe_resumes(self) -> str:
+        """How often training resumed from its checkpoint (a crash, a preempted spot machine) and the work redone."""
+        if not self.resumes:
+            return "none: trained in one attempt"
+        redone = sum(r["redone_steps"] for r in self.resumes)
+        seconds = sum(r["redone_seconds"] for r in self.resumes)
+        steps = ", ".join(str(r["at_step"]) for r in self.resumes)
+        return (
+            f"{len(self.resumes)} time(s), from the checkpoints at step(s) {steps}; about {redone} step(s) "
+            f"({seconds:.0f}s) trained again"
+        )
 
     def describe_epochs(self) -> str:
         limit = f"at most {self.epochs}" + (f" ({self.epochs_reason})" if self.epochs_reason else "")

@@ -57,7 +57,8 @@ def train_trial(fn_args, settings: trainer.TrainerSettings, objective: str) -> d
     tf_keras.backend.clear_session()
     training, label_names = settings.training, list(settings.label_names)
     tf_keras.utils.set_random_seed(training.seed)
-    plan = trainer.plan_training(fn_args, settings)
+    # Alone, whatever TF_CONFIG says: on Vertex the cluster is the parallel trials, each training on its own.
+    plan = trainer.plan_training(fn_args, settings, trainer.training_placement(training))
     train, validation = trainer.training_data(fn_args, plan, tft.TFTransformOutput(fn_args.transform_graph_path))
     if validation is None:
         raise keras_tuner.errors.FatalError("tuning scores each trial on the eval split, which is empty")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -19,11 +20,67 @@ BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 @dataclasses.dataclass(frozen=True)
 class Placement:
     strategy: tf.distribute.Strategy
-    kind: str  # tpu | multi-gpu | gpu | cpu
+    kind: str  # tpu | multi-worker | multi-gpu | multi-cpu | gpu | cpu
     replicas: int
+    role: ClusterRole | None = None  # this process's task in a multi-worker cluster
+
+    @property
+    def is_chief(self) -> bool:
+        """The one process that writes: checkpoints' home, the export, the training record, TensorBoard."""
+        return self.role is None or self.role.is_chief
 
     def describe(self) -> str:
-        return f"{self.kind} ({type(self.strategy).__name__}, {self.replicas} replica(s))"
+        where = f", {self.role.describe()}" if self.role else ""
+        return f"{self.kind} ({type(self.strategy).__name__}, {self.replicas} replica(s){where})"
+
+
+# Task types that train under MultiWorkerMirroredStrategy; Vertex AI names its first pool "chief" and its second
+# "worker" in TF_CONFIG (its third, "ps" or a Reduction Server, and fourth, "evaluator", do not train here).
+TRAINING_TASKS = ("chief", "worker")
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterRole:
+    """This process's task in a training cluster, as TF_CONFIG states it (Vertex AI sets it on each replica)."""
+
+    task_type: str
+    task_index: int
+    training_tasks: int  # chief + workers: the processes that train in lock-step
+    has_chief: bool
+
+    @property
+    def is_chief(self) -> bool:
+        # TensorFlow's rule (multi_worker_util.is_chief): the "chief" task, else worker 0.
+        return self.task_type == "chief" or (not self.has_chief and self.task_type == "worker" and self.task_index == 0)
+
+    def describe(self) -> str:
+        return f"{self.task_type} {self.task_index} of {self.training_tasks} workers"
+
+
+def cluster_role(environ=os.environ) -> ClusterRole | None:
+    """The training cluster TF_CONFIG describes, or None when this process trains alone (no TF_CONFIG, or a
+    cluster of one task). Read as JSON, before TensorFlow starts: the strategy it selects must be created first."""
+    config = json.loads(environ.get("TF_CONFIG") or "{}")
+    cluster, task = config.get("cluster") or {}, config.get("task") or {}
+    tasks = sum(len(cluster.get(kind, [])) for kind in TRAINING_TASKS)
+    if tasks <= 1:
+        return None
+    if task.get("type") not in TRAINING_TASKS:
+        raise DeviceSetupError(
+            f"TF_CONFIG names this task '{task.get('type')}', which does not train under MultiWorkerMirroredStrategy "
+            f"(tasks that do: {', '.join(TRAINING_TASKS)}); run the Trainer only in the chief and worker pools"
+        )
+    return ClusterRole(task["type"], int(task.get("index", 0)), tasks, bool(cluster.get("chief")))
+
+
+def multi_worker_strategy(gpus: bool) -> tf.distribute.Strategy:
+    """MultiWorkerMirroredStrategy over the TF_CONFIG cluster: NCCL all-reduce between GPUs, the ring over gRPC
+    between CPUs. Must be created before TensorFlow runs its first op (collective ops are set up at start)."""
+    implementation = tf.distribute.experimental.CommunicationImplementation
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=implementation.NCCL if gpus else implementation.RING
+    )
+    return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
 
 
 def tpu_address() -> str | None:
@@ -75,9 +132,16 @@ def select_placement(
     make_mirrored_strategy: Callable[[list[str]], tf.distribute.Strategy] = tf.distribute.MirroredStrategy,
     cpu_replicas: int = 1,
     list_cpus: Callable[[], list] = lambda: tf.config.list_logical_devices("CPU"),
+    role: ClusterRole | None = None,
+    make_multi_worker_strategy: Callable[[bool], tf.distribute.Strategy] = multi_worker_strategy,
 ) -> Placement:
-    """TPUStrategy when a TPU is there, MirroredStrategy over several GPUs (or over `cpu_replicas` logical
-    CPUs when asked), else the default strategy."""
+    """MultiWorkerMirroredStrategy when `role` places this process in a cluster of workers (TF_CONFIG), TPUStrategy
+    when a TPU is there, MirroredStrategy over several GPUs (or over `cpu_replicas` logical CPUs when asked), else
+    the default strategy."""
+    if role is not None:
+        # Physical devices: listing logical ones would start TensorFlow before the collectives are set up.
+        strategy = make_multi_worker_strategy(bool(tf.config.list_physical_devices("GPU")))
+        return Placement(strategy, "multi-worker", strategy.num_replicas_in_sync, role)
     address = find_tpu()
     if address is not None:
         strategy = make_tpu_strategy(address)
@@ -105,6 +169,10 @@ def cpu_supports_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     except OSError:
         return False
     return any(flag in flags.split() for flag in BF16_CPU_FLAGS)
+
+
+def gpu_present() -> bool:
+    return bool(tf.config.list_physical_devices("GPU"))
 
 
 def gpu_supports_bf16() -> bool:
@@ -137,7 +205,7 @@ def resolve_precision(
         return "bf16"
     if requested in ("fp16", "fp32"):
         return requested
-    if placement.kind not in ("gpu", "multi-gpu"):
+    if placement.kind not in ("gpu", "multi-gpu") and not (placement.kind == "multi-worker" and gpu_present()):
         return "fp32"
     return "bf16" if gpu_bf16() else "fp16"
 

@@ -383,6 +383,7 @@ def _accelerator_problems(config: PipelineConfig) -> list[str]:
             )
         if chosen.kind == "tpu" and config.training.batch_size % 8:
             problems.append("TPU training wants training.batch_size divisible by 8 (per-core batches of equal size)")
+        problems += _worker_problems(config, chosen)
         if chosen.kind in ACCELERATOR_IMAGE_TARGETS and cloud.trainer_image_uri in ("", cloud.image_uri):
             problems.append(
                 f"cloud.trainer_accelerator {cloud.trainer_accelerator} needs cloud.trainer_image_uri: the pipeline "
@@ -390,6 +391,36 @@ def _accelerator_problems(config: PipelineConfig) -> list[str]:
             )
     except ConfigError as error:
         problems.append(str(error))
+    return problems
+
+
+# The placement nearest a multi-host TPU slice that trains TensorFlow here.
+LARGEST_TPU = "tpu-v5e-8"
+
+
+def _worker_problems(config: PipelineConfig, chosen: Accelerator) -> list[str]:
+    """Several workers and Spot VMs: where the Trainer can run them."""
+    cloud = config.cloud
+    problems: list[str] = []
+    several = cloud.trainer_workers > 1
+    if several and chosen.kind == "tpu":
+        problems.append(
+            f"cloud.trainer_workers {cloud.trainer_workers} with {cloud.trainer_accelerator}: several TPU hosts would "
+            "train one model only as a multi-host slice, which TensorFlow reaches through the TPU pod runtime; the "
+            "tpu image runs TensorFlow on PJRT with libtpu, documented for single-host v5e, and Vertex AI offers "
+            f"no TensorFlow multi-host slice on it. Nearest that works: {LARGEST_TPU} (8 chips, one host), or GPU "
+            "workers (e.g. trainer_accelerator: a100 with trainer_workers)"
+        )
+    if (several or cloud.trainer_spot) and not on_vertex(cloud):
+        problems.append(
+            "cloud.trainer_workers and cloud.trainer_spot shape the Trainer's Vertex AI CustomJob; with orchestrator "
+            "kubeflow the Trainer runs in its pod: set trainer_workers: 1 and trainer_spot: false"
+        )
+    if several and config.training.cpu_replicas > 1:
+        problems.append(
+            "training.cpu_replicas splits one machine's CPU into devices (a local test of MirroredStrategy); with "
+            "cloud.trainer_workers > 1 set it to 1"
+        )
     return problems
 
 
@@ -424,8 +455,9 @@ def container_env(config: PipelineConfig) -> dict[str, str]:
 
 
 def worker_pool_specs(cloud: CloudConfig, env: dict[str, str] | None = None) -> list[dict]:
-    """The Vertex CustomJob worker pool the Trainer runs in (TFX fills in the container's command), with `env`
-    in its container."""
+    """The Vertex CustomJob's worker pools the Trainer runs in (TFX fills in each container's command), with `env`
+    in their containers: the chief's pool, then with cloud.trainer_workers > 1 a pool of the other workers on the
+    same machine (Vertex AI sets TF_CONFIG on each replica: "chief", then "worker" 0, 1, ...)."""
     chosen = accelerator(cloud)
     machine_spec = {"machine_type": chosen.machine_type}
     if chosen.accelerator_type:
@@ -433,17 +465,29 @@ def worker_pool_specs(cloud: CloudConfig, env: dict[str, str] | None = None) -> 
         machine_spec["accelerator_count"] = chosen.accelerator_count
     if chosen.tpu_topology:
         machine_spec["tpu_topology"] = chosen.tpu_topology
-    return [
-        {
-            "machine_spec": machine_spec,
-            "replica_count": 1,
-            "disk_spec": {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": 100},
-            "container_spec": {
-                "image_uri": trainer_image(cloud),
-                **({"env": [{"name": k, "value": v} for k, v in env.items()]} if env else {}),
-            },
-        }
-    ]
+    pool = {
+        "machine_spec": machine_spec,
+        "replica_count": 1,
+        "disk_spec": {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": 100},
+        "container_spec": {
+            "image_uri": trainer_image(cloud),
+            **({"env": [{"name": k, "value": v} for k, v in env.items()]} if env else {}),
+        },
+    }
+    workers = [{**pool, "replica_count": cloud.trainer_workers - 1}] if cloud.trainer_workers > 1 else []
+    return [pool, *workers]
+
+
+def scheduling(cloud: CloudConfig) -> dict:
+    """The CustomJob's scheduling: Spot VMs when asked; and with several workers or spot, a restart of the whole
+    job when one replica restarts. A restarted worker cannot rejoin the others' all-reduce mid-run; restarted
+    together, they all resume from the last checkpoint in the pipeline root."""
+    settings: dict = {}
+    if cloud.trainer_spot:
+        settings["strategy"] = "SPOT"
+    if cloud.trainer_spot or cloud.trainer_workers > 1:
+        settings["restart_job_on_worker_restart"] = True
+    return settings
 
 
 def vertex_training_config(cloud: CloudConfig, env: dict[str, str] | None = None) -> dict:
@@ -454,6 +498,8 @@ def vertex_training_config(cloud: CloudConfig, env: dict[str, str] | None = None
     would treat the whole dict as the spec, which the API rejects (labels are no CustomJobSpec field).
     """
     job_spec = {"worker_pool_specs": worker_pool_specs(cloud, env)}
+    if scheduled := scheduling(cloud):
+        job_spec["scheduling"] = scheduled
     if cloud.service_account:
         job_spec["service_account"] = cloud.service_account
     if cloud.network:
@@ -474,11 +520,13 @@ def vertex_training_config(cloud: CloudConfig, env: dict[str, str] | None = None
 
 def vertex_tuning_config(cloud: CloudConfig, env: dict[str, str] | None = None) -> dict:
     """The keys TFX's Vertex Tuner reads: the Trainer's CustomJob under its tuning key. TFX adds the worker pool of
-    the parallel trials beyond the chief's (a copy of the first pool, tuning.parallel_trials - 1 replicas)."""
+    the parallel trials beyond the chief's (a copy of the first pool, tuning.parallel_trials - 1 replicas). Each
+    trial trains on one machine, on demand: trainer_workers and trainer_spot are the Trainer's."""
     from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_trainer_executor
     from tfx.extensions.google_cloud_ai_platform.tuner import executor as vertex_tuner_executor
 
-    settings = vertex_training_config(cloud, env)
+    alone = cloud.model_copy(update={"trainer_workers": 1, "trainer_spot": False})
+    settings = vertex_training_config(alone, env)
     job = settings.pop(vertex_trainer_executor.TRAINING_ARGS_KEY)
     return {**settings, vertex_tuner_executor.TUNING_ARGS_KEY: job}
 

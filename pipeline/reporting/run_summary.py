@@ -182,6 +182,11 @@ class RunSummary:
         if self.training:
             lines.append(f"  epochs        {self.training.describe_epochs()}")
             lines.append(f"  class weights {self.training.describe_class_weights()}")
+            if self.training.workers > 1:
+                workers = self.training.workers
+                lines.append(f"  workers       {workers} machines in lock-step (MultiWorkerMirroredStrategy)")
+            if self.training.resumes:
+                lines.append(f"  resumed       {self.training.describe_resumes()}")
         if self.throughput:
             lines.append(f"  training      {describe_throughput(self.throughput)}")
         if self.peak_rss_bytes:
