@@ -92,3 +92,49 @@ def test_cpu_replicas_without_the_logical_devices_is_a_clear_error():
             cpu_replicas=2,
             list_cpus=lambda: [types.SimpleNamespace(name="/device:CPU:0")],
         )
+
+
+def _tf_config(cluster: dict, task_type: str, index: int = 0) -> dict[str, str]:
+    import json
+
+    return {"TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": task_type, "index": index}})}
+
+
+def test_tf_config_places_this_process_in_its_cluster_and_names_the_one_that_writes():
+    vertex = {"chief": ["a:1"], "worker": ["b:1", "c:1"], "evaluator": ["d:1"]}  # Vertex AI's four pools, three train
+    chief = distribution.cluster_role(_tf_config(vertex, "chief"))
+    worker = distribution.cluster_role(_tf_config(vertex, "worker", 1))
+    assert (chief.is_chief, chief.training_tasks, chief.describe()) == (True, 3, "chief 0 of 3 workers")
+    assert (worker.is_chief, worker.describe()) == (False, "worker 1 of 3 workers")
+    # No chief task: worker 0 writes, as in TensorFlow's own rule.
+    assert distribution.cluster_role(_tf_config({"worker": ["a:1", "b:1"]}, "worker", 0)).is_chief
+    assert not distribution.cluster_role(_tf_config({"worker": ["a:1", "b:1"]}, "worker", 1)).is_chief
+    # Alone: no cluster, or a cluster of one (a one-machine CustomJob sets TF_CONFIG too).
+    assert distribution.cluster_role({}) is None
+    assert distribution.cluster_role(_tf_config({"chief": ["a:1"]}, "chief")) is None
+
+
+def test_a_task_that_does_not_train_is_refused_by_name():
+    import pytest
+
+    with pytest.raises(distribution.DeviceSetupError, match=r"names this task 'evaluator'.*chief and worker pools"):
+        distribution.cluster_role(_tf_config({"chief": ["a:1"], "worker": ["b:1"], "evaluator": ["c:1"]}, "evaluator"))
+
+
+def test_a_cluster_role_gives_the_multi_worker_strategy_before_any_other_choice():
+    role = distribution.cluster_role(_tf_config({"chief": ["a:1"], "worker": ["b:1"]}, "worker", 0))
+    made = {}
+
+    class FakeMultiWorker:
+        num_replicas_in_sync = 2
+
+        def __init__(self, gpus):
+            made["gpus"] = gpus
+
+    placement = distribution.select_placement(
+        find_tpu=lambda: "local", role=role, make_multi_worker_strategy=FakeMultiWorker
+    )
+    assert (placement.kind, placement.replicas, placement.is_chief) == ("multi-worker", 2, False)
+    assert made == {"gpus": False}  # no GPU here: the ring over gRPC
+    assert distribution.resolve_precision("auto", placement) == "fp32"
+    assert "worker 0 of 2 workers" in placement.describe()

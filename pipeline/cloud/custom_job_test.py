@@ -129,3 +129,47 @@ def test_the_trainer_launcher_creates_and_polls_its_custom_job_at_the_profiles_a
     assert created.request.parent == "projects/my-gcp-project/locations/us-central1"
     assert created.request.custom_job.encryption_spec.kms_key_name == KMS_KEY
     assert fake.requests("JobService/GetCustomJob")[0].name == fake.custom_jobs[0].name
+
+
+@pytest.mark.parametrize("spot", [False, True])
+def test_several_workers_and_spot_capacity_reach_the_custom_job_as_the_api_takes_them(profile, spot):
+    """A chief pool of one and a pool of the other workers on the same machine (Vertex AI sets TF_CONFIG "chief"
+    and "worker" on them); Spot VMs by the scheduling strategy; a restart of the whole job when a replica
+    restarts, so the workers resume together from the checkpoint."""
+    from google.cloud import aiplatform_v1
+
+    cloud = profile.cloud.model_copy(
+        update={
+            "trainer_workers": 4,
+            "trainer_spot": spot,
+            "trainer_accelerator": "l4",
+            "trainer_accelerator_count": 2,
+            "trainer_image_uri": "us-central1-docker.pkg.dev/p/hftfx/pipeline-gpu:0.1.0",
+        }
+    )
+    job = custom_job_request(compile_spec(profile.model_copy(update={"cloud": cloud}))).custom_job
+    chief, workers = job.job_spec.worker_pool_specs
+    assert (chief.replica_count, workers.replica_count) == (1, 3)
+    for pool in (chief, workers):
+        assert (pool.machine_spec.machine_type, pool.machine_spec.accelerator_count) == ("g2-standard-24", 2)
+        assert pool.container_spec.image_uri == cloud.trainer_image_uri
+        command = list(pool.container_spec.command)
+        assert command[command.index("--executor_class_path") + 1] == "components.trainer.component.Executor"
+    scheduling = job.job_spec.scheduling
+    assert scheduling.restart_job_on_worker_restart is True
+    expected = (
+        aiplatform_v1.Scheduling.Strategy.SPOT if spot else aiplatform_v1.Scheduling.Strategy.STRATEGY_UNSPECIFIED
+    )
+    assert scheduling.strategy == expected
+
+
+def test_one_on_demand_machine_sends_no_scheduling_and_spot_alone_restarts_the_job(profile):
+    from google.cloud import aiplatform_v1
+
+    (pool,) = custom_job_request(compile_spec(profile)).custom_job.job_spec.worker_pool_specs
+    assert "scheduling" not in trainer_job(compile_spec(profile))["ai_platform_training_args"]["job_spec"]
+    spot = profile.model_copy(update={"cloud": profile.cloud.model_copy(update={"trainer_spot": True})})
+    job = custom_job_request(compile_spec(spot)).custom_job
+    assert len(job.job_spec.worker_pool_specs) == 1
+    assert job.job_spec.scheduling.strategy == aiplatform_v1.Scheduling.Strategy.SPOT
+    assert job.job_spec.scheduling.restart_job_on_worker_restart is True

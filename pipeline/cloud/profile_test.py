@@ -140,6 +140,15 @@ def test_dataflow_workers_join_the_network_through_beams_own_options(on_dataflow
         ({"cloud.endpoint_keep_previous": -1}, "endpoint_keep_previous must be 0 or more"),
         ({"cloud.experiment": "My Experiment"}, "is not a Vertex AI Experiment name"),
         ({"cloud.experiment": "tuning", "cloud.orchestrator": "kubeflow"}, "with orchestrator kubeflow leave it empty"),
+        (
+            {"cloud.trainer_accelerator": "tpu-v5e-8", "cloud.trainer_workers": 2, "cloud.trainer_image_uri": "r/t:1"},
+            "Nearest that works: tpu-v5e-8 (8 chips, one host), or GPU workers",
+        ),
+        (
+            {"cloud.orchestrator": "kubeflow", "cloud.push_to": "filesystem", "cloud.trainer_spot": True},
+            "with orchestrator kubeflow the Trainer runs in its pod: set trainer_workers: 1 and trainer_spot: false",
+        ),
+        ({"cloud.trainer_workers": 2, "training.cpu_replicas": 2}, "with cloud.trainer_workers > 1 set it to 1"),
     ],
 )
 def test_bad_cloud_profiles_are_rejected_before_compiling(overrides, message):
@@ -154,6 +163,7 @@ def test_bad_cloud_profiles_are_rejected_before_compiling(overrides, message):
         ("cloud.beam_runner", "SparkRunner", "cloud.beam_runner = 'SparkRunner': should be 'DirectRunner' or"),
         ("cloud.orchestrator", "airflow", "cloud.orchestrator = 'airflow': should be 'vertex' or 'kubeflow'"),
         ("cloud.push_to", "bucket", "cloud.push_to = 'bucket': should be 'filesystem' or 'endpoint'"),
+        ("cloud.trainer_workers", 0, "cloud.trainer_workers = 0: should be at least 1 (machines that train one"),
     ],
 )
 def test_the_cloud_sections_choices_are_refused_as_the_config_loads(key, value, message):

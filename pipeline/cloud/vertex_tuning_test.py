@@ -81,3 +81,14 @@ def test_on_kubeflow_the_tuner_trains_in_its_pod_on_the_trainer_image():
     assert "tfx.components.tuner.executor.Executor" in json.dumps(tuner["container"])
     with pytest.raises(KeyError):
         _parameters(spec, "Tuner")["tune_args"]  # TFX's local Tuner executor refuses TuneArgs
+
+
+def test_tuning_trials_train_on_one_on_demand_machine_each_whatever_the_trainer_uses(profile):
+    """The Trainer's workers and spot capacity are its own: TFX's Vertex Tuner copies the first pool for its
+    parallel trials, each trial a whole training on one machine."""
+    from pipeline.cloud.profile import vertex_tuning_config
+
+    cloud = profile.cloud.model_copy(update={"trainer_workers": 3, "trainer_spot": True})
+    job = next(v for v in vertex_tuning_config(cloud).values() if isinstance(v, dict) and "job_spec" in v)
+    (pool,) = job["job_spec"]["worker_pool_specs"]
+    assert pool["replica_count"] == 1 and "scheduling" not in job["job_spec"]
