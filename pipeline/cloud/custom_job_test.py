@@ -166,7 +166,8 @@ def test_several_workers_and_spot_capacity_reach_the_custom_job_as_the_api_takes
 def test_one_on_demand_machine_sends_no_scheduling_and_spot_alone_restarts_the_job(profile):
     from google.cloud import aiplatform_v1
 
-    (pool,) = custom_job_request(compile_spec(profile)).custom_job.job_spec.worker_pool_specs
+    alone = custom_job_request(compile_spec(profile)).custom_job.job_spec
+    assert len(alone.worker_pool_specs) == 1 and "scheduling" not in alone
     assert "scheduling" not in trainer_job(compile_spec(profile))["ai_platform_training_args"]["job_spec"]
     spot = profile.model_copy(update={"cloud": profile.cloud.model_copy(update={"trainer_spot": True})})
     job = custom_job_request(compile_spec(spot)).custom_job
