@@ -109,6 +109,12 @@ def _add_doctor_commands(commands, shared: SharedOptions) -> None:
         "--cloud", action="store_true", help="check the profile, its compiled spec and credentials offline; list IAM"
     )
     doctor.add_argument("--template", help="the compiled spec to check (default: the one committed for --config)")
+    doctor.add_argument(
+        "--estimate",
+        action="store_true",
+        help="what training --config's data takes on its Vertex AI placement and workers: time, price on demand "
+        "and on Spot VMs",
+    )
     doctor.set_defaults(handler=cmd_doctor)
 
 

@@ -70,6 +70,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     if args.cloud:
         return _cloud_doctor(args)
+    if args.estimate:
+        return _cloud_estimate(args)
     from pipeline.machine import doctor
 
     for line in doctor.environment_lines():
@@ -81,6 +83,23 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     failed = [c for c in checks if not c.ok]
     print(f"\n{len(checks) - len(failed)} of {len(checks)} checks OK")
     return 1 if failed else 0
+
+
+def _cloud_estimate(args: argparse.Namespace) -> int:
+    """`hftfx doctor --estimate`: the Trainer's CustomJob for the profile's whole train split (read as the
+    ExampleGen reads it), its placement and workers: time and price."""
+    from pipeline.cloud.profile import validate_cloud
+    from pipeline.machine.estimate import cloud_cost, training_work
+
+    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    validate_cloud(config)
+    work = training_work(config)
+    print(
+        f"{work.examples:,} training texts x {work.epochs} epoch(s) of {config.model.name}: "
+        f"{work.flops / 1e15:.2f} PFLOP of training"
+    )
+    print(cloud_cost(config, work.flops, work.examples, work.epochs).describe())
+    return 0
 
 
 def _cloud_doctor(args: argparse.Namespace) -> int:

@@ -29,6 +29,13 @@ class Accelerator:
     accelerator_count: int = 0
     tpu_topology: str = ""
 
+    @property
+    def replicas(self) -> int:
+        """Devices training replicates over on one machine: its GPUs, its TPU chips (ct5lp-hightpu-<n>t), else 1."""
+        if self.kind == "tpu":
+            return int(re.fullmatch(r"ct5lp-hightpu-(\d+)t", self.machine_type).group(1))
+        return self.accelerator_count if self.kind == "gpu" else 1
+
 
 # Names users pick from. TPU VM machine types (ct5lp) carry their chips, so no accelerator_type. Vertex AI
 # custom training offers TPU v2, v3 and v5e VMs, v5e for TensorFlow 2.15+

@@ -73,14 +73,18 @@ def padded_shapes(lengths, length_buckets):
     return shapes
 
 
-def epoch_seconds(lengths, examples: int, length_buckets, encoder, peak_gflops: float) -> float:
-    """Seconds one epoch over `examples` texts takes at `lengths.width` on a machine of `peak_gflops`: the
-    sampled texts (`lengths`, a models.training.lengths.WidthChoice) padded as the Trainer pads them, scaled to
-    `examples`, at the utilization the default run reached."""
+def epoch_flops(lengths, examples: int, length_buckets, encoder) -> float:
+    """Model FLOPs of one epoch over `examples` texts at `lengths.width`: the sampled texts (`lengths`, a
+    models.training.lengths.WidthChoice) padded as the Trainer pads them, scaled to `examples`."""
     sampled = len(lengths.profile.lengths)
     if not sampled:
         return 0.0
-    flops = padded_shapes(lengths, length_buckets).training_flops(encoder) * examples / sampled
+    return padded_shapes(lengths, length_buckets).training_flops(encoder) * examples / sampled
+
+
+def epoch_seconds(lengths, examples: int, length_buckets, encoder, peak_gflops: float) -> float:
+    """Seconds one epoch takes on a machine of `peak_gflops`, at the utilization the default run reached."""
+    flops = epoch_flops(lengths, examples, length_buckets, encoder)
     return flops / (Reference.read().trainer_utilization * peak_gflops * 1e9)
 
 
@@ -97,7 +101,18 @@ def train_split_lengths(config):
     return choose_width(profile, config.model.max_seq_length, position_limit(model_dir))
 
 
+@dataclasses.dataclass(frozen=True)
+class TrainingWork:
+    flops: float  # every epoch's model FLOPs
+    examples: int  # train texts
+    epochs: int  # at most: early stopping may end sooner
+
+
 def default_training_flops(config) -> float:
+    return training_work(config).flops
+
+
+def training_work(config) -> TrainingWork:
     """Model FLOPs the Trainer spends on the config's train split, tokenized in-graph and padded as the
     Trainer pads it, for every epoch."""
     from models.hub.pretrained import encoder_shape, resolve_model_dir
@@ -113,7 +128,32 @@ def default_training_flops(config) -> float:
     steps = texts // config.training.batch_size
     used = steps * config.training.batch_size / texts  # the last partial batch is dropped
     epochs = choose_epochs(config.training.epochs, texts).epochs  # at most: early stopping may end sooner
-    return shapes.training_flops(shape) * used * epochs
+    return TrainingWork(shapes.training_flops(shape) * used * epochs, texts, epochs)
+
+
+def trained_parameters(model_dir) -> int:
+    """Weights the optimizer updates and several workers all-reduce each step (embeddings included: their
+    gradients are made dense, components/trainer/module.py says why), from config.json."""
+    config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    hidden = config.get("hidden_size") or config["dim"]
+    layers = config.get("num_hidden_layers") or config["n_layers"]
+    intermediate = config.get("intermediate_size") or config["hidden_dim"]
+    gated = 3 if config.get("model_type") == "modernbert" else 2
+    embeddings = (config["vocab_size"] + config.get("max_position_embeddings", 0)) * hidden
+    return layers * (4 * hidden * hidden + gated * hidden * intermediate) + embeddings
+
+
+def cloud_cost(config, training_flops: float, examples: int, epochs: int):
+    """The Trainer's CustomJob on the config's Vertex AI placement (pipeline/cloud/cost.py), for `training_flops`
+    over `epochs` of `examples`: the global batch grows with the replicas (batch_size per replica)."""
+    from models.hub.pretrained import resolve_model_dir
+    from pipeline.cloud.cost import training_cost
+    from pipeline.cloud.profile import accelerator
+
+    global_batch = config.training.batch_size * accelerator(config.cloud).replicas * config.cloud.trainer_workers
+    steps = max(1, examples // global_batch) * epochs
+    parameters = trained_parameters(resolve_model_dir(config.model.name, config.model.revision))
+    return training_cost(config.cloud, training_flops, steps, 4 * parameters, Reference.read().trainer_utilization)
 
 
 def estimate_default_run(peak_gflops: float, config=None) -> RunEstimate:

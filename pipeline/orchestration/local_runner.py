@@ -117,6 +117,8 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
     if probed.architecture:
         print(f"[pipeline] model: {probed.architecture}", file=stream, flush=True)
     print(f"[pipeline] {describe_lengths(probed)}", file=stream, flush=True)
+    if cost := describe_cloud_cost(probed):
+        print(f"[pipeline] cost: {cost}", file=stream, flush=True)
     print(f"[pipeline] recipe: {probed.recipe.describe()}", file=stream, flush=True)
     print(f"[pipeline] epochs: {probed.describe_epochs()}", file=stream, flush=True)
     if config.tuning.enabled:
@@ -148,6 +150,25 @@ def describe_lengths(probed: probe.ProbeResult) -> str:
         trained, round((examples or 1000) * scale), probed.buckets.buckets, probed.encoder, peak.gflops
     )
     return f"{text}; training ~{seconds:,.0f} s per epoch of {per} on this machine ({peak.gflops:,.0f} GFLOP/s fp32)"
+
+
+def describe_cloud_cost(probed: probe.ProbeResult) -> str | None:
+    """With a Vertex AI profile (cloud.project set), what the Trainer's CustomJob would cost for this data on its
+    placement and workers (pipeline/cloud/cost.py); None for a local config, or when the sample cannot say how
+    many texts train."""
+    config = probed.config
+    examples = probed.train_examples
+    if not config.cloud.project or config.cloud.orchestrator != "vertex" or probed.encoder is None or not examples:
+        return None
+    from models.training.epochs import choose_epochs
+    from pipeline.machine.estimate import cloud_cost, epoch_flops
+
+    trained = probed.lengths
+    if probed.windows is not None:
+        trained = dataclasses.replace(trained, profile=probed.windows.trained)
+    epochs = choose_epochs(config.training.epochs, examples).epochs
+    flops = epoch_flops(trained, examples, probed.buckets.buckets, probed.encoder) * epochs
+    return cloud_cost(config, flops, examples, epochs).describe()
 
 
 def length_options(probed: probe.ProbeResult) -> str:
