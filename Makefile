@@ -1,5 +1,5 @@
 # The README's two commands are `make run` and `make test`; both set up the environment first.
-.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds bench-long bench-tuning bench-gate bench-inputs bench-encoders image kfp-local clean-env
+.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds bench-long bench-tuning bench-gate bench-inputs bench-encoders bench-workers image kfp-local clean-env
 
 setup:
 	bin/setup-env
@@ -61,6 +61,11 @@ bench-inputs: setup
 # and a ModernBERT-base-shaped model at widths 512, 2,048 and 8,192: step time, share of peak, peak memory.
 bench-encoders: setup
 	bin/in-env python -m benchmarks.encoders $(ARGS)
+
+# The Trainer's CustomJob command alone and as two replicas with TF_CONFIG (MultiWorkerMirroredStrategy, ring
+# all-reduce on localhost), the same global batch: examples/s, share of each worker's peak, the all-reduce per step.
+bench-workers: setup
+	bin/in-env python -m benchmarks.workers $(ARGS)
 
 # The pipeline image with podman (installed when missing; vfs storage, offline base from the Debian 13
 # userland), then the checks inside it: doctor, every code path the compiled specs name, a tiny run.

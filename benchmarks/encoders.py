@@ -60,7 +60,7 @@ def _minilm_rows(steps: int, repeats: int, peak) -> list[list[str]]:
         rate = _examples_per_second(model, batches, steps, shapes)
         if rate > best:
             best, record = rate, shapes
-    meter = TrainingMeter(EncoderShape.from_config(model.config), peak, record)
+    meter = TrainingMeter(EncoderShape.from_config(model.config), peak, records=record)
     gflops = meter.model_gflops(steps, steps * BATCH / best)
     return [
         ["MiniLM-L6 Trainer loop, fp32, our encoder: examples/s; model GFLOP/s", f"{best:.1f}; {gflops:.1f}",

@@ -33,6 +33,7 @@ STARTED_BY = {
     "python -m benchmarks.gate": "test_bench_gate_runs_three_tiny_runs_in_one_root (slow: three tiny runs)",
     "python -m benchmarks.bounded_inputs": "test_bench_inputs_runs_a_tiny_configuration (slow: a tokenizer trained)",
     "python -m benchmarks.encoders": "test_bench_encoders_runs_a_tiny_configuration (slow: MiniLM steps, two ways)",
+    "python -m benchmarks.workers": "test_bench_workers_runs_a_tiny_configuration (slow: a tiny run, three trainings)",
     "bin/setup-env": "make test itself: setup is its first step",
     "bin/build-image": "tests/image_test.py (slow: podman, a 4 GB image)",
     "bin/check-image": "tests/image_test.py (slow: podman, a 4 GB image)",
@@ -202,6 +203,17 @@ def test_bench_encoders_runs_a_tiny_configuration(scratch_reference):
     assert encoders.main(argv) == 0
     (section,) = [s for s in reference.read()["sections"] if s["heading"] == encoders.SECTION]
     assert [row[0].split(":")[0] for row in section["rows"]] == ["MiniLM-L6 Trainer loop, fp32, our encoder"]
+
+
+@pytest.mark.slow
+def test_bench_workers_runs_a_tiny_configuration(tiny_bert_dir, scratch_reference):
+    from benchmarks import workers
+
+    assert workers.main(["--train", "64", "--model", str(tiny_bert_dir), "--out", str(scratch_reference)]) == 0
+    (section,) = [s for s in reference.read()["sections"] if s["heading"] == workers.SECTION]
+    assert [row[:2] for row in section["rows"]] == [
+        ["1 (global batch 32)", "the only one"], ["2 (16 per replica)", "chief"], ["2 (16 per replica)", "worker 0"]
+    ]  # fmt: skip
 
 
 @pytest.mark.slow  # an ExampleGen pass over 300 rows in a Beam pipeline (42 s); its parser is built above

@@ -416,7 +416,7 @@ def training_record(
     stopping: StoppingChoice,
     history,
     tuned_by: dict[str, Any],
-    resumes: list[dict] = (),
+    resumes: list[dict] | None = None,
 ) -> TrainingRecord:
     """What the Trainer decided and measured: epochs (set or chosen, run, exported, why), class weights, the
     Tuner's values it trained with, and the eval split's metrics of the exported epoch (from Keras' `history`)."""
@@ -447,7 +447,7 @@ def training_record(
         tuned=tuned_by or None,
         exported_eval=exported_eval,
         workers=plan.placement.role.training_tasks if plan.placement.role else 1,
-        resumes=resumes,
+        resumes=resumes or [],
         **ran,
     )
 
@@ -648,14 +648,16 @@ def training_callbacks(fn_args, plan: TrainingPlan, meter: TrainingMeter, has_ev
 
 def measured_meter(model, plan: TrainingPlan) -> TrainingMeter:
     """Model FLOP/s against the peak of the device that runs the matmuls, in the precision training uses (a
-    TPU's is not measured)."""
-    training = plan.settings.training
+    TPU's is not measured). Where each global batch is split over devices that each have the peak measured (GPUs,
+    workers), one device computes its share of it; logical CPUs share the cores the peak was measured on."""
+    training, placement = plan.settings.training, plan.placement
     peak = None
-    if plan.placement.kind != "tpu":
+    if placement.kind != "tpu":
         peak = matmul_peak(distribution.MATMUL_DTYPE[plan.precision])
         print(f"[Trainer] {peak.describe()} (measured now)", flush=True)
     shape = EncoderShape.from_config(model.config, embeddings_trained=not training.freeze_embeddings)
-    return TrainingMeter(shape, peak)
+    share = 1 / placement.replicas if placement.kind in ("multi-gpu", "multi-worker") else 1.0
+    return TrainingMeter(shape, peak, share=share)
 
 
 def fit(model, plan: TrainingPlan, train, validation, callbacks: list, weights: dict[int, float] | None):

@@ -40,6 +40,7 @@ def record_batch_shapes(dataset: tf.data.Dataset, records: list[tuple[int, int, 
 class TrainingMeter:
     shape: EncoderShape
     peak: MatmulPeak | None  # None where the accelerator's peak is not measured (TPU)
+    share: float = 1.0  # of each recorded (global) batch the device the peak is measured on computes
     records: list[tuple[int, int, int]] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
     steps: int = 0
@@ -51,7 +52,8 @@ class TrainingMeter:
         return totals
 
     def model_gflops(self, steps: int, seconds: float) -> float:
-        return self.totals(steps).training_flops(self.shape) / max(seconds, 1e-9) / 1e9
+        """This device's model FLOP/s: its share of the batches' FLOPs."""
+        return self.share * self.totals(steps).training_flops(self.shape) / max(seconds, 1e-9) / 1e9
 
     def describe(self, steps: int, seconds: float) -> str:
         gflops = self.model_gflops(steps, seconds)
@@ -66,7 +68,8 @@ class TrainingMeter:
             "train_seconds": round(self.seconds, 2),
             "steps": self.steps,
             "examples_per_second": round(totals.examples / max(self.seconds, 1e-9), 2),
-            "training_flops": totals.training_flops(self.shape),
+            "training_flops": totals.training_flops(self.shape),  # of every device together
+            "device_share": self.share,
             "model_gflops_per_second": round(gflops, 2),
             "matmul_peak_gflops": round(self.peak.gflops, 2) if self.peak else None,
             "matmul_peak_dtype": self.peak.dtype if self.peak else None,

@@ -19,7 +19,11 @@ def test_recorded_shapes_are_the_batches_the_loop_took_in_order():
     taken = list(record_batch_shapes(dataset, records).take(3))
     assert len(taken) == 3
     assert records[:3] == [(3, 8, 24), (3, 16, 48), (3, 8, 24)]
-    meter = TrainingMeter(EncoderShape(2, 64, 128, 2, 2), MatmulPeak("float32", 100.0, "/CPU:0"), records)
+    meter = TrainingMeter(EncoderShape(2, 64, 128, 2, 2), MatmulPeak("float32", 100.0, "/CPU:0"), records=records)
     flops = meter.totals(3).training_flops(meter.shape)
     assert meter.model_gflops(3, 2.0) == pytest.approx(flops / 2.0 / 1e9)
     assert "% of peak" in meter.describe(3, 2.0)
+    # Two workers: each computes half of every global batch against the peak it measured itself.
+    worker = TrainingMeter(meter.shape, meter.peak, share=0.5, records=records)
+    assert worker.model_gflops(3, 2.0) == pytest.approx(meter.model_gflops(3, 2.0) / 2)
+    assert worker.to_json()["training_flops"] == meter.to_json()["training_flops"]

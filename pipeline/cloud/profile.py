@@ -7,6 +7,7 @@ storage-event function validate a profile without TensorFlow.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 from pathlib import Path
@@ -481,7 +482,7 @@ def worker_pool_specs(cloud: CloudConfig, env: dict[str, str] | None = None) -> 
             **({"env": [{"name": k, "value": v} for k, v in env.items()]} if env else {}),
         },
     }
-    workers = [{**pool, "replica_count": cloud.trainer_workers - 1}] if cloud.trainer_workers > 1 else []
+    workers = [{**copy.deepcopy(pool), "replica_count": cloud.trainer_workers - 1}] if cloud.trainer_workers > 1 else []
     return [pool, *workers]
 
 
