@@ -97,7 +97,7 @@ def test_killed_trainer_resumes_from_its_checkpoint_and_finished_components_come
     root = tmp_path / "root"
     args = tiny_run_command(
         tiny_bert_dir, tmp_path, "--epochs", "4", "--set", "training.early_stopping.patience=4",
-        "--set", "training.checkpoint_every_steps=10", "--set", "training.log_every_steps=10", train=480,
+        "--set", "training.checkpoint_every_steps=10", "--set", "training.log_every_steps=10", train=240,
     )  # fmt: skip
     first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + 600
@@ -107,7 +107,7 @@ def test_killed_trainer_resumes_from_its_checkpoint_and_finished_components_come
         state = glob.glob(str(root / "Trainer" / ".resume" / "*-best" / "state.json"))
     assert state, "the Trainer ended no epoch before the run ended"
     assert glob.glob(str(root / "Trainer" / ".resume" / "*" / "chief" / "checkpoint"))
-    os.killpg(first.pid, signal.SIGKILL)  # in the second of 4 epochs of 60 steps
+    os.killpg(first.pid, signal.SIGKILL)  # in the second of 4 epochs of 30 steps
     first.wait()
     assert not (tmp_path / "serving").exists() or not os.listdir(tmp_path / "serving" / "text_classifier")
 
@@ -116,7 +116,7 @@ def test_killed_trainer_resumes_from_its_checkpoint_and_finished_components_come
     resumed = [line for line in second.stdout.splitlines() if "resumed from the checkpoint at step" in line]
     assert resumed, second.stdout[-3000:]
     step = int(resumed[0].split("at step ")[1].split("/")[0])
-    assert 60 <= step < 240
+    assert 30 <= step < 120
     assert "early stopping resumed: best val_loss" in second.stdout and "at epoch 1" in second.stdout
     assert "epoch(s) exported" not in second.stdout
     assert "all 4 epochs ran, at most 4 (training.epochs); epoch " in second.stdout

@@ -2,11 +2,12 @@
 with the TF_CONFIG Vertex AI sets, under MultiWorkerMirroredStrategy (ring all-reduce over gRPC on localhost).
 The inputs are a finished local run's Transform outputs."""
 
+import io
 import json
 import os
 import signal
-import subprocess
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from safetensors.numpy import load_file
 from pipeline.cloud.profile import vertex_training_config
 from pipeline.cloud_config import CloudConfig
 from tests import trainer_cluster
-from tests.tiny_model import tiny_run_command
+from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
 
@@ -24,22 +25,48 @@ EPOCHS, TRAIN_ROWS, GLOBAL_BATCH = 2, 128, 8  # 16 steps per epoch
 STEPS = EPOCHS * TRAIN_ROWS // GLOBAL_BATCH
 # Dropout off: two workers then compute what one machine computes with the same global batch, up to the order
 # of the all-reduce's additions, so the comparison can be tight instead of a seed spread.
-TRAINING = {"dropout": 0.0, "epochs": EPOCHS, "learning_rate": 1e-3, "log_every_steps": 4, "checkpoint_every_steps": 4}
+TRAINING = {"dropout": 0.0, "epochs": EPOCHS, "learning_rate": 1e-3, "log_every_steps": 2, "checkpoint_every_steps": 2}
 
 
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory, tiny_bert_dir) -> Path:
-    """A local run of the tiny BERT on one machine, global batch GLOBAL_BATCH: the reference, and the source of
-    the Trainer's inputs and exec properties (its ML Metadata)."""
+    """A local run of the tiny BERT up to its Trainer (what follows is not this module's), on one machine with
+    global batch GLOBAL_BATCH: the reference, and the source of the Trainer's inputs (its ML Metadata)."""
+    from tfx.orchestration import pipeline as tfx_pipeline
+    from tfx.orchestration.local.local_dag_runner import LocalDagRunner
+
+    from components.local_beam import local_beam_runner
+    from pipeline import configs
+    from pipeline.orchestration.local_runner import prepare_run
+
     workdir = tmp_path_factory.mktemp("multi-worker")
-    settings = [f"training.{key}={value}" for key, value in TRAINING.items() if key != "epochs"]
-    command = tiny_run_command(
-        tiny_bert_dir, workdir, "--epochs", str(EPOCHS), "--batch-size", str(GLOBAL_BATCH),
-        *(arg for setting in settings for arg in ("--set", setting)), train=TRAIN_ROWS,
-    )  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return workdir / "root"
+    overrides = {
+        **tiny_overrides(workdir, tiny_bert_dir, 32),
+        "dataset.limits": {"train": TRAIN_ROWS, "eval": 64, "test": 96},
+        "training.batch_size": GLOBAL_BATCH,
+        **{f"training.{key}": value for key, value in TRAINING.items()},
+    }
+    with local_beam_runner():
+        whole, _ = prepare_run(configs.load_config(overrides=overrides), stream=io.StringIO())
+        (trainer,) = [c for c in whole.components if c.id == "Trainer"]
+        upstream, frontier = {trainer}, [trainer]
+        while frontier:
+            frontier = [node for c in frontier for node in c.upstream_nodes if node not in upstream]
+            upstream.update(frontier)
+        for node in upstream:  # a pipeline holds every node its nodes name
+            for dropped in [d for d in node.downstream_nodes if d not in upstream]:
+                node.remove_downstream_node(dropped)
+        with warnings.catch_warnings():  # TFX warns that the nodes were built for the whole pipeline: they were
+            warnings.filterwarnings("ignore", message="Component .* is not found from the registry")
+            trimmed = tfx_pipeline.Pipeline(
+                pipeline_name=whole.pipeline_info.pipeline_name,
+                pipeline_root=whole.pipeline_info.pipeline_root,
+                components=[c for c in whole.components if c in upstream],
+                metadata_connection_config=whole.metadata_connection_config,
+                beam_pipeline_args=whole.beam_pipeline_args,
+            )
+        LocalDagRunner().run(trimmed)
+    return workdir / "pipeline"
 
 
 @pytest.fixture(scope="module")
@@ -121,11 +148,11 @@ def test_a_killed_worker_restarts_the_job_which_resumes_from_the_checkpoint_and_
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and chief.poll() is None:
         attempts = list((tmp_path / "Trainer" / ".resume").glob("*-attempts.json"))
-        if attempts and json.loads(attempts[0].read_text() or "{}").get("furthest_step", 0) >= 12:
+        if attempts and json.loads(attempts[0].read_text() or "{}").get("furthest_step", 0) >= 6:
             break
         time.sleep(0.1)
     assert attempts, (logs / "replica-0.log").read_text()[-3000:]
-    os.kill(worker.pid, signal.SIGKILL)  # mid-epoch 1: past the checkpoints at steps 4, 8 and 12
+    os.kill(worker.pid, signal.SIGKILL)  # mid-epoch 1: past the checkpoints at steps 2, 4 and 6
     worker.wait()
     chief.send_signal(signal.SIGTERM)  # the job restarts: Vertex AI stops the replicas still running
     chief.wait(timeout=120)
@@ -137,7 +164,7 @@ def test_a_killed_worker_restarts_the_job_which_resumes_from_the_checkpoint_and_
     resumed = [line for line in chief_text.splitlines() if "resumed from the checkpoint at step" in line]
     assert len(resumed) == 1, chief_text[-3000:]
     step = int(resumed[0].split("at step ")[1].split("/")[0])
-    assert 12 <= step < STEPS
+    assert 6 <= step < STEPS
     assert f"resumed from the checkpoint at step {step}/" in (logs / "replica-1.log").read_text()
     (resume,) = record(tmp_path)["resumes"]
     assert resume["at_step"] == step and resume["redone_steps"] >= 0

@@ -50,9 +50,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _check_run(config: configs.PipelineConfig) -> int:
+    from pipeline.cloud.cost import checked_run_cost
     from pipeline.orchestration.local_runner import check_run
 
-    pipeline = check_run(config)
+    pipeline, probed = check_run(config)
+    if cost := checked_run_cost(probed):
+        print(f"[pipeline] cost: {cost.describe()}")
     steps = ", ".join(component.id for component in pipeline.components)
     print(f"check passed: config, data sample, labels, model, served contract and the settings of {steps}")
     print("no component ran; run it without --check")
@@ -88,8 +91,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def _cloud_estimate(args: argparse.Namespace) -> int:
     """`hftfx doctor --estimate`: the Trainer's CustomJob for the profile's whole train split (read as the
     ExampleGen reads it), its placement and workers: time and price."""
+    from pipeline.cloud.cost import job_cost
     from pipeline.cloud.profile import validate_cloud
-    from pipeline.machine.estimate import cloud_cost, training_work
+    from pipeline.machine.estimate import training_work
 
     config = configs.load_config(args.config, _assignments(args.set, "--set"))
     validate_cloud(config)
@@ -98,7 +102,7 @@ def _cloud_estimate(args: argparse.Namespace) -> int:
         f"{work.examples:,} training texts x {work.epochs} epoch(s) of {config.model.name}: "
         f"{work.flops / 1e15:.2f} PFLOP of training"
     )
-    print(cloud_cost(config, work.flops, work.examples, work.epochs).describe())
+    print(job_cost(config, work.flops, work.examples, work.epochs).describe())
     return 0
 
 

@@ -161,3 +161,32 @@ def training_cost(
         on_demand_usd=hours * workers * on_demand,
         spot_usd=hours * workers * spot,
     )
+
+
+def job_cost(config, training_flops: float, examples: int, epochs: int) -> TrainingCost:
+    """The Trainer's CustomJob on the config's placement and workers, for `training_flops` over `epochs` of
+    `examples`: the global batch grows with the replicas (training.batch_size per replica)."""
+    from models.hub.pretrained import resolve_model_dir
+    from pipeline.machine.estimate import Reference, trained_parameters
+
+    global_batch = config.training.batch_size * accelerator(config.cloud).replicas * config.cloud.trainer_workers
+    steps = max(1, examples // global_batch) * epochs
+    parameters = trained_parameters(resolve_model_dir(config.model.name, config.model.revision))
+    return training_cost(config.cloud, training_flops, steps, 4 * parameters, Reference.read().trainer_utilization)
+
+
+def checked_run_cost(probed) -> TrainingCost | None:
+    """What `hftfx run --check` learnt (a pipeline.orchestration.probe.ProbeResult) priced on the config's Vertex AI
+    placement; None for a local config (no cloud.project), or when the sample cannot say how many texts train."""
+    from models.training.epochs import choose_epochs
+    from pipeline.machine.estimate import epoch_flops
+
+    config, examples = probed.config, probed.train_examples
+    if not config.cloud.project or config.cloud.orchestrator != "vertex" or probed.encoder is None or not examples:
+        return None
+    trained = probed.lengths
+    if probed.windows is not None:  # one example per window
+        trained = dataclasses.replace(trained, profile=probed.windows.trained)
+    epochs = choose_epochs(config.training.epochs, examples).epochs
+    flops = epoch_flops(trained, examples, probed.buckets.buckets, probed.encoder) * epochs
+    return job_cost(config, flops, examples, epochs)

@@ -143,19 +143,6 @@ def trained_parameters(model_dir) -> int:
     return layers * (4 * hidden * hidden + gated * hidden * intermediate) + embeddings
 
 
-def cloud_cost(config, training_flops: float, examples: int, epochs: int):
-    """The Trainer's CustomJob on the config's Vertex AI placement (pipeline/cloud/cost.py), for `training_flops`
-    over `epochs` of `examples`: the global batch grows with the replicas (batch_size per replica)."""
-    from models.hub.pretrained import resolve_model_dir
-    from pipeline.cloud.cost import training_cost
-    from pipeline.cloud.profile import accelerator
-
-    global_batch = config.training.batch_size * accelerator(config.cloud).replicas * config.cloud.trainer_workers
-    steps = max(1, examples // global_batch) * epochs
-    parameters = trained_parameters(resolve_model_dir(config.model.name, config.model.revision))
-    return training_cost(config.cloud, training_flops, steps, 4 * parameters, Reference.read().trainer_utilization)
-
-
 def estimate_default_run(peak_gflops: float, config=None) -> RunEstimate:
     from pipeline.configs import load_config
 

@@ -91,12 +91,12 @@ def run_local(config: PipelineConfig, *, verbose: bool = False, stream=None, loc
         return _run_local(config, verbose=verbose, stream=stream or sys.stdout, lock_held=lock_held)
 
 
-def check_run(config: PipelineConfig, *, stream=None) -> tfx_pipeline.Pipeline:
+def check_run(config: PipelineConfig, *, stream=None) -> tuple[tfx_pipeline.Pipeline, probe.ProbeResult]:
     """Everything `run_local` checks before its first component, and nothing after: `hftfx run --check`.
     `stream`: where it reports; None is sys.stdout as it is at the call (a default bound at import would keep
     a stdout since replaced)."""
     with local_beam_runner():
-        return prepare_run(config, stream=stream or sys.stdout)[0]
+        return prepare_run(config, stream=stream or sys.stdout)
 
 
 def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipeline, probe.ProbeResult]:
@@ -117,8 +117,6 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
     if probed.architecture:
         print(f"[pipeline] model: {probed.architecture}", file=stream, flush=True)
     print(f"[pipeline] {describe_lengths(probed)}", file=stream, flush=True)
-    if cost := describe_cloud_cost(probed):
-        print(f"[pipeline] cost: {cost}", file=stream, flush=True)
     print(f"[pipeline] recipe: {probed.recipe.describe()}", file=stream, flush=True)
     print(f"[pipeline] epochs: {probed.describe_epochs()}", file=stream, flush=True)
     if config.tuning.enabled:
@@ -150,25 +148,6 @@ def describe_lengths(probed: probe.ProbeResult) -> str:
         trained, round((examples or 1000) * scale), probed.buckets.buckets, probed.encoder, peak.gflops
     )
     return f"{text}; training ~{seconds:,.0f} s per epoch of {per} on this machine ({peak.gflops:,.0f} GFLOP/s fp32)"
-
-
-def describe_cloud_cost(probed: probe.ProbeResult) -> str | None:
-    """With a Vertex AI profile (cloud.project set), what the Trainer's CustomJob would cost for this data on its
-    placement and workers (pipeline/cloud/cost.py); None for a local config, or when the sample cannot say how
-    many texts train."""
-    config = probed.config
-    examples = probed.train_examples
-    if not config.cloud.project or config.cloud.orchestrator != "vertex" or probed.encoder is None or not examples:
-        return None
-    from models.training.epochs import choose_epochs
-    from pipeline.machine.estimate import cloud_cost, epoch_flops
-
-    trained = probed.lengths
-    if probed.windows is not None:
-        trained = dataclasses.replace(trained, profile=probed.windows.trained)
-    epochs = choose_epochs(config.training.epochs, examples).epochs
-    flops = epoch_flops(trained, examples, probed.buckets.buckets, probed.encoder) * epochs
-    return cloud_cost(config, flops, examples, epochs).describe()
 
 
 def length_options(probed: probe.ProbeResult) -> str:
