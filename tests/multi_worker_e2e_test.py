@@ -65,7 +65,7 @@ def local_run(tmp_path_factory, tiny_bert_dir) -> Path:
                 metadata_connection_config=whole.metadata_connection_config,
                 beam_pipeline_args=whole.beam_pipeline_args,
             )
-        LocalDagRunner().run(trimmed)
+            LocalDagRunner().run(trimmed)
     return workdir / "pipeline"
 
 
