@@ -1,8 +1,9 @@
 """What the Trainer's CustomJob should cost, said before the run: time from the model's FLOPs and the placement's
 peak, the ring all-reduce several workers add, and the price on demand and on Spot VMs.
 
-Pure arithmetic over the tables below (no TensorFlow, no network): `hftfx run --check` and `hftfx doctor
---estimate` print it for the profile's placement and worker count.
+`training_cost` is arithmetic over the tables below (no TensorFlow, no network); `job_cost` adds what the
+config's model and data give (its parameters from config.json, the global batch), and `hftfx run --check` and
+`hftfx doctor --estimate` print it for the profile's placement and worker count.
 """
 
 from __future__ import annotations
