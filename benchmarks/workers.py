@@ -58,19 +58,15 @@ def last_step(log: Path) -> dict:
 
 
 def trainer_jobs(sqlite: Path, workdir: Path) -> dict[str, dict]:
-    from pipeline.cloud.profile import vertex_training_config
-    from pipeline.cloud_config import CloudConfig
     from tests import trainer_cluster
 
-    inputs, properties = trainer_cluster.recorded_trainer_inputs(sqlite)
-    jobs = {}
-    for workers in (1, 2):
-        settings = trainer_cluster.with_training(properties, batch_size=GLOBAL_BATCH // workers, log_every_steps=5)
-        cloud = CloudConfig(project="my-gcp-project", image_uri="r/i:1", trainer_workers=workers)
-        args = vertex_training_config(cloud)["ai_platform_training_args"]
-        outputs = trainer_cluster.new_outputs(workdir / f"workers-{workers}")
-        jobs[f"{workers}"] = trainer_cluster.custom_job(args, inputs, outputs, settings)
-    return jobs
+    recorded = trainer_cluster.recorded_trainer_inputs(sqlite)
+    return {
+        f"{workers}": trainer_cluster.trainer_custom_job(
+            recorded, workdir / f"workers-{workers}", workers, batch_size=GLOBAL_BATCH // workers, log_every_steps=5
+        )
+        for workers in (1, 2)
+    }
 
 
 def train(jobs: dict[str, dict], workdir: Path) -> dict[str, list[dict]]:

@@ -14,8 +14,6 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from pipeline.cloud.profile import vertex_training_config
-from pipeline.cloud_config import CloudConfig
 from tests import trainer_cluster
 from tests.tiny_model import tiny_overrides
 
@@ -75,13 +73,7 @@ def recorded(local_run):
 
 
 def custom_job(recorded, root: Path, workers: int, per_replica_batch: int) -> dict:
-    inputs, properties = recorded
-    properties = trainer_cluster.with_training(properties, batch_size=per_replica_batch, **TRAINING)
-    cloud = CloudConfig(
-        project="my-gcp-project", image_uri="us-docker.pkg.dev/p/hftfx/pipeline:1", trainer_workers=workers
-    )
-    job_args = vertex_training_config(cloud)["ai_platform_training_args"]
-    return trainer_cluster.custom_job(job_args, inputs, trainer_cluster.new_outputs(root), properties)
+    return trainer_cluster.trainer_custom_job(recorded, root, workers, batch_size=per_replica_batch, **TRAINING)
 
 
 def exported_weights(root: Path) -> dict[str, np.ndarray]:

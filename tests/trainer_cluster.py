@@ -77,6 +77,20 @@ def custom_job(job_args: dict, inputs: dict, outputs: dict, properties: dict) ->
     return client.create_training_job(inputs, outputs, properties, TRAINER_EXECUTOR, args, None, None)
 
 
+def trainer_custom_job(recorded: tuple[dict, dict], root: Path, workers: int, **training) -> dict:
+    """The CustomJob a Vertex profile with `workers` workers gives the Trainer (vertex_training_config), for the
+    `recorded` (inputs, exec properties) trained with these training.* values, its outputs new under `root`."""
+    from pipeline.cloud.profile import vertex_training_config
+    from pipeline.cloud_config import CloudConfig
+
+    inputs, properties = recorded
+    cloud = CloudConfig(
+        project="my-gcp-project", image_uri="us-docker.pkg.dev/p/hftfx/pipeline:1", trainer_workers=workers
+    )
+    job_args = vertex_training_config(cloud)["ai_platform_training_args"]
+    return custom_job(job_args, inputs, new_outputs(root), with_training(properties, **training))
+
+
 def free_ports(count: int) -> list[int]:
     sockets = [socket.socket() for _ in range(count)]
     for s in sockets:
@@ -116,7 +130,7 @@ def replica_environments(pools: list[dict]) -> list[dict[str, str]]:
     return environments
 
 
-def start_replicas(job: dict, log_dir: Path, extra_env: dict[str, str] | None = None) -> list[subprocess.Popen]:
+def start_replicas(job: dict, log_dir: Path) -> list[subprocess.Popen]:
     """Every replica of the job's pools, each running its pool's container command (`python` is this
     interpreter, as in the image), output to log_dir/replica-<n>.log."""
     pools = job["job_spec"]["worker_pool_specs"]
@@ -126,19 +140,8 @@ def start_replicas(job: dict, log_dir: Path, extra_env: dict[str, str] | None = 
     for n, (command, cluster_env) in enumerate(zip(commands, replica_environments(pools), strict=True)):
         assert command[0] == "python"
         log = open(log_dir / f"replica-{n}.log", "a")  # noqa: SIM115 - closed with the process
-        env = {**os.environ, **(extra_env or {}), **cluster_env}
+        env = {**os.environ, **cluster_env}
         replicas.append(
             subprocess.Popen([sys.executable, *command[1:]], env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
         )
     return replicas
-
-
-def run_alone(job: dict, log_path: Path, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """The first pool's command with no cluster variables: a one-machine CustomJob."""
-    command = job["job_spec"]["worker_pool_specs"][0]["container_spec"]["command"]
-    env = {k: v for k, v in {**os.environ, **(extra_env or {})}.items() if k not in ("TF_CONFIG", "CLUSTER_SPEC")}
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w") as log:
-        return subprocess.run(
-            [sys.executable, *command[1:]], env=env, stdout=log, stderr=subprocess.STDOUT, text=True, timeout=900
-        )

@@ -140,7 +140,7 @@ def select_placement(
     the default strategy."""
     if role is not None:
         # Physical devices: listing logical ones would start TensorFlow before the collectives are set up.
-        strategy = make_multi_worker_strategy(bool(tf.config.list_physical_devices("GPU")))
+        strategy = make_multi_worker_strategy(gpu_present())
         return Placement(strategy, "multi-worker", strategy.num_replicas_in_sync, role)
     address = find_tpu()
     if address is not None:

@@ -48,11 +48,18 @@ class EncoderShape:
             feed_forward_matrices=3 if getattr(config, "model_type", None) == "modernbert" else 2,
         )
 
+    @property
+    def layer_matrix_weights(self) -> int:
+        """Weights of the layers' matrices (attention's four projections, the feed-forward ones): a token's forward
+        pass multiplies and adds each once."""
+        h, i = self.hidden, self.intermediate
+        return self.layers * (4 * h * h + self.feed_forward_matrices * h * i)
+
     def forward_flops(self, examples: float, padded_tokens: float, padded_token_pairs: float) -> float:
         """FLOPs of a forward pass over batches holding these totals: examples, Σ batch x width (tokens,
         padding included: it is computed) and Σ batch x width^2 (attention's token pairs)."""
-        h, i = self.hidden, self.intermediate
-        per_token = self.layers * 2 * (4 * h * h + self.feed_forward_matrices * h * i)
+        h = self.hidden
+        per_token = 2 * self.layer_matrix_weights
         per_token_pair = self.layers * 2 * 2 * h
         per_example = 2 * (h * h + h * self.num_labels)
         return per_token * padded_tokens + per_token_pair * padded_token_pairs + per_example * examples

@@ -105,13 +105,13 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
-def machine_peak_tflops(chosen: Accelerator, vcpus: int) -> float:
-    """Dense peak of one machine of the placement."""
+def machine_peak_tflops(chosen: Accelerator) -> float:
+    """Dense peak of one machine of the placement (a CPU machine's vCPUs are the last part of its type)."""
     if chosen.kind == "tpu":
         return PEAK_TFLOPS["tpu-v5e-chip"] * chosen.replicas
     if chosen.kind == "gpu":
         return PEAK_TFLOPS[chosen.accelerator_type] * chosen.replicas
-    return CPU_VCPU_TFLOPS * vcpus
+    return CPU_VCPU_TFLOPS * int(chosen.machine_type.rsplit("-", 1)[-1])
 
 
 def machine_price(chosen: Accelerator) -> tuple[float, float]:
@@ -141,8 +141,7 @@ def training_cost(
     `gradient_bytes`, at `utilization` of the placement's peak (the default run's, measured on a CPU)."""
     chosen = accelerator(cloud)
     workers = cloud.trainer_workers
-    vcpus = int(chosen.machine_type.rsplit("-", 1)[-1]) if chosen.kind == "cpu" else 0
-    peak = machine_peak_tflops(chosen, vcpus) * workers
+    peak = machine_peak_tflops(chosen) * workers
     compute = training_flops / (peak * 1e12 * utilization)
     gbps = next((v for prefix, v in NETWORK_GBPS.items() if chosen.machine_type.startswith(prefix)), 16.0)
     all_reduce = steps * ring_all_reduce_seconds(gradient_bytes, workers, gbps)
@@ -185,9 +184,6 @@ def checked_run_cost(probed) -> TrainingCost | None:
     config, examples = probed.config, probed.train_examples
     if not config.cloud.project or config.cloud.orchestrator != "vertex" or probed.encoder is None or not examples:
         return None
-    trained = probed.lengths
-    if probed.windows is not None:  # one example per window
-        trained = dataclasses.replace(trained, profile=probed.windows.trained)
     epochs = choose_epochs(config.training.epochs, examples).epochs
-    flops = epoch_flops(trained, examples, probed.buckets.buckets, probed.encoder) * epochs
+    flops = epoch_flops(probed.trained_lengths, examples, probed.buckets.buckets, probed.encoder) * epochs
     return job_cost(config, flops, examples, epochs)

@@ -17,7 +17,7 @@ def test_every_placement_a_profile_can_pick_has_a_price_and_a_peak(name, count):
     chosen = accelerator(CloudConfig(trainer_accelerator=name, trainer_accelerator_count=count))
     on_demand, spot = cost.machine_price(chosen)
     assert 0 < spot < on_demand
-    assert cost.machine_peak_tflops(chosen, vcpus=8) > 0
+    assert cost.machine_peak_tflops(chosen) > 0
 
 
 def test_the_ring_all_reduce_moves_twice_the_gradients_less_one_share():

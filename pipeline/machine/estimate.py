@@ -134,13 +134,12 @@ def training_work(config) -> TrainingWork:
 def trained_parameters(model_dir) -> int:
     """Weights the optimizer updates and several workers all-reduce each step (embeddings included: their
     gradients are made dense, components/trainer/module.py says why), from config.json."""
-    config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
-    hidden = config.get("hidden_size") or config["dim"]
-    layers = config.get("num_hidden_layers") or config["n_layers"]
-    intermediate = config.get("intermediate_size") or config["hidden_dim"]
-    gated = 3 if config.get("model_type") == "modernbert" else 2
-    embeddings = (config["vocab_size"] + config.get("max_position_embeddings", 0)) * hidden
-    return layers * (4 * hidden * hidden + gated * hidden * intermediate) + embeddings
+    from models.hub.pretrained import encoder_shape, read_config
+
+    shape = encoder_shape(Path(model_dir))
+    config = read_config(Path(model_dir))
+    embeddings = (config["vocab_size"] + config.get("max_position_embeddings", 0)) * shape.hidden
+    return shape.layer_matrix_weights + embeddings
 
 
 def estimate_default_run(peak_gflops: float, config=None) -> RunEstimate:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import resource
 import sys
@@ -140,9 +139,7 @@ def describe_lengths(probed: probe.ProbeResult) -> str:
     peak = matmul_peak("float32", seconds=0.5)
     examples = (probed.split_sizes or {}).get("train")
     per = f"{examples:,} training texts" if examples else "1,000 training texts"
-    trained = probed.lengths
-    if probed.windows is not None:  # one example per window, as many per text as the sample has
-        trained = dataclasses.replace(trained, profile=probed.windows.trained)
+    trained = probed.trained_lengths
     scale = len(trained.profile.lengths) / max(1, len(probed.lengths.profile.lengths))
     seconds = epoch_seconds(
         trained, round((examples or 1000) * scale), probed.buckets.buckets, probed.encoder, peak.gflops

@@ -75,6 +75,14 @@ class ProbeResult:
             return texts
         return round(texts * len(self.windows.trained.lengths) / max(1, len(self.lengths.profile.lengths)))
 
+    @property
+    def trained_lengths(self) -> WidthChoice:
+        """The token lengths of what trains: the texts, or with long_texts: windows, their windows (one example per
+        window, as many per text as the sample has)."""
+        if self.windows is None:
+            return self.lengths
+        return dataclasses.replace(self.lengths, profile=self.windows.trained)
+
     def describe_epochs(self) -> str:
         """How many epochs the Trainer will run at most and whether early stopping watches, as far as the sample
         tells; on a sample short of the whole dataset the Trainer chooses from the split it counts."""
