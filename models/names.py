@@ -22,6 +22,10 @@ LABEL_NAME_FEATURE = "label_name"
 TEXT_FEATURES = (TEXT_FEATURE, TEXT_PAIR_FEATURE)  # the texts a model reads, in segment order
 LABEL_FEATURES = (LABEL_FEATURE, LABEL_NAME_FEATURE)  # what serving requests never carry
 
+# evaluation.slice_columns: the user's columns the ExampleGen carries as strings, for TFMA's slices only (never a
+# model input, never in a serving request); a row without a value is in this slice.
+MISSING_SLICE_VALUE = "(missing)"
+
 # ---- transformed examples: the model's inputs ---------------------------------------------------------------
 INPUT_IDS = "input_ids"
 ATTENTION_MASK = "attention_mask"  # 1 for tokens, 0 for padding: what stages other than the model read
@@ -37,6 +41,15 @@ TRUNCATED = "truncated"  # 1 where tokens were cut to fit model.max_seq_length
 UNKNOWN_TOKENS = "unknown_tokens"  # kept tokens that are [UNK]
 LENGTH_BUCKET = "length_bucket"  # "0-16", "17-32", "33+": evaluation.length_buckets as slice names
 SLICE_FEATURES = (LENGTH_BUCKET, TOKEN_COUNT, TRUNCATED)  # what TFMA slices the test split on
+# Names the examples use: a user's slice column cannot take one.
+RESERVED_FEATURES = (
+    *TEXT_FEATURES,
+    *LABEL_FEATURES,
+    *MODEL_INPUT_FEATURES,
+    WINDOW_MASK,
+    *SLICE_FEATURES,
+    UNKNOWN_TOKENS,
+)
 
 # ---- the exported model's signatures (models/serving/signatures.py builds them) ------------------------------------
 SERVING_DEFAULT = "serving_default"  # raw texts -> probabilities, label_id, label, confidence

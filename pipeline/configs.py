@@ -121,6 +121,24 @@ class PipelineConfig(ConfigSection):
             )
         return name
 
+    @model_validator(mode="before")
+    @classmethod
+    def _examples_carry_the_slice_columns(cls, values: Any) -> Any:
+        """dataset.slice_columns follows evaluation.slice_columns: the ExampleGen reads only its own section."""
+        if not isinstance(values, dict):
+            return values
+        evaluation = values.get("evaluation") or {}
+        if isinstance(evaluation, EvaluationConfig):
+            columns = evaluation.slice_columns
+        else:
+            columns = evaluation.get("slice_columns", ()) if isinstance(evaluation, Mapping) else ()
+        dataset = values.get("dataset") or {}
+        if isinstance(dataset, DatasetConfig):
+            dataset = dataset.model_dump()
+        if not isinstance(dataset, Mapping):
+            return values
+        return {**values, "dataset": {**dataset, "slice_columns": columns}}
+
     @model_validator(mode="after")
     def _labels_named_are_labels(self) -> PipelineConfig:
         if self.dataset.label_names:

@@ -441,3 +441,56 @@ def test_run_check_gives_a_base_size_bert_its_rate_and_clipping_before_anything_
     rate = float(re.search(r"recipe: learning rate ([0-9.e-]+),", out)[1])
     assert rate <= 5e-5 and "gradients clipped at global norm 1" in out
     assert "chosen for a bert encoder with 85M parameters in its layers: a base-size encoder" in out
+
+
+def _csv_with(tmp_path, column: str, values) -> str:
+    rows = _balanced(len(values))
+    path = tmp_path / "sliced.csv"
+    datasets.Dataset.from_dict(
+        {"text": [r[0] for r in rows], "label": [r[1] for r in rows], column: list(values)}
+    ).to_csv(path)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            ["de", "en"] * 30,
+            r"slice column\(s\) \['language'\] not in split 'train'; its columns are \['text', 'label', 'lang'\]",
+        ),
+        (
+            [None] * 60,
+            r"slice column 'language' has no value in the 60 rows read.*take it out of evaluation.slice_columns",
+        ),
+        (
+            [i * 0.37 for i in range(60)],
+            r"slice column 'language' holds more than 50 distinct values in the 60 rows read, numbers with fractions"
+            r" \(a measurement\).*Bucket it into at most 50 named ranges.*'language_band'",
+        ),
+        ([f"user-{i}" for i in range(60)], r"more than 50 distinct values .* an identifier-like column"),
+    ],
+    ids=["absent", "all missing", "float measurement", "identifier"],
+)
+def test_a_slice_column_that_cannot_slice_is_refused_before_any_component(tmp_path, tiny_bert_dir, values, message):
+    column = "lang" if message.startswith("slice column\\(s\\)") else "language"
+    config = configs.load_config(
+        overrides={
+            "model.name": str(tiny_bert_dir),
+            "pipeline_root": str(tmp_path / "root"),
+            "serving_dir": str(tmp_path / "serve"),
+            "dataset.name": "csv",
+            "dataset.data_files": [_csv_with(tmp_path, column, values)],
+            "evaluation.slice_columns": ["language"],
+        }
+    )
+    with pytest.raises(DatasetContentError, match=message):
+        preflight.preflight(config)
+
+
+def test_slice_columns_are_carried_as_strings_with_missing_values_their_own_slice():
+    from components.example_gen.splitting import slice_value
+
+    assert [slice_value(v, "c", "row 1") for v in ("de", 3, 2.0, True, None)] == ["de", "3", "2", "true", "(missing)"]
+    with pytest.raises(DatasetContentError, match=r"slice column 'c' holds \['a'\] \(row 1\), not one string"):
+        slice_value(["a"], "c", "row 1")

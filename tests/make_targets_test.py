@@ -34,6 +34,7 @@ STARTED_BY = {
     "python -m benchmarks.bounded_inputs": "test_bench_inputs_runs_a_tiny_configuration (slow: a tokenizer trained)",
     "python -m benchmarks.encoders": "test_bench_encoders_runs_a_tiny_configuration (slow: MiniLM steps, two ways)",
     "python -m benchmarks.workers": "test_bench_workers_runs_a_tiny_configuration (slow: a tiny run, three trainings)",
+    "python -m benchmarks.warm_start": "test_bench_warm_start_runs_three_tiny_runs (slow: three tiny runs)",
     "bin/setup-env": "make test itself: setup is its first step",
     "bin/build-image": "tests/image_test.py (slow: podman, a 4 GB image)",
     "bin/check-image": "tests/image_test.py (slow: podman, a 4 GB image)",
@@ -166,6 +167,24 @@ def test_bench_tuning_runs_a_tiny_search(tmp_path, tiny_bert_dir, scratch_refere
         section["notes"][0].startswith("Best trial: score ")
         and "x the default run's wall x peak" in (section["notes"][2])
     )
+
+
+@pytest.mark.slow  # three whole tiny runs; tests/slices_and_warm_start_e2e_test.py warm-starts in CI
+def test_bench_warm_start_runs_three_tiny_runs(tmp_path, tiny_bert_dir, scratch_reference):
+    from benchmarks import warm_start
+
+    argv = ["--seeds", "42", "--span-rows", "160", "--test-rows", "64", "--out", str(scratch_reference)]
+    for setting in tiny_settings(tmp_path, tiny_bert_dir):
+        if not setting.startswith("dataset.limits"):
+            argv += ["--set", setting]
+    assert warm_start.main(argv) == 0
+    (section,) = [s for s in reference.read()["sections"] if s["heading"] == warm_start.SECTION]
+    assert [row[1:3] for row in section["rows"]] == [
+        ["span 1 cold", "cold"],
+        ["span 2 warm", "warm"],
+        ["span 2 cold", "cold"],
+    ]
+    assert section["notes"][1].startswith("The warm retrain costs ")
 
 
 @pytest.mark.slow  # three whole tiny runs; tests/retrain_gate_e2e_test.py is the same scenario on MiniLM

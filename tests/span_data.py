@@ -56,3 +56,41 @@ def write_span(data_dir: Path, span: int, rows, marker: str = "_SUCCESS") -> Pat
     if marker:
         (folder / marker).write_text("")
     return folder
+
+
+# The "de" rows' own sentiment words: a stand-in for another language that the tiny BERT's English vocab holds as
+# whole tokens, so it learns them as quickly as the others and a model can be good on one language and not the other.
+POSITIVE_DE = ("excellent", "lovely", "terrific", "gorgeous", "splendid", "magnificent", "sweet", "fine")
+NEGATIVE_DE = ("horrible", "poor", "weak", "messy", "dreadful", "shoddy", "stale", "sloppy")
+
+
+def language_reviews(counts: dict[str, int], seed: int, shuffled: tuple[str, ...] = ()):
+    """(text, label, language) rows, counts[language] of each, half fresh; "de" rows use their own sentiment
+    words. The labels of the languages in `shuffled` are shuffled among their rows: nothing of them to learn."""
+    rng = random.Random(seed)
+    rows = []
+    for language, count in counts.items():
+        fresh_words, rotten_words = (POSITIVE_DE, NEGATIVE_DE) if language == "de" else (POSITIVE, NEGATIVE)
+        part = []
+        for i in range(count):
+            label = LABELS[i % 2]
+            text = [rng.choice(FILLER) for _ in range(rng.randint(6, 14))]
+            for word in rng.sample(fresh_words if label == "fresh" else rotten_words, 2):
+                text.insert(rng.randrange(len(text) + 1), word)
+            part.append((" ".join(text), label, language))
+        if language in shuffled:
+            labels = [label for _, label, _ in part]
+            rng.shuffle(labels)
+            part = [(text, label, lang) for (text, _, lang), label in zip(part, labels, strict=True)]
+        rows.extend(part)
+    rng.shuffle(rows)
+    return rows
+
+
+def write_language_csv(path: Path, rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label", "language"])
+        writer.writerows(rows)
+    return path

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from ml_metadata.proto import metadata_store_pb2
 
+from components.publisher.model_card import parse_card
 from pipeline import configs
 from pipeline.orchestration.local_runner import run_local
 from pipeline.reporting.metadata_reader import node_name, open_store
@@ -71,6 +72,15 @@ def test_the_trainer_trains_with_the_best_trials_values_as_ml_metadata_records(t
     ]
     assert hyperparameters.id in produced
     assert summary.training.epochs == best["epochs"]  # the tuned maximum, not the config's
+
+
+def test_the_model_card_gives_the_values_training_used_not_the_configs(tuned_run):
+    config, summary = tuned_run
+    best = summary.training.tuned
+    card = parse_card((Path(summary.hf_model_dir) / "README.md").read_text()).text
+    assert f"learning rate {best['learning_rate']}," in card and f"batch size {best['batch_size']}," in card
+    assert f"epochs {best['epochs']}," in card and "the Tuner's best trial chose" in card
+    assert f"learning rate {config.training.learning_rate}," not in card  # the config's value, untuned
 
 
 def test_the_report_shows_the_trials_table(tuned_run, tmp_path):

@@ -93,29 +93,36 @@ def read_metrics(
     return overall, dict(sorted(slices.items())), per_class
 
 
-def read_intervals(
+def read_slice_intervals(
     evaluation_uri: str, label_names: list[str]
-) -> tuple[dict[str, tuple[float, float]], dict[str, tuple[float, float, float]]]:
-    """The candidate's whole-test-split 95% intervals, where TFMA computed them (evaluation.confidence_intervals):
-    ({metric: (lower, upper)}, {metric: (change vs. the baseline, lower, upper)}), under our names."""
+) -> dict[str, tuple[dict[str, tuple[float, float]], dict[str, tuple[float, float, float]]]]:
+    """Per slice ('' the whole test split, else as read_metrics names it), the candidate's 95% intervals where TFMA
+    computed them (evaluation.confidence_intervals): ({metric: (lower, upper)}, {metric: (change vs. the baseline,
+    lower, upper)}), under our names."""
     rename = metric_names(max(len(label_names), 2))
     result = load_eval_result(evaluation_uri)
-    own, changes = {}, {}
+    found = {}
     for slice_key, by_output in result.slicing_metrics:
-        if slice_key:
-            continue
+        own, changes = {}, {}
         for name, value in by_output.get("", {}).get("", {}).items():
             interval = _interval(value)
             if interval is None:
                 continue
-            diff = name.endswith("_diff")
             ours = _metric_name(name.removesuffix("_diff"))
             ours = rename.get(ours, ours)
-            if diff:
+            if name.endswith("_diff"):
                 changes[ours] = (_metric_value(value), *interval)
             else:
                 own[ours] = interval
-    return own, changes
+        found[", ".join(f"{k}={v}" for k, v in slice_key)] = (own, changes)
+    return found
+
+
+def read_intervals(
+    evaluation_uri: str, label_names: list[str]
+) -> tuple[dict[str, tuple[float, float]], dict[str, tuple[float, float, float]]]:
+    """The whole test split's intervals and changes (read_slice_intervals' '' slice)."""
+    return read_slice_intervals(evaluation_uri, label_names).get("", ({}, {}))
 
 
 def multiclass_confusion_matrix(result) -> dict:

@@ -41,9 +41,49 @@ MULTICLASS_NAMES = {"sparse_categorical_accuracy": ACCURACY}
 
 
 def _overall(threshold: config_pb2.MetricThreshold) -> list[config_pb2.PerSliceMetricThreshold]:
-    """Thresholds judge the whole test split; per-slice values are for reading (AUC is undefined on a
-    slice holding one label)."""
+    """Absolute bounds judge the whole test split; the built-in slices (label, length) are for reading (AUC is
+    undefined on a slice holding one label)."""
     return [config_pb2.PerSliceMetricThreshold(slicing_specs=[config_pb2.SlicingSpec()], threshold=threshold)]
+
+
+def user_slicing_specs(evaluation: EvaluationConfig) -> list[config_pb2.SlicingSpec]:
+    """One spec per evaluation.slice_columns column and per cross of them."""
+    specs = [(column,) for column in evaluation.slice_columns] + [tuple(c) for c in evaluation.slice_crosses]
+    return [config_pb2.SlicingSpec(feature_keys=list(spec)) for spec in specs]
+
+
+def _slice_no_regression(evaluation: EvaluationConfig) -> list[config_pb2.PerSliceMetricThreshold]:
+    """Each gated slice column's (or cross's) slices may lose at most its allowed AUC against the baseline; the
+    noise-aware gate (noise_aware_gate.py) then keeps only the losses whose paired interval lies beyond it."""
+    return [
+        config_pb2.PerSliceMetricThreshold(
+            slicing_specs=[config_pb2.SlicingSpec(feature_keys=list(spec))],
+            threshold=config_pb2.MetricThreshold(
+                change_threshold=config_pb2.GenericChangeThreshold(
+                    direction=config_pb2.MetricDirection.HIGHER_IS_BETTER, absolute={"value": -loss - 1e-10}
+                )
+            ),
+        )
+        for spec, loss in evaluation.gated_slices().items()
+    ]
+
+
+def example_count(evaluation: EvaluationConfig) -> config_pb2.MetricConfig:
+    """ExampleCount, with evaluation.min_slice_examples as the lower bound of each gated slice: a smaller slice
+    fails it, and the noise-aware gate reads that failure as "reported, not gated" (its other failures dropped)."""
+    metric = config_pb2.MetricConfig(class_name="ExampleCount")
+    for spec in evaluation.gated_slices():
+        metric.per_slice_thresholds.append(
+            config_pb2.PerSliceMetricThreshold(
+                slicing_specs=[config_pb2.SlicingSpec(feature_keys=list(spec))],
+                threshold=config_pb2.MetricThreshold(
+                    value_threshold=config_pb2.GenericValueThreshold(
+                        lower_bound={"value": evaluation.min_slice_examples}
+                    )
+                ),
+            )
+        )
+    return metric
 
 
 def _bound(lower: float) -> list[config_pb2.PerSliceMetricThreshold]:
@@ -74,6 +114,7 @@ def _curve_metrics(evaluation: EvaluationConfig | None) -> list[config_pb2.Metri
     auc = config_pb2.MetricConfig(class_name="AUC")
     if evaluation is not None:
         auc.per_slice_thresholds.extend(_no_regression(evaluation.min_auc, evaluation.max_auc_regression))
+        auc.per_slice_thresholds.extend(_slice_no_regression(evaluation))
     return [auc, config_pb2.MetricConfig(class_name="AUC", config='{"curve": "PR", "name": "auc_pr"}')]
 
 
@@ -128,7 +169,7 @@ def multi_label_specs(thresholds: tuple[float, ...], evaluation: EvaluationConfi
     at its decision threshold, macro F1, subset accuracy and hamming loss. min_accuracy does not apply: no
     single accuracy means for label sets what it means for one label."""
     k = len(thresholds)
-    metrics = [config_pb2.MetricConfig(class_name="ExampleCount"), class_f1(k, evaluation, thresholds)]
+    metrics = [example_count(evaluation), class_f1(k, evaluation, thresholds)]
     return [config_pb2.MetricsSpec(metrics=metrics), *_per_class_curves(k, evaluation)]
 
 
@@ -162,7 +203,7 @@ def metrics_specs(
         return multi_label_specs(thresholds, evaluation)
     if num_labels == 2:
         metrics = [
-            config_pb2.MetricConfig(class_name="ExampleCount"),
+            example_count(evaluation),
             config_pb2.MetricConfig(class_name="BinaryAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)),
             *_curve_metrics(evaluation),
             *_at_half(),
@@ -173,7 +214,7 @@ def metrics_specs(
         ]
         return [config_pb2.MetricsSpec(metrics=metrics)]
     metrics = [
-        config_pb2.MetricConfig(class_name="ExampleCount"),
+        example_count(evaluation),
         config_pb2.MetricConfig(
             class_name="SparseCategoricalAccuracy", per_slice_thresholds=_bound(evaluation.min_accuracy)
         ),
@@ -186,7 +227,8 @@ def metrics_specs(
 def eval_config(
     num_labels: int, evaluation: EvaluationConfig, thresholds: tuple[float, ...] | None = None
 ) -> config_pb2.EvalConfig:
-    """The Evaluator's config: the model's evaluator signature, slices by label and by token length. Per-label
+    """The Evaluator's config: the model's evaluator signature, slices by label, by token length and by the user's
+    slice columns and crosses (gated against the baseline, evaluation.slice_thresholds). Per-label
     decision `thresholds` make it a multi-label model's (a label slice then holds the rows tagged with it)."""
     binary = num_labels == 2 and thresholds is None
     model_spec = config_pb2.ModelSpec(
@@ -200,6 +242,7 @@ def eval_config(
         config_pb2.SlicingSpec(),
         config_pb2.SlicingSpec(feature_keys=[LABEL_NAME_FEATURE]),
         config_pb2.SlicingSpec(feature_keys=[LENGTH_BUCKET]),
+        *user_slicing_specs(evaluation),
     ]
     options = config_pb2.Options(
         confidence_intervals=config_pb2.ConfidenceIntervalOptions(method=config_pb2.ConfidenceIntervalOptions.JACKKNIFE)

@@ -79,6 +79,11 @@ class DatasetConfig(ConfigSection):
         "and reports how many per split",
         json_schema_extra=flag("--missing-text"),
     )
+    slice_columns: Texts = Field(
+        (),
+        description="set from evaluation.slice_columns (set them there): the columns the examples carry, as "
+        "strings, for the Evaluator's slices",
+    )
     label_names: Texts = Field(
         (),
         description="the label set in id order; empty: the ClassLabel names, else the sorted distinct values",
@@ -146,6 +151,12 @@ class DatasetConfig(ConfigSection):
             roles["label_column"] = self.label_column
         if len(set(roles.values())) != len(roles):
             raise ValueError(f"dataset columns must differ: {', '.join(f'{k}={v!r}' for k, v in roles.items())}")
+        both = sorted(set(self.slice_columns) & set(roles.values()))
+        if both:
+            raise ValueError(
+                f"evaluation.slice_columns {both} holds a text or label column: the label is sliced already "
+                "(label_name); slice by the other columns of the data"
+            )
         if len(self.label_columns) == 1:
             raise ValueError(
                 "dataset.label_columns names at least two 0/1 columns (one column is a binary label_column)"

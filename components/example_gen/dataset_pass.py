@@ -1,5 +1,5 @@
 """The one pass over a dataset before its examples exist, in the order a user fixes what it finds:
-open (spans, files, stream) -> schema -> rows -> label set -> placement -> split checks.
+open (spans, files, stream) -> schema -> rows (and their slice columns) -> label set -> placement -> split checks.
 
 Every reader of a dataset runs this sequence; they differ only in the rows read in this process:
 - the preflight's probe: a bounded sample (SAMPLE); when that is not the whole dataset, the label set comes
@@ -198,6 +198,7 @@ def dataset_pass(
     rows = read_rows(read, budget) if budget is not None else None
     if rows is not None:
         check_first_rows(read, rows.first())  # CSV and JSON have no schema before their rows
+        splitting.check_slice_values((record for _, _, record in rows.rows()), read.config)
     read = with_label_kind(read, rows)
     names = label_set(read, rows, distinct_labels)
     if rows is None:

@@ -4,7 +4,8 @@ Rows are read shard by shard inside the Beam workers (`beam_rows`); the launchin
 reads counters, so its memory does not grow with the data, and on Dataflow the job graph carries no rows.
 
 Each example has the features of `models.names`: `text`, `text_pair` for sentence pairs, `label` (int64
-id, 0 included: TFX's parquet path drops falsy values) and `label_name`. The label set, the dataset
+id, 0 included: TFX's parquet path drops falsy values) and `label_name`; and each of evaluation.slice_columns,
+as a string, for the Evaluator's slices. The label set, the dataset
 fingerprint, per-split counts, rows dropped for missing values and the span go on the output artifact.
 """
 
@@ -46,9 +47,15 @@ def _bytes(value: str) -> tf.train.Feature:
 
 
 def to_example(
-    text: str, text_pair: str | None, label_ids: tuple[int, ...], label_names: tuple[str, ...], multi_label: bool
+    text: str,
+    text_pair: str | None,
+    label_ids: tuple[int, ...],
+    label_names: tuple[str, ...],
+    multi_label: bool,
+    slices: dict[str, str] | None = None,
 ) -> bytes:
-    """`label` is the id, or for multi-label the 0/1 vector over the label set; `label_name` the name(s)."""
+    """`label` is the id, or for multi-label the 0/1 vector over the label set; `label_name` the name(s);
+    `slices` the row's value of each evaluation slice column, as a string."""
     ids = [int(i in label_ids) for i in range(len(label_names))] if multi_label else list(label_ids)
     names = [label_names[i].encode("utf-8") for i in label_ids]
     feature = {
@@ -58,6 +65,8 @@ def to_example(
     }
     if text_pair is not None:
         feature[TEXT_PAIR_FEATURE] = _bytes(text_pair)
+    for column, value in (slices or {}).items():
+        feature[column] = _bytes(value)
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
@@ -91,14 +100,21 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         logging.info("%d shard(s) to read: %s", len(read.shards), [s.name for s in read.shards][:20])
         examples = artifact_utils.get_single_instance(output_dict["examples"])
         examples.split_names = artifact_utils.encode_split_names(list(TFX_SPLITS))
-        label_tuple, multi_label = tuple(names), config.multi_label
+        label_tuple, multi_label, slice_columns = tuple(names), config.multi_label, config.slice_columns
         with self._make_beam_pipeline() as pipeline:
             for name, rows in beam_rows.read_rows(pipeline, read, names).items():
                 _ = (
                     rows
                     | f"ToExample[{name}]"
                     >> beam.Map(
-                        lambda r, names=label_tuple: to_example(r.text, r.text_pair, r.label_ids, names, multi_label)
+                        lambda r, names=label_tuple: to_example(
+                            r.text,
+                            r.text_pair,
+                            r.label_ids,
+                            names,
+                            multi_label,
+                            dict(zip(slice_columns, r.slices, strict=True)),
+                        )
                     )
                     | f"Write[{name}]"
                     >> beam.io.WriteToTFRecord(

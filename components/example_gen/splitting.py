@@ -19,6 +19,7 @@ import datasets
 
 from components.example_gen.config import TFX_SPLITS, DatasetConfig
 from models.errors import UserError
+from models.names import MISSING_SLICE_VALUE
 
 
 class DatasetContentError(UserError, ValueError):
@@ -45,6 +46,7 @@ def check_features(features: datasets.Features | None, config: DatasetConfig, sp
     if features is None:
         return
     check_columns(list(features), config, split_name)
+    check_slice_features(features, config)
     for role, column in text_roles(config):
         feature = features[column]
         if not (isinstance(feature, datasets.Value) and feature.dtype in ("string", "large_string")):
@@ -60,6 +62,75 @@ def check_columns(columns: Sequence[str], config: DatasetConfig, split_name: str
             raise DatasetContentError(
                 f"{role} column '{column}' is not in split '{split_name}'; its columns are {list(columns)}. "
                 f"Set {key} (--{role.replace('_', '-')}-column) to one of them."
+            )
+    absent = [column for column in config.slice_columns if column not in columns]
+    if absent:
+        raise DatasetContentError(
+            f"slice column(s) {absent} not in split '{split_name}'; its columns are {list(columns)}. Name columns "
+            "of the data in evaluation.slice_columns (or add the column to every split)"
+        )
+
+
+def check_slice_features(features: datasets.Features, config: DatasetConfig) -> None:
+    """Slice columns hold one value per row: a string, number or boolean (a list cannot name one slice)."""
+    for column in config.slice_columns:
+        feature = features[column]
+        if not isinstance(feature, datasets.Value | datasets.ClassLabel):
+            raise DatasetContentError(
+                f"slice column '{column}' holds {feature}, not one string, number or boolean per row: slice by a "
+                "column of single values (evaluation.slice_columns)"
+            )
+
+
+# A slice column with more distinct values than this in the probe's sample is an identifier or a measurement, not
+# a segment: most of its slices would hold a handful of test rows, too few to report or gate.
+MAX_SLICE_VALUES = 50
+
+
+def slice_value(value: object, column: str, where: str) -> str:
+    """The slice a row's value names, as the examples carry it: strings as they are, integers and booleans
+    spelled (1, true), a missing value as MISSING_SLICE_VALUE."""
+    if value is None:
+        return MISSING_SLICE_VALUE
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str | int | float):
+        return str(value)
+    raise DatasetContentError(
+        f"slice column '{column}' holds {value!r} ({where}), not one string, number or boolean: slice by a column "
+        "of single values (evaluation.slice_columns)"
+    )
+
+
+def check_slice_values(records: Iterable[Mapping[str, object]], config: DatasetConfig) -> None:
+    """Before any component, on the rows read: each slice column holds some values, not too many distinct ones,
+    so its slices are segments a person reads; refused with the fix otherwise."""
+    if not config.slice_columns:
+        return
+    values: dict[str, set] = {column: set() for column in config.slice_columns}
+    rows = 0
+    for record in records:
+        rows += 1
+        for column, seen in values.items():
+            value = record.get(column)
+            if value is not None and len(seen) <= MAX_SLICE_VALUES:
+                seen.add(value)
+    for column, seen in values.items():
+        if not seen:
+            raise DatasetContentError(
+                f"slice column '{column}' has no value in the {rows:,} rows read: every row would fall in the slice "
+                f"'{MISSING_SLICE_VALUE}'. Fill it, or take it out of evaluation.slice_columns"
+            )
+        if len(seen) > MAX_SLICE_VALUES:
+            fractions = any(isinstance(v, float) and not v.is_integer() for v in seen)
+            kind = "numbers with fractions (a measurement)" if fractions else "an identifier-like column"
+            raise DatasetContentError(
+                f"slice column '{column}' holds more than {MAX_SLICE_VALUES} distinct values in the {rows:,} rows "
+                f"read, {kind}: most slices would hold a few test rows, too few to report or gate. Bucket it into "
+                f"at most {MAX_SLICE_VALUES} named ranges or groups in a column of its own (e.g. '{column}_band') "
+                "and slice by that, or take it out of evaluation.slice_columns"
             )
 
 
@@ -222,6 +293,7 @@ class Row:
     text_pair: str | None
     label_ids: tuple[int, ...]  # one id; for multi-label the row's labels, in id order (empty: none apply)
     rank: float
+    slices: tuple[str, ...] = ()  # the row's value of each of dataset.slice_columns (slice_value)
 
     @property
     def label_id(self) -> int:
@@ -255,7 +327,7 @@ def prepare_row(
     if dataset_split not in plan.routes:
         return None
     roles = column_roles(config)
-    if any(column not in record for _, column in roles):
+    if any(column not in record for column in [*(c for _, c in roles), *config.slice_columns]):
         check_columns(list(record), config, dataset_split)
     texts = []
     for role, column in text_roles(config):
@@ -280,7 +352,8 @@ def prepare_row(
     label_ids = tuple(sorted({label_index[str(v)] for v in labels}))
     pair = texts[1] if config.text_pair_column else None
     rank = unit_hash(plan.seed, "limit", bucket_of) if split in plan.limits else 0.0
-    return Row(split, texts[0], pair, label_ids, rank)
+    slices = tuple(slice_value(record[column], column, where) for column in config.slice_columns)
+    return Row(split, texts[0], pair, label_ids, rank, slices)
 
 
 def issues_error(issues: Sequence[RowIssue], config: DatasetConfig, names: Sequence[str]) -> DatasetContentError:

@@ -41,6 +41,8 @@ from models.tokenizers.tokenizer import character_budget, tokenizer_spec
 CARD_FILE = "README.md"
 PUBLISHED_PROPERTY = "published"  # 1: the export and card are in the artifact; 0: the model was not blessed
 HUB_URL_PROPERTY, HUB_COMMIT_PROPERTY, HUB_TAG_PROPERTY = "hub_url", "hub_commit", "hub_tag"
+# The card's names of training settings the Tuner may choose (pipeline/publishing.py writes the config's).
+CARD_NAMES = {"batch_size": "batch size", "learning_rate": "learning rate", "warmup_ratio": "warm-up ratio"}
 SCRIPT_SAMPLE = 2000  # train texts whose letters are counted by Unicode script for the card
 
 
@@ -102,9 +104,7 @@ def gather_facts(input_dict: dict[str, list], configured: dict[str, Any], run_id
     baseline, _, _ = read_metrics(evaluation_uri, labels, "baseline", multi_label)
     blessed = bool(blessing.get_int_custom_property("blessed"))
     record = TrainingRecord.read(artifact_utils.get_single_uri(input_dict["model_run"]))
-    recipe = dict(configured["recipe"])
-    if record is not None:
-        recipe["epochs run"] = record.describe_epochs()
+    recipe = recipe_as_trained(configured["recipe"], record)
     tokenization = {}
     for split in ("train", "test"):
         path = os.path.join(statistics_uri, f"Split-{split}", "FeatureStats.pb")
@@ -125,6 +125,25 @@ def gather_facts(input_dict: dict[str, list], configured: dict[str, Any], run_id
         tokenization=tokenization,
         scripts=scripts_seen(examples.uri),
     )
+
+
+def recipe_as_trained(configured: dict[str, Any], record: TrainingRecord | None) -> dict[str, Any]:
+    """The card's recipe with the values training used where the config's were not: the Tuner's best trial's
+    values, the epochs chosen (the config may say auto), the checkpoint it started from, the epochs run."""
+    recipe = dict(configured)
+    if record is None:
+        return recipe
+    recipe["epochs"] = record.epochs
+    if record.learning_rate is not None:
+        recipe["learning rate"] = record.learning_rate
+    for name, value in (record.tuned or {}).items():
+        recipe[CARD_NAMES.get(name, name.replace("_", " "))] = value
+    if record.tuned:
+        recipe["tuned"] = f"the Tuner's best trial chose {', '.join(sorted(record.tuned))}"
+    if record.started_from:
+        recipe["started from"] = record.started_from
+    recipe["epochs run"] = record.describe_epochs()
+    return recipe
 
 
 class Executor(base_executor.BaseExecutor):

@@ -92,6 +92,7 @@ class HFTrainer(trainer_component.Trainer):
         epochs=None,
         learning_rate=None,
         hyperparameters=None,
+        base_model=None,
     ):
         # TFX's Trainer.__init__ builds a TrainerSpec; this one needs the two extra parameters.
         base_component.BaseComponent.__init__(
@@ -105,6 +106,7 @@ class HFTrainer(trainer_component.Trainer):
                 eval_args=eval_args,
                 custom_config=json_utils.dumps(custom_config),
                 hyperparameters=hyperparameters,  # the Tuner's best_hyperparameters, when a Tuner runs
+                base_model=base_model,  # the blessed model a warm start begins from (training.warm_start)
                 **{EPOCHS.name: epochs, LEARNING_RATE.name: learning_rate},
                 model=types.Channel(type=standard_artifacts.Model),
                 model_run=types.Channel(type=standard_artifacts.ModelRun),

@@ -34,8 +34,8 @@ from models.errors import UserError
 from models.hardware import distribution
 from models.hardware.flops import EncoderShape
 from models.hardware.machine_peak import matmul_peak
-from models.hub.pretrained import build_classifier, model_files, resolve_model_dir, weights_only_copy
-from models.names import ATTENTION_MASK, LABEL_FEATURE, LABEL_FEATURES, TEXT_FEATURES, WINDOW_MASK
+from models.hub.pretrained import build_classifier, model_files, read_config, resolve_model_dir, weights_only_copy
+from models.names import ATTENTION_MASK, LABEL_FEATURE, TEXT_FEATURES, WINDOW_MASK
 from models.serving import signatures, tf_serving
 from models.serving.hf_export import hf_format_dir, save_hf_format
 from models.task import task_contract, write_contract
@@ -45,6 +45,7 @@ from models.training.epochs import EpochChoice, StoppingChoice, choose_epochs, c
 from models.training.lengths import AUTO, LENGTH_SAMPLE, LengthProfile, bucket_edges, choose_buckets
 from models.training.optimizer import adamw_with_warmup
 from models.training.recipe import RecipeChoice, choose_recipe
+from models.training.warm_start import StartChoice, choose_start, warm_epochs, warm_learning_rate
 
 
 @dataclasses.dataclass(frozen=True)
@@ -445,6 +446,10 @@ def training_record(
         class_weights={label_names[i]: w for i, w in weights.items()} if weights else None,
         class_weight_setting=setting,
         tuned=tuned_by or None,
+        started_from=plan.start.source if plan.start else "",
+        start_reason=plan.start.reason if plan.start else "",
+        warm=bool(plan.start and plan.start.warm),
+        learning_rate=training.learning_rate,
         exported_eval=exported_eval,
         workers=plan.placement.role.training_tasks if plan.placement.role else 1,
         resumes=resumes or [],
@@ -466,6 +471,8 @@ class TrainingPlan:
     eval_count: int
     epochs: EpochChoice  # training.epochs as set, or chosen from train_count
     steps_per_execution: int = 1  # training steps per call from the host (32 on TPUs)
+    start: StartChoice | None = None  # where the weights start (None: the pretrained checkpoint, unasked)
+    start_files: Any = None  # a warm start's ModelFiles (the blessed model's HF export); None: `files`
 
     @property
     def steps_per_epoch(self) -> int:
@@ -527,6 +534,36 @@ def plan_training(fn_args, settings: TrainerSettings, placement: distribution.Pl
         flush=True,
     )
     return plan
+
+
+def with_start(fn_args, plan: TrainingPlan, tuned_by: dict[str, Any]) -> TrainingPlan:
+    """The plan starting from the checkpoint training.warm_start chooses: TFX hands the Trainer the latest blessed
+    model of the task as `base_model` when the pipeline asks for one (pipeline/orchestration/dag.py). A warm start
+    loads that model's HF export (its head included) at half the learning rate and, under epochs: auto, a third
+    of the epochs (models/training/warm_start.py); the Tuner's own values are kept."""
+    settings = plan.settings
+    blessed, blessed_dir, blessed_config = None, None, None
+    if fn_args.base_model:
+        blessed = hf_format_dir(fn_args.base_model)
+        blessed_dir = resolve_model_dir(blessed)  # a bucket's folder copied here once
+        blessed_config = read_config(blessed_dir)
+    start = choose_start(
+        settings.training.warm_start, settings.model.name, read_config(plan.files.directory), blessed, blessed_config
+    )
+    print(f"[Trainer] {start.describe()}", flush=True)
+    if not start.warm:
+        return dataclasses.replace(plan, start=start)
+    training, epochs = settings.training, plan.epochs
+    values = {} if "learning_rate" in tuned_by else {"learning_rate": warm_learning_rate(training.learning_rate)}
+    if training.epochs == AUTO and "epochs" not in tuned_by:
+        epochs = EpochChoice(warm_epochs(epochs.epochs), f"a warm start: a third of the cold choice, {epochs.reason}")
+    return dataclasses.replace(
+        plan,
+        settings=settings.with_training(values) if values else settings,
+        epochs=epochs,
+        start=start,
+        start_files=model_files(blessed_dir),
+    )
 
 
 def window_count(settings: TrainerSettings) -> int | None:
@@ -606,7 +643,7 @@ def build_and_compile(fn_args, plan: TrainingPlan, weights):
     settings, training = plan.settings, plan.settings.training
     with plan.placement.strategy.scope():
         model, report = build_classifier(
-            plan.files,
+            plan.start_files or plan.files,
             list(settings.label_names),
             dropout=training.dropout,
             freeze_embeddings=training.freeze_embeddings,
@@ -686,7 +723,6 @@ def export_models(fn_args, plan: TrainingPlan, model, tf_transform_output) -> No
         list(settings.label_names),
         model_input_names=list(plan.model_inputs),
         text_features=[f for f in TEXT_FEATURES if f in tf_transform_output.raw_feature_spec()],
-        label_features=LABEL_FEATURES,
         decision_thresholds=settings.decision_thresholds if settings.multi_label else None,
         windows=window_count(settings),
     )
@@ -727,7 +763,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     placement = training_placement(training, distribution.cluster_role())
     tf_keras.utils.set_random_seed(training.seed)
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
-    plan = plan_training(fn_args, settings, placement)
+    plan = with_start(fn_args, plan_training(fn_args, settings, placement), tuned_by)
     train_data, eval_data = training_data(fn_args, plan, tf_transform_output)
     weights = class_weights(training, label_names, fn_args.train_files, settings.multi_label)
     model = build_and_compile(fn_args, plan, weights)

@@ -34,6 +34,10 @@ class TrainingRecord:
     exported_eval: dict | None = None  # the eval split's metrics (val_loss, val_accuracy) of the exported epoch
     workers: int = 1  # machines that trained in lock-step (MultiWorkerMirroredStrategy past 1)
     resumes: list[dict] = dataclasses.field(default_factory=list)  # each restart: at_step, redone_steps, redone_seconds
+    started_from: str = ""  # the checkpoint fine-tuned from: the pretrained model, or a warm start's blessed model
+    start_reason: str = ""  # why (models/training/warm_start.py StartChoice)
+    warm: bool = False  # started from a blessed model
+    learning_rate: float | None = None  # the peak learning rate trained with (tuned, or halved by a warm start)
 
     def describe_resumes(self) -> str:
         """How often training resumed from its checkpoint (a crash, a preempted spot machine) and the work redone."""
@@ -46,6 +50,11 @@ class TrainingRecord:
             f"{len(self.resumes)} time(s), from the checkpoints at step(s) {steps}; about {redone} step(s) "
             f"({seconds:.0f}s) trained again"
         )
+
+    def describe_start(self) -> str:
+        """The checkpoint training started from and why (models/training/warm_start.py)."""
+        kind = "the blessed model" if self.warm else "the pretrained"
+        return f"{kind} {self.started_from}" + (f" ({self.start_reason})" if self.start_reason else "")
 
     def describe_epochs(self) -> str:
         limit = f"at most {self.epochs}" + (f" ({self.epochs_reason})" if self.epochs_reason else "")

@@ -14,7 +14,9 @@ from models.training.config import EARLY_STOPPING_METRICS, TrainingConfig
 
 TUNING_KEY = "tuning"  # the section inside the Tuner's custom_config, beside the Trainer's settings
 # Not searched: what changes what the model is or how a run is kept, rather than how well it learns.
-UNSEARCHABLE = frozenset({"seed", "log_every_steps", "checkpoint_every_steps", "cpu_replicas", "early_stopping"})
+UNSEARCHABLE = frozenset(
+    {"seed", "log_every_steps", "checkpoint_every_steps", "cpu_replicas", "early_stopping", "warm_start"}
+)
 
 
 class Range(BaseModel):

@@ -81,7 +81,6 @@ class ServingModule(tf.Module):
         label_names: Sequence[str],
         model_input_names: Sequence[str],
         text_features: Sequence[str],
-        label_features: Sequence[str],
         decision_thresholds: Sequence[float] | None = None,
         windows: int | None = None,
     ):
@@ -95,7 +94,9 @@ class ServingModule(tf.Module):
         self._model_input_names = tuple(model_input_names)
         self.text_inputs = tuple(text_features)  # (text,) or (text, text_pair)
         raw_spec = tf_transform_output.raw_feature_spec()
-        self._example_spec = {k: v for k, v in raw_spec.items() if k not in label_features}
+        # Requests carry the texts alone: the label and the evaluation slice columns are never asked of a client (the
+        # Transform graph is pruned to what the texts compute; TFMA reads the slice columns from the examples).
+        self._example_spec = {name: raw_spec[name] for name in self.text_inputs}
         # Multi-label models answer every label whose probability reaches its threshold (None: one label per row).
         self.decision_thresholds = None if decision_thresholds is None else tf.constant(list(decision_thresholds))
         self._binary = len(label_names) == 2 and decision_thresholds is None

@@ -12,6 +12,7 @@ from models.config_section import ConfigSection, auto_or_number, flag
 from models.training.epochs import AUTO_PATIENCE, MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN
 from models.training.lengths import AUTO, BucketWidths, SeqLength, WindowCount
 from models.training.recipe import ClipNorm, LearningRate, WarmupRatio
+from models.training.warm_start import WarmStart
 
 Epochs = Annotated[
     int | Literal["auto"],
@@ -152,6 +153,13 @@ class TrainingConfig(ConfigSection):
         "round trip to the TPU host per step idles the chips), 1 elsewhere",
     )
     seed: int = Field(42, description="seeds weights of the new head, shuffling and dropout")
+    warm_start: WarmStart = Field(
+        "auto",
+        description="where a retrain starts: auto: from the latest blessed model of the same task and encoder when "
+        "the data comes in spans (a span retrain), else the pretrained checkpoint; always: from that model whenever "
+        "there is one (another encoder is refused); never: the pretrained checkpoint. A warm start halves the "
+        "learning rate and, under epochs: auto, runs a third of the epochs",
+    )
     log_every_steps: int = Field(25, ge=1, description="steps between progress lines")
     checkpoint_every_steps: int = Field(
         100, ge=1, description="steps between checkpoints: how much work a crash can cost (reruns resume)"

@@ -13,6 +13,7 @@ from components.evaluator import module as evaluation
 from components.evaluator import same_task
 from components.evaluator.config import threshold_per_label
 from components.example_gen.component import HFDatasetExampleGen
+from components.example_gen.spans import is_spanned
 from components.example_validator.executor import StrictExampleValidator
 from components.publisher.component import HFPublisher
 from components.pusher.endpoint_executor import EndpointPusher
@@ -127,16 +128,17 @@ def create_components(
     vertex = cloud is not None and cloud.vertex
     data = data_components(config, run, input_fingerprint)
     tuner = tuner_component(config, data, cloud.tuning_config if vertex else None)
-    trainer = trainer_component(config, run, data, cloud.training_config if vertex else None, tuner)
-    # Kubeflow's v2 backend runs no resolver nodes: there the Evaluator has no baseline.
+    # Kubeflow's v2 backend runs no resolver nodes: there the Evaluator has no baseline and no retrain starts warm.
     resolver = baseline_resolver(config, vertex) if cloud is None or vertex else None
+    warm_from = resolver if resolver is not None and warm_start_asked(config) else None
+    trainer = trainer_component(config, run, data, cloud.training_config if vertex else None, tuner, warm_from)
     evaluator = evaluator_component(config, data, trainer, resolver)
     pusher = pusher_component(config, trainer, evaluator, cloud.serving_config if vertex else None)
     publisher = publisher_component(config, data, trainer, evaluator)
     scorers = [scorer_component(config, trainer, evaluator)] if config.scoring.input else []
     resolvers = [resolver] if resolver else []
     tuners = [tuner] if tuner else []
-    return [*data.in_order(), *tuners, trainer, *resolvers, evaluator, pusher, publisher, *scorers]
+    return [*data.in_order(), *tuners, *resolvers, trainer, evaluator, pusher, publisher, *scorers]
 
 
 def data_components(config: PipelineConfig, run: RunParameters, input_fingerprint: str) -> DataComponents:
@@ -214,12 +216,26 @@ def training_inputs(data: DataComponents) -> dict[str, Any]:
     }
 
 
+def warm_start_asked(config: PipelineConfig) -> bool:
+    """Whether the Trainer is handed the latest blessed model of the task to start from: training.warm_start
+    always, or auto on span-versioned data (each run a retrain on a new span); the Trainer then checks it is the
+    same encoder (models/training/warm_start.py)."""
+    mode = config.training.warm_start
+    return mode == "always" or (mode == "auto" and is_spanned(config.dataset))
+
+
 def trainer_component(
-    config: PipelineConfig, run: RunParameters, data: DataComponents, vertex_job: dict[str, Any] | None, tuner=None
+    config: PipelineConfig,
+    run: RunParameters,
+    data: DataComponents,
+    vertex_job: dict[str, Any] | None,
+    tuner=None,
+    warm_from=None,
 ):
     """Fine-tunes the pretrained encoder and exports the SavedModel with its serving signatures (and the HF
     format); with `vertex_job`, in a Vertex AI CustomJob on the profile's machine; with a `tuner`, with its best
-    trial's training values."""
+    trial's training values; with a baseline resolver `warm_from`, from the blessed model it resolves, if any
+    (TFX's base_model input: ML Metadata links each model to the one it started from)."""
     scope = {same_task.BASELINE_SCOPE_PROPERTY: config.pipeline_name}
     trainer_class, trainer_config = HFTrainer, {**trainer_settings(config).to_custom_config(), **scope}
     if vertex_job is not None:
@@ -231,6 +247,7 @@ def trainer_component(
         **training_inputs(data),
         custom_config=trainer_config,
         hyperparameters=tuner.outputs["best_hyperparameters"] if tuner else None,
+        base_model=warm_from.outputs["model"] if warm_from is not None else None,
     ).with_id(TRAINER)
 
 

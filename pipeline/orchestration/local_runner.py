@@ -118,6 +118,7 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
     print(f"[pipeline] {describe_lengths(probed)}", file=stream, flush=True)
     print(f"[pipeline] recipe: {probed.recipe.describe()}", file=stream, flush=True)
     print(f"[pipeline] epochs: {probed.describe_epochs()}", file=stream, flush=True)
+    print(f"[pipeline] start: {probed.describe_start()}", file=stream, flush=True)
     if config.tuning.enabled:
         print(f"[pipeline] tuning: {config.tuning.describe()}", file=stream, flush=True)
     if small := probed.small_test_split():

@@ -17,6 +17,7 @@ from components.evaluator import module as evaluation
 from components.evaluator.config import threshold_per_label
 from components.evaluator.noise_aware_gate import small_test_split
 from components.example_gen import beam_rows, dataset_pass, sources
+from components.example_gen.spans import is_spanned
 from components.publisher.hub_push import hub_model_id
 from components.tuner.config import Range
 from models.hardware.flops import EncoderShape
@@ -43,6 +44,7 @@ from models.training.lengths import (
     token_lengths,
 )
 from models.training.recipe import RecipeChoice, choose_recipe
+from models.training.warm_start import describe_warm_recipe
 from pipeline.configs import ConfigError, PipelineConfig, check_label_settings
 
 
@@ -98,6 +100,22 @@ class ProbeResult:
         epochs = choose_epochs(training.epochs, examples)
         stopping = choose_patience(training.early_stopping, epochs.epochs, self.split_sizes.get("eval", 0) > 0)
         return f"{epochs.describe()}; {stopping.describe(training.early_stopping.metric)}"
+
+    def describe_start(self) -> str:
+        """Where the Trainer's weights will start (training.warm_start), and what a warm start changes, with why."""
+        training, model = self.config.training, self.config.model
+        pretrained = f"the pretrained {model.name}"
+        if training.warm_start == "never":
+            return f"{pretrained} (training.warm_start: never)"
+        if training.warm_start == "auto" and not is_spanned(self.config.dataset):
+            return f"{pretrained} (training.warm_start: auto warm-starts span retrains; this data has no spans)"
+        examples = self.train_examples
+        cold = choose_epochs(training.epochs, examples).epochs if examples is not None else None
+        recipe = describe_warm_recipe(float(training.learning_rate), cold, training.epochs == AUTO)
+        return (
+            f"the latest blessed model of this task when the pipeline root holds one of the same encoder "
+            f"(training.warm_start: {training.warm_start}), with {recipe}; else {pretrained}"
+        )
 
     def small_test_split(self) -> str | None:
         """Why the test split is too small for its metrics and the blessing gate to mean much, when it is."""

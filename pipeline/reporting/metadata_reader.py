@@ -12,7 +12,8 @@ from ml_metadata.proto import metadata_store_pb2
 from tfx.components.evaluator import constants as evaluator_constants
 from tfx.components.tuner.executor import _DEFAULT_TUNER_RESULTS_FILE_NAME as TUNER_RESULTS_FILE  # TFX's name for it
 
-from components.evaluator.eval_results import blessing_reason, read_intervals, read_metrics
+from components.evaluator.eval_results import blessing_reason, read_metrics, read_slice_intervals
+from components.evaluator.noise_aware_gate import read_comparisons, read_ungated
 from components.publisher.component import HUB_COMMIT_PROPERTY, HUB_TAG_PROPERTY, HUB_URL_PROPERTY, PUBLISHED_PROPERTY
 from components.scorer.component import BAD_ROWS_PROPERTY, ROWS_PROPERTY, SCORED_FILE
 from components.scorer.component import LABEL_COUNTS_PROPERTY as SCORER_LABEL_COUNTS
@@ -179,7 +180,12 @@ def _read_evaluation(summary: RunSummary, outputs: dict, with_metrics: bool) -> 
             uri, summary.label_names, "candidate", multi_label
         )
         summary.baseline_metrics, _, _ = read_metrics(uri, summary.label_names, "baseline", multi_label)
-        summary.intervals, summary.changes = read_intervals(uri, summary.label_names)
+        by_slice = read_slice_intervals(uri, summary.label_names)
+        summary.intervals, summary.changes = by_slice.pop("", ({}, {}))
+        summary.slice_changes = {name: changes for name, (_, changes) in by_slice.items() if changes}
+        summary.baseline_slices = read_metrics(uri, summary.label_names, "baseline", multi_label)[1]
+        summary.slice_verdicts = [c for c in read_comparisons(uri) if c.slice]
+        summary.ungated_slices = {u.slice: u.reason for u in read_ungated(uri)}
         summary.blessing_reason = blessing_reason(uri, summary.blessed)
 
 

@@ -25,7 +25,7 @@ from components.evaluator.eval_results import load_eval_config, load_eval_result
 from components.evaluator.module import confusion_cells
 from components.trainer.training_record import describe_values
 from components.transform.tokenization_stats import tokenization_figures
-from models.names import LABEL_NAME_FEATURE, TEXT_FEATURE
+from models.names import LABEL_NAME_FEATURE, LENGTH_BUCKET, TEXT_FEATURE
 from models.task import MULTI_LABEL
 from pipeline.configs import ConfigError, PipelineConfig
 from pipeline.node_ids import TRANSFORMED_STATISTICS_GEN
@@ -157,7 +157,7 @@ def _trials_table(summary: RunSummary) -> str:
 
 def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str, str]:
     """(the metrics tables, the curves) of the Evaluator's result."""
-    metrics_html = _metrics_tables(summary)
+    metrics_html = _metrics_tables(summary) + _slices_against_baseline(summary)
     result = load_eval_result(evaluation_uri)
     by_sub_key = dict(result.plots or []).get((), {}).get("", {})
     if summary.task == MULTI_LABEL:
@@ -220,6 +220,57 @@ def _metrics_tables(summary: RunSummary) -> str:
             )
         )
     return metrics_html
+
+
+def _slices_against_baseline(summary: RunSummary) -> str:
+    """Each slice's AUC, the baseline's, the change with its paired 95% interval, and what the gate made of it: the
+    slices that refused the blessing first, then the others by change; a plot of the changes and intervals."""
+    verdicts = {c.slice: c for c in summary.slice_verdicts}
+    names = [n for n in summary.slice_changes if "auc" in summary.slice_changes[n]]
+    if not names:
+        return ""
+
+    def order(name: str) -> tuple:
+        refused = name in verdicts and not verdicts[name].within_noise
+        return (not refused, summary.slice_changes[name]["auc"][0])
+
+    names.sort(key=order)
+    rows = []
+    for name in names:
+        change, low, high = summary.slice_changes[name]["auc"]
+        if name in summary.ungated_slices:
+            verdict = f"not gated: {summary.ungated_slices[name]}"
+        elif name in verdicts:
+            verdict = "refused the blessing" if not verdicts[name].within_noise else "within the noise"
+        else:
+            verdict = "passed" if name.split("=")[0] not in (LABEL_NAME_FEATURE, LENGTH_BUCKET) else "read, not gated"
+        candidate = summary.slices.get(name, {}).get("auc", float("nan"))
+        baseline = summary.baseline_slices.get(name, {}).get("auc", float("nan"))
+        examples = int(summary.slices.get(name, {}).get("example_count", 0))
+        rows.append(
+            [
+                name,
+                examples,
+                f"{candidate:.4f}",
+                f"{baseline:.4f}",
+                f"{change:+.4f} ({low:+.4f} to {high:+.4f})",
+                verdict,
+            ]
+        )
+    table = _table(["slice", "examples", "AUC", "baseline AUC", "change (95% paired)", "gate"], rows)
+    figure, axis = plt.subplots(figsize=(7, 0.35 * len(names) + 1.2))
+    changes = [summary.slice_changes[n]["auc"] for n in names]
+    positions = list(range(len(names)))[::-1]
+    colours = ["tab:red" if n in verdicts and not verdicts[n].within_noise else "tab:blue" for n in names]
+    for y, (change, low, high), colour in zip(positions, changes, colours, strict=True):
+        axis.errorbar(change, y, xerr=[[change - low], [high - change]], fmt="o", color=colour, capsize=3)
+    axis.axvline(0, color="grey", linestyle="--")
+    axis.set(yticks=positions, yticklabels=names, xlabel="AUC change vs the blessed baseline (95% paired interval)")
+    return (
+        "<p><b>Per slice against the blessed baseline</b> (the slices that refused the blessing first, in red):</p>"
+        + table
+        + _png(figure)
+    )
 
 
 def _binary_curves(overall: dict, summary: RunSummary) -> str:

@@ -57,6 +57,21 @@ class RunSummary:
     lengths: str = ""  # the training texts' token lengths and the max_seq_length chosen (the run's preflight)
     recipe: str = ""  # learning rate, warm-up and clipping, and why (the run's preflight)
     trials: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # the Tuner's, best first
+    # Per slice, vs the blessed baseline: {slice: {metric: (change, lower, upper)}} where intervals were computed,
+    # the baseline's own metrics, the gate's judgements on the user's slices, the slices it left ungated and why.
+    slice_changes: dict[str, dict[str, tuple[float, float, float]]] = dataclasses.field(default_factory=dict)
+    baseline_slices: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    slice_verdicts: list[Any] = dataclasses.field(default_factory=list)  # noise_aware_gate.Comparison
+    ungated_slices: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def deciding_slices(self) -> list[str]:
+        """The slices whose loss against the baseline refused the blessing, worst first: `language=de auc -0.2812
+        (95% -0.35 to -0.21; allowed -0)`."""
+        refused = sorted((c for c in self.slice_verdicts if not c.within_noise), key=lambda c: c.upper)
+        return [
+            f"{c.slice} {c.metric} {c.change:+.4f} (95% {c.lower:+.4f} to {c.upper:+.4f}; allowed {c.allowed:+.2g})"
+            for c in refused
+        ]
 
     def with_interval(self, metric: str) -> str:
         """`0.8268 (0.8050-0.8480)`: the metric with its 95% interval where one was computed."""
@@ -116,6 +131,10 @@ class RunSummary:
             "recipe": self.recipe,
             "intervals": self.intervals,
             "changes": self.changes,
+            "slice_changes": self.slice_changes,
+            "baseline_slices": self.baseline_slices,
+            "slice_verdicts": [dataclasses.asdict(c) for c in self.slice_verdicts],
+            "ungated_slices": self.ungated_slices,
             "trials": self.trials,
         }
 
@@ -143,13 +162,18 @@ class RunSummary:
             lines.append(f"  data          span {self.span} (spans read: {', '.join(map(str, self.spans))})")
         shown = ", ".join(f"{k} {self.with_interval(k)}" for k in self.metrics if k != "example_count")
         lines.append(f"  test split    {shown}" + (" (95% intervals)" if self.intervals else ""))
+        for refused in self.deciding_slices():
+            lines.append(f"  refused on    {refused}")
         for name, values in self.slices.items():
             # AUC is undefined on a slice that holds a single label.
             auc = "" if name.startswith(f"{LABEL_NAME_FEATURE}=") else f"  auc {values.get(AUC, float('nan')):.3f}"
             accuracy = ACCURACY if ACCURACY in values else SUBSET_ACCURACY  # multi-label: the exact label set
+            change = self.slice_changes.get(name, {}).get(AUC)
+            versus = f"  vs baseline {change[0]:+.3f} (95% {change[1]:+.3f} to {change[2]:+.3f})" if change else ""
+            ungated = f"  not gated: {self.ungated_slices[name]}" if name in self.ungated_slices else ""
             lines.append(
                 f"    {name:<24} n={int(values.get('example_count', 0)):<6} {accuracy.replace('_', ' ')} "
-                f"{values.get(accuracy, float('nan')):.3f}{auc}"
+                f"{values.get(accuracy, float('nan')):.3f}{auc}{versus}{ungated}"
             )
         for label, values in self.per_class.items():
             shown = "  ".join(f"{k} {values[k]:.3f}" for k in ("auc", "precision", "recall", "f1") if k in values)
@@ -180,6 +204,8 @@ class RunSummary:
             shown = describe_values(self.training.tuned)
             lines.append(f"  tuned         the Trainer trained with the best trial's {shown}")
         if self.training:
+            if self.training.started_from:
+                lines.append(f"  started from  {self.training.describe_start()}")
             lines.append(f"  epochs        {self.training.describe_epochs()}")
             lines.append(f"  class weights {self.training.describe_class_weights()}")
             if self.training.workers > 1:
