@@ -179,11 +179,12 @@ def _read_evaluation(summary: RunSummary, outputs: dict, with_metrics: bool) -> 
         summary.metrics, summary.slices, summary.per_class = read_metrics(
             uri, summary.label_names, "candidate", multi_label
         )
-        summary.baseline_metrics, _, _ = read_metrics(uri, summary.label_names, "baseline", multi_label)
+        summary.baseline_metrics, summary.baseline_slices, _ = read_metrics(
+            uri, summary.label_names, "baseline", multi_label
+        )
         by_slice = read_slice_intervals(uri, summary.label_names)
         summary.intervals, summary.changes = by_slice.pop("", ({}, {}))
         summary.slice_changes = {name: changes for name, (_, changes) in by_slice.items() if changes}
-        summary.baseline_slices = read_metrics(uri, summary.label_names, "baseline", multi_label)[1]
         summary.slice_verdicts = [c for c in read_comparisons(uri) if c.slice]
         summary.ungated_slices = {u.slice: u.reason for u in read_ungated(uri)}
         summary.blessing_reason = blessing_reason(uri, summary.blessed)
