@@ -6,7 +6,7 @@ Read by the run summary and report (pipeline/reporting) and by the model card of
 from __future__ import annotations
 
 from components.evaluator.module import metric_names, top1_precision_recall
-from components.evaluator.noise_aware_gate import read_comparisons
+from components.evaluator.noise_aware_gate import read_comparisons, slice_name
 
 
 def _metric_value(value: dict) -> float | None:
@@ -23,6 +23,11 @@ def _interval(value: dict) -> tuple[float, float] | None:
     if bounded is None:
         return None
     return float(bounded.get("lowerBound", 0.0)), float(bounded.get("upperBound", 0.0))
+
+
+def view_slice_name(slice_key: tuple) -> str:
+    """A slice of TFMA's loaded view ((column, value), ...) named as noise_aware_gate.slice_name names its proto."""
+    return ", ".join(f"{column}={value}" for column, value in slice_key)
 
 
 def load_eval_config(evaluation_uri: str):
@@ -80,7 +85,7 @@ def read_metrics(
         if not slice_key:
             overall = values
         else:
-            slices[", ".join(f"{k}={v}" for k, v in slice_key)] = values
+            slices[view_slice_name(slice_key)] = values
     if multi_label:
         for name in ("precision", "recall"):
             overall[name] = sum(per_class.get(label, {}).get(name, 0.0) for label in label_names) / len(label_names)
@@ -114,7 +119,7 @@ def read_slice_intervals(
                 changes[ours] = (_metric_value(value), *interval)
             else:
                 own[ours] = interval
-        found[", ".join(f"{k}={v}" for k, v in slice_key)] = (own, changes)
+        found[view_slice_name(slice_key)] = (own, changes)
     return found
 
 
@@ -172,9 +177,7 @@ def blessing_reason(evaluation_uri: str, blessed: bool) -> str:
         return "; ".join(["every threshold met", *within])
     failures = []
     for per_slice in result.metric_validations_per_slice:
-        where = ", ".join(
-            f"{k.column}={k.bytes_value.decode() or k.int64_value}" for k in per_slice.slice_key.single_slice_keys
-        )
+        where = slice_name(per_slice.slice_key)
         for failure in per_slice.failures:
             failures.append(describe_failure(failure) + (f" on slice {where}" if where else ""))
     if result.missing_thresholds:

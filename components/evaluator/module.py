@@ -8,6 +8,7 @@ Also passed to the Evaluator as its `module_path`, so the Evaluator's process im
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import apache_beam as beam
 import tensorflow_model_analysis as tfma
@@ -52,38 +53,40 @@ def user_slicing_specs(evaluation: EvaluationConfig) -> list[config_pb2.SlicingS
     return [config_pb2.SlicingSpec(feature_keys=list(spec)) for spec in specs]
 
 
-def _slice_no_regression(evaluation: EvaluationConfig) -> list[config_pb2.PerSliceMetricThreshold]:
-    """Each gated slice column's (or cross's) slices may lose at most its allowed AUC against the baseline; the
-    noise-aware gate (noise_aware_gate.py) then keeps only the losses whose paired interval lies beyond it."""
+def _on_gated_slices(
+    evaluation: EvaluationConfig, threshold: Callable[[float], config_pb2.MetricThreshold]
+) -> list[config_pb2.PerSliceMetricThreshold]:
+    """`threshold(allowed AUC loss)` on the slices of each gated slice column and cross."""
     return [
         config_pb2.PerSliceMetricThreshold(
-            slicing_specs=[config_pb2.SlicingSpec(feature_keys=list(spec))],
-            threshold=config_pb2.MetricThreshold(
-                change_threshold=config_pb2.GenericChangeThreshold(
-                    direction=config_pb2.MetricDirection.HIGHER_IS_BETTER, absolute={"value": -loss - 1e-10}
-                )
-            ),
+            slicing_specs=[config_pb2.SlicingSpec(feature_keys=list(spec))], threshold=threshold(loss)
         )
         for spec, loss in evaluation.gated_slices().items()
     ]
 
 
+def _slice_no_regression(evaluation: EvaluationConfig) -> list[config_pb2.PerSliceMetricThreshold]:
+    """Each gated slice column's (or cross's) slices may lose at most its allowed AUC against the baseline; the
+    noise-aware gate (noise_aware_gate.py) then keeps only the losses whose paired interval lies beyond it."""
+    return _on_gated_slices(
+        evaluation,
+        lambda loss: config_pb2.MetricThreshold(
+            change_threshold=config_pb2.GenericChangeThreshold(
+                direction=config_pb2.MetricDirection.HIGHER_IS_BETTER, absolute={"value": -loss - 1e-10}
+            )
+        ),
+    )
+
+
 def example_count(evaluation: EvaluationConfig) -> config_pb2.MetricConfig:
     """ExampleCount, with evaluation.min_slice_examples as the lower bound of each gated slice: a smaller slice
     fails it, and the noise-aware gate reads that failure as "reported, not gated" (its other failures dropped)."""
-    metric = config_pb2.MetricConfig(class_name="ExampleCount")
-    for spec in evaluation.gated_slices():
-        metric.per_slice_thresholds.append(
-            config_pb2.PerSliceMetricThreshold(
-                slicing_specs=[config_pb2.SlicingSpec(feature_keys=list(spec))],
-                threshold=config_pb2.MetricThreshold(
-                    value_threshold=config_pb2.GenericValueThreshold(
-                        lower_bound={"value": evaluation.min_slice_examples}
-                    )
-                ),
-            )
-        )
-    return metric
+    least = config_pb2.MetricThreshold(
+        value_threshold=config_pb2.GenericValueThreshold(lower_bound={"value": evaluation.min_slice_examples})
+    )
+    return config_pb2.MetricConfig(
+        class_name="ExampleCount", per_slice_thresholds=_on_gated_slices(evaluation, lambda _: least)
+    )
 
 
 def _bound(lower: float) -> list[config_pb2.PerSliceMetricThreshold]:

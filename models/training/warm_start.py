@@ -48,6 +48,12 @@ class StartChoice:
         return f"{kind} {self.source} ({self.reason})"
 
 
+def asks_for_blessed(mode: WarmStart, spanned: bool) -> bool:
+    """Whether the run is handed the latest blessed model of its task to start from: always, or auto on data that
+    comes in spans (each run a retrain on a new span); the Trainer then checks it is the same encoder."""
+    return mode == "always" or (mode == "auto" and spanned)
+
+
 def encoder_difference(pretrained: Mapping[str, Any], blessed: Mapping[str, Any]) -> str | None:
     """How the blessed model's encoder differs from the configured checkpoint's (config.json), or None."""
     changed = [

@@ -28,6 +28,7 @@ from components.tuner.config import TUNING_KEY
 from models.errors import UserError
 from models.names import TEXT_FEATURE, TEXT_PAIR_FEATURE
 from models.task import TaskContract, task_contract
+from models.training.warm_start import asks_for_blessed
 from pipeline.configs import PipelineConfig
 from pipeline.node_ids import (
     BASELINE_RESOLVER,
@@ -130,7 +131,8 @@ def create_components(
     tuner = tuner_component(config, data, cloud.tuning_config if vertex else None)
     # Kubeflow's v2 backend runs no resolver nodes: there the Evaluator has no baseline and no retrain starts warm.
     resolver = baseline_resolver(config, vertex) if cloud is None or vertex else None
-    warm_from = resolver if resolver is not None and warm_start_asked(config) else None
+    warm = asks_for_blessed(config.training.warm_start, is_spanned(config.dataset))
+    warm_from = resolver if resolver is not None and warm else None
     trainer = trainer_component(config, run, data, cloud.training_config if vertex else None, tuner, warm_from)
     evaluator = evaluator_component(config, data, trainer, resolver)
     pusher = pusher_component(config, trainer, evaluator, cloud.serving_config if vertex else None)
@@ -214,14 +216,6 @@ def training_inputs(data: DataComponents) -> dict[str, Any]:
         "train_args": tfx.proto.TrainArgs(splits=["train"]),
         "eval_args": tfx.proto.EvalArgs(splits=["eval"]),
     }
-
-
-def warm_start_asked(config: PipelineConfig) -> bool:
-    """Whether the Trainer is handed the latest blessed model of the task to start from: training.warm_start
-    always, or auto on span-versioned data (each run a retrain on a new span); the Trainer then checks it is the
-    same encoder (models/training/warm_start.py)."""
-    mode = config.training.warm_start
-    return mode == "always" or (mode == "auto" and is_spanned(config.dataset))
 
 
 def trainer_component(

@@ -44,7 +44,7 @@ from models.training.lengths import (
     token_lengths,
 )
 from models.training.recipe import RecipeChoice, choose_recipe
-from models.training.warm_start import describe_warm_recipe
+from models.training.warm_start import asks_for_blessed, describe_warm_recipe
 from pipeline.configs import ConfigError, PipelineConfig, check_label_settings
 
 
@@ -105,10 +105,11 @@ class ProbeResult:
         """Where the Trainer's weights will start (training.warm_start), and what a warm start changes, with why."""
         training, model = self.config.training, self.config.model
         pretrained = f"the pretrained {model.name}"
-        if training.warm_start == "never":
-            return f"{pretrained} (training.warm_start: never)"
-        if training.warm_start == "auto" and not is_spanned(self.config.dataset):
-            return f"{pretrained} (training.warm_start: auto warm-starts span retrains; this data has no spans)"
+        if not asks_for_blessed(training.warm_start, is_spanned(self.config.dataset)):
+            why = (
+                "never" if training.warm_start == "never" else "auto warm-starts span retrains; this data has no spans"
+            )
+            return f"{pretrained} (training.warm_start: {why})"
         examples = self.train_examples
         cold = choose_epochs(training.epochs, examples).epochs if examples is not None else None
         recipe = describe_warm_recipe(float(training.learning_rate), cold, training.epochs == AUTO)
