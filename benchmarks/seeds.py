@@ -27,24 +27,23 @@ SECTION = "## Seeds: the default run's accuracy over training seeds (`make bench
 ACCURACY_TARGET = 0.83  # issue #14's bar for the default run
 
 
-def run_seed(seed: int, overrides: list[str], scratch: Path) -> dict:
-    """One whole run at `seed` in a fresh process and pipeline root; returns its summary (see RunSummary)."""
-    root = scratch / f"seed-{seed}"
-    summary = root / "summary.json"
+def run_in_root(root: Path, name: str, settings: list[str], bench: str) -> dict:
+    """One `hftfx run` in a fresh process with its pipeline root and serving dir under `root`; its summary (see
+    RunSummary), written as <root>/<name>.json. Runs sharing a root share its ML Metadata (baselines, warm starts)."""
+    summary = root / f"{name}.json"
     command = [sys.executable, "-m", "pipeline.cli", "run", "--summary-json", str(summary)]
-    settings = [
-        f"training.seed={seed}",
-        f"pipeline_root={root / 'runs'}",
-        f"serving_dir={root / 'serving'}",
-        *overrides,
-    ]
-    for setting in settings:
+    for setting in [f"pipeline_root={root / 'runs'}", f"serving_dir={root / 'serving'}", *settings]:
         command += ["--set", setting]
-    print(f"[bench-seeds] seed {seed}: {' '.join(command[3:])}", flush=True)
+    print(f"[{bench}] {root.name} {name}: {' '.join(command[3:])}", flush=True)
     done = subprocess.run(command, check=False)
     if done.returncode:
-        raise SystemExit(f"bench-seeds: the run at seed {seed} failed (exit {done.returncode})")
+        raise SystemExit(f"{bench}: the {name} run in {root} failed (exit {done.returncode})")
     return json.loads(summary.read_text())
+
+
+def run_seed(seed: int, overrides: list[str], scratch: Path) -> dict:
+    """One whole run at `seed` in a fresh process and pipeline root; returns its summary (see RunSummary)."""
+    return run_in_root(scratch / f"seed-{seed}", "summary", [f"training.seed={seed}", *overrides], "bench-seeds")
 
 
 def row(seed: int, summary: dict) -> dict:

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import platform
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from benchmarks.reference import publish_sections, table_section
+from benchmarks.seeds import run_in_root
+
+BENCH = "bench-warm-start"
 
 SECTION = (
     "## Warm starts: a span retrain from the blessed model against the same retrain cold (`make bench-warm-start`)"
@@ -50,19 +50,6 @@ def write_spans(data: Path, span_rows: int, test_rows: int, seed: int = 0) -> No
             writer.writerows(part)
     for span in (1, 2):
         (data / f"span-{span}" / "_SUCCESS").write_text("")
-
-
-def run(root: Path, name: str, settings: list[str]) -> dict:
-    """One `hftfx run` in its own process in the seed's pipeline root; its summary."""
-    summary = root / f"{name}.json"
-    command = [sys.executable, "-m", "pipeline.cli", "run", "--summary-json", str(summary)]
-    for setting in [f"pipeline_root={root / 'runs'}", f"serving_dir={root / 'serving'}", *settings]:
-        command += ["--set", setting]
-    print(f"[bench-warm-start] {root.name} {name}: {' '.join(command[3:])}", flush=True)
-    done = subprocess.run(command, check=False)
-    if done.returncode:
-        raise SystemExit(f"bench-warm-start: the {name} run in {root} failed (exit {done.returncode})")
-    return json.loads(summary.read_text())
 
 
 def measured(summary: dict) -> dict:
@@ -143,9 +130,10 @@ def main(argv=None) -> int:
         for seed in args.seeds:
             root = Path(scratch) / f"seed-{seed}"
             common = [*spans, f"training.seed={seed}", *args.set]
-            runs = {"span 1 cold": run(root, "span-1", [*common, "dataset.span=1"])}
-            runs["span 2 warm"] = run(root, "span-2-warm", [*common, "dataset.span=2"])
-            runs["span 2 cold"] = run(root, "span-2-cold", [*common, "dataset.span=2", "training.warm_start=never"])
+            runs = {"span 1 cold": run_in_root(root, "span-1", [*common, "dataset.span=1"], BENCH)}
+            runs["span 2 warm"] = run_in_root(root, "span-2-warm", [*common, "dataset.span=2"], BENCH)
+            cold = [*common, "dataset.span=2", "training.warm_start=never"]
+            runs["span 2 cold"] = run_in_root(root, "span-2-cold", cold, BENCH)
             results[seed] = {name: measured(summary) for name, summary in runs.items()}
     publish_sections([render(results, args, time.monotonic() - started)], Path(args.out))
     return 0
