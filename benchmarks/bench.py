@@ -22,7 +22,7 @@ import tf_keras
 
 from benchmarks import reference
 from components.example_gen.sources import rotten_tomatoes_reviews
-from components.trainer.module import bucket_by_length, compile_for_training, length_buckets, without_autotuning
+from components.trainer.module import bucket_by_length, chosen_batch_widths, compile_for_training, without_autotuning
 from components.trainer.training_meter import TrainingMeter, record_batch_shapes
 from models.hardware import distribution
 from models.hardware.flops import EncoderShape
@@ -30,8 +30,8 @@ from models.hardware.machine_peak import matmul_peak
 from models.hub.pretrained import build_classifier, model_files, packaged_model_dir
 from models.serving.signatures import model_logits
 from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
-from models.training.config import TrainingConfig
-from pipeline.configs import PipelineConfig, load_config
+from models.training.config import ModelConfig, TrainingConfig
+from pipeline.config.pipeline_config import PipelineConfig, load_config
 from pipeline.machine.estimate import DEFAULT_RUN_FILE, train_split_lengths
 
 MAX_LEN, BATCH = 64, 32
@@ -91,7 +91,7 @@ def training_examples(steps: int):
 
 def trainer_batches(examples: tf.data.Dataset, training: TrainingConfig) -> tf.data.Dataset:
     """Batches as the Trainer's loop cuts them: length buckets of the default config (auto: chosen on these texts)."""
-    buckets = length_buckets(training.length_buckets, MAX_LEN, examples.batch(BATCH))
+    buckets = chosen_batch_widths(training.batch_widths, MAX_LEN, examples.batch(BATCH))
     return bucket_by_length(examples.batch(BATCH), BATCH, buckets, MAX_LEN)
 
 
@@ -181,10 +181,12 @@ def _transform_seconds(model_dir: Path, texts: list[str]) -> float:
     import tensorflow_transform.beam as tft_beam
     from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
-    from components.transform.module import preprocessing_fn, transform_custom_config
+    from components.transform.config import TransformSettings
+    from components.transform.module import preprocessing_fn
     from models.names import LABEL_FEATURE, TEXT_FEATURE
 
-    custom_config = transform_custom_config(str(model_dir), None, MAX_LEN, (16, 32))
+    model = ModelConfig(name=str(model_dir), max_seq_length=MAX_LEN)
+    custom_config = TransformSettings(model=model, length_slice_edges=(16, 32)).as_custom_config()
     schema = schema_utils.schema_from_feature_spec(
         {TEXT_FEATURE: tf.io.FixedLenFeature([], tf.string), LABEL_FEATURE: tf.io.FixedLenFeature([], tf.int64)}
     )
@@ -331,7 +333,7 @@ def batch_prediction_throughput(serving_dir: Path, rows: int) -> list[Row]:
 
     from components.scorer.job import BatchJob, run_batch_prediction
     from models.serving.pushed_model import load_serving_model
-    from pipeline.configs import LOCAL_BEAM_RUNNER
+    from pipeline.config.pipeline_config import LOCAL_BEAM_RUNNER
 
     try:
         version_dir, exported = load_serving_model(serving_dir)
@@ -414,7 +416,7 @@ def write_reference(config: PipelineConfig, bench: dict | None = None, run_figur
 
 def pipeline_figures(config: PipelineConfig) -> list[Row]:
     """The latest run's component times and utilization (ML Metadata), wall time and memory (its summary JSON)."""
-    from pipeline.node_ids import TRAINER
+    from components.node_ids import TRAINER
     from pipeline.reporting.metadata_reader import summarize
     from pipeline.reporting.report import run_summary_json_path
 

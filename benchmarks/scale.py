@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from benchmarks.reference import publish_sections, table_section
-from pipeline.configs import MULTI_PROCESSING_BEAM_ARGS, PipelineConfig
+from pipeline.config.pipeline_config import MULTI_PROCESSING_BEAM_ARGS, PipelineConfig
 
 SHARD_ROWS = 100_000
 SECTION = "## Scale: the data components as the rows grow (`make bench-scale`)"
@@ -67,8 +67,8 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
     from components.local_beam import local_beam_runner
-    from pipeline.configs import load_config
-    from pipeline.node_ids import TRAINER
+    from components.node_ids import TRAINER
+    from pipeline.config.pipeline_config import load_config
     from pipeline.orchestration.dag import create_components
     from pipeline.orchestration.probe import probe
 

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from benchmarks.reference import publish_sections, table_section
-from pipeline.configs import PipelineConfig
+from pipeline.config.pipeline_config import PipelineConfig
 
 SECTION = "## Seeds: the default run's accuracy over training seeds (`make bench-seeds`)"
 ACCURACY_TARGET = 0.83  # issue #14's bar for the default run

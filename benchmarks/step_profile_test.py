@@ -29,7 +29,7 @@ def test_the_profile_of_real_training_steps_puts_the_transformer_s_work_in_its_k
 
     from components.trainer.module import compile_for_training
     from models.encoders import classifier
-    from pipeline.configs import TrainingConfig
+    from pipeline.config.pipeline_config import TrainingConfig
     from tests.tiny_model import tiny_bert_config
 
     ids = np.array([[101, 2204, 3185, 102], [101, 6659, 102, 0]] * 4, np.int64)

@@ -18,7 +18,9 @@ def local_beam_runner() -> Iterator[None]:
     Set as Beam's default rather than passed as `--runner`: given any Beam argument, TFX 1.21 builds an sdist of
     itself for every component (see PipelineConfig.beam_args). An explicit `--runner` still wins.
     """
-    from apache_beam.options.pipeline_options import StandardOptions  # here: pipeline.configs imports this module
+    from apache_beam.options.pipeline_options import (
+        StandardOptions,  # here: pipeline.config.pipeline_config imports this module
+    )
 
     saved = StandardOptions.DEFAULT_RUNNER
     StandardOptions.DEFAULT_RUNNER = LOCAL_BEAM_RUNNER

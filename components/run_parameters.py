@@ -14,7 +14,7 @@ from typing import Any
 
 from models.config_section import ConfigError
 
-PipelineConfig = Any  # pipeline.configs.PipelineConfig, which composes this layer's sections (not imported upward)
+PipelineConfig = Any  # pipeline/config/pipeline_config.py, which composes this layer's sections (not imported upward)
 
 
 @dataclasses.dataclass(frozen=True)

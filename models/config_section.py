@@ -28,6 +28,15 @@ class ConfigSection(pydantic.BaseModel):
     Numbers are taken where text is expected: YAML reads `revision: 2024` or `{header: 0}` as numbers."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", coerce_numbers_to_str=True)
+    RENAMED: typing.ClassVar[dict[str, str]] = {}  # old key -> its new name: a config of an older release is told
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _renamed_keys_name_their_new_name(cls, values: Any) -> Any:
+        if isinstance(values, Mapping):
+            for old in sorted(set(cls.RENAMED) & set(values)):
+                raise ValueError(f"'{old}' was renamed '{cls.RENAMED[old]}': set {cls.RENAMED[old]} instead")
+        return values
 
 
 def flag(name: str) -> dict[str, dict[str, str]]:
@@ -145,7 +154,7 @@ def _message(detail: Mapping[str, Any]) -> str:
 
 
 def _dotted(loc: tuple, cls: type[pydantic.BaseModel], key: str) -> tuple[str, Any, type[pydantic.BaseModel]]:
-    """('training', 'length_buckets', 0) -> 'training.length_buckets[0]', the field it falls in and the innermost
+    """('training', 'batch_widths', 0) -> 'training.batch_widths[0]', the field it falls in and the innermost
     section on the way (the one an unknown key was given to)."""
     path, field, model, section = key, None, cls, cls
     for part in loc:

@@ -39,7 +39,7 @@ WINDOW_MASK = "window_mask"
 TOKEN_COUNT = "token_count"  # tokens before truncation, special tokens excluded
 TRUNCATED = "truncated"  # 1 where tokens were cut to fit model.max_seq_length
 UNKNOWN_TOKENS = "unknown_tokens"  # kept tokens that are [UNK]
-LENGTH_BUCKET = "length_bucket"  # "0-16", "17-32", "33+": evaluation.length_buckets as slice names
+LENGTH_BUCKET = "length_bucket"  # "0-16", "17-32", "33+": evaluation.length_slice_edges as slice names
 SLICE_FEATURES = (LENGTH_BUCKET, TOKEN_COUNT, TRUNCATED)  # what TFMA slices the test split on
 # Names the examples use: a user's slice column cannot take one.
 RESERVED_FEATURES = (

@@ -14,7 +14,7 @@ from components.example_gen.sources import DatasetSourceError
 from components.example_gen.splitting import DatasetContentError
 from models.hub.pretrained import ModelFilesError, UnsupportedModelError
 from models.tokenizers.tokenizer import UnsupportedTokenizerError
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.orchestration import preflight
 from pipeline.orchestration.probe import probe
 
@@ -26,7 +26,7 @@ def _csv(tmp_path, rows, name="data.csv"):
 
 
 def _config(tmp_path, model_dir, **dataset):
-    return configs.load_config(
+    return pipeline_config.load_config(
         overrides={
             "model.name": str(model_dir),
             "pipeline_root": str(tmp_path / "root"),
@@ -129,8 +129,8 @@ def test_empty_and_whitespace_texts_are_kept_and_defined(tmp_path, tiny_bert_dir
 
 
 def test_max_seq_length_over_the_position_limit(tmp_path, tiny_bert_dir):
-    config = configs.load_config(overrides={"model.name": str(tiny_bert_dir), "model.max_seq_length": 512})
-    with pytest.raises(configs.ConfigError, match="over the model's position limit 128"):
+    config = pipeline_config.load_config(overrides={"model.name": str(tiny_bert_dir), "model.max_seq_length": 512})
+    with pytest.raises(pipeline_config.ConfigError, match="over the model's position limit 128"):
         probe(config)
 
 
@@ -145,7 +145,7 @@ def test_model_directory_missing_a_file(tmp_path, tiny_bert_dir, removed, named)
     for name in removed:
         (copy / name).unlink()
     with pytest.raises(ModelFilesError, match=named.replace(".", r"\.")):
-        probe(configs.load_config(overrides={"model.name": str(copy)}))
+        probe(pipeline_config.load_config(overrides={"model.name": str(copy)}))
 
 
 def test_non_wordpiece_tokenizer(tmp_path, tiny_bert_dir):
@@ -161,30 +161,30 @@ def test_non_wordpiece_tokenizer(tmp_path, tiny_bert_dir):
     bpe.train_from_iterator(["some words for a byte pair model"] * 5, trainers.BpeTrainer(special_tokens=["<unk>"]))
     PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>").save_pretrained(copy)
     with pytest.raises(UnsupportedTokenizerError, match="supports WordPiece"):
-        probe(configs.load_config(overrides={"model.name": str(copy)}))
+        probe(pipeline_config.load_config(overrides={"model.name": str(copy)}))
 
 
 @pytest.mark.parametrize("key", ["evaluation.min_accuracy", "evaluation.min_auc", "evaluation.max_auc_regression"])
 def test_thresholds_outside_unit_interval(key):
-    with pytest.raises(configs.ConfigError, match=rf"{key} = 1.5: should be at most 1 \("):
-        configs.load_config(overrides={key: 1.5})
+    with pytest.raises(pipeline_config.ConfigError, match=rf"{key} = 1.5: should be at most 1 \("):
+        pipeline_config.load_config(overrides={key: 1.5})
 
 
 def test_pipeline_root_that_cannot_be_written(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    config = configs.load_config(overrides={"pipeline_root": str(blocker / "root")})
-    with pytest.raises(configs.ConfigError, match=r"pipeline_root .* is not writable"):
+    config = pipeline_config.load_config(overrides={"pipeline_root": str(blocker / "root")})
+    with pytest.raises(pipeline_config.ConfigError, match=r"pipeline_root .* is not writable"):
         preflight.check_paths(config)
 
 
 def test_serving_dir_that_is_a_file(tmp_path):
     (tmp_path / "serving").mkdir()
     (tmp_path / "serving" / "text_classifier").write_text("not a folder")
-    config = configs.load_config(
+    config = pipeline_config.load_config(
         overrides={"pipeline_root": str(tmp_path / "root"), "serving_dir": str(tmp_path / "serving")}
     )
-    with pytest.raises(configs.ConfigError, match=r"serving_dir .* is a file, not a folder"):
+    with pytest.raises(pipeline_config.ConfigError, match=r"serving_dir .* is a file, not a folder"):
         preflight.check_paths(config)
 
 
@@ -250,14 +250,14 @@ def _t5_folder(directory, family_model_dir):
 def test_an_architecture_without_an_encoder_of_ours_is_refused_before_any_component(tmp_path, family_model_dir):
     model = _t5_folder(tmp_path / "t5", family_model_dir)  # and no weights: the architecture is the reason
     with pytest.raises(UnsupportedModelError, match=r"'t5' model, which cannot be fine-tuned.*ModernBERT"):
-        probe(configs.load_config(overrides={"model.name": str(model)}))
+        probe(pipeline_config.load_config(overrides={"model.name": str(model)}))
 
 
 def test_roberta_style_positions_start_after_the_padding_id(family_model_dir):
     """max_position_embeddings 130 with pad id 1: RoBERTa's embeddings number positions 2.., so 128 fit."""
     model = family_model_dir("roberta")
-    with pytest.raises(configs.ConfigError, match="over the model's position limit 128; use at most 128"):
-        probe(configs.load_config(overrides={"model.name": str(model), "model.max_seq_length": 130}))
+    with pytest.raises(pipeline_config.ConfigError, match="over the model's position limit 128; use at most 128"):
+        probe(pipeline_config.load_config(overrides={"model.name": str(model), "model.max_seq_length": 130}))
 
 
 def test_the_tokenizer_is_checked_before_the_weights(tmp_path, family_model_dir):
@@ -267,7 +267,7 @@ def test_the_tokenizer_is_checked_before_the_weights(tmp_path, family_model_dir)
     (copy / "sentencepiece.bpe.model").unlink()
     (copy / "model.safetensors").unlink()
     with pytest.raises(ModelFilesError, match=r"no SentencePiece model file \(sentencepiece\.bpe\.model\)"):
-        probe(configs.load_config(overrides={"model.name": str(copy)}))
+        probe(pipeline_config.load_config(overrides={"model.name": str(copy)}))
 
 
 def test_compile_runs_the_model_preflight(tmp_path, family_model_dir):
@@ -290,7 +290,7 @@ def test_funnel_which_transformers_5_computes_only_in_pytorch_is_refused_with_th
     """Funnel trained as transformers 4.57's TF class until transformers dropped TensorFlow; no encoder of ours
     computes it: refused before any component, the message naming the families that do."""
     with pytest.raises(UnsupportedModelError, match=r"'funnel' model, which cannot be fine-tuned here.*ModernBERT"):
-        probe(configs.load_config(overrides={"model.name": str(family_model_dir("funnel"))}))
+        probe(pipeline_config.load_config(overrides={"model.name": str(family_model_dir("funnel"))}))
 
 
 def test_a_tf_only_checkpoint_is_refused_with_the_conversion(tmp_path, tiny_bert_dir):
@@ -299,7 +299,7 @@ def test_a_tf_only_checkpoint_is_refused_with_the_conversion(tmp_path, tiny_bert
     copy = shutil.copytree(tiny_bert_dir, tmp_path / "model")
     (copy / "model.safetensors").rename(copy / "tf_model.h5")
     with pytest.raises(ModelFilesError, match=r"tf_model\.h5 is not read.*from_tf=True"):
-        probe(configs.load_config(overrides={"model.name": str(copy)}))
+        probe(pipeline_config.load_config(overrides={"model.name": str(copy)}))
 
 
 def test_float_scores_are_refused_at_preflight_as_regression(tmp_path, tiny_bert_dir):
@@ -345,11 +345,11 @@ def test_multi_label_settings_are_checked_against_the_probed_task(tmp_path, tiny
 
     def with_thresholds(name, thresholds):
         values = _config(tmp_path, tiny_bert_dir, name=name).model_dump(mode="json")
-        return configs.load_config(overrides={**values, "evaluation": {"decision_thresholds": thresholds}})
+        return pipeline_config.load_config(overrides={**values, "evaluation": {"decision_thresholds": thresholds}})
 
-    with pytest.raises(configs.ConfigError, match="decision_thresholds is for multi-label tasks"):
+    with pytest.raises(pipeline_config.ConfigError, match="decision_thresholds is for multi-label tasks"):
         probe(with_thresholds(single_path, {"a": 0.3}))
-    with pytest.raises(configs.ConfigError, match=r"decision_thresholds names \['c'\]"):
+    with pytest.raises(pipeline_config.ConfigError, match=r"decision_thresholds names \['c'\]"):
         probe(with_thresholds(path, {"c": 0.3}))
 
 
@@ -474,7 +474,7 @@ def _csv_with(tmp_path, column: str, values) -> str:
 )
 def test_a_slice_column_that_cannot_slice_is_refused_before_any_component(tmp_path, tiny_bert_dir, values, message):
     column = "lang" if message.startswith("slice column\\(s\\)") else "language"
-    config = configs.load_config(
+    config = pipeline_config.load_config(
         overrides={
             "model.name": str(tiny_bert_dir),
             "pipeline_root": str(tmp_path / "root"),

@@ -50,7 +50,7 @@ def custom_job_request(spec):
     # __init__ would build a GAPIC client (credentials); create_training_job needs only the region.
     client = training_clients.VertexJobClient.__new__(training_clients.VertexJobClient)
     client._region = region
-    job = client.create_training_job({}, {}, {}, "components.trainer.component.Executor", job_args, None, None)
+    job = client.create_training_job({}, {}, {}, "components.trainer.executor.Executor", job_args, None, None)
     return aiplatform_v1.CreateCustomJobRequest(
         parent=f"projects/{project}/locations/{region}", custom_job=aiplatform_v1.CustomJob(job)
     )

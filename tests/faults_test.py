@@ -15,7 +15,7 @@ import tensorflow as tf
 
 # TFX reloads components.trainer.module when it runs run_fn, so its classes are looked up at call time.
 from components.trainer import module as trainer
-from pipeline.configs import load_config
+from pipeline.config.pipeline_config import load_config
 from pipeline.orchestration import preflight
 from pipeline.reporting.metadata_reader import summarize
 from pipeline.reporting.report import run_report_path, run_summary_json_path

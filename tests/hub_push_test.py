@@ -18,7 +18,7 @@ import pytest
 from components.publisher.config import HubConfig
 from components.publisher.hub_push import HubPushError, check_credentials, push_folder, run_tag, untagged_run_id
 from components.publisher.model_card import parse_card
-from pipeline import configs
+from pipeline.config import pipeline_config
 from tests.fake_hub import XET_OFF, FakeHub, serve_hub
 from tests.tiny_model import tiny_run_command
 
@@ -83,8 +83,8 @@ def test_run_ids_become_tags_git_accepts():
     [("no-namespace", "needs its namespace"), ("a//b", "is not a Hub repo id"), ("x/" + "n" * 100, "is not a Hub")],
 )
 def test_a_bad_repo_id_is_a_config_error(repo_id, message):
-    with pytest.raises(configs.ConfigError, match=message):
-        configs.load_config(overrides={"hub.repo_id": repo_id})
+    with pytest.raises(pipeline_config.ConfigError, match=message):
+        pipeline_config.load_config(overrides={"hub.repo_id": repo_id})
 
 
 def test_a_run_without_a_run_id_is_tagged_by_its_weights_so_a_later_model_is_still_pushed(tmp_path):

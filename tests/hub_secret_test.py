@@ -19,8 +19,8 @@ from google.protobuf import json_format
 
 from components.publisher.config import HubConfig
 from models.hub.hub_token import SECRET_MANAGER_ENDPOINT_ENV, TOKEN_SECRET_ENV
-from pipeline import configs
 from pipeline.cloud.kubeflow_v2_runner import compile_spec
+from pipeline.config import pipeline_config
 from tests import fake_secret_manager, fake_vertex
 from tests.fake_hub import XET_OFF, Commit, FakeHub, Repo, serve_hub
 
@@ -35,7 +35,7 @@ PUBLISHED = "reviews-team/published-sentiment"
 
 def test_the_compiled_spec_gives_every_container_the_secrets_name_and_never_the_token(monkeypatch):
     monkeypatch.setenv("HF_TOKEN", TOKEN)  # even with a token in the shell that compiles
-    config = configs.load_config(
+    config = pipeline_config.load_config(
         ROOT / "configs/vertex.yaml",
         {
             "model.name": "gs://my-bucket/models/tiny-bert",
@@ -64,11 +64,11 @@ def test_the_compiled_spec_gives_every_container_the_secrets_name_and_never_the_
 
 
 def test_a_cloud_push_without_a_token_secret_is_refused_before_compiling():
-    config = configs.load_config(ROOT / "configs/vertex.yaml", {"hub.repo_id": PUBLISHED})
-    with pytest.raises(configs.ConfigError, match=r"set hub.token_secret to its version"):
+    config = pipeline_config.load_config(ROOT / "configs/vertex.yaml", {"hub.repo_id": PUBLISHED})
+    with pytest.raises(pipeline_config.ConfigError, match=r"set hub.token_secret to its version"):
         compile_spec(config)
-    with pytest.raises(configs.ConfigError, match=r"is not a Secret Manager secret version"):
-        configs.load_config(overrides={"hub.token_secret": "hf-token"})
+    with pytest.raises(pipeline_config.ConfigError, match=r"is not a Secret Manager secret version"):
+        pipeline_config.load_config(overrides={"hub.token_secret": "hf-token"})
 
 
 # What a component that reaches the Hub does in its container: download the (private) base model, and for the

@@ -41,10 +41,10 @@ def tiny_overrides() -> dict[str, Any]:
 
 def compile_for_local(root: Path, image: str) -> tuple[Path, Path]:
     """The tiny Kubeflow spec, with its serving directory under `root`; returns (spec path, serving dir)."""
-    from pipeline import configs
     from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
+    from pipeline.config import pipeline_config
 
-    config = configs.load_config(PROFILE, tiny_overrides())
+    config = pipeline_config.load_config(PROFILE, tiny_overrides())
     # Under the pipeline root: the one folder kfp.local mounts into every task's container.
     spec_path, serving = root / "pipeline-kubeflow-tiny.yaml", root / "kfp-root" / "serving"
     compile_pipeline(config, spec_path)

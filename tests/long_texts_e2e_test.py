@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 from tests import user_datasets
 from tests.float_bounds import probability_bound
@@ -57,7 +57,7 @@ def windowed(tmp_path_factory, sensitive_bert_dir):
         "model.window_stride": STRIDE,
         "dataset": {"name": str(data), "text_column": "page", "label_column": "verdict"},
     }
-    config = configs.load_config(overrides=overrides)
+    config = pipeline_config.load_config(overrides=overrides)
     return config, run_local(config)
 
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 from tests.serve_request import serve_check
 from tests.tiny_model import tiny_overrides
@@ -45,7 +45,7 @@ def family_run(request, tmp_path_factory, family_model_dir):
     model_dir = family_model_dir(request.param)
     workdir = tmp_path_factory.mktemp(f"{request.param}-run")
     overrides = {**tiny_overrides(workdir, model_dir, 32), "dataset.limits": {"train": 256, "eval": 64, "test": 96}}
-    return request.param, run_local(configs.load_config(overrides=overrides))
+    return request.param, run_local(pipeline_config.load_config(overrides=overrides))
 
 
 def test_trains_blesses_and_pushes(family_run):

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 from tests import torch_reference_env as reference
 from tests.hf_export_check import BUCKET_TEXTS, hf_probabilities, serving_probabilities
@@ -60,7 +60,7 @@ def test_check_names_the_path_positions_window_tokenizer_and_recipe(modernbert_d
 
     overrides = {**tiny_overrides(tmp_path, modernbert_dir, 32), **LIMITS}
     out = io.StringIO()
-    check_run(configs.load_config(overrides=overrides), stream=out)
+    check_run(pipeline_config.load_config(overrides=overrides), stream=out)
     out = out.getvalue()
     assert "modernbert: our Keras encoder, loaded from model.safetensors (ModernBertForSequenceClassification" in out
     assert "512 positions, local attention over 8 tokens in 2 of 4 layers" in out
@@ -79,13 +79,13 @@ def test_a_setting_our_encoder_does_not_compute_is_refused_before_any_component(
     config = json.loads((copy / "config.json").read_text())
     (copy / "config.json").write_text(json.dumps({**config, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}))
     with pytest.raises(UnsupportedModelError, match=r"modernbert model .* has rope_type 'yarn' \(only the default"):
-        probe_model(configs.load_config(overrides={"model.name": str(copy)}))
+        probe_model(pipeline_config.load_config(overrides={"model.name": str(copy)}))
 
 
 @pytest.fixture(scope="module")
 def modernbert_run(modernbert_dir, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("modernbert-run")
-    return run_local(configs.load_config(overrides={**tiny_overrides(workdir, modernbert_dir, 32), **LIMITS}))
+    return run_local(pipeline_config.load_config(overrides={**tiny_overrides(workdir, modernbert_dir, 32), **LIMITS}))
 
 
 def test_trains_blesses_pushes_and_publishes(modernbert_run):

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from models.task import read_contract
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 from tests import user_datasets
 from tests.serve_request import ask, predict_line
@@ -21,7 +21,7 @@ TAGS = list(user_datasets.MULTI_LABEL_TAGS)
 
 
 def config_for(workdir, model_dir, **overrides):
-    return configs.load_config(overrides={**tiny_overrides(workdir, model_dir, 48), **overrides})
+    return pipeline_config.load_config(overrides={**tiny_overrides(workdir, model_dir, 48), **overrides})
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ def local_run(tmp_path_factory, tiny_bert_dir) -> Path:
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
     from components.local_beam import local_beam_runner
-    from pipeline import configs
+    from pipeline.config import pipeline_config
     from pipeline.orchestration.local_runner import prepare_run
 
     workdir = tmp_path_factory.mktemp("multi-worker")
@@ -45,7 +45,7 @@ def local_run(tmp_path_factory, tiny_bert_dir) -> Path:
         **{f"training.{key}": value for key, value in TRAINING.items()},
     }
     with local_beam_runner():
-        whole, _ = prepare_run(configs.load_config(overrides=overrides), stream=io.StringIO())
+        whole, _ = prepare_run(pipeline_config.load_config(overrides=overrides), stream=io.StringIO())
         (trainer,) = [c for c in whole.components if c.id == "Trainer"]
         upstream, frontier = {trainer}, [trainer]
         while frontier:

@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components.publisher.model_card import parse_card
-from components.pusher.executor import PUSH_LOCK
+from components.pusher.local_push import PUSH_LOCK
 from models.hardware.flops import EncoderShape
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 from pipeline.reporting.metadata_reader import open_store
 from tests import vertex_container
@@ -54,7 +54,7 @@ def unlabeled_rows(workdir) -> Path:
 def tiny_config(workdir, model_dir, **evaluation):
     limits = {"train": 384, "eval": 64, "test": 160}
     scoring = {"input": str(unlabeled_rows(workdir)), "id_columns": ["review_id"]}
-    return configs.load_config(
+    return pipeline_config.load_config(
         overrides={**tiny_overrides(workdir, model_dir, 32, **evaluation), "dataset.limits": limits, "scoring": scoring}
     )
 
@@ -112,7 +112,7 @@ def test_every_component_executed_and_is_in_mlmd(first_run):
     assert {
         "components.example_gen.component.HFDatasetExampleGen",
         "components.trainer.component.HFTrainer",
-        "components.evaluator.same_task.TaskEvaluator",
+        "components.evaluator.component.TaskEvaluator",
     } <= types
     assert summary.split_counts == {"train": 384, "eval": 64, "test": 160}
     assert summary.label_names == ["rotten", "fresh"]

@@ -6,7 +6,7 @@ paired intervals, and blessed (within the noise or better); a deliberately weake
 
 import pytest
 
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 
 # About 8 minutes of real-model runs: `make test-all`.
@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def config_for(workdir, **training):
-    return configs.load_config(
+    return pipeline_config.load_config(
         overrides={
             "pipeline_root": str(workdir / "pipeline"),
             "serving_dir": str(workdir / "serving"),

@@ -15,10 +15,11 @@ from cloudevents.http import CloudEvent
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import aiplatform_v1
 
-from pipeline import cli, configs
+from pipeline import cli
 from pipeline.cloud import submit
 from pipeline.cloud.compiled_specs import component_tasks, default_template
 from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
+from pipeline.config import pipeline_config
 from pipeline.retraining import events, vertex
 from tests import fake_vertex
 from tests.fake_vertex import FakeVertex
@@ -57,7 +58,7 @@ def job(span, state, attempt=1):
 
 @pytest.fixture(scope="module")
 def profile():
-    return configs.load_config(PROFILE)
+    return pipeline_config.load_config(PROFILE)
 
 
 @pytest.fixture(scope="module")
@@ -317,29 +318,29 @@ def test_schedule_commands_send_each_request_and_print_what_vertex_answered(prof
         "DeleteScheduleRequest",
     ]
     assert fake.requests()[1].filter == 'display_name="hf-text-classifier-retraining-retrain"'
-    with pytest.raises(configs.ConfigError, match="neither a schedule id"):
+    with pytest.raises(pipeline_config.ConfigError, match="neither a schedule id"):
         command("pause", schedule="nightly")
-    with pytest.raises(configs.ConfigError, match="needs the schedule id"):
+    with pytest.raises(pipeline_config.ConfigError, match="needs the schedule id"):
         command("delete")
-    with pytest.raises(configs.ConfigError, match="needs --cron"):
+    with pytest.raises(pipeline_config.ConfigError, match="needs --cron"):
         command("create", template=template_at_fake)
     assert len(fake.requests()) == 5  # refused before anything was sent
 
 
 @pytest.mark.parametrize("cron", ["every day", "0 3 * *", "0 3 * * 1 2020"])
 def test_bad_cron_expressions_are_refused_with_an_example(cron):
-    with pytest.raises(configs.ConfigError, match="five fields"):
+    with pytest.raises(pipeline_config.ConfigError, match="five fields"):
         vertex.check_cron(cron)
 
 
 def test_a_schedule_time_zone_must_be_an_iana_zone():
     assert vertex.check_cron("TZ=Europe/Paris 0 3 * * 1") == "TZ=Europe/Paris 0 3 * * 1"
-    with pytest.raises(configs.ConfigError, match="'Europe/Pariss' is not an IANA time zone"):
+    with pytest.raises(pipeline_config.ConfigError, match="'Europe/Pariss' is not an IANA time zone"):
         vertex.check_cron("TZ=Europe/Pariss 0 3 * * 1")
 
 
 def test_a_template_compiled_from_another_profile_is_refused_naming_the_keys(profile):
-    with pytest.raises(configs.ConfigError, match="compiled from other settings than this profile") as refused:
+    with pytest.raises(pipeline_config.ConfigError, match="compiled from other settings than this profile") as refused:
         submit.check_template(ROOT / "pipeline.yaml", profile)
     for key in ("dataset.name", "dataset.split_files", "cloud.push_to", "pipeline_name"):
         assert f"{key} (" in str(refused.value)
@@ -374,9 +375,9 @@ def test_schedule_with_its_defaults_sends_the_spec_compiled_from_its_profile(cap
     body, _ = json.JSONDecoder().raw_decode(printed[printed.index("{") :])
     spec = body["schedule"]["createPipelineJobRequest"]["pipelineJob"]["pipelineSpec"]
     assert spec["pipelineInfo"]["name"] == "hf-text-classifier-retraining"
-    with pytest.raises(configs.ConfigError, match="compiled from other settings than this profile"):
-        submit.check_template(ROOT / "pipeline.yaml", configs.load_config(PROFILE))
-    with pytest.raises(configs.ConfigError, match=r"no compiled spec is committed for my\.yaml"):
+    with pytest.raises(pipeline_config.ConfigError, match="compiled from other settings than this profile"):
+        submit.check_template(ROOT / "pipeline.yaml", pipeline_config.load_config(PROFILE))
+    with pytest.raises(pipeline_config.ConfigError, match=r"no compiled spec is committed for my\.yaml"):
         default_template("my.yaml")
 
 

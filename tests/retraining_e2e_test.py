@@ -22,7 +22,7 @@ import textwrap
 import pytest
 import yaml
 
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.reporting.metadata_reader import summarize_all
 from pipeline.retraining import local_trigger
 from tests import span_data
@@ -71,7 +71,7 @@ def scenario(tmp_path_factory):
     overrides = retraining_overrides(workdir, data_dir)
     config_file = workdir / "retraining.yaml"
     config_file.write_text(yaml.safe_dump(overrides))
-    config = configs.load_config(config_file)
+    config = pipeline_config.load_config(config_file)
     seen = {"before_any_span": local_trigger.check(config)}
 
     span_data.write_span(data_dir, 1, span_data.reviews(SPAN_ROWS, seed=1))

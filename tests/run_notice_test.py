@@ -14,8 +14,8 @@ from google.cloud import aiplatform_v1
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from pipeline import configs
 from pipeline.cloud.kubeflow_v2_runner import compile_spec
+from pipeline.config import pipeline_config
 from tests import fake_pubsub, fake_vertex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +25,7 @@ RUNNER = "hftfx-runner@my-gcp-project.iam.gserviceaccount.com"
 
 
 def _profile(**cloud):
-    profile = configs.load_config(ROOT / "configs" / "vertex.yaml")
+    profile = pipeline_config.load_config(ROOT / "configs" / "vertex.yaml")
     return profile.model_copy(update={"cloud": profile.cloud.model_copy(update=cloud)})
 
 
@@ -58,7 +58,7 @@ def test_the_exit_step_runs_after_the_whole_dag_and_gets_its_final_status():
     ],
 )
 def test_a_topic_pubsub_would_refuse_is_refused_before_compiling(topic, message):
-    with pytest.raises(configs.ConfigError, match=message):
+    with pytest.raises(pipeline_config.ConfigError, match=message):
         compile_spec(_profile(notify_topic=topic))
 
 

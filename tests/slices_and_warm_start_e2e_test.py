@@ -18,7 +18,7 @@ import pytest
 from ml_metadata.proto import metadata_store_pb2
 
 from components.publisher.model_card import parse_card
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 from pipeline.reporting.metadata_reader import node_name, open_store
 from pipeline.reporting.report import build_report
@@ -36,9 +36,9 @@ def config_for(workdir: Path, model_dir: Path, intervals: str = "auto", **traini
     overrides = tiny_overrides(workdir, model_dir, 32, max_auc_regression=0.1, confidence_intervals=intervals)
     # One length slice instead of three: each slice costs the Evaluator's intervals about 7 s per model.
     overrides["evaluation"].update(
-        slice_columns=["language"], min_slice_examples=50, slice_thresholds={"language": 0.05}, length_buckets=[999]
+        slice_columns=["language"], min_slice_examples=50, slice_thresholds={"language": 0.05}, length_slice_edges=[999]
     )
-    return configs.load_config(
+    return pipeline_config.load_config(
         overrides={
             **overrides,
             "training.epochs": "auto",

@@ -9,7 +9,7 @@ baseline, not the newer 3-class one.
 import pytest
 
 from models.task import read_contract
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 from pipeline.orchestration.preflight import ServingContractError
 from pipeline.reporting.metadata_reader import open_store, summarize_all
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.e2e
 
 def config_for(workdir, model_dir, **overrides):
     base = {**tiny_overrides(workdir, model_dir, 32), "dataset.limits": {"train": 256, "eval": 64, "test": 96}}
-    return configs.load_config(overrides={**base, **overrides})
+    return pipeline_config.load_config(overrides={**base, **overrides})
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 from tfx.types import artifact_utils, standard_artifacts
 
-TRAINER_EXECUTOR = "components.trainer.component.Executor"
+TRAINER_EXECUTOR = "components.trainer.executor.Executor"
 
 
 def recorded_trainer_inputs(sqlite: Path) -> tuple[dict[str, list], dict[str, Any]]:
@@ -81,7 +81,7 @@ def trainer_custom_job(recorded: tuple[dict, dict], root: Path, workers: int, **
     """The CustomJob a Vertex profile with `workers` workers gives the Trainer (vertex_training_config), for the
     `recorded` (inputs, exec properties) trained with these training.* values, its outputs new under `root`."""
     from pipeline.cloud.profile import vertex_training_config
-    from pipeline.cloud_config import CloudConfig
+    from pipeline.config.cloud import CloudConfig
 
     inputs, properties = recorded
     cloud = CloudConfig(

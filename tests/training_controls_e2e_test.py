@@ -7,7 +7,7 @@ import csv
 import pytest
 
 from models.training.epochs import MAX_AUTO_EPOCHS
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 from tests import user_datasets
 from tests.tiny_model import tiny_overrides
@@ -38,7 +38,7 @@ def config_for(workdir, model_dir, csv_path, **evaluation):
         # min_delta 10 makes every epoch after the first "no improvement": patience 2 stops after epoch 3.
         "training.early_stopping": {"min_delta": 10.0, "metric": "val_loss"},
     }
-    return configs.load_config(overrides=overrides)
+    return pipeline_config.load_config(overrides=overrides)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 from ml_metadata.proto import metadata_store_pb2
 
 from components.publisher.model_card import parse_card
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 from pipeline.reporting.metadata_reader import node_name, open_store
 from pipeline.reporting.report import build_report
@@ -32,7 +32,7 @@ def tuned_run(tmp_path_factory, tiny_bert_dir):
             "search": {"learning_rate": {"min": 1e-5, "max": 3e-3}, "batch_size": [8, 16], "epochs": [1, 2]},
         },
     }
-    config = configs.load_config(overrides=overrides)
+    config = pipeline_config.load_config(overrides=overrides)
     return config, run_local(config)
 
 

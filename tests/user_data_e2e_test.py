@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 from tests import user_datasets
 from tests.float_bounds import probability_bound
@@ -31,9 +31,11 @@ pytestmark = pytest.mark.e2e
 WIDTH = 48  # max_seq_length of these runs
 
 
-def run_config(workdir: Path, model_dir: Path, settings: dict | None = None, **dataset) -> configs.PipelineConfig:
+def run_config(
+    workdir: Path, model_dir: Path, settings: dict | None = None, **dataset
+) -> pipeline_config.PipelineConfig:
     overrides = {**tiny_overrides(workdir, model_dir, WIDTH), **(settings or {}), "dataset": dataset}
-    return configs.load_config(overrides=overrides)
+    return pipeline_config.load_config(overrides=overrides)
 
 
 @pytest.fixture(scope="module")

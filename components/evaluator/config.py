@@ -20,6 +20,8 @@ BucketEdges = increasing_ints(1)
 class EvaluationConfig(ConfigSection):
     """Blessing rules: absolute lower bounds and no regression against the latest blessed model."""
 
+    RENAMED = {"length_buckets": "evaluation.length_slice_edges"}  # noqa: RUF012  (training's batch widths shared it)
+
     min_accuracy: Share = Field(
         0.7, description="blessing needs at least this test accuracy", json_schema_extra=flag("--min-accuracy")
     )
@@ -47,7 +49,10 @@ class EvaluationConfig(ConfigSection):
         description="multi-label: a label is predicted when its probability reaches its threshold here (default "
         "0.5); serving and the per-label precision / recall / F1 use the same values",
     )
-    length_buckets: BucketEdges = Field((16, 32), description="token-count bucket edges of the text-length slices")
+    length_slice_edges: BucketEdges = Field(
+        (16, 32),
+        description="token-count edges of the text-length slices the Evaluator reports (16, 32: 0-16, 17-32, 33+)",
+    )
     slice_columns: Texts = Field(
         (),
         description="columns of the data (strings, integers, booleans; a missing value is its own slice, "

@@ -250,7 +250,7 @@ def eval_config(
     options = config_pb2.Options(
         confidence_intervals=config_pb2.ConfidenceIntervalOptions(method=config_pb2.ConfidenceIntervalOptions.JACKKNIFE)
     )
-    if evaluation.confidence_intervals != "auto":  # auto: left unset, the Evaluator decides per run (same_task.py)
+    if evaluation.confidence_intervals != "auto":  # auto: left unset, the Evaluator decides per run (executor.py)
         options.compute_confidence_intervals.value = evaluation.confidence_intervals == "always"
     return config_pb2.EvalConfig(
         model_specs=[model_spec],

@@ -9,9 +9,7 @@ from __future__ import annotations
 import os
 
 from tensorflow_metadata.proto.v0 import anomalies_pb2
-from tfx.components.example_validator import component as validator_component
 from tfx.components.example_validator import executor as validator_executor
-from tfx.dsl.components.base import executor_spec
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils
 
@@ -57,7 +55,3 @@ class Executor(validator_executor.Executor):
                 + "\n  - ".join(problems)
                 + "\nFix the data (or the dataset config), or review the schema if the change is intended."
             )
-
-
-class StrictExampleValidator(validator_component.ExampleValidator):
-    EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)

@@ -593,7 +593,7 @@ def window_examples(
     return windows.batch(batch_size, drop_remainder=static_shapes)
 
 
-def length_buckets(requested, width: int, train_batches: tf.data.Dataset) -> tuple[int, ...]:
+def chosen_batch_widths(requested, width: int, train_batches: tf.data.Dataset) -> tuple[int, ...]:
     """The config's bucket widths; for `auto` (a compiled spec: a local run's preflight resolves it) chosen here
     from the token lengths of the first LENGTH_SAMPLE train examples, by the preflight's own rule."""
     if requested != AUTO:
@@ -624,7 +624,7 @@ def training_data(fn_args, plan: TrainingPlan, tf_transform_output):
             dataset, windows, max_seq_length, plan.global_batch, shuffle_seed=seed, static_shapes=static_shapes
         )
 
-    buckets = length_buckets(settings.training.length_buckets, max_seq_length, batches(fn_args.train_files, False))
+    buckets = chosen_batch_widths(settings.training.batch_widths, max_seq_length, batches(fn_args.train_files, False))
 
     train = bucket_by_length(batches(fn_args.train_files, True), plan.global_batch, buckets, max_seq_length)
     if not (plan.eval_steps if plan.static_validation else plan.eval_count):

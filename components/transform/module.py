@@ -12,6 +12,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the TF.Text ops in every Beam worker that loads this module)
 import tensorflow_transform as tft
 
+from components.transform.config import TransformSettings
 from models.hub.pretrained import resolve_model_dir
 from models.names import (
     INPUT_IDS,
@@ -24,33 +25,6 @@ from models.names import (
     UNKNOWN_TOKENS,
 )
 from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
-
-
-def transform_custom_config(
-    model_name: str,
-    revision: str | None,
-    max_seq_length: int,
-    length_buckets,
-    multi_label: bool = False,
-    head_share: float | None = None,
-    windows: tuple[float, int] | None = None,
-) -> dict:
-    """What preprocessing_fn needs, as the JSON-able dict the Transform component carries. `head_share`: long
-    texts keep their head and tail (model.long_texts: head_tail); `windows` (stride, count): they are split into
-    windows (model.long_texts: windows); neither: they keep their start."""
-    config = {
-        "model": model_name,
-        "revision": revision,
-        "max_seq_length": max_seq_length,
-        "length_buckets": list(length_buckets),
-    }
-    if multi_label:
-        config["multi_label"] = True
-    if head_share is not None:
-        config["head_share"] = head_share
-    if windows is not None:
-        config["windows"] = list(windows)
-    return config
 
 
 def length_bucket_names(edges) -> list[str]:
@@ -75,9 +49,9 @@ def vocab_asset_path(path: str) -> tf.Tensor:
 
 
 def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> dict[str, tf.Tensor]:
-    model_dir = resolve_model_dir(custom_config["model"], custom_config.get("revision"))
-    spec = tokenizer_spec(model_dir)
-    max_seq_length = int(custom_config["max_seq_length"])
+    settings = TransformSettings.from_custom_config(custom_config)
+    model = settings.model
+    spec = tokenizer_spec(resolve_model_dir(model.name, model.revision))
     # A vocab file the graph reads (WordPiece's) becomes an asset of the transform graph: copied into it, and
     # its path a captured asset the loader points at that copy. A constant path (even one listed in TF1's
     # ASSET_FILEPATHS, which TFT's TF2 export copies but does not substitute) would make every exported model
@@ -89,10 +63,12 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
     texts = tf.reshape(inputs[TEXT_FEATURE], [-1])
     # Sentence-pair data carries text_pair (the ExampleGen writes it when dataset.text_pair_column is set).
     pairs = tf.reshape(inputs[TEXT_PAIR_FEATURE], [-1]) if TEXT_PAIR_FEATURE in inputs else None
-    head_share = custom_config.get("head_share")  # model.long_texts: head_tail
-    windows = custom_config.get("windows")  # model.long_texts: windows: (stride, count)
     tokenizer = InGraphTokenizer(
-        spec, max_seq_length, vocab_path=vocab_path, head_share=head_share, windows=windows and tuple(windows)
+        spec,
+        int(model.max_seq_length),
+        vocab_path=vocab_path,
+        head_share=model.kept_head_share,  # model.long_texts: head_tail
+        windows=model.windows,  # model.long_texts: windows: (stride, count)
     )
     features = tokenizer(texts, pairs)
     token_count, truncated = features.pop(TOKEN_COUNT), features.pop(TRUNCATED)
@@ -102,8 +78,8 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
     # How many kept tokens the vocab could not represent: the statistics show how well it covers the data
     # (in windows, a token two windows share counts twice).
     outputs[UNKNOWN_TOKENS] = tf.reduce_sum(tf.cast(tf.equal(features[INPUT_IDS], spec.unk_id), tf.int64), axis=1)
-    outputs[LENGTH_BUCKET] = length_bucket(token_count, custom_config.get("length_buckets", (16, 32)))
+    outputs[LENGTH_BUCKET] = length_bucket(token_count, settings.length_slice_edges)
     if LABEL_FEATURE in inputs:  # a label id, or for multi-label the 0/1 vector over the label set
         label = inputs[LABEL_FEATURE]
-        outputs[LABEL_FEATURE] = label if custom_config.get("multi_label") else tf.reshape(label, [-1])
+        outputs[LABEL_FEATURE] = label if settings.multi_label else tf.reshape(label, [-1])
     return outputs

@@ -2,13 +2,20 @@
 
 import tensorflow as tf
 
-from components.transform.module import preprocessing_fn, transform_custom_config
+from components.transform.config import TransformSettings
+from components.transform.module import preprocessing_fn
 from models.names import LENGTH_BUCKET, TEXT_FEATURE, TOKEN_COUNT, TRUNCATED, UNKNOWN_TOKENS
+from models.training.config import ModelConfig
+
+
+def _settings(model_dir) -> dict:
+    model = ModelConfig(name=str(model_dir), max_seq_length=8)
+    return TransformSettings(model=model, length_slice_edges=(4,)).as_custom_config()
 
 
 def test_unknown_tokens_count_the_words_the_vocab_cannot_represent(tiny_bert_dir):
     texts = ["a fine film", "a \U0001f99c and a \U0001fab8 film", ""]
-    config = transform_custom_config(str(tiny_bert_dir), None, max_seq_length=8, length_buckets=(4,))
+    config = _settings(tiny_bert_dir)
     with tf.Graph().as_default():
         outputs = preprocessing_fn({TEXT_FEATURE: tf.constant([[t] for t in texts])}, config)
         with tf.compat.v1.Session() as session:
@@ -31,7 +38,7 @@ def test_the_transform_graph_carries_its_vocab_and_loads_where_the_model_folder_
     from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
     model = shutil.copytree(tiny_bert_dir, tmp_path / "model")
-    config = transform_custom_config(str(model), None, max_seq_length=8, length_buckets=(4,))
+    config = _settings(model)
     spec = {TEXT_FEATURE: tf.io.FixedLenFeature([1], tf.string)}
     metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(spec))
     rows = [{TEXT_FEATURE: [b"a fine film"]}, {TEXT_FEATURE: [b"a dull one"]}]

@@ -110,6 +110,8 @@ class EarlyStoppingConfig(ConfigSection):
 class TrainingConfig(ConfigSection):
     """How the Trainer fine-tunes the model (AdamW, linear warm-up then decay)."""
 
+    RENAMED = {"length_buckets": "training.batch_widths"}  # noqa: RUF012  (evaluation's length slices share the old name)
+
     epochs: Epochs = Field(
         AUTO,
         description="passes over the train split at most (early stopping may end training sooner). auto: enough "
@@ -170,7 +172,7 @@ class TrainingConfig(ConfigSection):
         description="more than 1 splits the CPU into that many devices under MirroredStrategy: rehearses the "
         "multi-replica path (global batch, all-reduce) on a CPU host; no speed-up is to be expected",
     )
-    length_buckets: BucketWidths = Field(
+    batch_widths: BucketWidths = Field(
         AUTO,
         description="token widths a batch is cut to when all its examples fit (padding is masked: only speed "
         "changes). auto: up to 3 multiples of 16 below max_seq_length that pad the fewest of the training texts' "

@@ -7,7 +7,7 @@ own tokenizer and takes the smallest multiple of WIDTH_MULTIPLE that holds COVER
 tokens included), capped at the model's position limit; a number in the config still wins. Multiples of 16 keep
 the matmuls aligned and the set of shapes small (XLA and TPUs compile one program per shape).
 
-With `training.length_buckets: auto` the same lengths choose up to MAX_LENGTH_BUCKETS narrower widths: the set that
+With `training.batch_widths: auto` the same lengths choose up to MAX_LENGTH_BUCKETS narrower widths: the set that
 pads the fewest tokens, as the Trainer groups texts of similar length and cuts each batch to its bucket's width.
 """
 

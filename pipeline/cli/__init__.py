@@ -25,7 +25,7 @@ from pipeline.cli.commands import (
     cmd_trigger,
     flag_dest,
 )
-from pipeline.config_reference import run_flags
+from pipeline.config.reference import run_flags
 
 TEMPLATE_HELP = "the compiled spec (default: the one committed for --config: pipeline.yaml, pipeline-retraining.yaml)"
 
@@ -46,7 +46,7 @@ def _config_options(
 
 
 def _run_flag_options() -> argparse.ArgumentParser:
-    """The config fields that declare a flag (pipeline/config_reference.py); values are checked by the config."""
+    """The config fields that declare a flag (pipeline/config/reference.py); values are checked by the config."""
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("config flags (each sets the key in brackets; docs/config.md has every key)")
     for run_flag in run_flags():
@@ -305,8 +305,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_quietly(argv: list[str] | None = None) -> int:
     """`main` as the `hftfx` command runs it: TensorFlow's start-up chatter hidden on machines without a GPU,
-    unless --verbose (pipeline/console.py)."""
-    from pipeline.console import without_startup_chatter
+    unless --verbose (pipeline/cli/console.py)."""
+    from pipeline.cli.console import without_startup_chatter
 
     if "--verbose" in (sys.argv[1:] if argv is None else argv):
         return main(argv)

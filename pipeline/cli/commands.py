@@ -11,8 +11,8 @@ import yaml
 
 from components import run_parameters
 from models.errors import UserError
-from pipeline import configs
-from pipeline.config_reference import run_flags
+from pipeline.config import pipeline_config
+from pipeline.config.reference import run_flags
 
 
 def flag_dest(flag: str) -> str:
@@ -33,7 +33,7 @@ def overrides_from_flags(args: argparse.Namespace) -> dict:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    config = configs.load_config(args.config, overrides_from_flags(args))  # a typo exits 2 before TF loads
+    config = pipeline_config.load_config(args.config, overrides_from_flags(args))  # a typo exits 2 before TF loads
     if args.check:
         return _check_run(config)
     from pipeline.orchestration.local_runner import run_local
@@ -49,7 +49,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_run(config: configs.PipelineConfig) -> int:
+def _check_run(config: pipeline_config.PipelineConfig) -> int:
     from pipeline.cloud.cost import checked_run_cost
     from pipeline.orchestration.local_runner import check_run
 
@@ -65,7 +65,7 @@ def _check_run(config: configs.PipelineConfig) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from pipeline.reporting.report import write_latest_report
 
-    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
     print(f"report: {write_latest_report(config, args.output or None)}")
     return 0
 
@@ -95,7 +95,7 @@ def _cloud_estimate(args: argparse.Namespace) -> int:
     from pipeline.cloud.profile import validate_cloud
     from pipeline.machine.estimate import training_work
 
-    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
     validate_cloud(config)
     work = training_work(config)
     print(
@@ -111,7 +111,7 @@ def _cloud_doctor(args: argparse.Namespace) -> int:
     from pipeline.cloud.compiled_specs import COMPILED_PROFILES
     from pipeline.cloud.iam import offline_checks, role_lines
 
-    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
     template = args.template or COMPILED_PROFILES.get(str(Path(args.config)))
     checks = offline_checks(config, template)
     for check in checks:
@@ -159,7 +159,7 @@ def _predict_file(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         beam_args=tuple(args.beam_arg or ()),
     )
-    print(run_batch_prediction(job, [f"--runner={configs.LOCAL_BEAM_RUNNER}"]).render())
+    print(run_batch_prediction(job, [f"--runner={pipeline_config.LOCAL_BEAM_RUNNER}"]).render())
     return 0
 
 
@@ -169,7 +169,7 @@ def _predict_on_vertex(args: argparse.Namespace) -> int:
 
     if not (args.config and args.input and args.output):
         raise UserError("hftfx predict --on vertex needs --config (the cloud profile), --input gs://... and --output")
-    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
     inputs = [uri for uri in args.input.split(",") if uri]
     job = submit_batch_prediction(
         config, inputs, args.output, submit.default_credentials(), model=args.model or "",
@@ -183,11 +183,11 @@ def cmd_promote(args: argparse.Namespace) -> int:
     """End a canary: the endpoint's newest model takes all the traffic, the ones before it are retired."""
     from google.cloud import aiplatform
 
-    from components.pusher.endpoint_executor import promote_newest
+    from components.pusher.endpoint import promote_newest
     from pipeline.cloud import submit
     from pipeline.cloud.profile import api_endpoint, vertex_serving_config
 
-    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
     cloud = config.cloud
     if cloud.push_to != "endpoint":
         raise UserError(f"{args.config} pushes to {cloud.push_to}, not a Vertex endpoint: nothing to promote")
@@ -201,7 +201,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_model(config: configs.PipelineConfig) -> None:
+def _check_model(config: pipeline_config.PipelineConfig) -> None:
     """The run's model checks (tokenizer family, architecture, position limit) before a spec goes to the cloud,
     where they would otherwise fail in the Transform or the Trainer; config and tokenizer files only. Says the
     recipe the model gets (a compiled spec fixes its `auto` settings from the same config.json)."""
@@ -215,7 +215,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from pipeline.cloud.compiled_specs import component_tasks, default_template
     from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 
-    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
     _check_model(config)
     output = args.output or default_template(args.config)
     spec = compile_pipeline(config, output)
@@ -230,7 +230,7 @@ def cmd_function_source(args: argparse.Namespace) -> int:
 
     from pipeline.retraining.function_source import deploy_command, write_function_source
 
-    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
     _check_model(config)  # as `hftfx compile` does: the folder holds a compiled spec
     written = write_function_source(config, Path(args.output))
     print(f"wrote {args.output}: {', '.join(written)}")
@@ -248,7 +248,7 @@ def _template(args: argparse.Namespace, config_path: str) -> str:
 def cmd_submit(args: argparse.Namespace) -> int:
     from pipeline.cloud import submit
 
-    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
     _check_model(config)
     values = run_parameters.values(config, _assignments(args.param, "--param", yaml.safe_load))
     note = None if args.kfp_host else submit.span_caching_note(config, values)
@@ -260,7 +260,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cloud_context(args: argparse.Namespace, config: configs.PipelineConfig):
+def _cloud_context(args: argparse.Namespace, config: pipeline_config.PipelineConfig):
     from google.auth.credentials import AnonymousCredentials
 
     from pipeline.cloud import submit
@@ -279,9 +279,9 @@ def cmd_trigger(args: argparse.Namespace) -> int:
         from pipeline.retraining.vertex import cloud_trigger
 
         if args.action == "watch":
-            raise configs.ConfigError("on Vertex, retrain on storage events or a schedule instead of watching")
+            raise pipeline_config.ConfigError("on Vertex, retrain on storage events or a schedule instead of watching")
         config_path = args.config or "configs/vertex-retraining.yaml"
-        config = configs.load_config(config_path, overrides)
+        config = pipeline_config.load_config(config_path, overrides)
         credentials, clients = _cloud_context(args, config)
         result = cloud_trigger(
             config,
@@ -295,7 +295,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
         for line in result.lines(show_request=args.dry_run and args.action == "run"):
             print(line)
         return 0
-    config = configs.load_config(args.config, overrides)
+    config = pipeline_config.load_config(args.config, overrides)
     if args.action == "check":
         for line in local_trigger.check(config, measure_drift=args.drift, span=args.span).lines():
             print(line)
@@ -323,7 +323,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from pipeline.reporting.metadata_reader import summarize_all
     from pipeline.reporting.run_summary import render_runs
 
-    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
     summaries = summarize_all(config.metadata_sqlite, config.pipeline_name)
     if args.json:
         print(json.dumps([s.to_json() for s in summaries], indent=2))
@@ -339,7 +339,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     """Vertex PipelineJobSchedules of the compiled pipeline."""
     from pipeline.retraining import vertex
 
-    config = configs.load_config(args.config, _assignments(args.set, "--set"))
+    config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
     credentials, clients = _cloud_context(args, config)
     lines = vertex.schedule_command(
         config,
@@ -364,12 +364,14 @@ def _assignments(assignments: list[str] | None, flag: str, parse=str) -> dict:
     for assignment in assignments or []:
         key, sep, value = assignment.partition("=")
         if not sep:
-            raise configs.ConfigError(f"{flag} needs KEY=VALUE, got '{assignment}'")
+            raise pipeline_config.ConfigError(f"{flag} needs KEY=VALUE, got '{assignment}'")
         if value.strip()[:1] in ("[", "{"):  # lists and mappings: YAML flow style (JSON works too)
             try:
                 values[key.strip()] = yaml.safe_load(value)
             except yaml.YAMLError as error:
-                raise configs.ConfigError(f"{flag} {key.strip()}: '{value}' is not a YAML list or mapping") from error
+                raise pipeline_config.ConfigError(
+                    f"{flag} {key.strip()}: '{value}' is not a YAML list or mapping"
+                ) from error
             continue
         values[key.strip()] = parse(value)
     return values

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from components.run_parameters import RUN_PARAMETERS
-from pipeline.configs import ConfigError, PipelineConfig
+from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 
 PIPELINE_YAML = "pipeline.yaml"
 RETRAINING_PIPELINE_YAML = "pipeline-retraining.yaml"

@@ -3,15 +3,15 @@
 import pytest
 import yaml
 
-from pipeline import configs
 from pipeline.cloud.compiled_specs import PIPELINE_YAML
+from pipeline.config import pipeline_config
 from tests import fake_vertex
 from tests.cloud_specs import DATAFLOW_IMAGE, PROFILE, ROOT
 
 
 @pytest.fixture(scope="module")
 def profile():
-    return configs.load_config(PROFILE)
+    return pipeline_config.load_config(PROFILE)
 
 
 @pytest.fixture(scope="module")
@@ -46,4 +46,4 @@ def vertex_api(monkeypatch):
 
 @pytest.fixture(scope="module")
 def kubeflow_profile():
-    return configs.load_config(ROOT / "configs" / "kubeflow.yaml")
+    return pipeline_config.load_config(ROOT / "configs" / "kubeflow.yaml")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from pipeline.cloud.profile import Accelerator, accelerator
-from pipeline.cloud_config import CloudConfig
+from pipeline.config.cloud import CloudConfig
 
 # USD per hour in us-central1 for a Vertex AI custom training machine with the accelerators it carries, on demand
 # and as a Spot VM. Prices change and differ by region: the estimate prints this date and source with them.

@@ -4,7 +4,7 @@ import pytest
 
 from pipeline.cloud import cost
 from pipeline.cloud.profile import ACCELERATORS, GPU_MACHINES, accelerator
-from pipeline.cloud_config import CloudConfig
+from pipeline.config.cloud import CloudConfig
 
 
 def _placements():

@@ -5,8 +5,8 @@ import json
 import pytest
 from google.auth.credentials import AnonymousCredentials
 
-from pipeline import configs
 from pipeline.cloud.kubeflow_v2_runner import compile_spec
+from pipeline.config import pipeline_config
 from tests.cloud_specs import (
     KMS_KEY,
     ROOT,
@@ -27,7 +27,7 @@ def test_the_trainer_launcher_runs_the_pipeline_image_and_only_the_worker_pool_t
     spec = compile_spec(profile.model_copy(update={"cloud": cloud}))
     launcher = executor_of(spec, "Trainer")["container"]
     assert launcher["image"] == profile.cloud.image_uri
-    assert launcher["args"][1] == "components.trainer.component.VertexExecutor"  # it creates and polls the CustomJob
+    assert launcher["args"][1] == "components.trainer.executor.VertexExecutor"  # it creates and polls the CustomJob
     assert not {e.get("name") for e in launcher.get("env", [])} & set(TPU_IMAGE_VARIABLES)
     assert not set(json.dumps(launcher).split('"')) & set(TPU_IMAGE_VARIABLES)
     (pool,) = custom_job_request(spec).custom_job.job_spec.worker_pool_specs
@@ -37,7 +37,7 @@ def test_the_trainer_launcher_runs_the_pipeline_image_and_only_the_worker_pool_t
 
 
 def test_on_kubeflow_the_trainer_pod_trains_so_it_runs_the_trainer_image():
-    kubeflow = configs.load_config(ROOT / "configs/kubeflow.yaml")
+    kubeflow = pipeline_config.load_config(ROOT / "configs/kubeflow.yaml")
     image = "us-central1-docker.pkg.dev/p/hftfx/pipeline-gpu:0.1.0"
     spec = compile_spec(
         kubeflow.model_copy(update={"cloud": kubeflow.cloud.model_copy(update={"trainer_image_uri": image})})
@@ -55,7 +55,7 @@ def test_trainer_runs_in_a_vertex_custom_job(committed, profile):
     assert pool.machine_spec.machine_type == "n1-standard-8"  # the profile's placement: cpu
     assert pool.container_spec.image_uri == profile.cloud.image_uri
     command = list(pool.container_spec.command)
-    assert command[command.index("--executor_class_path") + 1] == "components.trainer.component.Executor"
+    assert command[command.index("--executor_class_path") + 1] == "components.trainer.executor.Executor"
     assert job.job_spec.service_account == profile.cloud.service_account
     assert {k: job.labels[k] for k in profile.cloud.labels} == dict(profile.cloud.labels)
     assert trainer_job(committed)["training"]["precision"] == "auto"
@@ -121,7 +121,7 @@ def test_the_trainer_launcher_creates_and_polls_its_custom_job_at_the_profiles_a
     monkeypatch.setattr(google.auth, "default", lambda **_: (AnonymousCredentials(), "my-gcp-project"))
     with job_client_at(trainer[VERTEX_CLIENT_KEY]):
         runner.start_cloud_training(
-            {}, {}, {}, "components.trainer.component.Executor", copy.deepcopy(trainer["ai_platform_training_args"]),
+            {}, {}, {}, "components.trainer.executor.Executor", copy.deepcopy(trainer["ai_platform_training_args"]),
             None, enable_vertex=True, vertex_region=trainer["ai_platform_vertex_region"],
         )  # fmt: skip
     assert training_clients.get_job_client is factory  # restored
@@ -154,7 +154,7 @@ def test_several_workers_and_spot_capacity_reach_the_custom_job_as_the_api_takes
         assert (pool.machine_spec.machine_type, pool.machine_spec.accelerator_count) == ("g2-standard-24", 2)
         assert pool.container_spec.image_uri == cloud.trainer_image_uri
         command = list(pool.container_spec.command)
-        assert command[command.index("--executor_class_path") + 1] == "components.trainer.component.Executor"
+        assert command[command.index("--executor_class_path") + 1] == "components.trainer.executor.Executor"
     scheduling = job.job_spec.scheduling
     assert scheduling.restart_job_on_worker_restart is True
     expected = (

@@ -10,7 +10,7 @@ from pipeline import cli
 from pipeline.cloud import submit
 from pipeline.cloud.kubeflow_v2_runner import compile_spec
 from pipeline.cloud.profile import serving_image, validate_cloud
-from pipeline.configs import ConfigError
+from pipeline.config.pipeline_config import ConfigError
 from tests.cloud_specs import (
     KMS_KEY,
     PROFILE,
@@ -22,7 +22,7 @@ from tests.cloud_specs import (
 
 
 def test_endpoint_pusher_deploys_on_a_tf_serving_container(committed, profile):
-    assert executor_of(committed, "Pusher")["container"]["args"][1] == "components.pusher.endpoint_executor.Executor"
+    assert executor_of(committed, "Pusher")["container"]["args"][1] == "components.pusher.executor.EndpointExecutor"
     parameters = committed["root"]["dag"]["tasks"]["Pusher"]["inputs"]["parameters"]
     custom_config = json.loads(parameters["custom_config"]["runtimeValue"]["constant"])
     assert custom_config["ai_platform_vertex_container_image_uri"] == profile.cloud.image_uri  # `hftfx serve`
@@ -61,7 +61,7 @@ def test_endpoint_push_creates_the_endpoint_uploads_and_deploys_the_model_under_
 @pytest.mark.parametrize("keep", [0, 1])
 def test_each_push_retires_the_models_before_it_but_the_kept_ones(profile, vertex_api, keep):
     """TFX alone leaves every earlier model deployed at 0% traffic; the EndpointPusher undeploys them."""
-    from components.pusher.endpoint_executor import retire_previous_models
+    from components.pusher.endpoint import retire_previous_models
 
     fake, address = vertex_api
     config = at_api(
@@ -123,7 +123,7 @@ def test_a_canary_takes_its_share_keeps_the_serving_model_and_promote_gives_it_a
 ):
     """A push at 10% leaves the model serving the rest in place; `hftfx promote` moves all the traffic to the
     newest model (UpdateEndpoint) and retires the one before it."""
-    from components.pusher.endpoint_executor import retire_previous_models
+    from components.pusher.endpoint import retire_previous_models
 
     fake, address = vertex_api
     stable = compile_spec(at_api(profile, address))
@@ -150,7 +150,7 @@ def test_the_clean_up_finds_the_endpoint_it_pushed_to_among_endpoints_of_the_sam
     """Display names are not unique: another endpoint named alike (created by hand, say) is left alone."""
     from google.cloud import aiplatform_v1
 
-    from components.pusher.endpoint_executor import retire_previous_models
+    from components.pusher.endpoint import retire_previous_models
 
     fake, address = vertex_api
     spec = compile_spec(at_api(profile, address))

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from pipeline.cloud.profile import on_vertex, validate_cloud
-from pipeline.configs import ConfigError, PipelineConfig
+from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 
 
 @dataclasses.dataclass(frozen=True)

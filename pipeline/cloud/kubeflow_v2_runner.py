@@ -15,9 +15,10 @@ from tfx.dsl.components.base import base_node
 from tfx.orchestration import pipeline as tfx_pipeline
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
-from components.evaluator.same_task import BASELINE_SCOPE_PROPERTY
+from components.node_ids import BASELINE_RESOLVER, EVALUATOR, TRAINER, TUNER
 from components.notifier.component import RunNotifier
 from components.run_parameters import RunParameters, runtime_parameters
+from components.task_records import BASELINE_SCOPE_PROPERTY
 from models.task import TASK_KEY_PROPERTY
 from pipeline.cloud.compiled_specs import PIPELINE_YAML, profile_header
 from pipeline.cloud.profile import (
@@ -32,8 +33,7 @@ from pipeline.cloud.profile import (
     vertex_training_config,
     vertex_tuning_config,
 )
-from pipeline.configs import PipelineConfig
-from pipeline.node_ids import BASELINE_RESOLVER, EVALUATOR, TRAINER, TUNER
+from pipeline.config.pipeline_config import PipelineConfig
 from pipeline.orchestration.dag import CloudPlacement, create_components, task_of
 from pipeline.orchestration.probe import with_model_pinned, with_recipe_chosen
 

@@ -7,12 +7,12 @@ import yaml
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from components.trainer.component import with_overrides
+from components.trainer.executor import with_overrides
 from models.training.config import TrainingConfig
-from pipeline import configs
 from pipeline.cloud.compiled_specs import COMPILED_PROFILES, KUBEFLOW_PIPELINE_YAML
 from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, compile_spec
-from pipeline.configs import ConfigError
+from pipeline.config import pipeline_config
+from pipeline.config.pipeline_config import ConfigError
 from pipeline.orchestration.dag import create_components
 from pipeline.orchestration.probe import with_recipe_chosen
 from tests.cloud_specs import (
@@ -34,7 +34,7 @@ def test_committed_spec_parses_as_a_kfp_pipeline_spec(committed):
 @pytest.mark.parametrize(("config_path", "template"), sorted(COMPILED_PROFILES.items()))
 def test_committed_specs_are_what_the_code_compiles_from_their_profiles(tmp_path, config_path, template):
     fresh = tmp_path / template
-    compile_pipeline(configs.load_config(ROOT / config_path), fresh)
+    compile_pipeline(pipeline_config.load_config(ROOT / config_path), fresh)
     assert fresh.read_text() == (ROOT / template).read_text(), f"run `bin/in-env hftfx compile --config {config_path}`"
 
 
@@ -54,10 +54,10 @@ def test_component_code_is_named_by_module_path(committed):
         "components.transform.module.preprocessing_fn",
         "components.trainer.module.run_fn",
         "components.evaluator.module",
-        "components.trainer.component.VertexExecutor",
+        "components.trainer.executor.VertexExecutor",
         "components.example_gen.executor.Executor",
         "components.example_validator.executor.Executor",
-        "components.pusher.endpoint_executor.Executor",
+        "components.pusher.executor.EndpointExecutor",
     ):
         assert path in text, path
     assert "module_file" not in json.dumps(committed["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"])
@@ -115,7 +115,7 @@ def test_kubeflow_spec_runs_no_resolver_and_trains_in_its_own_pod():
     executors = spec["deploymentSpec"]["executors"]
     assert all("container" in executor for executor in executors.values()), "only container executors"
     assert set(spec["root"]["dag"]["tasks"]) == LOCAL_COMPONENTS
-    assert executor_of(spec, "Trainer")["container"]["args"][1] == "components.trainer.component.Executor"
+    assert executor_of(spec, "Trainer")["container"]["args"][1] == "components.trainer.executor.Executor"
     assert executor_of(spec, "Pusher")["container"]["args"][1] == "components.pusher.executor.Executor"
     assert "baseline_model" not in spec["root"]["dag"]["tasks"]["Evaluator"].get("inputs", {}).get("artifacts", {})
     assert "aiplatform" not in json.dumps(spec)
@@ -123,7 +123,7 @@ def test_kubeflow_spec_runs_no_resolver_and_trains_in_its_own_pod():
 
 def test_a_k_class_sentence_pair_config_compiles_with_its_runtime_parameters():
     """Users' own data on Vertex: 3 labels and a text pair reach the ExampleGen, the Trainer and TFMA."""
-    config = configs.load_config(
+    config = pipeline_config.load_config(
         PROFILE,
         {"dataset.label_names": ["contradiction", "neutral", "entailment"], "dataset.text_pair_column": "hypothesis",
          "dataset.text_column": "premise", "dataset.name": "gs://bucket/snli/*.jsonl"},
@@ -175,7 +175,7 @@ def test_the_baseline_query_takes_only_blessings_of_the_runs_task(committed, pro
 
 def test_a_multi_label_config_compiles_a_sigmoid_trainer_and_its_evaluator():
     """Multi-label on Vertex: the ExampleGen, Transform, Trainer and TFMA each get the task and the thresholds."""
-    config = configs.load_config(
+    config = pipeline_config.load_config(
         PROFILE,
         {"dataset.label_columns": ["toxic", "insult", "threat"], "dataset.label_names": [],
          "dataset.name": "gs://bucket/comments/*.csv",
@@ -201,7 +201,7 @@ def test_a_multi_label_config_compiles_a_sigmoid_trainer_and_its_evaluator():
 
 def test_the_shipped_profiles_have_distinct_pipeline_names():
     """Runs, schedules, labels and baselines on Vertex are found by pipeline name."""
-    names = {path: configs.load_config(ROOT / path).pipeline_name for path in COMPILED_PROFILES}
+    names = {path: pipeline_config.load_config(ROOT / path).pipeline_name for path in COMPILED_PROFILES}
     assert len(set(names.values())) == len(names), names
 
 
@@ -211,14 +211,16 @@ def test_scoring_unlabeled_rows_compiles_as_a_batch_scorer_step_reading_cloud_st
     scoring = profile.scoring.model_copy(update={"input": "gs://my-hftfx-bucket/unlabeled/*.jsonl"})
     spec = compile_spec(profile.model_copy(update={"scoring": scoring}))
     task = spec["root"]["dag"]["tasks"]["BatchScorer"]
-    assert executor_of(spec, "BatchScorer")["container"]["args"][1] == "components.scorer.component.Executor"
+    assert executor_of(spec, "BatchScorer")["container"]["args"][1] == "components.scorer.executor.Executor"
     assert executor_of(spec, "BatchScorer")["container"]["image"] == profile.cloud.image_uri
     inputs = task["inputs"]["artifacts"]
     assert inputs["model"]["taskOutputArtifact"]["producerTask"] == "Trainer"
     assert inputs["model_blessing"]["taskOutputArtifact"]["producerTask"] == "Evaluator"
     assert "gs://my-hftfx-bucket/unlabeled/*.jsonl" in json.dumps(task["inputs"]["parameters"])
     local = profile.scoring.model_copy(update={"input": "data/unlabeled.jsonl"})
-    with pytest.raises(configs.ConfigError, match=r"scoring\.input 'data/unlabeled\.jsonl' must be a gs:// path"):
+    with pytest.raises(
+        pipeline_config.ConfigError, match=r"scoring\.input 'data/unlabeled\.jsonl' must be a gs:// path"
+    ):
         compile_spec(profile.model_copy(update={"scoring": local}))
 
 

@@ -16,8 +16,8 @@ from components.vertex_clients import API_ENDPOINT, ENCRYPTION_KEY, VERTEX_CLIEN
 from models.hub.hub_token import TOKEN_SECRET_ENV
 from models.hub.pretrained import PACKAGED_PREFIX
 from models.training.lengths import AUTO
-from pipeline.cloud_config import CloudConfig
-from pipeline.configs import MULTI_PROCESSING_BEAM_ARGS, ConfigError, PipelineConfig
+from pipeline.config.cloud import CloudConfig
+from pipeline.config.pipeline_config import MULTI_PROCESSING_BEAM_ARGS, ConfigError, PipelineConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -548,12 +548,12 @@ def vertex_serving_config(cloud: CloudConfig) -> dict:
     """The keys TFX's Vertex Pusher reads: a TF Serving prebuilt container behind an endpoint.
 
     Everything in serving args but the endpoint and project goes to `aiplatform.Model.deploy` as is;
-    KEEP_PREVIOUS_KEY is read by components/pusher/endpoint_executor.py after the push, VERTEX_CLIENT_KEY before it
+    KEEP_PREVIOUS_KEY is read by components/pusher/executor.py after the push, VERTEX_CLIENT_KEY before it
     (the CMEK key goes there: aiplatform applies it to the uploaded Model and a created Endpoint).
     """
     from tfx.extensions.google_cloud_ai_platform import constants as vertex_constants
 
-    from components.pusher.endpoint_executor import KEEP_PREVIOUS_KEY
+    from components.pusher.endpoint import KEEP_PREVIOUS_KEY
 
     serving_args = {
         "project_id": cloud.project,

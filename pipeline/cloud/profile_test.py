@@ -7,12 +7,12 @@ import pytest
 from google.auth.credentials import AnonymousCredentials
 
 from components import run_parameters
-from pipeline import configs
 from pipeline.cloud import submit
 from pipeline.cloud.compiled_specs import KUBEFLOW_PIPELINE_YAML, PIPELINE_YAML
 from pipeline.cloud.kubeflow_v2_runner import compile_spec
 from pipeline.cloud.profile import dataflow_option_errors, validate_cloud
-from pipeline.configs import ConfigError
+from pipeline.config import pipeline_config
+from pipeline.config.pipeline_config import ConfigError
 from tests.cloud_specs import (
     DATAFLOW_IMAGE,
     PROFILE,
@@ -152,8 +152,8 @@ def test_dataflow_workers_join_the_network_through_beams_own_options(on_dataflow
     ],
 )
 def test_bad_cloud_profiles_are_rejected_before_compiling(overrides, message):
-    config = configs.load_config(PROFILE, overrides)
-    with pytest.raises(configs.ConfigError, match=re.escape(message)):
+    config = pipeline_config.load_config(PROFILE, overrides)
+    with pytest.raises(pipeline_config.ConfigError, match=re.escape(message)):
         compile_spec(config)
 
 
@@ -167,14 +167,14 @@ def test_bad_cloud_profiles_are_rejected_before_compiling(overrides, message):
     ],
 )
 def test_the_cloud_sections_choices_are_refused_as_the_config_loads(key, value, message):
-    with pytest.raises(configs.ConfigError, match=re.escape(message)):
-        configs.load_config(PROFILE, {key: value})
+    with pytest.raises(pipeline_config.ConfigError, match=re.escape(message)):
+        pipeline_config.load_config(PROFILE, {key: value})
 
 
 def test_kfp_and_vertex_each_refuse_the_other_ones_profile(profile, kubeflow_profile):
-    with pytest.raises(configs.ConfigError, match=re.escape("cloud.orchestrator: kubeflow")):
+    with pytest.raises(pipeline_config.ConfigError, match=re.escape("cloud.orchestrator: kubeflow")):
         submit.kfp_run(profile, "https://kfp.example.com", ROOT / PIPELINE_YAML, run_parameters.values(profile))
-    with pytest.raises(configs.ConfigError, match="submit it to Kubeflow Pipelines with --kfp-host"):
+    with pytest.raises(pipeline_config.ConfigError, match="submit it to Kubeflow Pipelines with --kfp-host"):
         submit.build_pipeline_job(kubeflow_profile, ROOT / KUBEFLOW_PIPELINE_YAML, {}, AnonymousCredentials())
-    with pytest.raises(configs.ConfigError, match="http"):
+    with pytest.raises(pipeline_config.ConfigError, match="http"):
         submit.kfp_run(kubeflow_profile, "kfp.example.com", ROOT / KUBEFLOW_PIPELINE_YAML, {})

@@ -14,7 +14,7 @@ from typing import Any
 from models.errors import UserError
 from pipeline.cloud.compiled_specs import check_spec_matches
 from pipeline.cloud.profile import api_endpoint, on_vertex, validate_cloud
-from pipeline.configs import ConfigError, PipelineConfig
+from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 
 
 class CredentialsError(UserError, RuntimeError):

@@ -8,10 +8,10 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from components import run_parameters
-from pipeline import configs
 from pipeline.cloud import submit
 from pipeline.cloud.compiled_specs import KUBEFLOW_PIPELINE_YAML, PIPELINE_YAML
-from pipeline.configs import ConfigError
+from pipeline.config import pipeline_config
+from pipeline.config.pipeline_config import ConfigError
 from tests import fake_kfp
 from tests.cloud_specs import (
     PROFILE,
@@ -107,7 +107,7 @@ def test_a_second_submission_of_one_job_id_is_refused_by_the_service(profile, ve
 
 
 def test_unknown_runtime_parameter_is_refused(profile):
-    with pytest.raises(configs.ConfigError, match="unknown pipeline parameter"):
+    with pytest.raises(pipeline_config.ConfigError, match="unknown pipeline parameter"):
         run_parameters.values(profile, {"epoch": 2})
 
 
@@ -149,7 +149,7 @@ def test_kfp_submission_through_the_kfp_client_carries_root_parameters_and_spec(
 def test_a_spec_compiled_from_other_cloud_settings_is_refused_and_a_fresh_compile_is_sent(profile, tmp_path):
     """The committed pipeline.yaml sent with another project, image and service account would start a
     PipelineJob in the new project whose CustomJob and images still named the old one."""
-    moved = configs.load_config(
+    moved = pipeline_config.load_config(
         PROFILE,
         {
             "cloud.project": "other-project",

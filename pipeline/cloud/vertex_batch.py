@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pipeline.cloud.profile import api_endpoint, on_vertex, validate_cloud
-from pipeline.configs import ConfigError, PipelineConfig
+from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 
 
 def serving_model(config: PipelineConfig, credentials) -> str:

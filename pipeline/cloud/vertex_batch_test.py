@@ -3,8 +3,8 @@
 import pytest
 from google.auth.credentials import AnonymousCredentials
 
-from pipeline import configs
 from pipeline.cloud.kubeflow_v2_runner import compile_spec
+from pipeline.config import pipeline_config
 from tests.cloud_specs import KMS_KEY, at_api, push_to_endpoint
 
 
@@ -63,7 +63,7 @@ def test_a_vertex_batch_job_refuses_locations_it_cannot_read_or_write(profile, v
     from pipeline.cloud.vertex_batch import submit_batch_prediction
 
     fake, address = vertex_api
-    with pytest.raises(configs.ConfigError, match=message):
+    with pytest.raises(pipeline_config.ConfigError, match=message):
         submit_batch_prediction(at_api(profile, address), inputs, output, AnonymousCredentials())
     assert not fake.received
 
@@ -73,7 +73,9 @@ def test_a_vertex_batch_job_without_a_served_model_says_what_to_do(profile, vert
     from pipeline.cloud.vertex_batch import submit_batch_prediction
 
     _, address = vertex_api
-    with pytest.raises(configs.ConfigError, match="no model is deployed on an endpoint named 'hf-text-classifier'"):
+    with pytest.raises(
+        pipeline_config.ConfigError, match="no model is deployed on an endpoint named 'hf-text-classifier'"
+    ):
         submit_batch_prediction(
             at_api(profile, address),
             ["gs://my-hftfx-bucket/in.jsonl"],

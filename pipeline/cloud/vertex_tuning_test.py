@@ -42,7 +42,7 @@ def test_the_trainer_takes_the_tuners_best_hyperparameters(profile):
 def test_the_vertex_tuner_launches_one_custom_job_with_a_worker_per_parallel_trial(profile, vertex_api, monkeypatch):
     import google.auth
 
-    from components.tuner.component import VertexTunerExecutor
+    from components.tuner.executor import VertexTunerExecutor
 
     fake, address = vertex_api
     tuner = _parameters(compile_spec(at_api(_tuned(profile), address, encryption_key=KMS_KEY)), "Tuner")
@@ -70,10 +70,10 @@ def test_the_vertex_tuner_launches_one_custom_job_with_a_worker_per_parallel_tri
 
 
 def test_on_kubeflow_the_tuner_trains_in_its_pod_on_the_trainer_image():
-    from pipeline import configs
     from pipeline.cloud.profile import trainer_image
+    from pipeline.config import pipeline_config
 
-    kubeflow = _tuned(configs.load_config(ROOT / "configs/kubeflow.yaml"))
+    kubeflow = _tuned(pipeline_config.load_config(ROOT / "configs/kubeflow.yaml"))
     spec = compile_spec(kubeflow)
     executors = spec["deploymentSpec"]["executors"]
     (tuner,) = [e for name, e in executors.items() if "Tuner" in name]

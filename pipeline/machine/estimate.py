@@ -52,39 +52,39 @@ class RunEstimate:
         )
 
 
-def padded_widths(token_counts, max_seq_length: int, length_buckets, special_tokens: int = 2) -> list[int]:
+def padded_widths(token_counts, max_seq_length: int, batch_widths, special_tokens: int = 2) -> list[int]:
     """The width each example is padded to: the smallest of the Trainer's bucket widths that holds it with its
     `special_tokens` (the model's layout: [CLS] text [SEP] for BERT)."""
     from models.training.lengths import bucket_edges
 
-    widths = bucket_edges(max_seq_length, length_buckets)
+    widths = bucket_edges(max_seq_length, batch_widths)
     tokens = [min(count + special_tokens, max_seq_length) for count in token_counts]
     return [next(w for w in widths if w >= length) for length in tokens]
 
 
-def padded_shapes(lengths, length_buckets):
+def padded_shapes(lengths, batch_widths):
     """The texts of `lengths` (a lengths.WidthChoice) as the Trainer pads them: each at the smallest of its
     length buckets that holds it, at most the chosen width (flops.BatchShapes)."""
     from models.hardware.flops import BatchShapes
 
     shapes = BatchShapes()
-    for width in padded_widths(lengths.profile.lengths, lengths.width, length_buckets, special_tokens=0):
+    for width in padded_widths(lengths.profile.lengths, lengths.width, batch_widths, special_tokens=0):
         shapes.add(batch=1, width=width, real_tokens=0)
     return shapes
 
 
-def epoch_flops(lengths, examples: int, length_buckets, encoder) -> float:
+def epoch_flops(lengths, examples: int, batch_widths, encoder) -> float:
     """Model FLOPs of one epoch over `examples` texts at `lengths.width`: the sampled texts (`lengths`, a
     models.training.lengths.WidthChoice) padded as the Trainer pads them, scaled to `examples`."""
     sampled = len(lengths.profile.lengths)
     if not sampled:
         return 0.0
-    return padded_shapes(lengths, length_buckets).training_flops(encoder) * examples / sampled
+    return padded_shapes(lengths, batch_widths).training_flops(encoder) * examples / sampled
 
 
-def epoch_seconds(lengths, examples: int, length_buckets, encoder, peak_gflops: float) -> float:
+def epoch_seconds(lengths, examples: int, batch_widths, encoder, peak_gflops: float) -> float:
     """Seconds one epoch takes on a machine of `peak_gflops`, at the utilization the default run reached."""
-    flops = epoch_flops(lengths, examples, length_buckets, encoder)
+    flops = epoch_flops(lengths, examples, batch_widths, encoder)
     return flops / (Reference.read().trainer_utilization * peak_gflops * 1e9)
 
 
@@ -121,7 +121,7 @@ def training_work(config) -> TrainingWork:
 
     lengths = train_split_lengths(config)
     texts = len(lengths.profile.lengths)
-    buckets = choose_buckets(lengths.profile, lengths.width, config.training.length_buckets).buckets
+    buckets = choose_buckets(lengths.profile, lengths.width, config.training.batch_widths).buckets
     shapes = padded_shapes(lengths, buckets)
     model_dir = resolve_model_dir(config.model.name, config.model.revision)
     shape = encoder_shape(model_dir, embeddings_trained=not config.training.freeze_embeddings)
@@ -143,7 +143,7 @@ def trained_parameters(model_dir) -> int:
 
 
 def estimate_default_run(peak_gflops: float, config=None) -> RunEstimate:
-    from pipeline.configs import load_config
+    from pipeline.config.pipeline_config import load_config
 
     reference = Reference.read()
     flops = default_training_flops(config or load_config())

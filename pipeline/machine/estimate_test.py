@@ -28,7 +28,7 @@ def test_estimate_scales_with_the_peak():
 
 
 def test_frozen_embeddings_are_estimated_without_the_gradients_the_trainer_skips():
-    from pipeline.configs import load_config
+    from pipeline.config.pipeline_config import load_config
 
     trained = estimate.default_training_flops(load_config())
     frozen = estimate.default_training_flops(load_config(overrides={"training.freeze_embeddings": True}))

@@ -10,27 +10,12 @@ from tfx import v1 as tfx
 from tfx.orchestration import pipeline as tfx_pipeline
 
 from components.evaluator import module as evaluation
-from components.evaluator import same_task
+from components.evaluator.component import SameTaskLatestBlessedModelStrategy, TaskEvaluator
 from components.evaluator.config import threshold_per_label
 from components.example_gen.component import HFDatasetExampleGen
 from components.example_gen.spans import is_spanned
-from components.example_validator.executor import StrictExampleValidator
-from components.publisher.component import HFPublisher
-from components.pusher.endpoint_executor import EndpointPusher
-from components.pusher.executor import ServingPusher
-from components.run_parameters import RunParameters
-from components.scorer.component import BatchScorer
-from components.trainer.component import HFTrainer, VertexHFTrainer
-from components.trainer.module import TrainerSettings
-from components.transform.module import transform_custom_config
-from components.tuner.component import TUNER_FN, VertexHFTuner
-from components.tuner.config import TUNING_KEY
-from models.errors import UserError
-from models.names import TEXT_FEATURE, TEXT_PAIR_FEATURE
-from models.task import TaskContract, task_contract
-from models.training.warm_start import asks_for_blessed
-from pipeline.configs import PipelineConfig
-from pipeline.node_ids import (
+from components.example_validator.component import StrictExampleValidator
+from components.node_ids import (
     BASELINE_RESOLVER,
     BATCH_SCORER,
     EVALUATOR,
@@ -40,7 +25,22 @@ from pipeline.node_ids import (
     TRANSFORMED_STATISTICS_GEN,
     TUNER,
 )
-from pipeline.publishing import card_facts
+from components.publisher.card_facts import CardSections
+from components.publisher.component import HFPublisher
+from components.pusher.component import EndpointPusher, ServingPusher
+from components.run_parameters import RunParameters
+from components.scorer.component import BatchScorer
+from components.task_records import BASELINE_SCOPE_PROPERTY
+from components.trainer.component import HFTrainer, VertexHFTrainer
+from components.trainer.module import TrainerSettings
+from components.transform.config import TransformSettings
+from components.tuner.component import TUNER_FN, VertexHFTuner
+from components.tuner.config import TUNING_KEY
+from models.errors import UserError
+from models.names import TEXT_FEATURE, TEXT_PAIR_FEATURE
+from models.task import TaskContract, task_contract
+from models.training.warm_start import asks_for_blessed
+from pipeline.config.pipeline_config import PipelineConfig
 
 PREPROCESSING_FN = "components.transform.module.preprocessing_fn"
 RUN_FN = "components.trainer.module.run_fn"
@@ -166,15 +166,11 @@ def data_components(config: PipelineConfig, run: RunParameters, input_fingerprin
         schema=schema_gen.outputs["schema"],
         preprocessing_fn=PREPROCESSING_FN,
         disable_statistics=True,
-        custom_config=transform_custom_config(
-            config.model.name,
-            config.model.revision,
-            config.model.max_seq_length,
-            config.evaluation.length_buckets,
-            config.dataset.multi_label,
-            config.model.kept_head_share,
-            config.model.windows,
-        ),
+        custom_config=TransformSettings(
+            model=config.model,
+            multi_label=config.dataset.multi_label,
+            length_slice_edges=config.evaluation.length_slice_edges,
+        ).as_custom_config(),
     )
     transform.add_upstream_node(example_validator)
     # Statistics of the model's inputs (token counts, truncation, [UNK]s), read back from the written files.
@@ -230,7 +226,7 @@ def trainer_component(
     format); with `vertex_job`, in a Vertex AI CustomJob on the profile's machine; with a `tuner`, with its best
     trial's training values; with a baseline resolver `warm_from`, from the blessed model it resolves, if any
     (TFX's base_model input: ML Metadata links each model to the one it started from)."""
-    scope = {same_task.BASELINE_SCOPE_PROPERTY: config.pipeline_name}
+    scope = {BASELINE_SCOPE_PROPERTY: config.pipeline_name}
     trainer_class, trainer_config = HFTrainer, {**trainer_settings(config).to_custom_config(), **scope}
     if vertex_job is not None:
         trainer_class, trainer_config = VertexHFTrainer, {**trainer_config, **vertex_job}
@@ -250,7 +246,7 @@ def baseline_resolver(config: PipelineConfig, vertex: bool):
     none, the run is the first of its task. Vertex compiles only TFX's own strategy class: the compiled query
     is scoped to the task there (pipeline/cloud/kubeflow_v2_runner.py)."""
     strategy = {
-        "strategy_class": same_task.SameTaskLatestBlessedModelStrategy,
+        "strategy_class": SameTaskLatestBlessedModelStrategy,
         "config": {"task_key": task_of(config).key},
     }
     if vertex:
@@ -264,7 +260,7 @@ def baseline_resolver(config: PipelineConfig, vertex: bool):
 
 def evaluator_component(config: PipelineConfig, data: DataComponents, trainer, resolver):
     """Measures the model on the held-out test split and blesses it only if it clears every threshold."""
-    return same_task.TaskEvaluator(
+    return TaskEvaluator(
         examples=data.example_gen.outputs["examples"],
         model=trainer.outputs["model"],
         baseline_model=resolver.outputs["model"] if resolver else None,
@@ -295,8 +291,15 @@ def publisher_component(config: PipelineConfig, data: DataComponents, trainer, e
         examples=data.example_gen.outputs["examples"],
         statistics=data.transformed_statistics_gen.outputs["statistics"],
         model_run=trainer.outputs["model_run"],
-        card_facts=card_facts(config),
-        hub=config.hub.model_dump(mode="json"),
+        sections=CardSections(
+            config.pipeline_name,
+            config.model_name,
+            config.dataset,
+            config.model,
+            config.training,
+            config.evaluation,
+            config.hub,
+        ),
     ).with_id(HF_PUBLISHER)
 
 

@@ -2,14 +2,14 @@
 
 import pytest
 
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.orchestration.dag import create_components
 
 LABELS = {"dataset.label_names": ["rotten", "fresh"]}
 
 
 def trainer_inputs(**overrides) -> set[str]:
-    config = configs.load_config(overrides={**LABELS, **overrides})
+    config = pipeline_config.load_config(overrides={**LABELS, **overrides})
     (trainer,) = [c for c in create_components(config) if c.id == "Trainer"]
     return set(trainer.inputs)
 

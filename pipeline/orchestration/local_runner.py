@@ -16,7 +16,7 @@ from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
 from components.local_beam import local_beam_runner
 from models.hardware import distribution
-from pipeline.configs import PipelineConfig
+from pipeline.config.pipeline_config import PipelineConfig
 from pipeline.orchestration import preflight, probe
 from pipeline.orchestration.dag import create_pipeline
 from pipeline.reporting.metadata_reader import summarize

@@ -12,7 +12,7 @@ from pathlib import Path
 from components.publisher.hub_push import check_credentials
 from models.errors import UserError
 from models.task import TaskContract, exported_shape, read_contract
-from pipeline.configs import ConfigError, PipelineConfig
+from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 from pipeline.orchestration import probe
 from pipeline.orchestration.dag import task_of
 

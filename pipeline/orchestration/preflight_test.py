@@ -1,12 +1,12 @@
 import pytest
 
 from models.task import task_contract, write_contract
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.orchestration.preflight import ServingContractError, check_serving_contract
 
 
 def _config(tmp_path, **overrides):
-    return configs.load_config(overrides={"serving_dir": str(tmp_path / "serving"), **overrides})
+    return pipeline_config.load_config(overrides={"serving_dir": str(tmp_path / "serving"), **overrides})
 
 
 def _serve(config, version: str, contract):
@@ -61,7 +61,7 @@ def test_another_contract_under_the_served_name_is_refused_with_the_fixes(tmp_pa
     ],
 )
 def test_what_training_and_tuning_need_of_the_splits_is_checked_before_any_component(overrides, sizes, message):
-    from pipeline.configs import ConfigError, load_config
+    from pipeline.config.pipeline_config import ConfigError, load_config
     from pipeline.orchestration.probe import check_training_splits
 
     with pytest.raises(ConfigError, match=message):
@@ -90,7 +90,7 @@ def test_a_hub_model_is_pinned_to_the_commit_the_preflight_read(tmp_path, tiny_b
     cache, first, second = tmp_path / "hub", "a" * 40, "b" * 40
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
     _cache_snapshot(cache, "reviews-team/tiny-bert", first, tiny_bert_dir)
-    config = configs.load_config(
+    config = pipeline_config.load_config(
         overrides={"model.name": "reviews-team/tiny-bert", "model.max_seq_length": 32, "dataset.limits.train": 64}
     )
 
@@ -113,11 +113,11 @@ def test_a_compiled_spec_pins_a_hub_model_to_its_commit(tmp_path, tiny_bert_dir,
     cache, commit = tmp_path / "hub", "c" * 40
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
     _cache_snapshot(cache, "reviews-team/tiny-bert", commit, tiny_bert_dir)
-    config = configs.load_config(overrides={"model.name": "reviews-team/tiny-bert"})
+    config = pipeline_config.load_config(overrides={"model.name": "reviews-team/tiny-bert"})
 
     assert with_model_pinned(config).model.revision == commit
     assert config.model.revision is None  # the profile itself is unchanged: submit compares the spec with it
-    pinned = configs.load_config(overrides={"model.name": "reviews-team/other", "model.revision": "d" * 40})
+    pinned = pipeline_config.load_config(overrides={"model.name": "reviews-team/other", "model.revision": "d" * 40})
     assert with_model_pinned(pinned) is pinned  # not in the cache, and not read: already a commit
-    packaged = configs.load_config()
+    packaged = pipeline_config.load_config()
     assert with_model_pinned(packaged) is packaged

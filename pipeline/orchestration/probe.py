@@ -45,7 +45,7 @@ from models.training.lengths import (
 )
 from models.training.recipe import RecipeChoice, choose_recipe
 from models.training.warm_start import asks_for_blessed, describe_warm_recipe
-from pipeline.configs import ConfigError, PipelineConfig, check_label_settings
+from pipeline.config.pipeline_config import ConfigError, PipelineConfig, check_label_settings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,11 +262,11 @@ def probe(config: PipelineConfig) -> ProbeResult:
     if config.model.long_texts == "windows":
         windows = choose_windows(lengths.profile, lengths.width, config.model.window_stride, config.model.max_windows)
         model_update["max_windows"], trained = windows.windows.count, windows.trained
-    buckets = choose_buckets(trained, lengths.width, config.training.length_buckets)
+    buckets = choose_buckets(trained, lengths.width, config.training.batch_widths)
     chosen = {
         "dataset": dataset,
         "model": config.model.model_copy(update=model_update),
-        "training": config.training.model_copy(update={"length_buckets": buckets.buckets}),
+        "training": config.training.model_copy(update={"batch_widths": buckets.buckets}),
     }
     resolved, recipe = resolve_recipe(config.model_copy(update=chosen), model)
     return ProbeResult(

@@ -14,9 +14,9 @@ from tfx.components.tuner.executor import _DEFAULT_TUNER_RESULTS_FILE_NAME as TU
 
 from components.evaluator.eval_results import blessing_reason, read_metrics, read_slice_intervals
 from components.evaluator.noise_aware_gate import read_comparisons, read_ungated
-from components.publisher.component import HUB_COMMIT_PROPERTY, HUB_TAG_PROPERTY, HUB_URL_PROPERTY, PUBLISHED_PROPERTY
-from components.scorer.component import BAD_ROWS_PROPERTY, ROWS_PROPERTY, SCORED_FILE
-from components.scorer.component import LABEL_COUNTS_PROPERTY as SCORER_LABEL_COUNTS
+from components.publisher.executor import HUB_COMMIT_PROPERTY, HUB_TAG_PROPERTY, HUB_URL_PROPERTY, PUBLISHED_PROPERTY
+from components.scorer.executor import BAD_ROWS_PROPERTY, ROWS_PROPERTY, SCORED_FILE
+from components.scorer.executor import LABEL_COUNTS_PROPERTY as SCORER_LABEL_COUNTS
 from components.trainer.training_meter import THROUGHPUT_FILE
 from components.trainer.training_record import TrainingRecord
 from models.names import (

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 
-from pipeline.retraining_config import RetrainingConfig
+from pipeline.config.retraining import RetrainingConfig
 
 COMPLETE, FAILED, RUNNING, INTERRUPTED = "complete", "failed", "running", "interrupted"
 

@@ -1,6 +1,6 @@
 """The retraining rules on their own: which span, whether to train, and the reason a person reads."""
 
-from pipeline.configs import RetrainingConfig
+from pipeline.config.pipeline_config import RetrainingConfig
 from pipeline.retraining.decision import DriftReport, FeatureDrift, RunRecord, decide
 
 RULES = RetrainingConfig()

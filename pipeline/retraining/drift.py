@@ -16,10 +16,10 @@ from components.example_gen.config import TFX_SPLITS
 from components.example_gen.dataset_pass import EVERY_ROW, dataset_pass
 from components.example_gen.splitting import unit_hash
 from models.names import LABEL_NAME_FEATURE, TEXT_FEATURE, TOKEN_COUNT
-from pipeline.configs import PipelineConfig
+from pipeline.config.pipeline_config import PipelineConfig
+from pipeline.config.retraining import RetrainingConfig
 from pipeline.reporting.metadata_reader import summarize_all
 from pipeline.retraining.decision import DriftReport, FeatureDrift
-from pipeline.retraining_config import RetrainingConfig
 
 TEXT_LENGTH = "text_length"
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipeline.configs import RetrainingConfig
+from pipeline.config.pipeline_config import RetrainingConfig
 from pipeline.retraining import drift
 
 
@@ -30,7 +30,7 @@ def test_a_class_that_appears_only_now_counts_as_drift():
 
 
 def test_a_span_is_read_as_a_bounded_hash_sample_of_its_train_rows(tmp_path, monkeypatch):
-    from pipeline.configs import load_config
+    from pipeline.config.pipeline_config import load_config
     from tests import span_data
 
     rows = span_data.reviews(400, seed=3)
@@ -80,7 +80,7 @@ def test_a_span_of_list_labels_is_read_by_drift_as_the_run_reads_it(tmp_path, ti
     task, and drift's span reader, running the same dataset pass, takes them too, each row's labels as one value."""
     import json
 
-    from pipeline.configs import load_config
+    from pipeline.config.pipeline_config import load_config
     from pipeline.orchestration.probe import probe
 
     folder = tmp_path / "data" / "span-1"

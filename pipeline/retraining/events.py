@@ -22,7 +22,7 @@ from typing import Any
 
 from components.example_gen import spans
 from models.errors import UserError
-from pipeline.configs import PipelineConfig, load_config
+from pipeline.config.pipeline_config import PipelineConfig, load_config
 from pipeline.retraining import decision
 from pipeline.retraining.vertex import CloudTriggerResult, VertexClients, cloud_trigger
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from components.example_gen import spans
-from pipeline.configs import ConfigError, PipelineConfig
+from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("pipeline", "components", "models")

@@ -4,14 +4,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import configs
+from pipeline.config import pipeline_config
 from pipeline.retraining.function_source import check_event_profile, deploy_command
 
 PROFILE = Path(__file__).resolve().parents[2] / "configs" / "vertex-retraining.yaml"
 
 
 def test_the_deploy_command_retries_and_runs_as_the_functions_own_identity():
-    config = configs.load_config(PROFILE)
+    config = pipeline_config.load_config(PROFILE)
     check_event_profile(config)
     command = deploy_command(config, Path("build/f"))
     assert "--retry" in command
@@ -30,5 +30,5 @@ def test_the_deploy_command_retries_and_runs_as_the_functions_own_identity():
     ],
 )
 def test_a_profile_events_cannot_drive_safely_is_refused(overrides, message):
-    with pytest.raises(configs.ConfigError, match=message):
-        check_event_profile(configs.load_config(PROFILE, overrides))
+    with pytest.raises(pipeline_config.ConfigError, match=message):
+        check_event_profile(pipeline_config.load_config(PROFILE, overrides))

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from components.example_gen import spans
-from pipeline.configs import ConfigError, PipelineConfig
+from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 from pipeline.orchestration import preflight
 from pipeline.reporting.metadata_reader import summarize_all
 from pipeline.reporting.run_summary import RunSummary

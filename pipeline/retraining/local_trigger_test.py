@@ -4,12 +4,13 @@ import io
 
 import pytest
 
-from pipeline import cli, configs
+from pipeline import cli
+from pipeline.config import pipeline_config
 from pipeline.retraining import local_trigger
 
 
 def spanned_config(tmp_path):
-    return configs.load_config(
+    return pipeline_config.load_config(
         overrides={
             "pipeline_root": str(tmp_path / "root"),
             "serving_dir": str(tmp_path / "serving"),
@@ -20,8 +21,8 @@ def spanned_config(tmp_path):
 
 
 def test_triggers_refuse_data_without_spans_and_say_how_to_add_them(tmp_path, capsys):
-    with pytest.raises(configs.ConfigError, match=r"put \{SPAN\} in dataset.data_files"):
-        local_trigger.check(configs.load_config())
+    with pytest.raises(pipeline_config.ConfigError, match=r"put \{SPAN\} in dataset.data_files"):
+        local_trigger.check(pipeline_config.load_config())
     assert cli.main(["trigger", "check", "--pipeline-root", str(tmp_path)]) == 2
     assert "triggers need span-versioned data" in capsys.readouterr().err
 

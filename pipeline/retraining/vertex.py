@@ -19,7 +19,7 @@ from components import run_parameters
 from components.example_gen import spans
 from pipeline.cloud import submit
 from pipeline.cloud.profile import api_endpoint
-from pipeline.configs import ConfigError, PipelineConfig
+from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 from pipeline.retraining import decision
 
 PIPELINE_LABEL, SPAN_LABEL, TRIGGER_LABEL = "hftfx-pipeline", "hftfx-span", "hftfx-trigger"

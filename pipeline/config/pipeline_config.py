@@ -24,8 +24,8 @@ from components.tuner.config import TuningConfig
 from models.config_section import ConfigError, ConfigSection, Texts, build_section, flag
 from models.credentials import credential_in, is_secret_name
 from models.training.config import EarlyStoppingConfig, ModelConfig, TrainingConfig
-from pipeline.cloud_config import CloudConfig
-from pipeline.retraining_config import RetrainingConfig
+from pipeline.config.cloud import CloudConfig
+from pipeline.config.retraining import RetrainingConfig
 
 __all__ = [
     "LOCAL_BEAM_RUNNER",

@@ -3,11 +3,11 @@ import re
 import pytest
 
 from components.example_gen.config import DatasetConfig, dump_dataset_config, load_dataset_config
-from pipeline import configs
+from pipeline.config import pipeline_config
 
 
 def test_defaults_are_the_embedded_offline_run():
-    config = configs.load_config()
+    config = pipeline_config.load_config()
     assert config.dataset.name == "packaged:rotten_tomatoes"
     assert config.model.name == "packaged:all-MiniLM-L6-v2"
     assert (config.model.max_seq_length, config.training.epochs) == ("auto", "auto")  # chosen from the data
@@ -17,7 +17,7 @@ def test_defaults_are_the_embedded_offline_run():
 def test_yaml_then_overrides(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("training:\n  epochs: 3\n  batch_size: 8\ndataset:\n  label_names: [neg, pos]\n")
-    config = configs.load_config(path, {"training.epochs": "2", "dataset.limits.train": "100"})
+    config = pipeline_config.load_config(path, {"training.epochs": "2", "dataset.limits.train": "100"})
     assert config.training.epochs == 2 and config.training.batch_size == 8
     assert config.dataset.label_names == ("neg", "pos")
     assert config.dataset.limits == {"train": 100}
@@ -25,14 +25,14 @@ def test_yaml_then_overrides(tmp_path):
 
 def test_unknown_keys_and_wrong_types_are_named():
     with pytest.raises(
-        configs.ConfigError, match=r"unknown config key 'training.epoch'; known in 'training': \['batch_size',"
+        pipeline_config.ConfigError, match=r"unknown config key 'training.epoch'; known in 'training': \['batch_size',"
     ):
-        configs.load_config(overrides={"training.epoch": 2})
+        pipeline_config.load_config(overrides={"training.epoch": 2})
     with pytest.raises(
-        configs.ConfigError,
+        pipeline_config.ConfigError,
         match=r"training\.epochs = 'many': should be auto or a number of epochs \(at least 1\) \(passes over",
     ):
-        configs.load_config(overrides={"training.epochs": "many"})
+        pipeline_config.load_config(overrides={"training.epochs": "many"})
 
 
 @pytest.mark.parametrize(
@@ -50,15 +50,18 @@ def test_unknown_keys_and_wrong_types_are_named():
             {"dataset.limits": {"validation": 10}},
             "dataset.limits key = 'validation': should be 'train', 'eval' or 'test'",
         ),
-        ({"training.length_buckets": [48, 32]}, "length_buckets"),
+        ({"training.batch_widths": [48, 32]}, "batch_widths"),
+        # The two kinds of length buckets had one name; a config of an older release is told the new one.
+        ({"training.length_buckets": [32, 48]}, "'length_buckets' was renamed 'training.batch_widths'"),
+        ({"evaluation.length_buckets": [16, 32]}, "'length_buckets' was renamed 'evaluation.length_slice_edges'"),
         ({"training.dropout": 1.0}, "training.dropout = 1.0: should be less than 1"),
         ({"dataset.label_names": ["a", "a"]}, "label_names"),
         ({"dataset.text_column": "label"}, "columns must differ: text_column='label', label_column='label'"),
     ],
 )
 def test_invalid_values_fail_before_anything_runs(overrides, message):
-    with pytest.raises(configs.ConfigError, match=message):
-        configs.load_config(overrides=overrides)
+    with pytest.raises(pipeline_config.ConfigError, match=message):
+        pipeline_config.load_config(overrides=overrides)
 
 
 def test_dataset_config_round_trips_through_json():
@@ -76,14 +79,14 @@ def test_dataset_config_round_trips_through_json():
     ],
 )
 def test_a_data_file_path_infers_its_builder(name, builder, options):
-    config = configs.load_config(overrides={"dataset.name": name})
+    config = pipeline_config.load_config(overrides={"dataset.name": name})
     assert (config.dataset.name, config.dataset.data_files) == (builder, (name,))
     assert config.dataset.builder_options == options
 
 
 def test_hub_ids_and_builders_are_left_alone():
-    assert configs.load_config(overrides={"dataset.name": "glue"}).dataset.name == "glue"
-    kept = configs.load_config(overrides={"dataset.name": "csv", "dataset.data_files": ["a.csv"]}).dataset
+    assert pipeline_config.load_config(overrides={"dataset.name": "glue"}).dataset.name == "glue"
+    kept = pipeline_config.load_config(overrides={"dataset.name": "csv", "dataset.data_files": ["a.csv"]}).dataset
     assert (kept.name, kept.data_files) == ("csv", ("a.csv",))
 
 
@@ -96,8 +99,8 @@ def test_hub_ids_and_builders_are_left_alone():
     ],
 )
 def test_bad_dataset_values_are_named(overrides, message):
-    with pytest.raises(configs.ConfigError, match=message):
-        configs.load_config(overrides=overrides)
+    with pytest.raises(pipeline_config.ConfigError, match=message):
+        pipeline_config.load_config(overrides=overrides)
 
 
 def test_class_weights_take_a_mode_or_a_mapping_and_early_stopping_is_a_section(tmp_path):
@@ -107,14 +110,16 @@ def test_class_weights_take_a_mode_or_a_mapping_and_early_stopping_is_a_section(
         "  early_stopping: {patience: 2, metric: val_accuracy}\n"
         "dataset:\n  label_names: [neg, pos]\n"
     )
-    config = configs.load_config(path)
+    config = pipeline_config.load_config(path)
     assert config.training.class_weights == {"neg": 2.0, "pos": 0.5}
-    assert config.training.early_stopping == configs.EarlyStoppingConfig(patience=2, metric="val_accuracy")
-    flags = configs.load_config(
+    assert config.training.early_stopping == pipeline_config.EarlyStoppingConfig(patience=2, metric="val_accuracy")
+    flags = pipeline_config.load_config(
         overrides={"training.class_weights": "balanced", "training.early_stopping.patience": "1", "training.epochs": 2}
     )
     assert flags.training.class_weights == "balanced" and flags.training.early_stopping.patience == 1
-    assert configs.load_config().training.early_stopping.patience == "auto"  # on where it can choose (models/epochs)
+    assert (
+        pipeline_config.load_config().training.early_stopping.patience == "auto"
+    )  # on where it can choose (models/epochs)
 
 
 @pytest.mark.parametrize(
@@ -139,44 +144,52 @@ def test_class_weights_take_a_mode_or_a_mapping_and_early_stopping_is_a_section(
     ],
 )
 def test_training_controls_are_checked_before_anything_runs(overrides, message):
-    with pytest.raises(configs.ConfigError, match=message):
-        configs.load_config(overrides=overrides)
+    with pytest.raises(pipeline_config.ConfigError, match=message):
+        pipeline_config.load_config(overrides=overrides)
 
 
 def test_numbers_yaml_reads_where_text_is_expected_are_taken_as_text(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("dataset:\n  revision: 2024\n  builder_options: {header: 0}\n  data_files: a.csv\n")
-    dataset = configs.load_config(path).dataset
+    dataset = pipeline_config.load_config(path).dataset
     assert (dataset.revision, dataset.builder_options, dataset.data_files) == ("2024", {"header": "0"}, ("a.csv",))
 
 
 def test_the_width_is_auto_or_a_number_and_head_tail_is_for_single_texts():
-    assert configs.load_config(overrides={"model.max_seq_length": "96"}).model.max_seq_length == 96  # as --set gives it
+    assert (
+        pipeline_config.load_config(overrides={"model.max_seq_length": "96"}).model.max_seq_length == 96
+    )  # as --set gives it
     with pytest.raises(
-        configs.ConfigError, match=r"model.max_seq_length = '4': should be auto or a number of tokens \(at least 8\)"
+        pipeline_config.ConfigError,
+        match=r"model.max_seq_length = '4': should be auto or a number of tokens \(at least 8\)",
     ):
-        configs.load_config(overrides={"model.max_seq_length": "4"})
-    with pytest.raises(configs.ConfigError, match=r"= 'long': should be auto or a number of tokens \(at least 8\)"):
-        configs.load_config(overrides={"model.max_seq_length": "long"})
-    head_tail = configs.load_config(overrides={"model.long_texts": "head_tail", "model.head_share": "0.5"})
-    assert head_tail.model.kept_head_share == 0.5 and configs.load_config().model.kept_head_share is None
-    with pytest.raises(configs.ConfigError, match="a pair's texts are cut longest first"):
-        configs.load_config(overrides={"model.long_texts": "head_tail", "dataset.text_pair_column": "b"})
+        pipeline_config.load_config(overrides={"model.max_seq_length": "4"})
+    with pytest.raises(
+        pipeline_config.ConfigError, match=r"= 'long': should be auto or a number of tokens \(at least 8\)"
+    ):
+        pipeline_config.load_config(overrides={"model.max_seq_length": "long"})
+    head_tail = pipeline_config.load_config(overrides={"model.long_texts": "head_tail", "model.head_share": "0.5"})
+    assert head_tail.model.kept_head_share == 0.5 and pipeline_config.load_config().model.kept_head_share is None
+    with pytest.raises(pipeline_config.ConfigError, match="a pair's texts are cut longest first"):
+        pipeline_config.load_config(overrides={"model.long_texts": "head_tail", "dataset.text_pair_column": "b"})
 
 
 def test_windows_take_a_stride_share_and_a_count_and_refuse_pairs():
-    windows = configs.load_config(overrides={"model.long_texts": "windows", "model.max_windows": "6"})
-    assert windows.model.windows == (0.5, 6) and configs.load_config().model.windows is None
+    windows = pipeline_config.load_config(overrides={"model.long_texts": "windows", "model.max_windows": "6"})
+    assert windows.model.windows == (0.5, 6) and pipeline_config.load_config().model.windows is None
     with pytest.raises(ValueError, match="max_windows is still auto"):
-        _ = configs.load_config(overrides={"model.long_texts": "windows"}).model.windows  # the preflight resolves it
+        _ = pipeline_config.load_config(
+            overrides={"model.long_texts": "windows"}
+        ).model.windows  # the preflight resolves it
     with pytest.raises(
-        configs.ConfigError, match=r"model.max_windows = '0': should be auto or a number of windows \(at least 1\)"
+        pipeline_config.ConfigError,
+        match=r"model.max_windows = '0': should be auto or a number of windows \(at least 1\)",
     ):
-        configs.load_config(overrides={"model.max_windows": "0"})
-    with pytest.raises(configs.ConfigError, match=r"model.window_stride = 1.5"):
-        configs.load_config(overrides={"model.window_stride": 1.5})
-    with pytest.raises(configs.ConfigError, match="windowing one of them would answer for fragments"):
-        configs.load_config(overrides={"model.long_texts": "windows", "dataset.text_pair_column": "b"})
+        pipeline_config.load_config(overrides={"model.max_windows": "0"})
+    with pytest.raises(pipeline_config.ConfigError, match=r"model.window_stride = 1.5"):
+        pipeline_config.load_config(overrides={"model.window_stride": 1.5})
+    with pytest.raises(pipeline_config.ConfigError, match="windowing one of them would answer for fragments"):
+        pipeline_config.load_config(overrides={"model.long_texts": "windows", "dataset.text_pair_column": "b"})
 
 
 @pytest.mark.parametrize(
@@ -191,9 +204,11 @@ def test_windows_take_a_stride_share_and_a_count_and_refuse_pairs():
     ],
 )
 def test_a_search_is_checked_against_the_training_section_before_anything_runs(overrides, message):
-    with pytest.raises(configs.ConfigError, match=re.escape(message)):
-        configs.load_config(overrides=overrides)
-    tuned = configs.load_config(overrides={"tuning.trials": 6, "tuning.search": {"batch_size": {"min": 8, "max": 64}}})
+    with pytest.raises(pipeline_config.ConfigError, match=re.escape(message)):
+        pipeline_config.load_config(overrides=overrides)
+    tuned = pipeline_config.load_config(
+        overrides={"tuning.trials": 6, "tuning.search": {"batch_size": {"min": 8, "max": 64}}}
+    )
     assert tuned.tuning.enabled and tuned.tuning.search["batch_size"].integers
     assert "6 trials (bayesian) over learning_rate 1e-05-0.0002 (log), batch_size 8-64 (log)" in tuned.tuning.describe()
 
@@ -210,9 +225,9 @@ def test_a_search_is_checked_against_the_training_section_before_anything_runs(o
     ],
 )
 def test_names_that_reach_job_ids_labels_filters_and_paths_are_checked_at_load(overrides, message):
-    with pytest.raises(configs.ConfigError, match=message):
-        configs.load_config(overrides=overrides)
-    assert configs.load_config(overrides={"pipeline_name": "reviews-v2", "model_name": "reviews_v2.1"})
+    with pytest.raises(pipeline_config.ConfigError, match=message):
+        pipeline_config.load_config(overrides=overrides)
+    assert pipeline_config.load_config(overrides={"pipeline_name": "reviews-v2", "model_name": "reviews_v2.1"})
 
 
 @pytest.mark.parametrize(
@@ -227,15 +242,15 @@ def test_names_that_reach_job_ids_labels_filters_and_paths_are_checked_at_load(o
     ],
 )
 def test_values_that_look_like_credentials_are_refused_at_load(overrides, kind):
-    with pytest.raises(configs.ConfigError, match=re.escape(kind)) as refused:
-        configs.load_config(overrides=overrides)
+    with pytest.raises(pipeline_config.ConfigError, match=re.escape(kind)) as refused:
+        pipeline_config.load_config(overrides=overrides)
     assert "Secret Manager (hub.token_secret" in str(refused.value)
 
 
 def test_compile_refuses_a_credential_before_writing_a_spec(tmp_path, capsys):
     from pipeline import cli
 
-    profile = (configs.Path(__file__).parents[1] / "configs" / "vertex.yaml").read_text()
+    profile = (pipeline_config.Path(__file__).parents[2] / "configs" / "vertex.yaml").read_text()
     config = tmp_path / "leaky.yaml"
     config.write_text(profile.replace("dataset:\n", "dataset:\n  builder_options: {password: hunter2}\n", 1))
     output = tmp_path / "pipeline.yaml"
@@ -243,4 +258,4 @@ def test_compile_refuses_a_credential_before_writing_a_spec(tmp_path, capsys):
     assert "dataset.builder_options.password holds what looks like" in capsys.readouterr().err
     assert not output.exists()
     # an option named like a credential but left empty, and other options, are fine
-    assert configs.load_config(overrides={"dataset.builder_options": {"token": "", "split": "train"}})
+    assert pipeline_config.load_config(overrides={"dataset.builder_options": {"token": "", "split": "train"}})

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from pipeline.console import STARTUP_CHATTER, has_nvidia_device
+from pipeline.cli.console import STARTUP_CHATTER, has_nvidia_device
 
 SAMPLE = [
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
@@ -30,7 +30,7 @@ def test_the_pattern_takes_the_start_up_lines_and_nothing_else():
 def test_a_process_importing_tensorflow_under_the_filter_shows_only_its_own_stderr():
     script = (
         "import os, sys; os.environ['TF_USE_LEGACY_KERAS'] = '1'\n"
-        "from pipeline.console import without_startup_chatter\n"
+        "from pipeline.cli.console import without_startup_chatter\n"
         "with without_startup_chatter():\n"
         "    import tensorflow as tf; tf.constant(1.0) + 1\n"
         "    print('our own line', file=sys.stderr)\n"

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from components.pusher.executor import PUSH_LOCK, STAGING_PREFIX, next_version, push_atomically
+from components.pusher.local_push import PUSH_LOCK, STAGING_PREFIX, next_version, push_atomically
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,7 +51,7 @@ def test_only_staging_whose_push_died_is_cleared_whatever_host_or_pid_namespace(
     any other, holds it; a folder without a lock is not provably dead."""
     import fcntl
 
-    from components.pusher.executor import STAGING_LOCK_SUFFIX
+    from components.pusher.local_push import STAGING_LOCK_SUFFIX
 
     base = tmp_path / "m"
     names = {
@@ -75,7 +75,7 @@ def test_only_staging_whose_push_died_is_cleared_whatever_host_or_pid_namespace(
 _PUSH = """
 import sys, time
 from pathlib import Path
-from components.pusher import executor as pusher
+from components.pusher import local_push as pusher
 pusher.time.time = lambda: 1_800_000_000.5  # both runs push within the same second
 start = Path(sys.argv[3])
 while not start.exists():

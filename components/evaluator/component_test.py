@@ -1,6 +1,6 @@
 from tfx.types import standard_artifacts
 
-from components.evaluator.same_task import SameTaskLatestBlessedModelStrategy
+from components.evaluator.component import SameTaskLatestBlessedModelStrategy
 
 
 def _model(model_id: int):

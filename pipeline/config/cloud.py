@@ -1,7 +1,7 @@
 """The `cloud` config section: where a compiled pipeline runs on Google Cloud (Vertex AI Pipelines, or Kubeflow
 reading the same spec). Checked as a whole by pipeline/cloud/profile.py's validate_cloud before compiling.
 
-Beside configs.py rather than in cloud/: every module of cloud/ reads the composed PipelineConfig.
+In pipeline/config/ rather than in cloud/: every module of cloud/ reads the composed PipelineConfig.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 from pathlib import Path
 
-from pipeline import cli, config_reference, configs
+from pipeline import cli
 from pipeline.cli.commands import overrides_from_flags
+from pipeline.config import pipeline_config
+from pipeline.config import reference as config_reference
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 
 
 def test_every_setting_says_what_it_is_for():
@@ -12,7 +14,7 @@ def test_every_setting_says_what_it_is_for():
 
 def test_docs_config_reference_is_generated_from_the_fields():
     written = (ROOT / "docs" / "config.md").read_text(encoding="utf-8")
-    assert written == config_reference.markdown(), "regenerate: python -m pipeline.config_reference > docs/config.md"
+    assert written == config_reference.markdown(), "regenerate: python -m pipeline.config.reference > docs/config.md"
 
 
 def test_run_help_shows_each_flag_with_its_fields_description_and_key():
@@ -35,7 +37,7 @@ def test_flags_set_their_keys_and_the_config_checks_their_values():
         "dataset.label_names": ["neg", "pos"],
         "training.precision": "fp32",
     }
-    config = configs.load_config(overrides=overrides)
+    config = pipeline_config.load_config(overrides=overrides)
     assert (config.training.epochs, config.dataset.limits, config.dataset.label_names) == (
         3,
         {"train": 50},

@@ -1,6 +1,6 @@
 """The `retraining` config section: when `hftfx trigger` (and the cloud triggers) start a run.
 
-Beside configs.py rather than in retraining/: every module of retraining/ reads the composed PipelineConfig.
+In pipeline/config/ rather than in retraining/: every module of retraining/ reads the composed PipelineConfig.
 """
 
 from __future__ import annotations

@@ -12,14 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from absl import logging
-from tfx.dsl.components.base import executor_spec
 from tfx.extensions.google_cloud_ai_platform import constants as vertex_constants
-from tfx.extensions.google_cloud_ai_platform.pusher import component as vertex_pusher_component
-from tfx.extensions.google_cloud_ai_platform.pusher import executor as vertex_pusher_executor
-from tfx.types import artifact_utils, standard_component_specs
-from tfx.utils import json_utils
 
-from components.vertex_clients import VERTEX_CLIENT_KEY, configure_aiplatform
 from models.errors import UserError
 
 KEEP_PREVIOUS_KEY = "hftfx_endpoint_keep_previous"  # our key in the Pusher's custom_config
@@ -80,22 +74,3 @@ class PromoteError(UserError, RuntimeError):
 
 def _same_model(name: str, other: str) -> bool:
     return name.split("@")[0] == other.split("@")[0]
-
-
-class Executor(vertex_pusher_executor.Executor):
-    """TFX's Vertex Pusher executor, then `retire_previous_models` when a model was pushed."""
-
-    def Do(self, input_dict, output_dict, exec_properties):
-        custom_config = json_utils.loads(exec_properties[standard_component_specs.CUSTOM_CONFIG_KEY])
-        configure_aiplatform(custom_config.get(VERTEX_CLIENT_KEY))
-        super().Do(input_dict, output_dict, exec_properties)
-        pushed = artifact_utils.get_single_instance(output_dict[standard_component_specs.PUSHED_MODEL_KEY])
-        if not pushed.get_int_custom_property("pushed"):
-            return
-        retire_previous_models(custom_config, pushed.get_string_custom_property("pushed_destination"))
-
-
-class EndpointPusher(vertex_pusher_component.Pusher):
-    """tfx.extensions.google_cloud_ai_platform.Pusher with the executor above."""
-
-    EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)

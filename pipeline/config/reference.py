@@ -1,5 +1,5 @@
 """What the config's field declarations say, for people: `hftfx run`'s flags with their help, and
-docs/config.md (`python -m pipeline.config_reference > docs/config.md`; a test keeps the file current).
+docs/config.md (`python -m pipeline.config.reference > docs/config.md`; a test keeps the file current).
 
 Nothing here is written twice: a flag, its key, its help, its type and its default come from the field.
 """
@@ -18,7 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import to_jsonable_python
 
 from models.config_section import allowed_range, is_section
-from pipeline.configs import PipelineConfig
+from pipeline.config.pipeline_config import PipelineConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,9 +118,9 @@ def markdown() -> str:
     lines = [
         "# Config reference",
         "",
-        "Generated from the field declarations (`python -m pipeline.config_reference > docs/config.md`).",
+        "Generated from the field declarations (`python -m pipeline.config.reference > docs/config.md`).",
         "Set any key in a YAML file (`--config run.yaml`) or with `--set key=value` (lists and mappings in YAML",
-        "flow style: `--set training.length_buckets=[32,48]`); the flags of `hftfx run` are listed per key.",
+        "flow style: `--set training.batch_widths=[32,48]`); the flags of `hftfx run` are listed per key.",
     ]
     section = None
     for setting in settings():
