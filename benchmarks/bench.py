@@ -22,7 +22,8 @@ import tf_keras
 
 from benchmarks import reference
 from components.example_gen.sources import rotten_tomatoes_reviews
-from components.trainer.module import bucket_by_length, chosen_batch_widths, compile_for_training, without_autotuning
+from components.trainer.data import bucket_by_length, chosen_batch_widths, without_autotuning
+from components.trainer.module import compile_for_training
 from components.trainer.training_meter import TrainingMeter, record_batch_shapes
 from models.hardware import distribution
 from models.hardware.flops import EncoderShape

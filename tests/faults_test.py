@@ -14,7 +14,8 @@ import pytest
 import tensorflow as tf
 
 # TFX reloads components.trainer.module when it runs run_fn, so its classes are looked up at call time.
-from components.trainer import module as trainer
+from components.trainer import data as trainer_data
+from components.trainer import plan as trainer_plan
 from pipeline.config.pipeline_config import load_config
 from pipeline.orchestration import preflight
 from pipeline.reporting.metadata_reader import summarize
@@ -37,11 +38,11 @@ def _write_records(path, n):
 def test_truncated_tfrecord_is_named_not_skipped(tmp_path):
     _write_records(tmp_path / "part-0.gz", 50)
     _write_records(tmp_path / "part-1.gz", 50)
-    assert trainer.count_records([str(tmp_path / "*.gz")]) == 100
+    assert trainer_data.count_records([str(tmp_path / "*.gz")]) == 100
     data = (tmp_path / "part-1.gz").read_bytes()
     (tmp_path / "part-1.gz").write_bytes(data[: len(data) // 2])
-    with pytest.raises(trainer.CorruptInputError, match=r"part-1\.gz is truncated or corrupted.*not skipped"):
-        trainer.count_records([str(tmp_path / "*.gz")])
+    with pytest.raises(trainer_data.CorruptInputError, match=r"part-1\.gz is truncated or corrupted.*not skipped"):
+        trainer_data.count_records([str(tmp_path / "*.gz")])
 
 
 def test_corrupted_record_payload_is_named(tmp_path):
@@ -50,16 +51,16 @@ def test_corrupted_record_payload_is_named(tmp_path):
     payload = bytearray(gzip.decompress(raw.read_bytes()))
     payload[40:60] = b"\xff" * 20
     (tmp_path / "bad.gz").write_bytes(gzip.compress(bytes(payload)))
-    with pytest.raises(trainer.CorruptInputError, match=r"bad\.gz"):
-        trainer.count_records([str(tmp_path / "bad.gz")])
+    with pytest.raises(trainer_data.CorruptInputError, match=r"bad\.gz"):
+        trainer_data.count_records([str(tmp_path / "bad.gz")])
 
 
 def test_disk_space_is_checked_before_training(tmp_path):
     model = tf.keras.Sequential([tf.keras.layers.Dense(4)])
     model.build((None, 8))
-    trainer.check_disk_space(model, [str(tmp_path)])
-    with pytest.raises(trainer.DiskSpaceError, match=r"GiB free under .*need about .* Free disk space"):
-        trainer.check_disk_space(model, [str(tmp_path)], factor=1e15)
+    trainer_plan.check_disk_space(model, [str(tmp_path)])
+    with pytest.raises(trainer_plan.DiskSpaceError, match=r"GiB free under .*need about .* Free disk space"):
+        trainer_plan.check_disk_space(model, [str(tmp_path)], factor=1e15)
 
 
 def test_second_run_on_the_same_root_is_refused_and_a_dead_holder_does_not_block(tmp_path):

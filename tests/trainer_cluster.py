@@ -80,7 +80,7 @@ def custom_job(job_args: dict, inputs: dict, outputs: dict, properties: dict) ->
 def trainer_custom_job(recorded: tuple[dict, dict], root: Path, workers: int, **training) -> dict:
     """The CustomJob a Vertex profile with `workers` workers gives the Trainer (vertex_training_config), for the
     `recorded` (inputs, exec properties) trained with these training.* values, its outputs new under `root`."""
-    from pipeline.cloud.profile import vertex_training_config
+    from pipeline.cloud.vertex_jobs import vertex_training_config
     from pipeline.config.cloud import CloudConfig
 
     inputs, properties = recorded

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from components.scorer.config import ScoringConfig
-from components.scorer.job import BatchInputError, BatchJob, file_format, input_columns, output_format
+from components.scorer.job import BatchJob
+from components.scorer.rows import BatchInputError, file_format, input_columns, output_format
 
 
 def test_formats_come_from_the_extension_and_a_folder_must_be_a_saved_dataset(tmp_path):
@@ -94,7 +95,7 @@ def _read(path: str, kind: str, scratch) -> tuple[list, list]:
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from components.local_beam import LOCAL_BEAM_RUNNER
-    from components.scorer.job import read_rows
+    from components.scorer.rows import read_rows
 
     with beam.Pipeline(options=PipelineOptions([f"--runner={LOCAL_BEAM_RUNNER}"])) as pipeline:
         rows, bad = read_rows(pipeline, BatchJob(model="m", input=path, output="o.jsonl"), kind)
@@ -106,7 +107,7 @@ def _read(path: str, kind: str, scratch) -> tuple[list, list]:
 
 def test_poison_rows_go_aside_with_their_reason_and_the_rest_is_read(tmp_path):
     """A field over the csv module's limit and a line that is not UTF-8 used to stop the whole job."""
-    from components.scorer.job import MAX_FIELD_CHARS
+    from components.scorer.rows import MAX_FIELD_CHARS
 
     csv_file = tmp_path / "rows.csv"
     huge = "x" * (MAX_FIELD_CHARS + 1)
@@ -171,7 +172,7 @@ def test_poison_rows_of_every_format_are_set_aside_and_every_good_row_is_read(tm
 
 
 def test_a_quote_never_closed_mid_file_loses_its_own_line_only(tmp_path):
-    from components.scorer.job import MAX_RECORD_CHARS, csv_records
+    from components.scorer.rows import MAX_RECORD_CHARS, csv_records
 
     filler = [f"{i},row {i}\n" for i in range(MAX_RECORD_CHARS // 8)]  # more than one record may hold
     lines = ["id,text\n", '1,"opens and never closes\n', *filler]
@@ -188,7 +189,7 @@ def test_parts_are_appended_into_one_file_with_one_header(tmp_path, kind):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from components.scorer.job import merge_parts, parts_prefix
+    from components.scorer.rows import merge_parts, parts_prefix
 
     output = str(tmp_path / f"scored.{kind}")
     (tmp_path / f"scored.{kind}.parts").mkdir()

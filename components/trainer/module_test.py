@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer.module import bucket_by_length
+from components.trainer.data import bucket_by_length
 
 
 def test_batches_are_cut_to_the_smallest_width_that_holds_them():
@@ -65,7 +65,7 @@ def test_the_trainers_datasets_run_without_the_autotuning_thread(tmp_path):
     """tf.data's autotuning thread made each fit and validation end up to 10 s after its last step (an
     iterator's destructor waits out the thread's sleep); run_fn's datasets, read through TFX's own dataset
     factory as the Trainer reads them, and their length-bucketed form must not start it."""
-    from components.trainer.module import make_dataset
+    from components.trainer.data import make_dataset
     from models.names import ATTENTION_MASK, INPUT_IDS
 
     fn_args, transform_output, files, inputs = _transformed_examples(tmp_path, (3, 40, 7, 20))
@@ -114,7 +114,7 @@ def test_the_trainers_optimizer_updates_embeddings_densely_and_as_the_sparse_pat
 
 
 def test_validation_sees_every_example_once_cut_to_its_bucket_and_full_static_batches_on_a_tpu(tmp_path):
-    from components.trainer.module import make_dataset, validation_data
+    from components.trainer.data import make_dataset, validation_data
     from models.names import ATTENTION_MASK, INPUT_IDS
 
     lengths = (3, 40, 7, 20, 64, 12, 33)
@@ -138,7 +138,7 @@ def test_validation_sees_every_example_once_cut_to_its_bucket_and_full_static_ba
 def test_a_compiled_specs_auto_buckets_are_chosen_by_the_trainer_from_its_train_split(tmp_path, capsys):
     """A local run's preflight resolves `auto`; a compiled spec's Trainer measures its train split (read
     through TFX's dataset factory) by the same rule, and the config's widths still win."""
-    from components.trainer.module import chosen_batch_widths, make_dataset
+    from components.trainer.data import chosen_batch_widths, make_dataset
 
     lengths = (12, 13, 14, 28, 29, 30, 44, 45, 60) * 4
     fn_args, transform_output, files, inputs = _transformed_examples(tmp_path, lengths)
@@ -152,7 +152,7 @@ def test_a_compiled_specs_auto_buckets_are_chosen_by_the_trainer_from_its_train_
 def test_texts_in_windows_become_one_example_per_window_that_holds_text_with_the_texts_label(multi_label):
     """model.long_texts: windows. Three texts of two windows of width 4 each; the second's second window is a
     padding window (mask 0) and is dropped; every other window keeps its text's label (an id, or a 0/1 vector)."""
-    from components.trainer.module import window_examples
+    from components.trainer.data import window_examples
 
     ids = np.array([[1, 1, 0, 0, 2, 2, 0, 0], [3, 0, 0, 0, 0, 0, 0, 0], [4, 4, 4, 0, 5, 5, 0, 0]], np.int64)
     mask = np.array([[1, 1], [1, 0], [1, 1]], np.int64)

@@ -4,7 +4,7 @@ KerasTuner's model tuners build and fit Keras 3 models and refuse the tf_keras m
 (keras-tuner#1039). Its BaseTuner leaves `run_trial` to the caller and keeps the rest: the oracle (Bayesian or
 random) proposing each trial from the scores so far, the trial records a rerun resumes from, and the chief/worker
 protocol TFX's Vertex Tuner runs across a CustomJob's workers. So a trial here is the Trainer's own training
-(components/trainer/module.py: same data, recipe, placement, buckets, early stopping) with the trial's values, scored by
+(components/trainer/: same data, recipe, placement, buckets, early stopping) with the trial's values, scored by
 its best epoch on the eval split; nothing is exported.
 """
 
@@ -20,6 +20,9 @@ from keras_tuner.engine import base_tuner
 from tfx import v1 as tfx
 
 from components.trainer import module as trainer
+from components.trainer.config import TrainerSettings
+from components.trainer.plan import plan_training, training_placement
+from components.trainer.progress import ProgressLogger
 from components.trainer.training_record import describe_values
 from components.tuner.config import TUNING_KEY, Range, TuningConfig
 from models.config_section import build_section
@@ -51,14 +54,14 @@ def oracle(tuning: TuningConfig) -> keras_tuner.Oracle:
     )  # fmt: skip
 
 
-def train_trial(fn_args, settings: trainer.TrainerSettings, objective: str) -> dict[str, float]:
+def train_trial(fn_args, settings: TrainerSettings, objective: str) -> dict[str, float]:
     """One trial: the Trainer's training with `settings`, stopped early as the Trainer stops; the eval split's
     metrics at the epoch best by `objective`."""
     tf_keras.backend.clear_session()
     training, label_names = settings.training, list(settings.label_names)
     tf_keras.utils.set_random_seed(training.seed)
     # Alone, whatever TF_CONFIG says: on Vertex the cluster is the parallel trials, each training on its own.
-    plan = trainer.plan_training(fn_args, settings, trainer.training_placement(training))
+    plan = plan_training(fn_args, settings, training_placement(training))
     train, validation = trainer.training_data(fn_args, plan, tft.TFTransformOutput(fn_args.transform_graph_path))
     if validation is None:
         raise keras_tuner.errors.FatalError("tuning scores each trial on the eval split, which is empty")
@@ -66,7 +69,7 @@ def train_trial(fn_args, settings: trainer.TrainerSettings, objective: str) -> d
     model = trainer.build_and_compile(fn_args, plan, weights)
     stopping = training.early_stopping
     patience = choose_patience(stopping, plan.epochs.epochs, has_eval=True).patience
-    callbacks = [trainer.ProgressLogger(plan.total_steps, plan.global_batch, training.log_every_steps)]
+    callbacks = [ProgressLogger(plan.total_steps, plan.global_batch, training.log_every_steps)]
     if patience:
         mode = EARLY_STOPPING_METRICS[stopping.metric]
         callbacks.append(tf_keras.callbacks.EarlyStopping(stopping.metric, stopping.min_delta, patience, mode=mode))
@@ -84,7 +87,7 @@ def train_trial(fn_args, settings: trainer.TrainerSettings, objective: str) -> d
 class HFTuner(base_tuner.BaseTuner):
     """KerasTuner's search loop around `train_trial`."""
 
-    def run_trial(self, trial, fn_args, settings: trainer.TrainerSettings, objective: str) -> dict[str, float]:
+    def run_trial(self, trial, fn_args, settings: TrainerSettings, objective: str) -> dict[str, float]:
         values = trial.hyperparameters.values
         print(f"[Tuner] trial {trial.trial_id}: {describe_values(values)}", flush=True)
         started = time.monotonic()
@@ -97,7 +100,7 @@ class HFTuner(base_tuner.BaseTuner):
 def tuner_fn(fn_args: tfx.components.FnArgs) -> tfx.components.TunerFnResult:
     """TFX's Tuner entry point: the tuner, and what its search passes each trial."""
     custom_config = fn_args.custom_config
-    settings = trainer.TrainerSettings.from_custom_config(custom_config)
+    settings = TrainerSettings.from_custom_config(custom_config)
     tuning = build_section(TuningConfig, custom_config[TUNING_KEY], TUNING_KEY)
     tuner = HFTuner(oracle(tuning), directory=fn_args.working_dir, project_name="hftfx")
     search = json.dumps(tuning.model_dump(mode="json")["search"])

@@ -145,7 +145,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _predict_file(args: argparse.Namespace) -> int:
-    from components.scorer.job import BatchInputError, BatchJob, run_batch_prediction
+    from components.scorer.job import BatchJob, run_batch_prediction
+    from components.scorer.rows import BatchInputError
 
     if not (args.input and args.output) or args.texts:
         raise BatchInputError("batch prediction takes --input and --output together, and no texts as arguments")
@@ -185,7 +186,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
     from components.pusher.endpoint import promote_newest
     from pipeline.cloud import submit
-    from pipeline.cloud.profile import api_endpoint, vertex_serving_config
+    from pipeline.cloud.vertex_jobs import api_endpoint, vertex_serving_config
 
     config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
     cloud = config.cloud

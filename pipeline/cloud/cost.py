@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from pipeline.cloud.profile import Accelerator, accelerator
+from pipeline.cloud.machines import Accelerator, accelerator
 from pipeline.config.cloud import CloudConfig
 
 # USD per hour in us-central1 for a Vertex AI custom training machine with the accelerators it carries, on demand

@@ -3,7 +3,7 @@
 import pytest
 
 from pipeline.cloud import cost
-from pipeline.cloud.profile import ACCELERATORS, GPU_MACHINES, accelerator
+from pipeline.cloud.machines import ACCELERATORS, GPU_MACHINES, accelerator
 from pipeline.config.cloud import CloudConfig
 
 

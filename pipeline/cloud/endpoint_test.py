@@ -9,7 +9,8 @@ from google.auth.credentials import AnonymousCredentials
 from pipeline import cli
 from pipeline.cloud import submit
 from pipeline.cloud.kubeflow_v2_runner import compile_spec
-from pipeline.cloud.profile import serving_image, validate_cloud
+from pipeline.cloud.profile import validate_cloud
+from pipeline.cloud.vertex_jobs import serving_image
 from pipeline.config.pipeline_config import ConfigError
 from tests.cloud_specs import (
     KMS_KEY,

@@ -11,7 +11,8 @@ import dataclasses
 import os
 from pathlib import Path
 
-from pipeline.cloud.profile import on_vertex, validate_cloud
+from pipeline.cloud.profile import validate_cloud
+from pipeline.cloud.vertex_jobs import on_vertex
 from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 
 

@@ -21,14 +21,14 @@ from components.run_parameters import RunParameters, runtime_parameters
 from components.task_records import BASELINE_SCOPE_PROPERTY
 from models.task import TASK_KEY_PROPERTY
 from pipeline.cloud.compiled_specs import PIPELINE_YAML, profile_header
-from pipeline.cloud.profile import (
+from pipeline.cloud.profile import validate_cloud
+from pipeline.cloud.vertex_jobs import (
     api_endpoint,
     beam_args,
     container_env,
     notify_topic_path,
     on_vertex,
     trainer_image,
-    validate_cloud,
     vertex_serving_config,
     vertex_training_config,
     vertex_tuning_config,

@@ -1,105 +1,31 @@
-"""The Google Cloud side of the pipeline: accelerator catalogue, Vertex job settings, profile checks.
-
-Pure functions from the typed config to the dicts TFX's Vertex extensions and Vertex AI expect, so every
-request can be checked offline. TFX is imported only where its keys are needed: submitting and the
-storage-event function validate a profile without TensorFlow.
-"""
+"""A cloud profile's checks, every one before anything compiles: where the parts run, the Beam runner, the
+orchestrator, the push, the identity, the data and the accelerators (machines.py), each problem named with its fix.
+Pure functions of the typed config, so every profile is checked offline; the settings they allow are built in
+vertex_jobs.py."""
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import re
 from pathlib import Path
 
-from components.vertex_clients import API_ENDPOINT, ENCRYPTION_KEY, VERTEX_CLIENT_KEY
-from models.hub.hub_token import TOKEN_SECRET_ENV
 from models.hub.pretrained import PACKAGED_PREFIX
 from models.training.lengths import AUTO
+from pipeline.cloud.machines import (
+    ACCELERATOR_IMAGE_TARGETS,
+    ACCELERATORS,
+    GPU_FAMILIES,
+    GPU_MACHINES,
+    LARGEST_TPU,
+    Accelerator,
+    accelerator,
+)
+from pipeline.cloud.vertex_jobs import beam_args, on_vertex
 from pipeline.config.cloud import CloudConfig
-from pipeline.config.pipeline_config import MULTI_PROCESSING_BEAM_ARGS, ConfigError, PipelineConfig
+from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 
-
-@dataclasses.dataclass(frozen=True)
-class Accelerator:
-    """One Vertex AI training machine: machine type, accelerator type and count (none for TPU VMs)."""
-
-    kind: str  # cpu | gpu | tpu
-    machine_type: str
-    accelerator_type: str = ""
-    accelerator_count: int = 0
-    tpu_topology: str = ""
-
-    @property
-    def replicas(self) -> int:
-        """Devices training replicates over on one machine: its GPUs, its TPU chips (ct5lp-hightpu-<n>t), else 1."""
-        if self.kind == "tpu":
-            return int(re.fullmatch(r"ct5lp-hightpu-(\d+)t", self.machine_type).group(1))
-        return self.accelerator_count if self.kind == "gpu" else 1
-
-
-# Names users pick from. TPU VM machine types (ct5lp) carry their chips, so no accelerator_type. Vertex AI
-# custom training offers TPU v2, v3 and v5e VMs, v5e for TensorFlow 2.15+
-# (cloud.google.com/vertex-ai/docs/training/training-with-tpu-vm).
-ACCELERATORS = {
-    "cpu": Accelerator("cpu", "n1-standard-8"),
-    "t4": Accelerator("gpu", "n1-standard-8", "NVIDIA_TESLA_T4", 1),
-    "v100": Accelerator("gpu", "n1-standard-8", "NVIDIA_TESLA_V100", 1),
-    "l4": Accelerator("gpu", "g2-standard-8", "NVIDIA_L4", 1),
-    "a100": Accelerator("gpu", "a2-highgpu-1g", "NVIDIA_TESLA_A100", 1),
-    "a100-80gb": Accelerator("gpu", "a2-ultragpu-1g", "NVIDIA_A100_80GB", 1),
-    "h100": Accelerator("gpu", "a3-highgpu-8g", "NVIDIA_H100_80GB", 8),
-    "tpu-v5e-1": Accelerator("tpu", "ct5lp-hightpu-1t", tpu_topology="1x1"),
-    "tpu-v5e-4": Accelerator("tpu", "ct5lp-hightpu-4t", tpu_topology="2x2"),
-    "tpu-v5e-8": Accelerator("tpu", "ct5lp-hightpu-8t", tpu_topology="2x4"),
-}
-
-# Asked for by users, refused with the reason instead of emitting a job that cannot run.
-REFUSED_ACCELERATORS = {
-    **{
-        f"tpu-v6e-{chips}": "Vertex AI trains on TPU v6e with JAX and PyTorch only, not TensorFlow "
-        "(cloud.google.com/vertex-ai/docs/training/training-with-tpu-vm)"
-        for chips in (1, 4, 8)
-    },
-    "tpu-v5p-8": "TPU v5p is not among the TPU VMs Vertex AI custom training offers (v2, v3, v5e)",
-    # The tpu image runs TensorFlow on PJRT with libtpu from PyPI (tensorflow-tpu 2.20 and the libtpu it
-    # declares): the route Cloud TPU documents for TensorFlow on v5e. v2/v3 VMs are not on it.
-    **{
-        f"tpu-{version}-8": f"TPU {version} trains TensorFlow through an older TPU runtime than the PJRT/libtpu "
-        "route the Dockerfile's tpu target takes (documented for v5e); use tpu-v5e-1|4|8"
-        for version in ("v2", "v3")
-    },
-}
 # Regions with TPU v5e VMs (cloud.google.com/tpu/docs/regions-zones): a v5e placement elsewhere fails at
 # CustomJob creation, after the pipeline's data steps ran.
 TPU_V5E_REGIONS = ("us-central1", "us-south1", "us-west1", "us-west4", "europe-west4", "asia-southeast1")
-
-# GPUs per machine: A2, A3 and G2 machine types come with a fixed number; N1 machines take T4s or V100s in
-# the counts Compute Engine allows, on a machine big enough for them.
-GPU_MACHINES = {
-    "t4": {1: "n1-standard-8", 2: "n1-standard-16", 4: "n1-standard-32"},
-    "v100": {1: "n1-standard-8", 2: "n1-standard-16", 4: "n1-standard-32", 8: "n1-standard-64"},
-    "l4": {1: "g2-standard-8", 2: "g2-standard-24", 4: "g2-standard-48", 8: "g2-standard-96"},
-    "a100": {1: "a2-highgpu-1g", 2: "a2-highgpu-2g", 4: "a2-highgpu-4g", 8: "a2-highgpu-8g", 16: "a2-megagpu-16g"},
-    "a100-80gb": {1: "a2-ultragpu-1g", 2: "a2-ultragpu-2g", 4: "a2-ultragpu-4g", 8: "a2-ultragpu-8g"},
-    "h100": {8: "a3-highgpu-8g"},
-}
-# The machine family each GPU is attached to (Compute Engine's GPU platforms).
-GPU_FAMILIES = {
-    "t4": "n1-", "v100": "n1-", "l4": "g2-", "a100": "a2-highgpu-", "a100-80gb": "a2-ultragpu-", "h100": "a3-"
-}  # fmt: skip
-_G2_GPUS = {4: 1, 8: 1, 12: 1, 16: 1, 32: 1, 24: 2, 48: 4, 96: 8}
-
-
-def fixed_gpu_count(machine_type: str) -> int | None:
-    """The GPUs an A2, A3 or G2 machine type comes with; None for machine types that take a chosen count."""
-    if match := re.fullmatch(r"a[23]-(?:high|ultra|mega|edge)gpu-(\d+)g", machine_type):
-        return int(match.group(1))
-    if match := re.fullmatch(r"g2-standard-(\d+)", machine_type):
-        return _G2_GPUS.get(int(match.group(1)))
-    return None
-
-
 _NETWORK = re.compile(r"^projects/\d+/global/networks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 # Google Cloud labels: keys start with a lowercase letter; keys and values use lowercase letters, digits, '_'
 # and '-', at most 63 characters (international letters are allowed too; this checks the ASCII subset).
@@ -114,66 +40,10 @@ def _is_pushed_image(uri: str) -> bool:
     return bool(uri) and (":" in uri.rsplit("/", 1)[-1] or "@" in uri)
 
 
-def accelerator(cloud: CloudConfig) -> Accelerator:
-    """The Trainer's machine: the named placement, sized by trainer_accelerator_count and trainer_machine_type,
-    refused with the reason when Vertex AI could not run it."""
-    name = cloud.trainer_accelerator
-    if name in REFUSED_ACCELERATORS:
-        raise ConfigError(
-            f"cloud.trainer_accelerator '{name}': {REFUSED_ACCELERATORS[name]}. Pick one of {sorted(ACCELERATORS)}"
-        )
-    if name not in ACCELERATORS:
-        raise ConfigError(f"cloud.trainer_accelerator '{name}' is unknown; pick one of {sorted(ACCELERATORS)}")
-    chosen = ACCELERATORS[name]
-    count = cloud.trainer_accelerator_count
-    if count and chosen.kind != "gpu":
-        raise ConfigError(f"cloud.trainer_accelerator_count is for GPUs; '{name}' is sized by its name. Set it to 0.")
-    if chosen.kind == "gpu" and count and not cloud.trainer_machine_type:
-        machines = GPU_MACHINES[name]
-        if count not in machines:
-            raise ConfigError(
-                f"cloud.trainer_accelerator_count {count}: Vertex AI machines take {name} GPUs in counts "
-                f"{sorted(machines)}"
-            )
-        chosen = dataclasses.replace(chosen, machine_type=machines[count], accelerator_count=count)
-    if cloud.trainer_machine_type:
-        chosen = dataclasses.replace(chosen, machine_type=cloud.trainer_machine_type)
-        if count:
-            chosen = dataclasses.replace(chosen, accelerator_count=count)
-        fixed = fixed_gpu_count(chosen.machine_type) if chosen.kind == "gpu" else None
-        if fixed is not None and fixed != chosen.accelerator_count:
-            raise ConfigError(
-                f"cloud.trainer_machine_type {chosen.machine_type} comes with {fixed} GPU(s), not "
-                f"{chosen.accelerator_count}: set cloud.trainer_accelerator_count to {fixed}, or leave "
-                "trainer_machine_type empty and the count picks the machine"
-            )
-    return chosen
-
-
-# Why the pipeline image (Dockerfile target cpu) cannot train on an accelerator, and which image can.
-ACCELERATOR_IMAGE_TARGETS = {
-    "gpu": "GPU kernels but no CUDA libraries (it would train on the CPU): build the Dockerfile's gpu target",
-    "tpu": "no TPU support: build the Dockerfile's tpu target (TensorFlow 2.20 for TPU and libtpu, "
-    "tpu-requirements.txt)",
-}
 _EXPERIMENT = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}$")
+
+
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-def on_vertex(cloud: CloudConfig) -> bool:
-    """Vertex AI Pipelines runs the spec: the Trainer goes to a CustomJob, the baseline resolver runs."""
-    return cloud.orchestrator == "vertex"
-
-
-def api_endpoint(cloud: CloudConfig) -> str:
-    """The Vertex AI API host the submission, trigger and schedule clients talk to."""
-    return cloud.api_endpoint or f"{cloud.region}-aiplatform.googleapis.com"
-
-
-def notify_topic_path(cloud: CloudConfig) -> str:
-    """projects/<project>/topics/<name> of cloud.notify_topic ("" when there is none)."""
-    topic = cloud.notify_topic
-    return topic if not topic or topic.startswith("projects/") else f"projects/{cloud.project}/topics/{topic}"
 
 
 def validate_cloud(config: PipelineConfig) -> None:
@@ -402,10 +272,6 @@ def _accelerator_problems(config: PipelineConfig) -> list[str]:
     return problems
 
 
-# The placement nearest a multi-host TPU slice that trains TensorFlow here.
-LARGEST_TPU = "tpu-v5e-8"
-
-
 def _worker_problems(config: PipelineConfig, chosen: Accelerator) -> list[str]:
     """Several workers and Spot VMs: where the Trainer can run them."""
     cloud = config.cloud
@@ -448,136 +314,6 @@ def _label_problems(labels) -> list[str]:
     return problems
 
 
-def trainer_image(cloud: CloudConfig) -> str:
-    return cloud.trainer_image_uri or cloud.image_uri
-
-
-def serving_image(cloud: CloudConfig) -> str:
-    return cloud.serving_image_uri or cloud.image_uri
-
-
-def container_env(config: PipelineConfig) -> dict[str, str]:
-    """Variables every container of a cloud run gets: the Hub token's secret version (never the token), which
-    the components that reach the Hub read at run time (models/hub/hub_token.py)."""
-    return {TOKEN_SECRET_ENV: config.hub.token_secret} if config.hub.token_secret else {}
-
-
-def worker_pool_specs(cloud: CloudConfig, env: dict[str, str] | None = None) -> list[dict]:
-    """The Vertex CustomJob's worker pools the Trainer runs in (TFX fills in each container's command), with `env`
-    in their containers: the chief's pool, then with cloud.trainer_workers > 1 a pool of the other workers on the
-    same machine (Vertex AI sets TF_CONFIG on each replica: "chief", then "worker" 0, 1, ...)."""
-    chosen = accelerator(cloud)
-    machine_spec = {"machine_type": chosen.machine_type}
-    if chosen.accelerator_type:
-        machine_spec["accelerator_type"] = chosen.accelerator_type
-        machine_spec["accelerator_count"] = chosen.accelerator_count
-    if chosen.tpu_topology:
-        machine_spec["tpu_topology"] = chosen.tpu_topology
-    pool = {
-        "machine_spec": machine_spec,
-        "replica_count": 1,
-        "disk_spec": {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": 100},
-        "container_spec": {
-            "image_uri": trainer_image(cloud),
-            **({"env": [{"name": k, "value": v} for k, v in env.items()]} if env else {}),
-        },
-    }
-    workers = [{**copy.deepcopy(pool), "replica_count": cloud.trainer_workers - 1}] if cloud.trainer_workers > 1 else []
-    return [pool, *workers]
-
-
-def scheduling(cloud: CloudConfig) -> dict:
-    """The CustomJob's scheduling: Spot VMs when asked; and with several workers or spot, a restart of the whole
-    job when one replica restarts. A restarted worker cannot rejoin the others' all-reduce mid-run; restarted
-    together, they all resume from the last checkpoint in the pipeline root."""
-    settings: dict = {}
-    if cloud.trainer_spot:
-        settings["strategy"] = "SPOT"
-    if cloud.trainer_spot or cloud.trainer_workers > 1:
-        settings["restart_job_on_worker_restart"] = True
-    return settings
-
-
-def vertex_training_config(cloud: CloudConfig, env: dict[str, str] | None = None) -> dict:
-    """The keys TFX's Vertex Trainer reads from custom_config.
-
-    TFX's runner pops `project`, then `VertexJobClient.create_training_job` takes `job_spec` as the
-    CustomJobSpec and `labels` / `encryption_spec` as the CustomJob's own fields; without a `job_spec` key it
-    would treat the whole dict as the spec, which the API rejects (labels are no CustomJobSpec field).
-    """
-    job_spec = {"worker_pool_specs": worker_pool_specs(cloud, env)}
-    if scheduled := scheduling(cloud):
-        job_spec["scheduling"] = scheduled
-    if cloud.service_account:
-        job_spec["service_account"] = cloud.service_account
-    if cloud.network:
-        job_spec["network"] = cloud.network
-    from tfx.extensions.google_cloud_ai_platform import constants as vertex_constants
-    from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_trainer_executor
-
-    job = {"project": cloud.project, "job_spec": job_spec, "labels": dict(cloud.labels)}
-    if cloud.encryption_key:
-        job["encryption_spec"] = {"kms_key_name": cloud.encryption_key}
-    return {
-        vertex_constants.ENABLE_VERTEX_KEY: True,
-        vertex_constants.VERTEX_REGION_KEY: cloud.region,
-        vertex_trainer_executor.TRAINING_ARGS_KEY: job,
-        VERTEX_CLIENT_KEY: vertex_client_settings(cloud),
-    }
-
-
-def vertex_tuning_config(cloud: CloudConfig, env: dict[str, str] | None = None) -> dict:
-    """The keys TFX's Vertex Tuner reads: the Trainer's CustomJob under its tuning key. TFX adds the worker pool of
-    the parallel trials beyond the chief's (a copy of the first pool, tuning.parallel_trials - 1 replicas). Each
-    trial trains on one machine, on demand: trainer_workers and trainer_spot are the Trainer's."""
-    from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_trainer_executor
-    from tfx.extensions.google_cloud_ai_platform.tuner import executor as vertex_tuner_executor
-
-    alone = cloud.model_copy(update={"trainer_workers": 1, "trainer_spot": False})
-    settings = vertex_training_config(alone, env)
-    job = settings.pop(vertex_trainer_executor.TRAINING_ARGS_KEY)
-    return {**settings, vertex_tuner_executor.TUNING_ARGS_KEY: job}
-
-
-def vertex_client_settings(cloud: CloudConfig) -> dict:
-    """The API host and CMEK key the components' Vertex clients use (components/vertex_clients.py)."""
-    return {API_ENDPOINT: api_endpoint(cloud), ENCRYPTION_KEY: cloud.encryption_key}
-
-
-def vertex_serving_config(cloud: CloudConfig) -> dict:
-    """The keys TFX's Vertex Pusher reads: a TF Serving prebuilt container behind an endpoint.
-
-    Everything in serving args but the endpoint and project goes to `aiplatform.Model.deploy` as is;
-    KEEP_PREVIOUS_KEY is read by components/pusher/executor.py after the push, VERTEX_CLIENT_KEY before it
-    (the CMEK key goes there: aiplatform applies it to the uploaded Model and a created Endpoint).
-    """
-    from tfx.extensions.google_cloud_ai_platform import constants as vertex_constants
-
-    from components.pusher.endpoint import KEEP_PREVIOUS_KEY
-
-    serving_args = {
-        "project_id": cloud.project,
-        "endpoint_name": cloud.endpoint_name,
-        "machine_type": cloud.endpoint_machine_type,
-        "min_replica_count": cloud.endpoint_min_replicas,
-        "max_replica_count": cloud.endpoint_max_replicas or cloud.endpoint_min_replicas,
-        "traffic_percentage": cloud.endpoint_traffic_percentage,
-    }
-    if cloud.endpoint_accelerator:
-        serving_args["accelerator_type"] = ACCELERATORS[cloud.endpoint_accelerator].accelerator_type
-        serving_args["accelerator_count"] = fixed_gpu_count(cloud.endpoint_machine_type) or 1
-    if cloud.serving_service_account:
-        serving_args["service_account"] = cloud.serving_service_account
-    return {
-        KEEP_PREVIOUS_KEY: cloud.endpoint_keep_previous,
-        VERTEX_CLIENT_KEY: vertex_client_settings(cloud),
-        vertex_constants.ENABLE_VERTEX_KEY: True,
-        vertex_constants.VERTEX_REGION_KEY: cloud.region,
-        vertex_constants.VERTEX_CONTAINER_IMAGE_URI_KEY: serving_image(cloud),
-        vertex_constants.SERVING_ARGS_KEY: serving_args,
-    }
-
-
 def dataflow_option_errors(args: list[str]) -> list[str]:
     """What Beam's own validator says of these arguments for the Dataflow service (the checks
     DataflowRunner.run_pipeline makes before submitting), without touching Cloud Storage (`--dry_run`)."""
@@ -593,31 +329,3 @@ def dataflow_option_errors(args: list[str]) -> list[str]:
         google, "staging_location"
     )
     return locations or validator.validate()
-
-
-def beam_args(config: PipelineConfig) -> list[str]:
-    """Beam arguments of the cloud components (ExampleGen, StatisticsGen, Transform, Evaluator).
-
-    Dataflow workers run the dataflow image (`sdk_container_image`: the pipeline's packages under Beam's boot
-    program; `sdk_location=container` so no SDK tarball is staged over it) on Runner v2, the only runner that
-    takes a custom container.
-    """
-    cloud = config.cloud
-    if cloud.beam_runner == "DirectRunner":
-        return list(MULTI_PROCESSING_BEAM_ARGS)
-    beam_root = cloud.pipeline_root.rstrip("/")
-    return [
-        "--runner=DataflowRunner",
-        f"--project={cloud.project}",
-        f"--region={cloud.region}",
-        f"--temp_location={beam_root}/beam-tmp",
-        f"--staging_location={beam_root}/beam-staging",
-        "--experiments=use_runner_v2",
-        "--sdk_location=container",
-        f"--machine_type={cloud.dataflow_machine_type}",
-        f"--max_num_workers={cloud.dataflow_max_workers}",
-        f"--sdk_container_image={cloud.dataflow_image_uri}",
-        *([f"--service_account_email={cloud.service_account}"] if cloud.service_account else []),
-        *([f"--dataflow_kms_key={cloud.encryption_key}"] if cloud.encryption_key else []),
-        *([f"--subnetwork={cloud.dataflow_subnetwork}"] if cloud.dataflow_subnetwork else []),
-    ]

@@ -13,7 +13,8 @@ from typing import Any
 
 from models.errors import UserError
 from pipeline.cloud.compiled_specs import check_spec_matches
-from pipeline.cloud.profile import api_endpoint, on_vertex, validate_cloud
+from pipeline.cloud.profile import validate_cloud
+from pipeline.cloud.vertex_jobs import api_endpoint, on_vertex
 from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 
 

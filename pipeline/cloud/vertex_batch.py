@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipeline.cloud.profile import api_endpoint, on_vertex, validate_cloud
+from pipeline.cloud.profile import validate_cloud
+from pipeline.cloud.vertex_jobs import api_endpoint, on_vertex
 from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 
 

@@ -70,7 +70,7 @@ def test_the_vertex_tuner_launches_one_custom_job_with_a_worker_per_parallel_tri
 
 
 def test_on_kubeflow_the_tuner_trains_in_its_pod_on_the_trainer_image():
-    from pipeline.cloud.profile import trainer_image
+    from pipeline.cloud.vertex_jobs import trainer_image
     from pipeline.config import pipeline_config
 
     kubeflow = _tuned(pipeline_config.load_config(ROOT / "configs/kubeflow.yaml"))
@@ -86,7 +86,7 @@ def test_on_kubeflow_the_tuner_trains_in_its_pod_on_the_trainer_image():
 def test_tuning_trials_train_on_one_on_demand_machine_each_whatever_the_trainer_uses(profile):
     """The Trainer's workers and spot capacity are its own: TFX's Vertex Tuner copies the first pool for its
     parallel trials, each trial a whole training on one machine."""
-    from pipeline.cloud.profile import vertex_tuning_config
+    from pipeline.cloud.vertex_jobs import vertex_tuning_config
 
     cloud = profile.cloud.model_copy(update={"trainer_workers": 3, "trainer_spot": True})
     job = next(v for v in vertex_tuning_config(cloud).values() if isinstance(v, dict) and "job_spec" in v)

@@ -32,7 +32,7 @@ from components.run_parameters import RunParameters
 from components.scorer.component import BatchScorer
 from components.task_records import BASELINE_SCOPE_PROPERTY
 from components.trainer.component import HFTrainer, VertexHFTrainer
-from components.trainer.module import TrainerSettings
+from components.trainer.config import TrainerSettings
 from components.transform.config import TransformSettings
 from components.tuner.component import TUNER_FN, VertexHFTuner
 from components.tuner.config import TUNING_KEY

@@ -18,7 +18,7 @@ from typing import Any
 from components import run_parameters
 from components.example_gen import spans
 from pipeline.cloud import submit
-from pipeline.cloud.profile import api_endpoint
+from pipeline.cloud.vertex_jobs import api_endpoint
 from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 from pipeline.retraining import decision
 
