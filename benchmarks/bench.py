@@ -96,51 +96,43 @@ def trainer_batches(examples: tf.data.Dataset, training: TrainingConfig) -> tf.d
     return bucket_by_length(examples.batch(BATCH), BATCH, buckets, MAX_LEN)
 
 
-def trainer_throughput(steps: int) -> list[Row]:
-    files, examples = training_examples(steps)
-    training = TrainingConfig()
+def _fresh_model(files, policy="float32"):
+    """The classifier built anew under `policy`, seeded alike for every variant compared."""
+    tf_keras.mixed_precision.set_global_policy(policy)
+    tf_keras.utils.set_random_seed(0)
+    return build_classifier(files, ["rotten", "fresh"])[0]
 
-    def fresh_model(policy="float32"):
-        tf_keras.mixed_precision.set_global_policy(policy)
-        tf_keras.utils.set_random_seed(0)
-        return build_classifier(files, ["rotten", "fresh"])[0]
 
-    plain = fresh_model()  # the seeds' way: fixed-width batches, Adam, model.fit
+def _plain_keras_rate(files, examples, steps: int) -> float:
+    """The seeds' way: fixed-width batches, Adam, model.fit (examples/s)."""
+    plain = _fresh_model(files)
     plain.compile(
         optimizer=tf_keras.optimizers.Adam(5e-5), loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     )
-    baseline = _examples_per_second(plain, examples.batch(BATCH, drop_remainder=True), steps)
+    return _examples_per_second(plain, examples.batch(BATCH, drop_remainder=True), steps)
 
-    ours = fresh_model()  # the Trainer's way: length buckets, AdamW schedule
+
+def trainer_throughput(steps: int) -> list[Row]:
+    files, examples = training_examples(steps)
+    training = TrainingConfig()
+    baseline = _plain_keras_rate(files, examples, steps)
+    ours = _fresh_model(files)  # the Trainer's way: length buckets, AdamW schedule
     compile_for_training(ours, training, steps)
     pipeline_data = trainer_batches(examples, training)
     fp32_records, bf16_records = [], []
     fp32 = _examples_per_second(ours, pipeline_data, steps, fp32_records)
-
-    bf16_model = fresh_model("mixed_bfloat16")
+    bf16_model = _fresh_model(files, "mixed_bfloat16")
     compile_for_training(bf16_model, training, steps)
     bf16_steps = max(steps // 3, 3)
     bf16 = _examples_per_second(bf16_model, pipeline_data, bf16_steps, bf16_records)
     tf_keras.mixed_precision.set_global_policy("float32")
     native = "native" if distribution.cpu_supports_bf16() else "emulated: no AMX/AVX512-BF16 on this CPU"
     fp32_peak, bf16_peak = matmul_peak("float32"), matmul_peak("bfloat16")
+    fp32_what = "Trainer loop, fp32: model FLOP/s vs this machine's fp32 matmul peak"
+    bf16_what = f"Trainer loop, bf16: model FLOP/s vs this machine's bf16 matmul peak ({native})"
     return [
-        _utilization_row(
-            "Trainer loop, fp32: model FLOP/s vs this machine's fp32 matmul peak",
-            ours,
-            fp32_records,
-            steps,
-            fp32,
-            fp32_peak,
-        ),
-        _utilization_row(
-            f"Trainer loop, bf16: model FLOP/s vs this machine's bf16 matmul peak ({native})",
-            bf16_model,
-            bf16_records,
-            bf16_steps,
-            bf16,
-            bf16_peak,
-        ),
+        _utilization_row(fp32_what, ours, fp32_records, steps, fp32, fp32_peak),
+        _utilization_row(bf16_what, bf16_model, bf16_records, bf16_steps, bf16, bf16_peak),
         Row(
             "Trainer loop vs plain Keras fit (examples/s)", f"{fp32:.1f}", f"{baseline:.1f}", f"{fp32 / baseline:.2f}x"
         ),
@@ -332,7 +324,8 @@ def batch_prediction_throughput(serving_dir: Path, rows: int) -> list[Row]:
     serving_default in batches of 32, on the same rows of the corpus, with the matmul peak measured now."""
     import tempfile
 
-    from components.scorer.job import BatchJob, run_batch_prediction
+    from components.scorer.job import run_batch_prediction
+    from components.scorer.records import BatchJob
     from models.serving.pushed_model import load_serving_model
     from pipeline.config.pipeline_config import LOCAL_BEAM_RUNNER
 

@@ -50,7 +50,7 @@ def _seconds(tokenizer, text: str) -> float:
     return time.perf_counter() - started
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus-rows", type=int, default=0, help="reviews of the packaged corpus (0: all)")
     parser.add_argument("--repeats", type=int, default=6)
@@ -58,63 +58,81 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--whole-chars", type=int, default=20_000, help="the longest word measured whole")
     parser.add_argument("--widths", default="64,512", help="model widths the BPE word is measured at")
     parser.add_argument("--out", default=str(reference.BENCHMARKS_MD))
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def wordpiece_row(texts: list[str], repeats: int) -> list[str]:
+    """MiniLM's WordPiece over the reviews, with the character budget and without."""
+    from models.hub.pretrained import resolve_model_dir
+    from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
+
+    spec = tokenizer_spec(resolve_model_dir("packaged:all-MiniLM-L6-v2", None))
+    rates = _texts_per_second(
+        {"budget": InGraphTokenizer(spec, 128), "whole": InGraphTokenizer(spec, 128, whole_texts=True)}, texts, repeats
+    )
+    return [
+        f"MiniLM's WordPiece at width 128, {len(texts):,} reviews: with the budget vs without (texts/s)",
+        f"{rates['budget']:,.0f}",
+        f"{rates['whole']:,.0f}",
+        f"{rates['budget'] / rates['whole']:.2f}x",
+    ]
+
+
+def roberta_tokenizer():
+    """The tests' RoBERTa-style tokenizer (no model needed): the merge rounds, not the model, are measured."""
+    from models.tokenizers.tokenizer import tokenizer_spec
+    from tests.model_families import write_tokenizer
+
+    roberta_dir = Path(tempfile.mkdtemp(prefix="bench-roberta-"))
+    write_tokenizer("roberta", roberta_dir)
+    return tokenizer_spec(roberta_dir)
+
+
+def hostile_word_rows(roberta, letters: str, width: int, whole_chars: int) -> list[list[str]]:
+    """Byte-level BPE at `width` on one huge word: cut to its budget vs its first budget letters, and a shorter
+    word merged whole (no budget, no pieces) vs as served."""
+    from models.tokenizers.byte_level_bpe import ByteLevelBPE
+    from models.tokenizers.tokenizer import InGraphTokenizer
+
+    cut, whole = InGraphTokenizer(roberta, width), InGraphTokenizer(roberta, width, whole_texts=True)
+    whole._pieces = ByteLevelBPE(roberta.pieces, max_word_bytes=2**30)  # the word merged whole, as before
+    _seconds(cut, "warm up"), _seconds(whole, "warm up")
+    budget = cut.character_budget.head
+    hostile, at_budget = _seconds(cut, letters), _seconds(cut, letters[:budget])
+    short = letters[: min(whole_chars, len(letters))]
+    whole_seconds, cut_seconds = _seconds(whole, short), _seconds(cut, short)
+    return [
+        [
+            f"byte-level BPE at width {width}: the corpus as one {len(letters):,}-letter word vs its first "
+            f"{budget:,} (s)",
+            f"{hostile:.2f}",
+            f"{at_budget:.2f}",
+            f"{hostile / at_budget:.2f}x",
+        ],
+        [
+            f"· its first {len(short):,} letters merged whole (no budget, no pieces) vs as served (s)",
+            f"{whole_seconds:.2f}",
+            f"{cut_seconds:.2f}",
+            f"{whole_seconds / cut_seconds:.2f}x",
+        ],
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     from components.example_gen.sources import rotten_tomatoes_reviews
     from models.hardware.machine_peak import matmul_peak
-    from models.hub.pretrained import resolve_model_dir
-    from models.tokenizers.byte_level_bpe import ByteLevelBPE
-    from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
-    from tests.model_families import write_tokenizer
 
     started = time.monotonic()
     peak = matmul_peak().gflops
     texts = list(rotten_tomatoes_reviews()["text"])[: args.corpus_rows or None]
-    spec = tokenizer_spec(resolve_model_dir("packaged:all-MiniLM-L6-v2", None))
-    rates = _texts_per_second(
-        {"budget": InGraphTokenizer(spec, 128), "whole": InGraphTokenizer(spec, 128, whole_texts=True)},
-        texts,
-        args.repeats,
-    )
-    rows = [
-        [
-            f"MiniLM's WordPiece at width 128, {len(texts):,} reviews: with the budget vs without (texts/s)",
-            f"{rates['budget']:,.0f}",
-            f"{rates['whole']:,.0f}",
-            f"{rates['budget'] / rates['whole']:.2f}x",
-        ]
-    ]
-    roberta_dir = Path(tempfile.mkdtemp(prefix="bench-roberta-"))
-    write_tokenizer("roberta", roberta_dir)  # the tests' RoBERTa-style tokenizer: no model needed
-    roberta = tokenizer_spec(roberta_dir)
+    rows = [wordpiece_row(texts, args.repeats)]
     # The corpus with everything but its letters removed: English that byte-level BPE merges a lot, as one word
     spaceless = re.sub("[^a-z]", "", " ".join(rotten_tomatoes_reviews()["text"]).lower())
     letters = (spaceless * (args.word_chars // len(spaceless) + 1))[: args.word_chars]
+    roberta = roberta_tokenizer()
     for width in (int(w) for w in args.widths.split(",")):
-        cut, whole = InGraphTokenizer(roberta, width), InGraphTokenizer(roberta, width, whole_texts=True)
-        whole._pieces = ByteLevelBPE(roberta.pieces, max_word_bytes=2**30)  # the word merged whole, as before
-        _seconds(cut, "warm up"), _seconds(whole, "warm up")
-        budget = cut.character_budget.head
-        hostile, at_budget = _seconds(cut, letters), _seconds(cut, letters[:budget])
-        rows.append(
-            [
-                f"byte-level BPE at width {width}: the corpus as one {len(letters):,}-letter word vs its first "
-                f"{budget:,} (s)",
-                f"{hostile:.2f}",
-                f"{at_budget:.2f}",
-                f"{hostile / at_budget:.2f}x",
-            ]
-        )
-        short = letters[: min(args.whole_chars, len(letters))]
-        whole_seconds, cut_seconds = _seconds(whole, short), _seconds(cut, short)
-        rows.append(
-            [
-                f"· its first {len(short):,} letters merged whole (no budget, no pieces) vs as served (s)",
-                f"{whole_seconds:.2f}",
-                f"{cut_seconds:.2f}",
-                f"{whole_seconds / cut_seconds:.2f}x",
-            ]
-        )
+        rows.extend(hostile_word_rows(roberta, letters, width, args.whole_chars))
     section = reference.table_section(
         SECTION,
         [

@@ -121,13 +121,17 @@ def all_reduce_seconds(size: int, rounds: int = 10) -> float:
     return max(times)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train", type=int, default=960, help="training texts (960: 30 steps at batch 32)")
     parser.add_argument("--model", default=MODEL, help=f"the model trained (default {MODEL})")
     parser.add_argument("--out", default=str(reference.BENCHMARKS_MD))
     parser.add_argument("--all-reduce-worker", nargs=2, type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if args.all_reduce_worker:
         all_reduce_worker(*args.all_reduce_worker)
         return 0
@@ -140,7 +144,13 @@ def main(argv: list[str] | None = None) -> int:
         measured = train(trainer_jobs(local_run(workdir, args.model, args.train), workdir), workdir)
     parameters = trained_parameters(resolve_model_dir(args.model))
     print(f"[bench-workers] ring all-reduce of {parameters:,} floats between two processes", flush=True)
-    reduce_seconds = all_reduce_seconds(parameters)
+    section = workers_section(args, measured, parameters, all_reduce_seconds(parameters), started)
+    reference.publish_sections([section], Path(args.out))
+    return 0
+
+
+def workers_section(args, measured: dict, parameters: int, reduce_seconds: float, started: float) -> str:
+    """BENCHMARKS.md's table: one worker against two, each replica's rate, peak and all-reduce share."""
     (alone,) = measured["1"]
     rows = [["1 (global batch 32)", "the only one", *_cells(alone), "-"]]
     for n, worker in enumerate(measured["2"]):
@@ -152,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             ]
         )  # fmt: skip
     two = measured["2"][0]["examples_per_second"]
-    section = reference.table_section(
+    return reference.table_section(
         SECTION,
         [
             f"{args.model}, {args.train} training texts, one epoch, fp32, the Trainer's CustomJob command as Vertex AI "
@@ -173,8 +183,6 @@ def main(argv: list[str] | None = None) -> int:
             "estimates it from the machine family's bandwidth)."
         ],
     )  # fmt: skip
-    reference.publish_sections([section], Path(args.out))
-    return 0
 
 
 def _cells(measured: dict) -> list[str]:

@@ -38,75 +38,79 @@ def _multipart(content_type: str, body: bytes) -> tuple[dict, bytes]:
     return json.loads(metadata), data
 
 
+class StorageHandler(QuietHandler):
+    """The Cloud Storage JSON API's object calls google-cloud-storage makes, over `objects` (set per server)."""
+
+    objects: dict[str, bytes]
+    asked: list[str]
+    writing: threading.Lock  # a precondition check and its write happen as one step, as the service does
+
+    def do_GET(self):
+        url = urlsplit(self.path)
+        self.asked.append(url.path)
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        download = url.path.startswith("/download/storage/v1/b/")
+        rest = url.path.removeprefix("/download/storage/v1/b/" if download else "/storage/v1/b/")
+        bucket, _, tail = rest.partition("/")
+        if tail == "o":
+            return self._list(bucket, query.get("prefix", ""), query.get("delimiter", ""))
+        name = unquote(tail.removeprefix("o/"))
+        data = self.objects.get(f"{bucket}/{name}")
+        if data is None:
+            return self.reply(404, json.dumps({"error": {"code": 404, "message": "No such object"}}).encode())
+        if not download:
+            return self.reply(200, json.dumps(_metadata(bucket, name, data)).encode())
+        span = self.headers.get("Range", "")
+        if span.startswith("bytes="):
+            start, _, end = span.removeprefix("bytes=").partition("-")
+            part = data[int(start) : int(end) + 1 if end else None]
+            return self.reply(206, part, "application/octet-stream")
+        return self.reply(200, data, "application/octet-stream")
+
+    def do_POST(self):
+        url = urlsplit(self.path)
+        self.asked.append(url.path)
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        bucket = url.path.removeprefix("/upload/storage/v1/b/").partition("/")[0]
+        if query.get("uploadType") != "multipart":
+            return self.reply(501, b'{"error": {"code": 501, "message": "only multipart uploads here"}}')
+        metadata, data = _multipart(self.headers["Content-Type"], self.rfile.read(int(self.headers["Content-Length"])))
+        key = f"{bucket}/{metadata['name']}"
+        with self.writing:
+            if query.get("ifGenerationMatch") == "0" and key in self.objects:
+                error = {
+                    "error": {
+                        "code": 412,
+                        "message": "At least one of the pre-conditions you specified did not hold.",
+                    }
+                }
+                return self.reply(412, json.dumps(error).encode())
+            self.objects[key] = data
+        self.reply(200, json.dumps(_metadata(bucket, metadata["name"], data)).encode())
+
+    def _list(self, bucket: str, prefix: str, delimiter: str):
+        items, prefixes = [], set()
+        with self.writing:
+            stored = sorted(self.objects.items())
+        for key, data in stored:
+            owner, _, name = key.partition("/")
+            if owner != bucket or not name.startswith(prefix):
+                continue
+            below = name[len(prefix) :]
+            if delimiter and delimiter in below:
+                prefixes.add(prefix + below.split(delimiter)[0] + delimiter)
+            else:
+                items.append(_metadata(bucket, name, data))
+        body = {"kind": "storage#objects", "items": items, "prefixes": sorted(prefixes)}
+        self.reply(200, json.dumps(body).encode())
+
+
 @contextlib.contextmanager
 def serve_objects(monkeypatch, objects: dict[str, bytes]):
     """Serves `objects` ("bucket/path/to/object" -> bytes, uploads added to it); yields the request paths it
     received."""
     asked: list[str] = []
-    writing = threading.Lock()  # a precondition check and its write happen as one step, as the service does
-
-    class Handler(QuietHandler):
-        def do_GET(self):
-            url = urlsplit(self.path)
-            asked.append(url.path)
-            query = {k: v[0] for k, v in parse_qs(url.query).items()}
-            download = url.path.startswith("/download/storage/v1/b/")
-            rest = url.path.removeprefix("/download/storage/v1/b/" if download else "/storage/v1/b/")
-            bucket, _, tail = rest.partition("/")
-            if tail == "o":
-                return self._list(bucket, query.get("prefix", ""), query.get("delimiter", ""))
-            name = unquote(tail.removeprefix("o/"))
-            data = objects.get(f"{bucket}/{name}")
-            if data is None:
-                return self.reply(404, json.dumps({"error": {"code": 404, "message": "No such object"}}).encode())
-            if not download:
-                return self.reply(200, json.dumps(_metadata(bucket, name, data)).encode())
-            span = self.headers.get("Range", "")
-            if span.startswith("bytes="):
-                start, _, end = span.removeprefix("bytes=").partition("-")
-                part = data[int(start) : int(end) + 1 if end else None]
-                return self.reply(206, part, "application/octet-stream")
-            return self.reply(200, data, "application/octet-stream")
-
-        def do_POST(self):
-            url = urlsplit(self.path)
-            asked.append(url.path)
-            query = {k: v[0] for k, v in parse_qs(url.query).items()}
-            bucket = url.path.removeprefix("/upload/storage/v1/b/").partition("/")[0]
-            if query.get("uploadType") != "multipart":
-                return self.reply(501, b'{"error": {"code": 501, "message": "only multipart uploads here"}}')
-            metadata, data = _multipart(
-                self.headers["Content-Type"], self.rfile.read(int(self.headers["Content-Length"]))
-            )
-            key = f"{bucket}/{metadata['name']}"
-            with writing:
-                if query.get("ifGenerationMatch") == "0" and key in objects:
-                    error = {
-                        "error": {
-                            "code": 412,
-                            "message": "At least one of the pre-conditions you specified did not hold.",
-                        }
-                    }
-                    return self.reply(412, json.dumps(error).encode())
-                objects[key] = data
-            self.reply(200, json.dumps(_metadata(bucket, metadata["name"], data)).encode())
-
-        def _list(self, bucket: str, prefix: str, delimiter: str):
-            items, prefixes = [], set()
-            with writing:
-                stored = sorted(objects.items())
-            for key, data in stored:
-                owner, _, name = key.partition("/")
-                if owner != bucket or not name.startswith(prefix):
-                    continue
-                below = name[len(prefix) :]
-                if delimiter and delimiter in below:
-                    prefixes.add(prefix + below.split(delimiter)[0] + delimiter)
-                else:
-                    items.append(_metadata(bucket, name, data))
-            body = {"kind": "storage#objects", "items": items, "prefixes": sorted(prefixes)}
-            self.reply(200, json.dumps(body).encode())
-
-    with http_server(Handler) as port:
+    handler = type("Handler", (StorageHandler,), {"objects": objects, "asked": asked, "writing": threading.Lock()})
+    with http_server(handler) as port:
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
         yield asked

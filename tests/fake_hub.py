@@ -61,191 +61,197 @@ class FakeHub:
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
 
-def _handler(hub: FakeHub, port_holder: list[int]):
-    class Handler(QuietHandler):
-        def _body(self) -> bytes:
-            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+class HubHandler(QuietHandler):
+    """The Hub's HTTP API as huggingface_hub calls it, over the FakeHub in `hub` (set per server by _handler)."""
 
-        def _json(self, status: int, value) -> None:
-            self.reply(status, json.dumps(value).encode())
+    hub: FakeHub
+    port_holder: list[int]
 
-        def _record(self) -> str:
-            path = unquote(urlsplit(self.path).path)
-            hub.requests.append((self.command, path, self.headers.get("Authorization", "")))
-            return path
+    def _body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
-        def _readable(self, repo: Repo | None) -> bool:
-            """A public repo, or a private one asked for with a token the Hub knows (a 404 otherwise, as the Hub
-            hides private repos)."""
-            token = self.headers.get("Authorization", "").removeprefix("Bearer ")
-            return repo is not None and (not repo.private or token in hub.tokens)
+    def _json(self, status: int, value) -> None:
+        self.reply(status, json.dumps(value).encode())
 
-        def _resolve(self, path: str) -> tuple[str, bytes, str] | None:
-            """/<repo>/resolve/<revision>/<file> -> (file, its bytes, the commit), for a readable repo."""
-            repo_id, _, rest = path.lstrip("/").partition("/resolve/")
-            revision, _, name = rest.partition("/")
-            repo = hub.repos.get(repo_id)
-            if not self._readable(repo) or not repo.commits:
-                return None
-            commit = repo.commits[-1].oid if revision == "main" else revision
-            files = repo.files_at(commit)
-            return (name, files[name], commit) if name in files else None
+    def _record(self) -> str:
+        path = unquote(urlsplit(self.path).path)
+        self.hub.requests.append((self.command, path, self.headers.get("Authorization", "")))
+        return path
 
-        def do_HEAD(self):
-            path = self._record()
-            found = self._resolve(path) if "/resolve/" in path else None
+    def _readable(self, repo: Repo | None) -> bool:
+        """A public repo, or a private one asked for with a token the Hub knows (a 404 otherwise, as the Hub
+        hides private repos)."""
+        token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        return repo is not None and (not repo.private or token in self.hub.tokens)
+
+    def _resolve(self, path: str) -> tuple[str, bytes, str] | None:
+        """/<repo>/resolve/<revision>/<file> -> (file, its bytes, the commit), for a readable repo."""
+        repo_id, _, rest = path.lstrip("/").partition("/resolve/")
+        revision, _, name = rest.partition("/")
+        repo = self.hub.repos.get(repo_id)
+        if not self._readable(repo) or not repo.commits:
+            return None
+        commit = repo.commits[-1].oid if revision == "main" else revision
+        files = repo.files_at(commit)
+        return (name, files[name], commit) if name in files else None
+
+    def do_HEAD(self):
+        path = self._record()
+        found = self._resolve(path) if "/resolve/" in path else None
+        if found is None:
+            return self.reply(404, **{"X-Error-Code": "RepoNotFound"})
+        _, data, commit = found
+        self.send_response(200)
+        self.send_header("X-Repo-Commit", commit)
+        self.send_header("ETag", f'"{hashlib.sha1(data).hexdigest()}"')
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+
+    def do_GET(self):
+        path = self._record()
+        if "/resolve/" in path:
+            found = self._resolve(path)
             if found is None:
-                return self.reply(404, **{"X-Error-Code": "RepoNotFound"})
-            _, data, commit = found
-            self.send_response(200)
-            self.send_header("X-Repo-Commit", commit)
-            self.send_header("ETag", f'"{hashlib.sha1(data).hexdigest()}"')
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-
-        def do_GET(self):
-            path = self._record()
-            if "/resolve/" in path:
-                found = self._resolve(path)
-                if found is None:
-                    return self._json(404, {"error": "Repository not found"})
-                return self.reply(200, found[1], "application/octet-stream")
-            if path.startswith("/api/models/") and "/revision/" in path:
-                repo_id, revision = path.removeprefix("/api/models/").split("/revision/", 1)
-                repo = hub.repos.get(repo_id)
-                if not self._readable(repo) or not repo.commits:
-                    return self._json(404, {"error": "Repository not found"})
-                commit = repo.commits[-1].oid if revision == "main" else revision
-                siblings = [{"rfilename": name} for name in sorted(repo.files_at(commit))]
-                return self._json(200, {"id": repo_id, "sha": commit, "private": repo.private, "siblings": siblings})
-            if path == "/api/whoami-v2":
-                token = self.headers.get("Authorization", "").removeprefix("Bearer ")
-                if token not in hub.tokens:
-                    return self._json(401, {"error": "Invalid credentials in Authorization header"})
-                access = {"displayName": "pipeline", "role": hub.tokens[token]}
-                return self._json(200, {"type": "user", "name": "reviews-team", "auth": {"accessToken": access}})
-            if path.startswith("/api/models/") and "/tree/" in path:
-                repo_id, _ = path.removeprefix("/api/models/").split("/tree/", 1)
-                repo = hub.repos.get(repo_id)
-                if repo is None:
-                    return self._json(404, {"error": "Repository not found"})
-                files = repo.files_at(repo.commits[-1].oid) if repo.commits else {}
-                tree = [
-                    {"type": "file", "path": name, "size": len(data), "oid": hashlib.sha1(data).hexdigest()}
-                    for name, data in sorted(files.items())
-                ]
-                return self._json(200, tree)
-            if path.startswith("/api/models/") and path.endswith("/refs"):
-                repo = hub.repos.get(path.removeprefix("/api/models/").removesuffix("/refs"))
-                if repo is None:
-                    return self._json(404, {"error": "Repository not found"})
-                head = repo.commits[-1].oid if repo.commits else ""
-                tags = [{"name": t, "ref": f"refs/tags/{t}", "targetCommit": oid} for t, (oid, _) in repo.tags.items()]
-                branches = [{"name": "main", "ref": "refs/heads/main", "targetCommit": head}] if head else []
-                return self._json(200, {"branches": branches, "tags": tags, "converts": []})
-            self._json(404, {"error": f"no route {path}"})
-
-        def do_PUT(self):
-            path = self._record()
-            if path.startswith("/lfs-upload/"):
-                body = self._body()
-                oid = path.removeprefix("/lfs-upload/")
-                if hashlib.sha256(body).hexdigest() != oid:
-                    return self._json(400, {"error": "sha256 mismatch"})
-                hub.lfs_objects[oid] = body
-                return self.reply(200)
-            self._json(404, {"error": f"no route {path}"})
-
-        def do_POST(self):
-            path = self._record()
-            body = self._body()
-            if path == "/api/repos/create":
-                request = json.loads(body)
-                namespace = request.get("organization")
-                repo_id = f"{namespace}/{request['name']}" if namespace else request["name"]
-                url = f"http://127.0.0.1:{port_holder[0]}/{repo_id}"
-                with hub.lock:
-                    if repo_id in hub.repos:  # the Hub names the repo in its 409 too (huggingface_hub parses it)
-                        return self._json(409, {"error": "You already created this model repo", "url": url})
-                    # huggingface_hub 2.x says `visibility`, older releases `private`
-                    private = request.get("visibility", "private" if request.get("private") else "public") == "private"
-                    hub.repos[repo_id] = Repo(private=private)
-                return self._json(200, {"url": url})
-            if path == "/api/validate-yaml":
-                from huggingface_hub import ModelCard
-
-                content = json.loads(body)["content"]
-                try:
-                    ModelCard(content, ignore_metadata_errors=False)
-                except ValueError as error:
-                    return self._json(400, {"errors": [{"message": str(error)}]})
-                hub.validated_cards.append(content)
-                return self._json(200, {"warnings": []})
-            if path.endswith(".git/info/lfs/objects/batch"):
-                request = json.loads(body)
-                objects = [
-                    {
-                        "oid": o["oid"],
-                        "size": o["size"],
-                        "actions": {"upload": {"href": f"http://127.0.0.1:{port_holder[0]}/lfs-upload/{o['oid']}"}},
-                    }
-                    for o in request["objects"]
-                ]
-                return self._json(200, {"transfer": "basic", "objects": objects})
-            if path.startswith("/api/models/"):
-                rest = path.removeprefix("/api/models/")
-                for route in ("/preupload/", "/commit/", "/tag/"):
-                    if route in rest:
-                        repo_id, revision = rest.split(route, 1)
-                        repo = hub.repos.get(repo_id)
-                        if repo is None:
-                            return self._json(404, {"error": "Repository not found"})
-                        return getattr(self, route.strip("/"))(repo_id, repo, revision, body)
-            self._json(404, {"error": f"no route {path}"})
-
-        def preupload(self, repo_id, repo, revision, body):
-            files = json.loads(body)["files"]
-            modes = [
-                {
-                    "path": f["path"],
-                    "uploadMode": "regular" if f["path"].endswith(TEXT_SUFFIXES) else "lfs",
-                    "shouldIgnore": False,
-                }
-                for f in files
+                return self._json(404, {"error": "Repository not found"})
+            return self.reply(200, found[1], "application/octet-stream")
+        if path.startswith("/api/models/") and "/revision/" in path:
+            repo_id, revision = path.removeprefix("/api/models/").split("/revision/", 1)
+            repo = self.hub.repos.get(repo_id)
+            if not self._readable(repo) or not repo.commits:
+                return self._json(404, {"error": "Repository not found"})
+            commit = repo.commits[-1].oid if revision == "main" else revision
+            siblings = [{"rfilename": name} for name in sorted(repo.files_at(commit))]
+            return self._json(200, {"id": repo_id, "sha": commit, "private": repo.private, "siblings": siblings})
+        if path == "/api/whoami-v2":
+            token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            if token not in self.hub.tokens:
+                return self._json(401, {"error": "Invalid credentials in Authorization header"})
+            access = {"displayName": "pipeline", "role": self.hub.tokens[token]}
+            return self._json(200, {"type": "user", "name": "reviews-team", "auth": {"accessToken": access}})
+        if path.startswith("/api/models/") and "/tree/" in path:
+            repo_id, _ = path.removeprefix("/api/models/").split("/tree/", 1)
+            repo = self.hub.repos.get(repo_id)
+            if repo is None:
+                return self._json(404, {"error": "Repository not found"})
+            files = repo.files_at(repo.commits[-1].oid) if repo.commits else {}
+            tree = [
+                {"type": "file", "path": name, "size": len(data), "oid": hashlib.sha1(data).hexdigest()}
+                for name, data in sorted(files.items())
             ]
-            return self._json(200, {"files": modes})
+            return self._json(200, tree)
+        if path.startswith("/api/models/") and path.endswith("/refs"):
+            repo = self.hub.repos.get(path.removeprefix("/api/models/").removesuffix("/refs"))
+            if repo is None:
+                return self._json(404, {"error": "Repository not found"})
+            head = repo.commits[-1].oid if repo.commits else ""
+            tags = [{"name": t, "ref": f"refs/tags/{t}", "targetCommit": oid} for t, (oid, _) in repo.tags.items()]
+            branches = [{"name": "main", "ref": "refs/heads/main", "targetCommit": head}] if head else []
+            return self._json(200, {"branches": branches, "tags": tags, "converts": []})
+        self._json(404, {"error": f"no route {path}"})
 
-        def commit(self, repo_id, repo, revision, body):
-            lines = [json.loads(line) for line in body.splitlines() if line.strip()]
-            header = next(line["value"] for line in lines if line["key"] == "header")
-            files, deleted = {}, set()
-            for line in lines:
-                value = line["value"]
-                if line["key"] == "deletedFile":
-                    deleted.add(value["path"])
-                elif line["key"] == "file":
-                    files[value["path"]] = base64.b64decode(value["content"])
-                elif line["key"] == "lfsFile":
-                    if value["oid"] not in hub.lfs_objects:
-                        return self._json(400, {"error": f"LFS object {value['oid']} was never uploaded"})
-                    files[value["path"]] = hub.lfs_objects[value["oid"]]
-            with hub.lock:
-                oid = hashlib.sha1(f"{repo_id}:{len(repo.commits)}:{header['summary']}".encode()).hexdigest()
-                repo.commits.append(Commit(oid, header["summary"], files, frozenset(deleted)))
-            return self._json(
-                200, {"commitOid": oid, "commitUrl": f"http://127.0.0.1:{port_holder[0]}/{repo_id}/commit/{oid}"}
-            )
+    def do_PUT(self):
+        path = self._record()
+        if path.startswith("/lfs-upload/"):
+            body = self._body()
+            oid = path.removeprefix("/lfs-upload/")
+            if hashlib.sha256(body).hexdigest() != oid:
+                return self._json(400, {"error": "sha256 mismatch"})
+            self.hub.lfs_objects[oid] = body
+            return self.reply(200)
+        self._json(404, {"error": f"no route {path}"})
 
-        def tag(self, repo_id, repo, revision, body):
+    def do_POST(self):
+        path = self._record()
+        body = self._body()
+        if path == "/api/repos/create":
             request = json.loads(body)
-            if request["tag"] in repo.tags:
-                return self._json(409, {"error": "Tag already exists"})
-            if revision not in {c.oid for c in repo.commits}:
-                return self._json(404, {"error": f"Invalid rev id: {revision}"})
-            repo.tags[request["tag"]] = (revision, request.get("message", ""))
-            return self._json(200, {})
+            namespace = request.get("organization")
+            repo_id = f"{namespace}/{request['name']}" if namespace else request["name"]
+            url = f"http://127.0.0.1:{self.port_holder[0]}/{repo_id}"
+            with self.hub.lock:
+                if repo_id in self.hub.repos:  # the Hub names the repo in its 409 too (huggingface_hub parses it)
+                    return self._json(409, {"error": "You already created this model repo", "url": url})
+                # huggingface_hub 2.x says `visibility`, older releases `private`
+                private = request.get("visibility", "private" if request.get("private") else "public") == "private"
+                self.hub.repos[repo_id] = Repo(private=private)
+            return self._json(200, {"url": url})
+        if path == "/api/validate-yaml":
+            from huggingface_hub import ModelCard
 
-    return Handler
+            content = json.loads(body)["content"]
+            try:
+                ModelCard(content, ignore_metadata_errors=False)
+            except ValueError as error:
+                return self._json(400, {"errors": [{"message": str(error)}]})
+            self.hub.validated_cards.append(content)
+            return self._json(200, {"warnings": []})
+        if path.endswith(".git/info/lfs/objects/batch"):
+            request = json.loads(body)
+            objects = [
+                {
+                    "oid": o["oid"],
+                    "size": o["size"],
+                    "actions": {"upload": {"href": f"http://127.0.0.1:{self.port_holder[0]}/lfs-upload/{o['oid']}"}},
+                }
+                for o in request["objects"]
+            ]
+            return self._json(200, {"transfer": "basic", "objects": objects})
+        if path.startswith("/api/models/"):
+            rest = path.removeprefix("/api/models/")
+            for route in ("/preupload/", "/commit/", "/tag/"):
+                if route in rest:
+                    repo_id, revision = rest.split(route, 1)
+                    repo = self.hub.repos.get(repo_id)
+                    if repo is None:
+                        return self._json(404, {"error": "Repository not found"})
+                    return getattr(self, route.strip("/"))(repo_id, repo, revision, body)
+        self._json(404, {"error": f"no route {path}"})
+
+    def preupload(self, repo_id, repo, revision, body):
+        files = json.loads(body)["files"]
+        modes = [
+            {
+                "path": f["path"],
+                "uploadMode": "regular" if f["path"].endswith(TEXT_SUFFIXES) else "lfs",
+                "shouldIgnore": False,
+            }
+            for f in files
+        ]
+        return self._json(200, {"files": modes})
+
+    def commit(self, repo_id, repo, revision, body):
+        lines = [json.loads(line) for line in body.splitlines() if line.strip()]
+        header = next(line["value"] for line in lines if line["key"] == "header")
+        files, deleted = {}, set()
+        for line in lines:
+            value = line["value"]
+            if line["key"] == "deletedFile":
+                deleted.add(value["path"])
+            elif line["key"] == "file":
+                files[value["path"]] = base64.b64decode(value["content"])
+            elif line["key"] == "lfsFile":
+                if value["oid"] not in self.hub.lfs_objects:
+                    return self._json(400, {"error": f"LFS object {value['oid']} was never uploaded"})
+                files[value["path"]] = self.hub.lfs_objects[value["oid"]]
+        with self.hub.lock:
+            oid = hashlib.sha1(f"{repo_id}:{len(repo.commits)}:{header['summary']}".encode()).hexdigest()
+            repo.commits.append(Commit(oid, header["summary"], files, frozenset(deleted)))
+        return self._json(
+            200, {"commitOid": oid, "commitUrl": f"http://127.0.0.1:{self.port_holder[0]}/{repo_id}/commit/{oid}"}
+        )
+
+    def tag(self, repo_id, repo, revision, body):
+        request = json.loads(body)
+        if request["tag"] in repo.tags:
+            return self._json(409, {"error": "Tag already exists"})
+        if revision not in {c.oid for c in repo.commits}:
+            return self._json(404, {"error": f"Invalid rev id: {revision}"})
+        repo.tags[request["tag"]] = (revision, request.get("message", ""))
+        return self._json(200, {})
+
+
+def _handler(hub: FakeHub, port_holder: list[int]) -> type[HubHandler]:
+    return type("Handler", (HubHandler,), {"hub": hub, "port_holder": port_holder})
 
 
 @contextlib.contextmanager

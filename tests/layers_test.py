@@ -150,3 +150,63 @@ def test_models_are_grouped_by_kind():
     top, folders = _layout("models")
     assert top == MODEL_GROUND_FLOOR, "a module of one kind belongs in its folder, models/<kind>/"
     assert folders == MODEL_KINDS
+
+
+def test_nothing_sits_loose_in_pipeline():
+    """pipeline/ composes: each module belongs to a subject folder (config, orchestration, cli, cloud, ...)."""
+    top, _ = _layout("pipeline")
+    assert top == {"__init__"}, "a module of pipeline/ belongs in its subject's folder"
+
+
+# A stage folder keeps TFX's own layout (tfx/components/<name>/): what the DAG builds in component.py, what TFX
+# executes in executor.py. Checked on the classes written in each module (not those TFX's @component generates).
+def _stage_modules() -> list[str]:
+    return [
+        path.relative_to(ROOT).with_suffix("").as_posix().replace("/", ".")
+        for stage in sorted(STAGES)
+        for path in sorted((ROOT / "components" / stage).glob("*.py"))
+        if not path.name.endswith("_test.py") and path.name != "__init__.py"
+    ]
+
+
+def misplaced_stage_classes() -> list[str]:
+    import importlib
+    import inspect
+
+    from tfx.dsl.components.base.base_component import BaseComponent
+    from tfx.dsl.components.base.base_executor import BaseExecutor
+
+    found = []
+    for name in _stage_modules():
+        module = importlib.import_module(name)
+        written = {n.name for n in ast.walk(ast.parse(inspect.getsource(module))) if isinstance(n, ast.ClassDef)}
+        for cls in (c for _, c in inspect.getmembers(module, inspect.isclass) if c.__name__ in written):
+            for base, home in ((BaseComponent, "component"), (BaseExecutor, "executor")):
+                if issubclass(cls, base) and name.rsplit(".", 1)[-1] != home:
+                    found.append(f"{name}.{cls.__name__} is a {base.__name__}: it belongs in {home}.py")
+    return found
+
+
+def test_stage_components_and_executors_live_in_their_own_files():
+    assert misplaced_stage_classes() == []
+
+
+MAX_FUNCTION_LINES = 50  # a function longer than a screen does several things: name them
+
+
+def long_functions() -> list[str]:
+    """Every function (nested ones too) of the project's Python over MAX_FUNCTION_LINES, docstring included."""
+    paths = [*ROOT.glob("*.py"), *(p for folder in [*LAYERS, "tests"] for p in (ROOT / folder).rglob("*.py"))]
+    found = []
+    for path in sorted(paths):
+        relative = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{relative}:{node.lineno} {node.name} ({length} lines)")
+    return found
+
+
+def test_no_function_passes_fifty_lines():
+    assert long_functions() == []

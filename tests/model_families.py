@@ -93,10 +93,44 @@ def _wordpiece_vocab(texts: list[str], directory: Path, special_tokens: list[str
     trainer.save_model(str(directory))
 
 
+# Each SentencePiece family's model file and its special pieces' ids, as the family's tokenizer class expects.
+SENTENCEPIECE_FAMILIES = {
+    # fairseq layout: <s> <pad> </s> <unk>, SentencePiece ids shifted by one
+    "xlm-roberta": ("sentencepiece.bpe.model", {"unk_id": 0, "bos_id": 1, "eos_id": 2, "pad_id": -1}),
+    # lower-cased, accents stripped outside SentencePiece
+    "albert": (
+        "spiece.model",
+        {"pad_id": 0, "unk_id": 1, "bos_id": -1, "eos_id": -1, "user_defined_symbols": ["[CLS]", "[SEP]", "[MASK]"]},
+    ),
+    # DeBERTa-v3's layout: [PAD] [CLS] [SEP] [UNK]
+    "deberta-v2": (
+        "spm.model",
+        {
+            "pad_id": 0, "pad_piece": "[PAD]", "bos_id": 1, "bos_piece": "[CLS]", "eos_id": 2, "eos_piece": "[SEP]",
+            "unk_id": 3, "unk_piece": "[UNK]", "user_defined_symbols": ["[MASK]"],
+        },
+    ),
+}  # fmt: skip
+WORDPIECE_FAMILIES = {
+    "mpnet": ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "[UNK]"],
+    "funnel": ["<pad>", "<cls>", "<sep>", "<unk>", "<mask>", "<s>", "</s>"],
+}
+TOKENIZER_CLASSES = {
+    "roberta": "RobertaTokenizerFast",
+    "xlm-roberta": "XLMRobertaTokenizerFast",
+    "albert": "AlbertTokenizerFast",
+    "deberta-v2": "DebertaV2TokenizerFast",
+    "mpnet": "MPNetTokenizerFast",
+    "funnel": "FunnelTokenizerFast",
+}
+
+
 def write_tokenizer(family: str, directory: Path) -> int:
     """Trains and saves `family`'s tokenizer into `directory`; returns its vocab size."""
     import transformers
 
+    if family not in TOKENIZER_CLASSES:
+        raise ValueError(f"unknown family {family}")
     directory.mkdir(parents=True, exist_ok=True)
     texts = training_texts()
     if family == "roberta":
@@ -105,51 +139,12 @@ def write_tokenizer(family: str, directory: Path) -> int:
         bpe = ByteLevelBPETokenizer()
         bpe.train_from_iterator(texts, vocab_size=2000, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
         bpe.save_model(str(directory))
-        tokenizer = transformers.RobertaTokenizerFast.from_pretrained(directory)
-    elif family == "xlm-roberta":  # fairseq layout: <s> <pad> </s> <unk>, SentencePiece ids shifted by one
-        path = directory / "sentencepiece.bpe.model"
-        path.write_bytes(_sentencepiece(texts, model_type="unigram", unk_id=0, bos_id=1, eos_id=2, pad_id=-1))
-        tokenizer = transformers.XLMRobertaTokenizerFast.from_pretrained(directory)
-    elif family == "albert":  # lower-cased, accents stripped outside SentencePiece
-        path = directory / "spiece.model"
-        path.write_bytes(
-            _sentencepiece(
-                texts,
-                model_type="unigram",
-                pad_id=0,
-                unk_id=1,
-                bos_id=-1,
-                eos_id=-1,
-                user_defined_symbols=["[CLS]", "[SEP]", "[MASK]"],
-            )
-        )
-        tokenizer = transformers.AlbertTokenizerFast.from_pretrained(directory)
-    elif family == "deberta-v2":  # DeBERTa-v3's layout: [PAD] [CLS] [SEP] [UNK]
-        path = directory / "spm.model"
-        path.write_bytes(
-            _sentencepiece(
-                texts,
-                model_type="unigram",
-                pad_id=0,
-                pad_piece="[PAD]",
-                bos_id=1,
-                bos_piece="[CLS]",
-                eos_id=2,
-                eos_piece="[SEP]",
-                unk_id=3,
-                unk_piece="[UNK]",
-                user_defined_symbols=["[MASK]"],
-            )
-        )
-        tokenizer = transformers.DebertaV2TokenizerFast.from_pretrained(directory)
-    elif family == "mpnet":
-        _wordpiece_vocab(texts, directory, ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "[UNK]"])
-        tokenizer = transformers.MPNetTokenizerFast.from_pretrained(directory)
-    elif family == "funnel":
-        _wordpiece_vocab(texts, directory, ["<pad>", "<cls>", "<sep>", "<unk>", "<mask>", "<s>", "</s>"])
-        tokenizer = transformers.FunnelTokenizerFast.from_pretrained(directory)
+    elif family in SENTENCEPIECE_FAMILIES:
+        name, pieces = SENTENCEPIECE_FAMILIES[family]
+        (directory / name).write_bytes(_sentencepiece(texts, model_type="unigram", **pieces))
     else:
-        raise ValueError(f"unknown family {family}")
+        _wordpiece_vocab(texts, directory, WORDPIECE_FAMILIES[family])
+    tokenizer = getattr(transformers, TOKENIZER_CLASSES[family]).from_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return len(tokenizer)
 

@@ -489,59 +489,111 @@ def _raw_exchange(base: str, request: bytes, wait: float) -> tuple[bytes, float]
         return answer.split(b"\r\n")[0], time.monotonic() - started
 
 
-def test_the_server_answers_bad_input_with_its_reason_and_batches_concurrent_requests(first_run, served_model):
-    """`hftfx serve` against a 20 MB body, a body that never finishes, 1,000 instances, malformed JSON, base64,
-    types and columns: each a 4xx with its reason in bounded time, and the next normal request still answers.
-    Concurrent one-text requests share model calls and get the answers they would get alone."""
+def _refuses_bad_requests_with_their_reasons(container) -> None:
+    """Each bad body a 4xx with its reason in bounded time; a normal request still answers after them."""
+    import urllib.error
+    import urllib.request
+
+    predict = container.predict
+    bad = [
+        ({"instances": ["x"] * 1000}, 413, "at most 256"),
+        ({"instances": [{"b64": "%%%"}]}, 400, "is not base64"),
+        ({"instances": [{"text": 5}]}, 400, "is not a string"),
+        ({"inputs": {"text": ["a", "b"], "other": ["c"]}}, 400, "must map ['text'] to lists"),
+        ({"examples": [{"text": 2**70}]}, 400, "examples"),
+        ({"signature_name": "nope", "instances": ["a"]}, 400, "no signature 'nope'"),
+        ([1, 2], 400, "must be a JSON object"),
+    ]
+    for body, status, reason in bad:
+        got, answer = vertex_container.http_json(predict, body)
+        assert (got, reason in answer["error"]) == (status, True), (body, got, answer)
+    route = "/" + predict.split("/", 3)[3]
+    head = f"POST {route} HTTP/1.1\r\nHost: x\r\n"
+    status, _ = _raw_exchange(container.base, f"{head}Content-Length: 9\r\n\r\n{{not json".encode(), 30)
+    assert status == b"HTTP/1.1 400 Bad Request"
+    big = urllib.request.Request(predict, data=b"x" * 20_000_000, headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(big, timeout=60)
+    assert refused.value.code == 413
+    status, seconds = _raw_exchange(container.base, f'{head}Content-Length: 100\r\n\r\n{{"inst'.encode(), 30)
+    assert status == b"HTTP/1.1 408 Request Timeout" and seconds < 10
+    assert vertex_container.http_json(predict, {"instances": ["still answering"]})[0] == 200
+
+
+def _one_text_each(predict: str, texts: list[str]) -> list[tuple[int, dict, int]]:
+    """Every text in a request of its own, all at once: (status, answer, rows of the model call that answered)."""
     import concurrent.futures
     import json
     import urllib.error
     import urllib.request
 
-    from models.serving import tf_serving
     from models.serving.prediction_server import BATCH_HEADER
 
+    def one(text):
+        body = json.dumps({"instances": [text]}).encode()  # a lone surrogate travels as \ud83d, valid JSON
+        try:
+            with urllib.request.urlopen(urllib.request.Request(predict, data=body), timeout=120) as response:
+                return response.status, json.loads(response.read()), int(response.headers[BATCH_HEADER])
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read()), 0
+
+    with concurrent.futures.ThreadPoolExecutor(len(texts)) as pool:
+        return list(pool.map(one, texts))
+
+
+def _answered_as_alone(served_model, texts: list[str], answers: list[tuple[int, dict, int]]) -> None:
+    """Each answer is what the SavedModel gives its text alone."""
+    from models.serving import tf_serving
+
+    alone = tf_serving.predict(served_model, {"instances": texts})["predictions"]
+    for text, (status, answer, _), want in zip(texts, answers, alone, strict=True):
+        assert status == 200, (text, answer)
+        assert answer["predictions"][0]["label"] == want["label"]
+        assert answer["predictions"][0]["probabilities"] == pytest.approx(want["probabilities"], abs=1e-5)
+
+
+def test_the_server_answers_bad_input_with_its_reason_and_batches_concurrent_requests(first_run, served_model):
+    """`hftfx serve` against a 20 MB body, a body that never finishes, 1,000 instances, malformed JSON, base64,
+    types and columns: each a 4xx with its reason in bounded time, and the next normal request still answers.
+    Concurrent one-text requests share model calls and get the answers they would get alone."""
     command = [sys.executable, "-m", "pipeline.cli", "serve", "--read-timeout", "2"]
     with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
-        predict = container.predict
-        bad = [
-            ({"instances": ["x"] * 1000}, 413, "at most 256"),
-            ({"instances": [{"b64": "%%%"}]}, 400, "is not base64"),
-            ({"instances": [{"text": 5}]}, 400, "is not a string"),
-            ({"inputs": {"text": ["a", "b"], "other": ["c"]}}, 400, "must map ['text'] to lists"),
-            ({"examples": [{"text": 2**70}]}, 400, "examples"),
-            ({"signature_name": "nope", "instances": ["a"]}, 400, "no signature 'nope'"),
-            ([1, 2], 400, "must be a JSON object"),
-        ]
-        for body, status, reason in bad:
-            got, answer = vertex_container.http_json(predict, body)
-            assert (got, reason in answer["error"]) == (status, True), (body, got, answer)
-        route = "/" + predict.split("/", 3)[3]
-        head = f"POST {route} HTTP/1.1\r\nHost: x\r\n"
-        status, _ = _raw_exchange(container.base, f"{head}Content-Length: 9\r\n\r\n{{not json".encode(), 30)
-        assert status == b"HTTP/1.1 400 Bad Request"
-        big = urllib.request.Request(predict, data=b"x" * 20_000_000, headers={"Content-Type": "application/json"})
-        with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(big, timeout=60)
-        assert refused.value.code == 413
-        status, seconds = _raw_exchange(container.base, f'{head}Content-Length: 100\r\n\r\n{{"inst'.encode(), 30)
-        assert status == b"HTTP/1.1 408 Request Timeout" and seconds < 10
-        assert vertex_container.http_json(predict, {"instances": ["still answering"]})[0] == 200
-
+        _refuses_bad_requests_with_their_reasons(container)
         texts = [f"a film, take {i}: {'moving' if i % 2 else 'dull'}" for i in range(32)]
+        answers = _one_text_each(container.predict, texts)
+    assert max(rows for _, _, rows in answers) > 1  # requests shared model calls
+    _answered_as_alone(served_model, texts, answers)
 
-        def one(text):
-            request = urllib.request.Request(predict, data=json.dumps({"instances": [text]}).encode())
-            with urllib.request.urlopen(request, timeout=120) as response:
-                return json.loads(response.read())["predictions"][0], int(response.headers[BATCH_HEADER])
 
-        with concurrent.futures.ThreadPoolExecutor(32) as pool:
-            answers = list(pool.map(one, texts))
-    assert max(rows for _, rows in answers) > 1  # requests shared model calls
-    alone = tf_serving.predict(served_model, {"instances": texts})["predictions"]
-    for (got, _), want in zip(answers, alone, strict=True):
-        assert got["label"] == want["label"]
-        assert got["probabilities"] == pytest.approx(want["probabilities"], abs=1e-5)
+def _idle_connections_leave_health_up(container, count: int, header_timeout: float) -> None:
+    """`count` connections that send a request line and nothing more: /health stays 200, a normal request answers
+    at once, and the server closes them after `header_timeout`."""
+    import socket
+    import time
+    from urllib.parse import urlsplit
+
+    url = urlsplit(container.base)
+    idle = []
+    try:
+        for _ in range(count):
+            connection = socket.create_connection((url.hostname, url.port), timeout=30)
+            connection.sendall(b"POST /predict HTTP/1.1\r\n")  # the request line, then nothing
+            idle.append(connection)
+        assert vertex_container.http_json(container.health) == (200, {"status": "ready"})
+        started = time.monotonic()
+        status, answer = vertex_container.http_json(container.predict, {"instances": ["a moving film"]})
+        assert status == 200 and time.monotonic() - started < 1, answer
+        time.sleep(header_timeout + 2)  # the server has closed them (EOF, or a reset when evicted)
+        closed = 0
+        for connection in idle:
+            try:
+                closed += connection.recv(100) == b""
+            except ConnectionResetError:
+                closed += 1
+        assert closed == len(idle)
+    finally:
+        for connection in idle:
+            connection.close()
 
 
 def test_poison_texts_fail_alone_and_idle_sockets_leave_health_up(first_run, served_model):
@@ -549,67 +601,22 @@ def test_poison_texts_fail_alone_and_idle_sockets_leave_health_up(first_run, ser
     get the answers they get alone, the 8 a 400 naming the problem. 520 connections that send a request line and
     nothing more leave /health at 200 and a normal request answered; the server closes them after
     --header-timeout. Deep JSON is a 400."""
-    import concurrent.futures
-    import json
-    import socket
-    import time
     import urllib.error
     import urllib.request
-    from urllib.parse import urlsplit
-
-    from models.serving import tf_serving
 
     command = [sys.executable, "-m", "pipeline.cli", "serve", "--header-timeout", "4"]
     with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
         texts = ["\ud83d" if i % 8 == 3 else f"a film, take {i}: {'moving' if i % 2 else 'dull'}" for i in range(64)]
-
-        def one(text):
-            body = json.dumps({"instances": [text]}).encode()  # the surrogate travels as \ud83d, valid JSON
-            try:
-                with urllib.request.urlopen(urllib.request.Request(container.predict, data=body), timeout=120) as r:
-                    return r.status, json.loads(r.read())
-            except urllib.error.HTTPError as error:
-                return error.code, json.loads(error.read())
-
-        with concurrent.futures.ThreadPoolExecutor(64) as pool:
-            answers = list(pool.map(one, texts))
+        answers = _one_text_each(container.predict, texts)
         good = [i for i, text in enumerate(texts) if text != "\ud83d"]
-        alone = tf_serving.predict(served_model, {"instances": [texts[i] for i in good]})["predictions"]
-        for i, want in zip(good, alone, strict=True):
-            status, answer = answers[i]
-            assert status == 200, (i, answer)
-            assert answer["predictions"][0]["label"] == want["label"]
-            assert answer["predictions"][0]["probabilities"] == pytest.approx(want["probabilities"], abs=1e-5)
+        _answered_as_alone(served_model, [texts[i] for i in good], [answers[i] for i in good])
         for i in set(range(64)) - set(good):
             assert answers[i][0] == 400 and "not valid Unicode" in answers[i][1]["error"], answers[i]
-
         deep = b'{"instances": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(urllib.request.Request(container.predict, data=deep), timeout=60)
         assert refused.value.code == 400 and b"too deeply" in refused.value.read()
-
-        url = urlsplit(container.base)
-        idle = []
-        try:
-            for _ in range(520):
-                connection = socket.create_connection((url.hostname, url.port), timeout=30)
-                connection.sendall(b"POST /predict HTTP/1.1\r\n")  # the request line, then nothing
-                idle.append(connection)
-            assert vertex_container.http_json(container.health) == (200, {"status": "ready"})
-            started = time.monotonic()
-            status, answer = vertex_container.http_json(container.predict, {"instances": ["a moving film"]})
-            assert status == 200 and time.monotonic() - started < 1, answer
-            time.sleep(4 + 2)  # past --header-timeout: the server has closed them (EOF, or a reset when evicted)
-            closed = 0
-            for connection in idle:
-                try:
-                    closed += connection.recv(100) == b""
-                except ConnectionResetError:
-                    closed += 1
-            assert closed == len(idle)
-        finally:
-            for connection in idle:
-                connection.close()
+        _idle_connections_leave_health_up(container, 520, header_timeout=4)
 
 
 def test_a_full_queue_answers_503_with_retry_after(first_run):

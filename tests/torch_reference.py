@@ -23,59 +23,60 @@ SMALL = {"num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 
 VOCAB = 2000
 
 
+_ROBERTA_LIKE = {"vocab_size": VOCAB, "max_position_embeddings": 130, "pad_token_id": 1, "type_vocab_size": 1, **SMALL}
+_MODERNBERT_IDS = {"pad_token_id": 1, "bos_token_id": 2, "eos_token_id": 3, "cls_token_id": 2, "sep_token_id": 3}
+# Tiny configs that still exercise what differs: ModernBERT's window (8 tokens) is shorter than the test texts, its
+# global layer every third; ELECTRA's embeddings narrower than its blocks; RoBERTa's positions from padding.
+CONFIGS = {
+    "modernbert": ("ModernBertConfig", {
+        "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 4,
+        "num_attention_heads": 2, "local_attention": 8, "global_attn_every_n_layers": 3,
+        "max_position_embeddings": 512, "classifier_pooling": "mean", **_MODERNBERT_IDS,
+    }),
+    "modernbert-cls": ("ModernBertConfig", {
+        "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 3,
+        "num_attention_heads": 4, "local_attention": 16, "global_attn_every_n_layers": 2,
+        "max_position_embeddings": 512, "classifier_pooling": "cls", "classifier_bias": True, "norm_bias": True,
+        "attention_bias": True, "mlp_bias": True, **_MODERNBERT_IDS,
+    }),
+    # relative positions only, log buckets inside the test width, shared projections
+    "deberta-v3": ("DebertaV2Config", {
+        "vocab_size": VOCAB, "max_position_embeddings": 128, "relative_attention": True,
+        "position_biased_input": False, "pos_att_type": ["p2c", "c2p"], "max_relative_positions": -1,
+        "position_buckets": 8, "share_att_key": True, "norm_rel_ebd": "layer_norm", "type_vocab_size": 0,
+        "pad_token_id": 0, **SMALL,
+    }),
+    # absolute positions too, own position projections, narrower embeddings, types
+    "deberta-v2": ("DebertaV2Config", {
+        "vocab_size": VOCAB, "max_position_embeddings": 128, "relative_attention": True,
+        "position_biased_input": True, "pos_att_type": "c2p|p2c", "max_relative_positions": 24,
+        "share_att_key": False, "type_vocab_size": 2, "embedding_size": 32, "pad_token_id": 0,
+        "pooler_hidden_act": "tanh", **SMALL,
+    }),
+    # narrower embeddings; 4 layers in 2 groups of one shared block each
+    "albert": ("AlbertConfig", {
+        "vocab_size": VOCAB, "embedding_size": 32, "max_position_embeddings": 128, "num_hidden_groups": 2,
+        "inner_group_num": 1, "hidden_act": "gelu_new", **{**SMALL, "num_hidden_layers": 4},
+    }),
+    "mpnet": ("MPNetConfig", {"vocab_size": VOCAB, "max_position_embeddings": 130, "pad_token_id": 1, **SMALL}),
+    "bert": ("BertConfig", {"vocab_size": VOCAB, "max_position_embeddings": 128, **SMALL}),
+    "roberta": ("RobertaConfig", _ROBERTA_LIKE),
+    "xlm-roberta": ("XLMRobertaConfig", _ROBERTA_LIKE),
+    "camembert": ("CamembertConfig", _ROBERTA_LIKE),
+    "electra": ("ElectraConfig", {"vocab_size": VOCAB, "embedding_size": 32, "max_position_embeddings": 128, **SMALL}),
+    "distilbert": ("DistilBertConfig", {
+        "vocab_size": VOCAB, "dim": 64, "n_layers": 2, "n_heads": 2, "hidden_dim": 96, "max_position_embeddings": 128,
+    }),
+}  # fmt: skip
+
+
 def config(family: str):
-    """Tiny configs that still exercise what differs: ModernBERT's window (8 tokens) is shorter than the test texts,
-    its global layer every third; ELECTRA's embeddings narrower than its blocks; RoBERTa's positions from padding."""
+    """`family`'s tiny config (CONFIGS), labelled neg / pos."""
+    if family not in CONFIGS:
+        raise SystemExit(f"unknown family {family}")
+    kind, values = CONFIGS[family]
     labels = {"id2label": {0: "neg", 1: "pos"}, "label2id": {"neg": 0, "pos": 1}}
-    if family == "modernbert":
-        return transformers.ModernBertConfig(
-            vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=2,
-            local_attention=8, global_attn_every_n_layers=3, max_position_embeddings=512, pad_token_id=1,
-            bos_token_id=2, eos_token_id=3, cls_token_id=2, sep_token_id=3, classifier_pooling="mean", **labels,
-        )  # fmt: skip
-    if family == "modernbert-cls":
-        return transformers.ModernBertConfig(
-            vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
-            local_attention=16, global_attn_every_n_layers=2, max_position_embeddings=512, pad_token_id=1,
-            bos_token_id=2, eos_token_id=3, cls_token_id=2, sep_token_id=3, classifier_pooling="cls",
-            classifier_bias=True, norm_bias=True, attention_bias=True, mlp_bias=True, **labels,
-        )  # fmt: skip
-    if family == "deberta-v3":  # relative positions only, log buckets inside the test width, shared projections
-        return transformers.DebertaV2Config(
-            vocab_size=VOCAB, max_position_embeddings=128, relative_attention=True, position_biased_input=False,
-            pos_att_type=["p2c", "c2p"], max_relative_positions=-1, position_buckets=8, share_att_key=True,
-            norm_rel_ebd="layer_norm", type_vocab_size=0, pad_token_id=0, **SMALL, **labels,
-        )  # fmt: skip
-    if family == "deberta-v2":  # absolute positions too, own position projections, narrower embeddings, types
-        return transformers.DebertaV2Config(
-            vocab_size=VOCAB, max_position_embeddings=128, relative_attention=True, position_biased_input=True,
-            pos_att_type="c2p|p2c", max_relative_positions=24, share_att_key=False, type_vocab_size=2,
-            embedding_size=32, pad_token_id=0, pooler_hidden_act="tanh", **SMALL, **labels,
-        )  # fmt: skip
-    if family == "albert":  # narrower embeddings; 4 layers in 2 groups of one shared block each
-        return transformers.AlbertConfig(
-            vocab_size=VOCAB, embedding_size=32, max_position_embeddings=128, num_hidden_groups=2, inner_group_num=1,
-            hidden_act="gelu_new", **{**SMALL, "num_hidden_layers": 4}, **labels,
-        )  # fmt: skip
-    if family == "mpnet":
-        return transformers.MPNetConfig(
-            vocab_size=VOCAB, max_position_embeddings=130, pad_token_id=1, **SMALL, **labels
-        )
-    if family == "bert":
-        return transformers.BertConfig(vocab_size=VOCAB, max_position_embeddings=128, **SMALL, **labels)
-    if family in ("roberta", "xlm-roberta", "camembert"):
-        kind = {"roberta": transformers.RobertaConfig, "xlm-roberta": transformers.XLMRobertaConfig,
-                "camembert": transformers.CamembertConfig}[family]  # fmt: skip
-        return kind(vocab_size=VOCAB, max_position_embeddings=130, pad_token_id=1, type_vocab_size=1, **SMALL, **labels)
-    if family == "electra":
-        return transformers.ElectraConfig(
-            vocab_size=VOCAB, embedding_size=32, max_position_embeddings=128, **SMALL, **labels
-        )
-    if family == "distilbert":
-        return transformers.DistilBertConfig(
-            vocab_size=VOCAB, dim=64, n_layers=2, n_heads=2, hidden_dim=96, max_position_embeddings=128, **labels
-        )
-    raise SystemExit(f"unknown family {family}")
+    return getattr(transformers, kind)(**values, **labels)
 
 
 def checkpoints(root: str, families: list[str]) -> None:

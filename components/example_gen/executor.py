@@ -94,13 +94,23 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             lambda read: beam_rows.distinct_label_values(self._make_beam_pipeline(), read, self._get_tmp_dir()),
         )
         read, names = found.read, found.label_names
-        config, window = read.config, read.window or (config.span,)
         if read.window:
-            logging.info("span %d: reading spans %s", config.span, list(window))
+            logging.info("span %d: reading spans %s", read.config.span, list(read.window))
         logging.info("%d shard(s) to read: %s", len(read.shards), [s.name for s in read.shards][:20])
         examples = artifact_utils.get_single_instance(output_dict["examples"])
         examples.split_names = artifact_utils.encode_split_names(list(TFX_SPLITS))
-        label_tuple, multi_label, slice_columns = tuple(names), config.multi_label, config.slice_columns
+        label_counts, dropped, rows = self._write_examples(read, names, examples)
+        for name in TFX_SPLITS:
+            count, origin = rows[name], read.plan.origin[name]
+            logging.info("split %s: %d examples from %s", name, count, origin)
+            if dropped[name]:
+                logging.warning("split %s: %d rows dropped for a missing text or label", name, dropped[name])
+        check_splits(read, names, label_counts, rows)
+        record_examples(examples, read, names, (label_counts, dropped, rows), exec_properties.get("input_fingerprint"))
+
+    def _write_examples(self, read, names: list[str], examples):
+        """Every split's rows as gzipped tf.Example TFRecords; (label counts, dropped rows, rows) per split."""
+        label_tuple, multi_label, slice_columns = tuple(names), read.config.multi_label, read.config.slice_columns
         with self._make_beam_pipeline() as pipeline:
             for name, rows in beam_rows.read_rows(pipeline, read, names).items():
                 _ = (
@@ -123,25 +133,22 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                         compression_type=beam.io.filesystem.CompressionTypes.GZIP,
                     )
                 )
-        label_counts, dropped, rows = beam_rows.split_counts(beam_rows.counters(pipeline.result), TFX_SPLITS)
-        for name in TFX_SPLITS:
-            count, origin = rows[name], read.plan.origin[name]
-            logging.info("split %s: %d examples from %s", name, count, origin)
-            if dropped[name]:
-                logging.warning("split %s: %d rows dropped for a missing text or label", name, dropped[name])
-        check_splits(read, names, label_counts, rows)
+        return beam_rows.split_counts(beam_rows.counters(pipeline.result), TFX_SPLITS)
 
-        examples.span = int(config.span)
-        examples.version = 0
-        examples_utils.set_payload_format(examples, example_gen_pb2.PayloadFormat.FORMAT_TF_EXAMPLE)
-        examples_utils.set_file_format(examples, "tfrecords_gzip")
-        examples.set_string_custom_property(LABEL_NAMES_PROPERTY, json.dumps(names))
-        examples.set_string_custom_property(SPLIT_COUNTS_PROPERTY, json.dumps({n: rows[n] for n in TFX_SPLITS}))
-        per_label = {n: {names[i]: c for i, c in sorted(label_counts[n].items())} for n in TFX_SPLITS}
-        examples.set_string_custom_property(LABEL_COUNTS_PROPERTY, json.dumps(per_label, ensure_ascii=False))
-        examples.set_string_custom_property(DROPPED_COUNTS_PROPERTY, json.dumps(dropped))
-        examples.set_string_custom_property(FINGERPRINT_PROPERTY, fingerprint(read.fingerprint_sources, config, names))
-        examples.set_string_custom_property(SPANS_PROPERTY, json.dumps(list(window)))
-        examples.set_string_custom_property(
-            INPUT_FINGERPRINT_PROPERTY, exec_properties.get("input_fingerprint") or read.input_fingerprint
-        )
+
+def record_examples(examples, read, names: list[str], counts, input_fingerprint: str | None) -> None:
+    """What the examples artifact says about itself: span, format, labels, counts, fingerprints, spans read."""
+    label_counts, dropped, rows = counts
+    config, window = read.config, read.window or (read.config.span,)
+    examples.span = int(config.span)
+    examples.version = 0
+    examples_utils.set_payload_format(examples, example_gen_pb2.PayloadFormat.FORMAT_TF_EXAMPLE)
+    examples_utils.set_file_format(examples, "tfrecords_gzip")
+    examples.set_string_custom_property(LABEL_NAMES_PROPERTY, json.dumps(names))
+    examples.set_string_custom_property(SPLIT_COUNTS_PROPERTY, json.dumps({n: rows[n] for n in TFX_SPLITS}))
+    per_label = {n: {names[i]: c for i, c in sorted(label_counts[n].items())} for n in TFX_SPLITS}
+    examples.set_string_custom_property(LABEL_COUNTS_PROPERTY, json.dumps(per_label, ensure_ascii=False))
+    examples.set_string_custom_property(DROPPED_COUNTS_PROPERTY, json.dumps(dropped))
+    examples.set_string_custom_property(FINGERPRINT_PROPERTY, fingerprint(read.fingerprint_sources, config, names))
+    examples.set_string_custom_property(SPANS_PROPERTY, json.dumps(list(window)))
+    examples.set_string_custom_property(INPUT_FINGERPRINT_PROPERTY, input_fingerprint or read.input_fingerprint)

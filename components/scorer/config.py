@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from components.scorer.job import DEFAULT_BATCH_SIZE
+from components.scorer.records import DEFAULT_BATCH_SIZE
 from components.scorer.rows import BatchInputError, input_columns, input_kind, missing_columns
 from models.config_section import ConfigSection, Texts
 

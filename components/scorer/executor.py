@@ -13,7 +13,8 @@ from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
 from components.scorer.config import ScoringConfig
-from components.scorer.job import BatchJob, add_scoring, job_summary, plan_job
+from components.scorer.job import add_scoring, job_summary, plan_job
+from components.scorer.records import BatchJob
 from models.config_section import build_section
 
 SCORED_FILE = "scored.jsonl"

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from components.scorer.config import ScoringConfig
-from components.scorer.job import BatchJob
+from components.scorer.records import BatchJob
 from components.scorer.rows import BatchInputError, file_format, input_columns, output_format
 
 

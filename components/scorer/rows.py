@@ -17,13 +17,11 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from components.example_gen import input_paths
+from components.scorer.records import BatchJob, ScoringPlan
 from models.errors import UserError
-
-if TYPE_CHECKING:  # the job's records; job.py imports this module
-    from components.scorer.job import BatchJob, ScoringPlan
 
 # How a job reads each file format of input_paths (by its `datasets` builder), and what it writes.
 READERS = {"json": "jsonl", "csv": "csv", "parquet": "parquet", "text": "text", "arrow": "arrow"}

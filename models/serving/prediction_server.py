@@ -262,74 +262,102 @@ def parse_request(body: bytes, names: tuple[str, ...], max_rows: int) -> tuple[s
         raise RequestError(400, str(error)) from None
 
 
-def build_app(model, limits: ServerLimits, health_route: str, predict_route: str):
-    """The Starlette app: health, and predict through the Batcher."""
-    import tensorflow as tf
-    from starlette.applications import Starlette
-    from starlette.exceptions import HTTPException
-    from starlette.requests import ClientDisconnect
-    from starlette.responses import JSONResponse, Response
-    from starlette.routing import Route
+class PredictionRoutes:
+    """The server's two routes: health, and predict through the Batcher, each request answered or refused alone."""
 
-    batcher = Batcher(model, limits)
-    names = tf_serving.text_inputs(model)
-    parsing = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="parse")
-    in_flight = 0
+    def __init__(self, model, limits: ServerLimits):
+        self.model, self.limits = model, limits
+        self.batcher = Batcher(model, limits)
+        self.names = tf_serving.text_inputs(model)
+        self.parsing = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="parse")
+        self.in_flight = 0
 
-    async def health(request) -> JSONResponse:
-        late = batcher.wedged_for()
+    async def health(self, request):
+        from starlette.responses import JSONResponse
+
+        late = self.batcher.wedged_for()
         if late:
-            message = f"a model call has run {late + limits.call_budget_s:.0f} s, over its {limits.call_budget_s:g} s"
+            budget = self.limits.call_budget_s
+            message = f"a model call has run {late + budget:.0f} s, over its {budget:g} s"
             return JSONResponse({"status": "wedged", "error": message}, status_code=503)
         return JSONResponse({"status": "ready"})
 
-    async def predict(request) -> Response:
-        nonlocal in_flight
-        if in_flight >= limits.max_in_flight:
+    async def predict(self, request):
+        from starlette.requests import ClientDisconnect
+        from starlette.responses import Response
+
+        if self.in_flight >= self.limits.max_in_flight:
             return _refusal(RequestError(503, "the server is at its in-flight limit: retry shortly", Retry_After="1"))
-        in_flight += 1
+        self.in_flight += 1
         try:
-            return await _predict(request)
+            return await self._predict(request)
         except RequestError as error:
             return _refusal(error)
         except ClientDisconnect:  # the client left mid-body: nobody to answer
             return Response(status_code=499)
         finally:
-            in_flight -= 1
+            self.in_flight -= 1
 
-    def _refusal(error: RequestError) -> JSONResponse:
-        headers = {name.replace("_", "-"): value for name, value in error.headers.items()}
-        return JSONResponse({"error": str(error)}, status_code=error.status, headers=headers)
+    async def _predict(self, request):
+        from starlette.responses import JSONResponse
 
-    async def _predict(request) -> JSONResponse:
+        limits = self.limits
         body = await read_body(request, limits)
         loop = asyncio.get_running_loop()
-        signature, columns = await loop.run_in_executor(parsing, parse_request, body, names, limits.max_instances)
-        if signature not in model.signatures:
-            raise RequestError(400, f"no signature '{signature}'; the model has {sorted(model.signatures)}")
+        parsed = await loop.run_in_executor(self.parsing, parse_request, body, self.names, limits.max_instances)
+        signature, columns = parsed
+        if signature not in self.model.signatures:
+            raise RequestError(400, f"no signature '{signature}'; the model has {sorted(self.model.signatures)}")
         rows = len(next(iter(columns.values()), []))
         if rows == 0:
             return JSONResponse({"predictions": []})
+        predictions, batch = await self._answer(signature, columns, rows)
+        return JSONResponse({"predictions": predictions}, headers={BATCH_HEADER: str(batch)})
+
+    async def _answer(self, signature: str, columns, rows: int):
+        """The request's predictions from its batch, or the reason it has none as a RequestError."""
+        import tensorflow as tf
+
+        timeout = self.limits.request_timeout_s
         try:
-            predictions, batch = await asyncio.wait_for(
-                batcher.submit(signature, columns, rows), limits.request_timeout_s
-            )
+            return await asyncio.wait_for(self.batcher.submit(signature, columns, rows), timeout)
         except Saturated:
             raise RequestError(503, "the server's queue is full: retry shortly", Retry_After="1") from None
         except TimeoutError:
-            raise RequestError(503, f"no answer within {limits.request_timeout_s:g} s", Retry_After="1") from None
+            raise RequestError(503, f"no answer within {timeout:g} s", Retry_After="1") from None
         except tf.errors.InvalidArgumentError as error:
             raise RequestError(400, f"the model cannot take this request: {error.message}") from None
         except Exception as error:  # the model failed on this request alone (the batch's others were answered)
             _log.exception("the model failed on a request")
             raise RequestError(500, f"the model failed on this request: {type(error).__name__}: {error}") from None
-        return JSONResponse({"predictions": predictions}, headers={BATCH_HEADER: str(batch)})
 
-    async def http_error(request, error: HTTPException) -> JSONResponse:  # unknown routes and methods, in JSON too
-        return JSONResponse({"error": f"{error.detail}: {request.method} {request.url.path}"}, error.status_code)
 
-    routes = [Route(health_route, health, methods=["GET"]), Route(predict_route, predict, methods=["POST"])]
-    return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+def _refusal(error: RequestError):
+    from starlette.responses import JSONResponse
+
+    headers = {name.replace("_", "-"): value for name, value in error.headers.items()}
+    return JSONResponse({"error": str(error)}, status_code=error.status, headers=headers)
+
+
+async def _http_error(request, error):
+    """Unknown routes and methods, answered in JSON too."""
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"error": f"{error.detail}: {request.method} {request.url.path}"}, error.status_code)
+
+
+def build_app(model, limits: ServerLimits, health_route: str, predict_route: str):
+    """The Starlette app: health, and predict through the Batcher."""
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.routing import Route
+
+    routes = PredictionRoutes(model, limits)
+    served = [
+        Route(health_route, routes.health, methods=["GET"]),
+        Route(predict_route, routes.predict, methods=["POST"]),
+    ]
+    return Starlette(routes=served, exception_handlers={HTTPException: _http_error})
 
 
 def guarded_protocol(limits: ServerLimits):

@@ -7,7 +7,7 @@ import dataclasses
 import sys
 
 from components import run_parameters
-from components.scorer.job import DEFAULT_BATCH_SIZE
+from components.scorer.records import DEFAULT_BATCH_SIZE
 from models.errors import UserError
 from pipeline.cli.commands import (
     cmd_compile,

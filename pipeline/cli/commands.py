@@ -145,7 +145,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _predict_file(args: argparse.Namespace) -> int:
-    from components.scorer.job import BatchJob, run_batch_prediction
+    from components.scorer.job import run_batch_prediction
+    from components.scorer.records import BatchJob
     from components.scorer.rows import BatchInputError
 
     if not (args.input and args.output) or args.texts:

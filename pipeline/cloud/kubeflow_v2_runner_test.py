@@ -8,6 +8,7 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from components.trainer.executor import with_overrides
+from components.transform.config import TransformSettings
 from models.training.config import TrainingConfig
 from pipeline.cloud.compiled_specs import COMPILED_PROFILES, KUBEFLOW_PIPELINE_YAML
 from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, compile_spec
@@ -91,8 +92,9 @@ def test_a_width_auto_would_choose_from_unread_data_is_refused_at_compile(profil
 
 def test_head_tail_reaches_the_compiled_transform(profile, committed):
     model = profile.model.model_copy(update={"long_texts": "head_tail", "head_share": 0.3})
-    assert custom_config_of(compile_spec(profile.model_copy(update={"model": model})), "Transform")["head_share"] == 0.3
-    assert "head_share" not in custom_config_of(committed, "Transform")  # truncate: the spec as it was
+    compiled = custom_config_of(compile_spec(profile.model_copy(update={"model": model})), "Transform")
+    assert TransformSettings.from_custom_config(compiled).model.kept_head_share == 0.3
+    assert TransformSettings.from_custom_config(custom_config_of(committed, "Transform")).model.kept_head_share is None
 
 
 def test_windows_reach_the_compiled_transform_and_trainer_with_a_count_the_spec_fixes(profile, committed, tmp_path):
@@ -100,10 +102,11 @@ def test_windows_reach_the_compiled_transform_and_trainer_with_a_count_the_spec_
     from unread data, so it is refused at compile like auto's width."""
     model = profile.model.model_copy(update={"long_texts": "windows", "window_stride": 0.25, "max_windows": 6})
     spec = compile_spec(profile.model_copy(update={"model": model}))
-    assert custom_config_of(spec, "Transform")["windows"] == [0.25, 6]
-    trainer_model = custom_config_of(spec, "Trainer")["model"]
-    assert (trainer_model["long_texts"], trainer_model["max_windows"]) == ("windows", 6)
-    assert "windows" not in custom_config_of(committed, "Transform")
+    # One model section, whole, to both: the Transform splits into the windows the Trainer counts.
+    transform_model = TransformSettings.from_custom_config(custom_config_of(spec, "Transform")).model
+    assert transform_model.windows == (0.25, 6)
+    assert custom_config_of(spec, "Trainer")["model"] == transform_model.model_dump(mode="json")
+    assert TransformSettings.from_custom_config(custom_config_of(committed, "Transform")).model.windows is None
     auto = profile.model_copy(update={"model": model.model_copy(update={"max_windows": "auto"})})
     with pytest.raises(ConfigError, match=r"model.max_windows: auto is chosen from the texts .* set a number"):
         compile_pipeline(auto, tmp_path / "pipeline.yaml")

@@ -438,6 +438,24 @@ def _lengths_list(lengths: str) -> str:
     return f"<p>Text lengths, in the model's tokens, and what the run chose from them:</p><ul>{items}</ul>"
 
 
+def _dataset_section(summary: RunSummary) -> str:
+    """The splits with what was dropped, the label order, the spans read and the token lengths."""
+    spans = (
+        f"<p>Span {summary.span}; spans read: {', '.join(map(str, summary.spans))}</p>"
+        if summary.spans and summary.spans != [0]
+        else ""
+    )
+    return (
+        _table(
+            ["split", "examples", "dropped (missing text or label)"],
+            [[k, v, summary.dropped_counts.get(k, 0)] for k, v in summary.split_counts.items()],
+        )
+        + f"<p>Labels (id order): {html.escape(', '.join(summary.label_names))}</p>"
+        + spans
+        + _lengths_list(summary.lengths)
+    )
+
+
 def build_report(sqlite_path: str, pipeline_name: str, output: str | Path, summary: RunSummary | None = None) -> Path:
     """The latest run's HTML page; `summary` is that run's, when the caller already read it from ML Metadata."""
     summary = summary or summarize(sqlite_path, pipeline_name)
@@ -451,21 +469,12 @@ def build_report(sqlite_path: str, pipeline_name: str, output: str | Path, summa
         if evaluation is not None
         else ("<p>The Evaluator did not run.</p>", "")
     )
-    component_rows = [[c.name, c.state, f"{c.seconds:.1f}"] for c in summary.components]
     body = {
         "summary": f"<p>Run <b>{html.escape(summary.run_id)}</b> of <b>{html.escape(pipeline_name)}</b>.</p>"
-        + _table(["component", "state", "seconds"], component_rows),
-        "dataset": _table(
-            ["split", "examples", "dropped (missing text or label)"],
-            [[k, v, summary.dropped_counts.get(k, 0)] for k, v in summary.split_counts.items()],
-        )
-        + f"<p>Labels (id order): {html.escape(', '.join(summary.label_names))}</p>"
-        + (
-            f"<p>Span {summary.span}; spans read: {', '.join(map(str, summary.spans))}</p>"
-            if summary.spans and summary.spans != [0]
-            else ""
-        )
-        + _lengths_list(summary.lengths),
+        + _table(
+            ["component", "state", "seconds"], [[c.name, c.state, f"{c.seconds:.1f}"] for c in summary.components]
+        ),
+        "dataset": _dataset_section(summary),
         "statistics": _statistics_section(artifacts),
         "training": _trials_table(summary) + _training_section(artifacts),
         "evaluation": metrics_html,

@@ -139,12 +139,22 @@ class RunSummary:
         }
 
     def render(self) -> str:
+        sections = (self._component_lines, self._data_lines, self._evaluation_lines, self._output_lines)
+        return "\n".join(line for section in (*sections, self._training_lines) for line in section())
+
+    def _component_lines(self) -> list[str]:
+        """Each component, its state and seconds, and the wall time."""
         lines = [f"Run {self.run_id} of pipeline '{self.pipeline_name}'", ""]
         lines.append(f"  {'component':<32}{'state':<10}{'seconds':>9}")
         for c in self.components:
             lines.append(f"  {c.name:<32}{c.state:<10}{c.seconds:>9.1f}")
         lines.append(f"  {'total wall time':<42}{self.wall_seconds:>9.1f}")
         lines.append("")
+        return lines
+
+    def _data_lines(self) -> list[str]:
+        """The examples, their labels, what was dropped, and the choices made from them."""
+        lines: list[str] = []
         counts = ", ".join(f"{k} {v:,}" for k, v in self.split_counts.items())
         task = f"{self.task.replace('_', '-')}, " if self.task else ""
         lines.append(f"  examples      {counts}   {task}labels {self.label_names}")
@@ -160,6 +170,11 @@ class RunSummary:
             lines.append(f"  recipe        {self.recipe}")
         if self.spans and self.spans != [0]:
             lines.append(f"  data          span {self.span} (spans read: {', '.join(map(str, self.spans))})")
+        return lines
+
+    def _evaluation_lines(self) -> list[str]:
+        """The test split, its slices and classes, the baseline and the verdict."""
+        lines: list[str] = []
         shown = ", ".join(f"{k} {self.with_interval(k)}" for k in self.metrics if k != "example_count")
         lines.append(f"  test split    {shown}" + (" (95% intervals)" if self.intervals else ""))
         for refused in self.deciding_slices():
@@ -185,6 +200,11 @@ class RunSummary:
             lines.append(f"  vs baseline   {self.describe_changes()}")
         verdict = {True: "BLESSED", False: "NOT blessed", None: "not evaluated"}[self.blessed]
         lines.append(f"  blessing      {verdict}: {self.blessing_reason}")
+        return lines
+
+    def _output_lines(self) -> list[str]:
+        """Where the model went: pushed, the Hugging Face folder, the Hub, the scored rows."""
+        lines: list[str] = []
         pushed = f"{self.pushed_dir} (version {self.pushed_version})" if self.pushed_dir else "nothing pushed"
         lines.append(f"  pushed        {pushed}")
         if self.hf_model_dir:
@@ -197,6 +217,11 @@ class RunSummary:
                 f"  scored        {self.scored['rows']:,} rows ({labels}; {self.scored['bad_rows']:,} set aside) "
                 f"-> {self.scored['file']}"
             )
+        return lines
+
+    def _training_lines(self) -> list[str]:
+        """The search, what training used and did, its speed and memory."""
+        lines: list[str] = []
         if self.trials:
             lines.append(f"  tuning        {len(self.trials)} trial(s), best first (score: the eval split's objective)")
             lines.extend(f"    {describe_trial(trial)}" for trial in self.trials)
@@ -217,7 +242,7 @@ class RunSummary:
             lines.append(f"  training      {describe_throughput(self.throughput)}")
         if self.peak_rss_bytes:
             lines.append(f"  peak memory   {self.peak_rss_bytes / 2**30:.2f} GiB")
-        return "\n".join(lines)
+        return lines
 
 
 def describe_trial(trial: dict[str, Any]) -> str:

@@ -134,15 +134,20 @@ def decide(
         why += f"; unconsumed older spans {superseded} are superseded by it"
     report = drift_check(newest) if drift_check else None
     if rules.policy == "drift":
-        if report is None:
-            return Decision("train", newest, f"{why}; no blessed model yet to measure drift against", attempt)
-        if not report.drifted:
-            return Decision(
-                "skip", newest, f"span {newest} is new but has not drifted: {report.describe()}", attempt, report
-            )
-        drifted = "; ".join(f.describe() for f in report.features if f.drifted)
-        return Decision("train", newest, f"{why}; drift against the blessed model's data: {drifted}", attempt, report)
+        return _on_drift(newest, why, attempt, report)
     return Decision("train", newest, why, attempt, report)
+
+
+def _on_drift(newest: int, why: str, attempt: int, report: DriftReport | None) -> Decision:
+    """retraining.policy: drift: a new span trains only when it drifted from the blessed model's data."""
+    if report is None:
+        return Decision("train", newest, f"{why}; no blessed model yet to measure drift against", attempt)
+    if not report.drifted:
+        return Decision(
+            "skip", newest, f"span {newest} is new but has not drifted: {report.describe()}", attempt, report
+        )
+    drifted = "; ".join(f.describe() for f in report.features if f.drifted)
+    return Decision("train", newest, f"{why}; drift against the blessed model's data: {drifted}", attempt, report)
 
 
 def newer_than(span: int, runs: Sequence[RunRecord]) -> RunRecord | None:
