@@ -91,7 +91,7 @@ def training_examples(steps: int):
 
 
 def trainer_batches(examples: tf.data.Dataset, training: TrainingConfig) -> tf.data.Dataset:
-    """Batches as the Trainer's loop cuts them: length buckets of the default config (auto: chosen on these texts)."""
+    """Batches as the Trainer's loop cuts them: batch widths of the default config (auto: chosen on these texts)."""
     buckets = chosen_batch_widths(training.batch_widths, MAX_LEN, examples.batch(BATCH))
     return bucket_by_length(examples.batch(BATCH), BATCH, buckets, MAX_LEN)
 

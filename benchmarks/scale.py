@@ -1,12 +1,12 @@
 """`make bench-scale`: how the data path's cost grows with the number of rows.
 
 Synthetic review CSVs of each size (shards of at most SHARD_ROWS rows, words drawn from the packaged corpus,
-two labels) go through the probe and ExampleGen -> StatisticsGen -> SchemaGen -> ExampleValidator -> Transform
--> TransformedStatisticsGen under LocalDagRunner, once per DirectRunner mode, each run in a fresh process. Per
-size and mode: rows, seconds, seconds per 1k rows, the launching process's peak memory (its own ru_maxrss: what
-grows if rows were held in the driver) and the whole process tree's peak (sampled), with growth ratios between
-sizes. The Trainer is left out: it reads the Transform's TFRecords batch by batch, so its cost is per step,
-not per dataset row.
+two labels) go through the preflight's checks and choices ("probe" below), then ExampleGen -> StatisticsGen ->
+SchemaGen -> ExampleValidator -> Transform -> TransformedStatisticsGen under LocalDagRunner, once per DirectRunner
+mode, each run in a fresh process. Per size and mode: rows, seconds, seconds per 1k rows, the launching process's
+peak memory (its own ru_maxrss: what grows if rows were held in the driver) and the whole process tree's peak
+(sampled), with growth ratios between sizes. The Trainer is left out: it reads the Transform's TFRecords batch by
+batch, so its cost is per step, not per dataset row.
 Results replace the "Scale" section of BENCHMARKS.md (`make bench` keeps it).
 """
 
@@ -60,7 +60,8 @@ def write_dataset(folder: Path, rows: int, seed: int = 0) -> str:
 
 
 def run_data_components(pattern: str, root: str, mode: str) -> dict:
-    """In this process (the launching one): probe, then the data components; returns seconds per component."""
+    """In this process (the launching one): the preflight's checks and choices, then the data components; returns
+    seconds per component."""
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     from tfx.orchestration import metadata
     from tfx.orchestration import pipeline as tfx_pipeline
@@ -69,8 +70,9 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
     from components.local_beam import local_beam_runner
     from components.node_ids import TRAINER
     from pipeline.config.pipeline_config import load_config
+    from pipeline.orchestration.choose import choose
     from pipeline.orchestration.dag import create_components
-    from pipeline.orchestration.probe import probe
+    from pipeline.orchestration.preflight import check_model_and_data
 
     config = load_config(
         overrides={
@@ -84,9 +86,9 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
     sqlite = f"{root}/metadata.sqlite"
     with local_beam_runner():
         started = time.monotonic()
-        probed = probe(config)
+        chosen = choose(check_model_and_data(config))
         probe_seconds = time.monotonic() - started
-        components = create_components(probed.config)
+        components = create_components(chosen.config)
         components = components[: [c.id for c in components].index(TRAINER)]  # the data components, in DAG order
         LocalDagRunner().run(
             tfx_pipeline.Pipeline(

@@ -1,6 +1,7 @@
 """The bad-input catalogue: each case fails before any expensive work, naming the problem and the fix.
 
-Run through `probe` / `load_config` / the preflight checks, the same code `hftfx run` runs first.
+Run through `load_config` and the preflight's model and data checks (then the choices made from them), the same
+code `hftfx run` runs first.
 """
 
 import json
@@ -16,7 +17,13 @@ from models.hub.pretrained import ModelFilesError, UnsupportedModelError
 from models.tokenizers.tokenizer import UnsupportedTokenizerError
 from pipeline.config import pipeline_config
 from pipeline.orchestration import preflight
-from pipeline.orchestration.probe import probe
+from pipeline.orchestration.choose import choose
+from pipeline.orchestration.preflight import check_model_and_data
+
+
+def checked_and_chosen(config):
+    """What `hftfx run` does with the model and the data before any component: check, then choose."""
+    return choose(check_model_and_data(config))
 
 
 def _csv(tmp_path, rows, name="data.csv"):
@@ -42,12 +49,12 @@ def _balanced(n=40):
 
 def test_unknown_hub_dataset(tmp_path, tiny_bert_dir):
     with pytest.raises(DatasetSourceError, match="no-such-user/no-such-dataset"):
-        probe(_config(tmp_path, tiny_bert_dir, name="no-such-user/no-such-dataset"))
+        checked_and_chosen(_config(tmp_path, tiny_bert_dir, name="no-such-user/no-such-dataset"))
 
 
 def test_missing_local_files(tmp_path, tiny_bert_dir):
     with pytest.raises(DatasetSourceError, match=r"data_files not found: \[.*missing.csv"):
-        probe(_config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(tmp_path / "missing.csv")]))
+        checked_and_chosen(_config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(tmp_path / "missing.csv")]))
 
 
 @pytest.mark.parametrize(
@@ -57,7 +64,7 @@ def test_missing_columns_list_the_real_ones(tmp_path, tiny_bert_dir, column, mes
     path = _csv(tmp_path, _balanced())
     config = _config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(path)], **{column: "review"})
     with pytest.raises(DatasetContentError, match=rf"{message}.*\['text', 'label'\]"):
-        probe(config)
+        checked_and_chosen(config)
 
 
 def test_empty_split(tmp_path, tiny_bert_dir):
@@ -66,14 +73,14 @@ def test_empty_split(tmp_path, tiny_bert_dir):
     split_files = {"train": [str(_csv(tmp_path, _balanced()))], "test": [str(empty)]}
     config = _config(tmp_path, tiny_bert_dir, name="csv", split_files=split_files)
     with pytest.raises(DatasetContentError, match=r"split 'test' \(dataset split 'test'\) is empty"):
-        probe(config)
+        checked_and_chosen(config)
 
 
 def test_single_class_split(tmp_path, tiny_bert_dir):
     rows = [(f"good film {i}", "pos") for i in range(30)] + [("bad film", "neg")]
     config = _config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(_csv(tmp_path, rows))], seed=1)
     with pytest.raises(DatasetContentError, match=r"holds a single class \('pos'\)"):
-        probe(config)
+        checked_and_chosen(config)
 
 
 def test_labels_outside_the_declared_set(tmp_path, tiny_bert_dir):
@@ -82,7 +89,7 @@ def test_labels_outside_the_declared_set(tmp_path, tiny_bert_dir):
         tmp_path, tiny_bert_dir, name="csv", data_files=[str(_csv(tmp_path, rows))], label_names=["neg", "pos"]
     )
     with pytest.raises(DatasetContentError, match=r"outside the label set \['neg', 'pos'\]: \['neutral'\]"):
-        probe(config)
+        checked_and_chosen(config)
 
 
 def test_non_string_text(tmp_path, tiny_bert_dir):
@@ -90,7 +97,7 @@ def test_non_string_text(tmp_path, tiny_bert_dir):
     path.write_text("\n".join(json.dumps({"text": i, "label": "pos" if i % 2 else "neg"}) for i in range(20)))
     config = _config(tmp_path, tiny_bert_dir, name="json", data_files=[str(path)])
     with pytest.raises(DatasetContentError, match="not strings"):
-        probe(config)
+        checked_and_chosen(config)
 
 
 def test_missing_text_values(tmp_path, tiny_bert_dir):
@@ -98,7 +105,7 @@ def test_missing_text_values(tmp_path, tiny_bert_dir):
     path.write_text("\n".join(json.dumps({"text": None if i == 7 else f"t{i}", "label": i % 2}) for i in range(40)))
     config = _config(tmp_path, tiny_bert_dir, name="json", data_files=[str(path)])
     with pytest.raises(DatasetContentError, match=r"missing values: text in 1 row\(s\).*--missing-text drop"):
-        probe(config)
+        checked_and_chosen(config)
 
 
 def test_non_utf8_bytes(tmp_path, tiny_bert_dir):
@@ -106,7 +113,7 @@ def test_non_utf8_bytes(tmp_path, tiny_bert_dir):
     path.write_bytes(b"text,label\n" + "café crème,pos\n".encode("latin-1") + b"plain,neg\n" * 20)
     config = _config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(path)])
     with pytest.raises(DatasetSourceError, match=r"is not UTF-8 text \(byte b'\\xe9'.*re-encode"):
-        probe(config)
+        checked_and_chosen(config)
 
 
 def test_text_that_is_not_valid_unicode(tmp_path, tiny_bert_dir):
@@ -116,7 +123,7 @@ def test_text_that_is_not_valid_unicode(tmp_path, tiny_bert_dir):
     path.write_text("\n".join(lines))
     config = _config(tmp_path, tiny_bert_dir, name="json", data_files=[str(path)])
     with pytest.raises(DatasetSourceError, match=r"could not be read: .*surrogate pair in string is invalid. in row 5"):
-        probe(config)
+        checked_and_chosen(config)
 
 
 def test_empty_and_whitespace_texts_are_kept_and_defined(tmp_path, tiny_bert_dir):
@@ -124,14 +131,14 @@ def test_empty_and_whitespace_texts_are_kept_and_defined(tmp_path, tiny_bert_dir
     rows = [*_balanced(200), ("", "pos"), ("   ", "neg"), ("\t\n", "pos")]
     path = tmp_path / "blank.json"
     path.write_text("\n".join(json.dumps({"text": t, "label": lab}) for t, lab in rows))
-    result = probe(_config(tmp_path, tiny_bert_dir, name="json", data_files=[str(path)]))
+    result = checked_and_chosen(_config(tmp_path, tiny_bert_dir, name="json", data_files=[str(path)]))
     assert sum(result.split_sizes.values()) == len(rows), "the sample held every row: sizes are exact"
 
 
 def test_max_seq_length_over_the_position_limit(tmp_path, tiny_bert_dir):
     config = pipeline_config.load_config(overrides={"model.name": str(tiny_bert_dir), "model.max_seq_length": 512})
     with pytest.raises(pipeline_config.ConfigError, match="over the model's position limit 128"):
-        probe(config)
+        checked_and_chosen(config)
 
 
 @pytest.mark.parametrize(
@@ -145,7 +152,7 @@ def test_model_directory_missing_a_file(tmp_path, tiny_bert_dir, removed, named)
     for name in removed:
         (copy / name).unlink()
     with pytest.raises(ModelFilesError, match=named.replace(".", r"\.")):
-        probe(pipeline_config.load_config(overrides={"model.name": str(copy)}))
+        checked_and_chosen(pipeline_config.load_config(overrides={"model.name": str(copy)}))
 
 
 def test_non_wordpiece_tokenizer(tmp_path, tiny_bert_dir):
@@ -161,7 +168,7 @@ def test_non_wordpiece_tokenizer(tmp_path, tiny_bert_dir):
     bpe.train_from_iterator(["some words for a byte pair model"] * 5, trainers.BpeTrainer(special_tokens=["<unk>"]))
     PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>").save_pretrained(copy)
     with pytest.raises(UnsupportedTokenizerError, match="supports WordPiece"):
-        probe(pipeline_config.load_config(overrides={"model.name": str(copy)}))
+        checked_and_chosen(pipeline_config.load_config(overrides={"model.name": str(copy)}))
 
 
 @pytest.mark.parametrize("key", ["evaluation.min_accuracy", "evaluation.min_auc", "evaluation.max_auc_regression"])
@@ -217,17 +224,17 @@ def test_a_report_before_any_run_says_to_run_one_first(tmp_path, capsys):
     assert not (tmp_path / "root" / "reports").exists()
 
 
-def test_the_probe_reads_a_bounded_sample_and_leaves_the_rest_to_the_example_gen(
+def test_the_preflight_reads_a_bounded_sample_and_leaves_the_rest_to_the_example_gen(
     tmp_path, tiny_bert_dir, monkeypatch, run_example_gen
 ):
-    """Past the sample the probe reports no sizes and finds undeclared labels with one Beam pass over the label
+    """Past the sample the preflight reports no sizes and finds undeclared labels with one Beam pass over the label
     column; a bad row it did not read stops the ExampleGen, which names its file and row."""
     from components.example_gen import dataset_pass
 
     monkeypatch.setattr(dataset_pass, "SAMPLE", dataset_pass.RowBudget(10, 30.0))
     rows = _balanced(60)
     rows[45] = (None, "pos")
-    result = probe(_config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(_csv(tmp_path, rows))]))
+    result = checked_and_chosen(_config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(_csv(tmp_path, rows))]))
     assert result.split_sizes is None and result.sampled_rows == 10
     assert result.config.dataset.label_names == ("neg", "pos")
     assert "rows sampled" in result.describe()
@@ -250,14 +257,16 @@ def _t5_folder(directory, family_model_dir):
 def test_an_architecture_without_an_encoder_of_ours_is_refused_before_any_component(tmp_path, family_model_dir):
     model = _t5_folder(tmp_path / "t5", family_model_dir)  # and no weights: the architecture is the reason
     with pytest.raises(UnsupportedModelError, match=r"'t5' model, which cannot be fine-tuned.*ModernBERT"):
-        probe(pipeline_config.load_config(overrides={"model.name": str(model)}))
+        checked_and_chosen(pipeline_config.load_config(overrides={"model.name": str(model)}))
 
 
 def test_roberta_style_positions_start_after_the_padding_id(family_model_dir):
     """max_position_embeddings 130 with pad id 1: RoBERTa's embeddings number positions 2.., so 128 fit."""
     model = family_model_dir("roberta")
     with pytest.raises(pipeline_config.ConfigError, match="over the model's position limit 128; use at most 128"):
-        probe(pipeline_config.load_config(overrides={"model.name": str(model), "model.max_seq_length": 130}))
+        checked_and_chosen(
+            pipeline_config.load_config(overrides={"model.name": str(model), "model.max_seq_length": 130})
+        )
 
 
 def test_the_tokenizer_is_checked_before_the_weights(tmp_path, family_model_dir):
@@ -267,7 +276,7 @@ def test_the_tokenizer_is_checked_before_the_weights(tmp_path, family_model_dir)
     (copy / "sentencepiece.bpe.model").unlink()
     (copy / "model.safetensors").unlink()
     with pytest.raises(ModelFilesError, match=r"no SentencePiece model file \(sentencepiece\.bpe\.model\)"):
-        probe(pipeline_config.load_config(overrides={"model.name": str(copy)}))
+        checked_and_chosen(pipeline_config.load_config(overrides={"model.name": str(copy)}))
 
 
 def test_compile_runs_the_model_preflight(tmp_path, family_model_dir):
@@ -290,7 +299,7 @@ def test_funnel_which_transformers_5_computes_only_in_pytorch_is_refused_with_th
     """Funnel trained as transformers 4.57's TF class until transformers dropped TensorFlow; no encoder of ours
     computes it: refused before any component, the message naming the families that do."""
     with pytest.raises(UnsupportedModelError, match=r"'funnel' model, which cannot be fine-tuned here.*ModernBERT"):
-        probe(pipeline_config.load_config(overrides={"model.name": str(family_model_dir("funnel"))}))
+        checked_and_chosen(pipeline_config.load_config(overrides={"model.name": str(family_model_dir("funnel"))}))
 
 
 def test_a_tf_only_checkpoint_is_refused_with_the_conversion(tmp_path, tiny_bert_dir):
@@ -299,7 +308,7 @@ def test_a_tf_only_checkpoint_is_refused_with_the_conversion(tmp_path, tiny_bert
     copy = shutil.copytree(tiny_bert_dir, tmp_path / "model")
     (copy / "model.safetensors").rename(copy / "tf_model.h5")
     with pytest.raises(ModelFilesError, match=r"tf_model\.h5 is not read.*from_tf=True"):
-        probe(pipeline_config.load_config(overrides={"model.name": str(copy)}))
+        checked_and_chosen(pipeline_config.load_config(overrides={"model.name": str(copy)}))
 
 
 def test_float_scores_are_refused_at_preflight_as_regression(tmp_path, tiny_bert_dir):
@@ -308,7 +317,7 @@ def test_float_scores_are_refused_at_preflight_as_regression(tmp_path, tiny_bert
     rows = [(f"pair of sentences {i}", round((i % 26) * 0.2, 1)) for i in range(200)]
     config = _config(tmp_path, tiny_bert_dir, name=str(_csv(tmp_path, rows)))
     with pytest.raises(DatasetContentError, match=r"'label' holds numbers with fractions .* regression"):
-        probe(config)
+        checked_and_chosen(config)
 
 
 def _jsonl(tmp_path, rows, name="tags.jsonl"):
@@ -326,19 +335,19 @@ def test_malformed_multi_label_rows_are_refused_at_preflight_naming_the_row(tmp_
     rows[37]["label"] = "a"
     started = time.monotonic()
     with pytest.raises(DatasetSourceError, match=r"Column\(/label\) changed from array to string in row 37"):
-        probe(_config(tmp_path, tiny_bert_dir, name=str(_jsonl(tmp_path, rows))))
+        checked_and_chosen(_config(tmp_path, tiny_bert_dir, name=str(_jsonl(tmp_path, rows))))
     declared = _config(tmp_path, tiny_bert_dir, name=str(_csv(tmp_path, _balanced())), multi_label=True)
     with pytest.raises(
         DatasetContentError, match=r"holds 'neg' \(row 0 of data.csv \('train'\)\), not a list of labels"
     ):
-        probe(declared)
+        checked_and_chosen(declared)
     assert time.monotonic() - started < 30
 
 
-def test_multi_label_settings_are_checked_against_the_probed_task(tmp_path, tiny_bert_dir):
+def test_multi_label_settings_are_checked_against_the_task_found(tmp_path, tiny_bert_dir):
     rows = [{"text": f"text {i}", "label": [["a"], ["b"], ["a", "b"], []][i % 4]} for i in range(200)]
     path = str(_jsonl(tmp_path, rows))
-    probed = probe(_config(tmp_path, tiny_bert_dir, name=path))
+    probed = checked_and_chosen(_config(tmp_path, tiny_bert_dir, name=path))
     assert probed.config.dataset.multi_label and probed.config.dataset.label_names == ("a", "b")
     single = [{"text": f"text {i}", "label": "ab"[i % 2]} for i in range(200)]
     single_path = str(_jsonl(tmp_path, single, "single.jsonl"))
@@ -348,9 +357,9 @@ def test_multi_label_settings_are_checked_against_the_probed_task(tmp_path, tiny
         return pipeline_config.load_config(overrides={**values, "evaluation": {"decision_thresholds": thresholds}})
 
     with pytest.raises(pipeline_config.ConfigError, match="decision_thresholds is for multi-label tasks"):
-        probe(with_thresholds(single_path, {"a": 0.3}))
+        checked_and_chosen(with_thresholds(single_path, {"a": 0.3}))
     with pytest.raises(pipeline_config.ConfigError, match=r"decision_thresholds names \['c'\]"):
-        probe(with_thresholds(path, {"c": 0.3}))
+        checked_and_chosen(with_thresholds(path, {"c": 0.3}))
 
 
 def test_a_config_typo_exits_2_before_tensorflow_or_tfx_load():
@@ -381,7 +390,7 @@ def test_run_check_runs_the_preflight_and_stops_before_the_first_component(tmp_p
     )
     # the width auto chose from the training texts' own lengths ("[CLS] good film 12 [SEP]": 5 tokens), its cost
     assert "lengths: 34 sampled texts: median 5, p90 5, p99 5, max 5 tokens; max_seq_length 16 (auto: " in out
-    assert "0.0% of texts cut; length buckets " in out and "of the trained tokens are padding" in out
+    assert "0.0% of texts cut; batch widths " in out and "of the trained tokens are padding" in out
     assert "s per epoch of " in out and "GFLOP/s fp32)" in out
     assert "epochs: at most 10 epoch(s) (auto: 34 train examples: 10 passes, the most auto chooses); early " in out
     # a test split of a few rows: its numbers mean little, said before anything trains, with the fix

@@ -17,7 +17,7 @@ import tensorflow as tf
 from components.trainer import data as trainer_data
 from components.trainer import plan as trainer_plan
 from pipeline.config.pipeline_config import load_config
-from pipeline.orchestration import preflight
+from pipeline.orchestration import root_lock
 from pipeline.reporting.metadata_reader import summarize
 from pipeline.reporting.report import run_report_path, run_summary_json_path
 from tests.tiny_model import tiny_run_command
@@ -72,8 +72,8 @@ def test_second_run_on_the_same_root_is_refused_and_a_dead_holder_does_not_block
             "-c",
             textwrap.dedent(f"""
         import time
-        from pipeline.orchestration import preflight
-        with preflight.pipeline_root_lock({str(root)!r}):
+        from pipeline.orchestration import root_lock
+        with root_lock.pipeline_root_lock({str(root)!r}):
             print("locked", flush=True)
             time.sleep(60)
     """),
@@ -82,12 +82,12 @@ def test_second_run_on_the_same_root_is_refused_and_a_dead_holder_does_not_block
         text=True,
     )
     assert holder.stdout.readline().strip() == "locked"
-    busy = pytest.raises(preflight.PipelineRootBusyError, match=rf"pid {holder.pid}.*own --pipeline-root")
-    with busy, preflight.pipeline_root_lock(str(root)):
+    busy = pytest.raises(root_lock.PipelineRootBusyError, match=rf"pid {holder.pid}.*own --pipeline-root")
+    with busy, root_lock.pipeline_root_lock(str(root)):
         pass
     holder.kill()
     holder.wait()
-    with preflight.pipeline_root_lock(str(root)):
+    with root_lock.pipeline_root_lock(str(root)):
         pass
 
 

@@ -73,13 +73,13 @@ def test_a_setting_our_encoder_does_not_compute_is_refused_before_any_component(
     import shutil
 
     from models.hub.pretrained import UnsupportedModelError
-    from pipeline.orchestration.probe import probe_model
+    from pipeline.orchestration.preflight import check_model
 
     copy = shutil.copytree(modernbert_dir, tmp_path / "model")
     config = json.loads((copy / "config.json").read_text())
     (copy / "config.json").write_text(json.dumps({**config, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}))
     with pytest.raises(UnsupportedModelError, match=r"modernbert model .* has rope_type 'yarn' \(only the default"):
-        probe_model(pipeline_config.load_config(overrides={"model.name": str(copy)}))
+        check_model(pipeline_config.load_config(overrides={"model.name": str(copy)}))
 
 
 @pytest.fixture(scope="module")

@@ -139,11 +139,11 @@ def test_trainer_reports_model_flops_against_the_measured_matmul_peak(first_run)
     # measured in the dtype the loop trains in
     dtype = "float32"
     assert throughput["matmul_peak_dtype"] == dtype and throughput["matmul_peak_gflops"] > 1
-    # the tiny encoder's FLOPs at the full width of 32, less what the auto length buckets cut (the summary
+    # the tiny encoder's FLOPs at the full width of 32, less what the auto batch widths cut (the summary
     # names them; none: every batch is 32 wide)
     shape = EncoderShape(**throughput["encoder"])
     full_width = shape.training_flops(384, 384 * 32, 384 * 32 * 32)
-    buckets = re.search(r"length buckets ([\d, ]+|none) \(auto: ", summary.lengths)[1]
+    buckets = re.search(r"batch widths ([\d, ]+|none) \(auto: ", summary.lengths)[1]
     if buckets == "none":
         assert throughput["training_flops"] == pytest.approx(full_width)
     else:

@@ -88,8 +88,8 @@ def scenario(tmp_path_factory):
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import time
-            from pipeline.orchestration import preflight
-            with preflight.pipeline_root_lock({config.pipeline_root!r}):
+            from pipeline.orchestration.root_lock import pipeline_root_lock
+            with pipeline_root_lock({config.pipeline_root!r}):
                 print("locked", flush=True)
                 time.sleep(600)
         """)],

@@ -12,6 +12,8 @@ from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_v
 
 from components.example_gen import input_paths
 from models.config_section import ConfigError, ConfigSection, Texts, build_section, flag, per_key_flags
+from models.names import TEXT_FEATURE, TEXT_PAIR_FEATURE
+from models.task import TaskContract, task_contract
 
 TFX_SPLITS = ("train", "eval", "test")
 Split = Literal[TFX_SPLITS]
@@ -164,6 +166,11 @@ class DatasetConfig(ConfigSection):
         if self.data_files and self.split_files:
             raise ValueError("set dataset.data_files (all to 'train') or dataset.split_files (per split), not both")
         return resolve_label_columns(resolve_file_dataset(self))
+
+    def task_contract(self) -> TaskContract:
+        """The task these examples train for, known before any component runs (label set declared or found)."""
+        inputs = (TEXT_FEATURE, TEXT_PAIR_FEATURE) if self.text_pair_column else (TEXT_FEATURE,)
+        return task_contract(self.label_names, inputs, self.multi_label)
 
 
 def resolve_file_dataset(config: DatasetConfig) -> DatasetConfig:

@@ -71,7 +71,7 @@ def make_dataset(fn_args, files, tf_transform_output, batch_size, model_inputs, 
 def sharded_by_batch(dataset: tf.data.Dataset) -> tf.data.Dataset:
     """Under several workers, each takes its piece of every global batch (Keras splits the batch, TF's DATA
     auto-sharding hands out the pieces), so the workers step through the batches one machine would: the global
-    batch, the length buckets and the schedule stay one machine's. Each worker still reads every record (FILE
+    batch, the batch widths and the schedule stay one machine's. Each worker still reads every record (FILE
     sharding would need as many files as workers and give each its own buckets): parsing a record is cheap
     beside a step of the encoder."""
     options = tf.data.Options()

@@ -132,7 +132,7 @@ class BucketChoice:
     def describe(self) -> str:
         widths = ", ".join(map(str, self.buckets)) or "none"
         return (
-            f"length buckets {widths} ({self.reason}): {self.padded_share:.0%} of the trained tokens are padding "
+            f"batch widths {widths} ({self.reason}): {self.padded_share:.0%} of the trained tokens are padding "
             f"({self.padded_share_one_width:.0%} at one width)"
         )
 

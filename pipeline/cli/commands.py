@@ -53,8 +53,8 @@ def _check_run(config: pipeline_config.PipelineConfig) -> int:
     from pipeline.cloud.cost import checked_run_cost
     from pipeline.orchestration.local_runner import check_run
 
-    pipeline, probed = check_run(config)
-    if cost := checked_run_cost(probed):
+    pipeline, chosen = check_run(config)
+    if cost := checked_run_cost(chosen):
         print(f"[pipeline] cost: {cost.describe()}")
     steps = ", ".join(component.id for component in pipeline.components)
     print(f"check passed: config, data sample, labels, model, served contract and the settings of {steps}")
@@ -207,9 +207,10 @@ def _check_model(config: pipeline_config.PipelineConfig) -> None:
     """The run's model checks (tokenizer family, architecture, position limit) before a spec goes to the cloud,
     where they would otherwise fail in the Transform or the Trainer; config and tokenizer files only. Says the
     recipe the model gets (a compiled spec fixes its `auto` settings from the same config.json)."""
-    from pipeline.orchestration.probe import probe_model, resolve_recipe
+    from pipeline.orchestration.choose import resolve_recipe
+    from pipeline.orchestration.preflight import check_model
 
-    _, recipe = resolve_recipe(config, probe_model(config, weights=False))
+    _, recipe = resolve_recipe(config, check_model(config, weights=False))
     print(f"recipe: {recipe.describe()}", file=sys.stderr)
 
 

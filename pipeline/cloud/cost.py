@@ -175,15 +175,15 @@ def job_cost(config, training_flops: float, examples: int, epochs: int) -> Train
     return training_cost(config.cloud, training_flops, steps, 4 * parameters, Reference.read().trainer_utilization)
 
 
-def checked_run_cost(probed) -> TrainingCost | None:
-    """What `hftfx run --check` learnt (a pipeline.orchestration.probe.ProbeResult) priced on the config's Vertex AI
+def checked_run_cost(chosen) -> TrainingCost | None:
+    """What `hftfx run --check` learnt (pipeline/orchestration/choose.py's Choices) priced on the config's Vertex AI
     placement; None for a local config (no cloud.project), or when the sample cannot say how many texts train."""
     from models.training.epochs import choose_epochs
     from pipeline.machine.estimate import epoch_flops
 
-    config, examples = probed.config, probed.train_examples
-    if not config.cloud.project or config.cloud.orchestrator != "vertex" or probed.encoder is None or not examples:
+    config, examples = chosen.config, chosen.train_examples
+    if not config.cloud.project or config.cloud.orchestrator != "vertex" or chosen.encoder is None or not examples:
         return None
     epochs = choose_epochs(config.training.epochs, examples).epochs
-    flops = epoch_flops(probed.trained_lengths, examples, probed.buckets.buckets, probed.encoder) * epochs
+    flops = epoch_flops(chosen.trained_lengths, examples, chosen.buckets.buckets, chosen.encoder) * epochs
     return job_cost(config, flops, examples, epochs)

@@ -34,8 +34,8 @@ from pipeline.cloud.vertex_jobs import (
     vertex_tuning_config,
 )
 from pipeline.config.pipeline_config import PipelineConfig
-from pipeline.orchestration.dag import CloudPlacement, create_components, task_of
-from pipeline.orchestration.probe import with_model_pinned, with_recipe_chosen
+from pipeline.orchestration.choose import with_model_pinned, with_recipe_chosen
+from pipeline.orchestration.dag import CloudPlacement, create_components
 
 
 def images(config: PipelineConfig) -> dict[str, str]:
@@ -97,7 +97,7 @@ def compile_spec(config: PipelineConfig) -> dict:
         if name in defaults:
             definition["defaultValue"] = defaults[name]
             definition["isOptional"] = True
-    scope_baseline_to_task(spec, task_of(config).key, config.pipeline_name)
+    scope_baseline_to_task(spec, config.dataset.task_contract().key, config.pipeline_name)
     set_container_env(spec, container_env(config))
     return spec
 

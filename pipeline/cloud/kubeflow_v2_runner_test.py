@@ -14,8 +14,8 @@ from pipeline.cloud.compiled_specs import COMPILED_PROFILES, KUBEFLOW_PIPELINE_Y
 from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, compile_spec
 from pipeline.config import pipeline_config
 from pipeline.config.pipeline_config import ConfigError
+from pipeline.orchestration.choose import with_recipe_chosen
 from pipeline.orchestration.dag import create_components
-from pipeline.orchestration.probe import with_recipe_chosen
 from tests.cloud_specs import (
     LOCAL_COMPONENTS,
     PROFILE,
@@ -153,12 +153,10 @@ def test_the_baseline_query_takes_only_blessings_of_the_runs_task(committed, pro
     Evaluator writes on each blessing, so a 3-class run never meets a binary baseline there either."""
     from google.cloud.aiplatform_v1.types import PipelineJob
 
-    from pipeline.orchestration.dag import task_of
-
     query = executor_of(committed, "latest_blessed_model_resolver-model-blessing-resolver")["resolver"]
     blessing_filter = query["outputArtifactQueries"]["model_blessing"]["filter"]
     assert blessing_filter.endswith(
-        f' AND metadata.task_key.string_value="{task_of(profile).key}"'
+        f' AND metadata.task_key.string_value="{profile.dataset.task_contract().key}"'
         ' AND metadata.baseline_scope.string_value="hf-text-classifier"'
     )  # and of this pipeline: Vertex's store holds every pipeline of the project and region
     trainer_config = json.loads(
@@ -171,8 +169,11 @@ def test_the_baseline_query_takes_only_blessings_of_the_runs_task(committed, pro
         update={"dataset": profile.dataset.model_copy(update={"label_names": ("a", "b", "c")})}
     )
     other = executor_of(compile_spec(three_class), "latest_blessed_model_resolver-model-blessing-resolver")
-    assert task_of(three_class).key in other["resolver"]["outputArtifactQueries"]["model_blessing"]["filter"]
-    assert task_of(profile).key not in json.dumps(other)
+    assert (
+        three_class.dataset.task_contract().key
+        in other["resolver"]["outputArtifactQueries"]["model_blessing"]["filter"]
+    )
+    assert profile.dataset.task_contract().key not in json.dumps(other)
     PipelineJob(pipeline_spec=committed)  # the spec with the filter is still a PipelineJob's pipeline_spec
 
 

@@ -1,7 +1,7 @@
 """How long the default run should take on this machine, from the matmul peak measured on it.
 
 The training loop's share is its model FLOPs (models/hardware/flops.py over the train split, padded as the Trainer's
-length buckets pad it) at the utilization the default run reaches; the rest of the run (ExampleGen,
+batch widths pad it) at the utilization the default run reaches; the rest of the run (ExampleGen,
 statistics, Transform, validation and export, Evaluator: Beam and TF on the CPU) is scaled by the ratio of
 peaks. Both figures come from the latest default run, as `make bench` recorded it in default_run.json beside
 this module (package data: installed images read it too).
@@ -64,7 +64,7 @@ def padded_widths(token_counts, max_seq_length: int, batch_widths, special_token
 
 def padded_shapes(lengths, batch_widths):
     """The texts of `lengths` (a lengths.WidthChoice) as the Trainer pads them: each at the smallest of its
-    length buckets that holds it, at most the chosen width (flops.BatchShapes)."""
+    batch widths that holds it, at most the chosen width (flops.BatchShapes)."""
     from models.hardware.flops import BatchShapes
 
     shapes = BatchShapes()

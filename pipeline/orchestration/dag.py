@@ -37,8 +37,6 @@ from components.transform.config import TransformSettings
 from components.tuner.component import TUNER_FN, VertexHFTuner
 from components.tuner.config import TUNING_KEY
 from models.errors import UserError
-from models.names import TEXT_FEATURE, TEXT_PAIR_FEATURE
-from models.task import TaskContract, task_contract
 from models.training.warm_start import asks_for_blessed
 from pipeline.config.pipeline_config import PipelineConfig
 
@@ -71,12 +69,6 @@ def bounded_statistics_options() -> tfdv.StatsOptions:
 
 class LabelSetUnknownError(UserError, ValueError):
     pass
-
-
-def task_of(config: PipelineConfig) -> TaskContract:
-    """The run's task contract, known before any component runs (label set declared or probed)."""
-    inputs = (TEXT_FEATURE, TEXT_PAIR_FEATURE) if config.dataset.text_pair_column else (TEXT_FEATURE,)
-    return task_contract(config.dataset.label_names, inputs, config.dataset.multi_label)
 
 
 def decision_thresholds(config: PipelineConfig) -> tuple[float, ...] | None:
@@ -247,7 +239,7 @@ def baseline_resolver(config: PipelineConfig, vertex: bool):
     is scoped to the task there (pipeline/cloud/kubeflow_v2_runner.py)."""
     strategy = {
         "strategy_class": SameTaskLatestBlessedModelStrategy,
-        "config": {"task_key": task_of(config).key},
+        "config": {"task_key": config.dataset.task_contract().key},
     }
     if vertex:
         strategy = {"strategy_class": tfx.dsl.experimental.LatestBlessedModelStrategy}

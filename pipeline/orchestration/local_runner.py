@@ -17,8 +17,10 @@ from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from components.local_beam import local_beam_runner
 from models.hardware import distribution
 from pipeline.config.pipeline_config import PipelineConfig
-from pipeline.orchestration import preflight, probe
+from pipeline.orchestration.choose import Choices, choose
 from pipeline.orchestration.dag import create_pipeline
+from pipeline.orchestration.preflight import preflight
+from pipeline.orchestration.root_lock import pipeline_root_lock
 from pipeline.reporting.metadata_reader import summarize
 from pipeline.reporting.run_summary import RunSummary
 
@@ -90,7 +92,7 @@ def run_local(config: PipelineConfig, *, verbose: bool = False, stream=None, loc
         return _run_local(config, verbose=verbose, stream=stream or sys.stdout, lock_held=lock_held)
 
 
-def check_run(config: PipelineConfig, *, stream=None) -> tuple[tfx_pipeline.Pipeline, probe.ProbeResult]:
+def check_run(config: PipelineConfig, *, stream=None) -> tuple[tfx_pipeline.Pipeline, Choices]:
     """Everything `run_local` checks before its first component, and nothing after: `hftfx run --check`.
     `stream`: where it reports; None is sys.stdout as it is at the call (a default bound at import would keep
     a stdout since replaced)."""
@@ -98,84 +100,27 @@ def check_run(config: PipelineConfig, *, stream=None) -> tuple[tfx_pipeline.Pipe
         return prepare_run(config, stream=stream or sys.stdout)
 
 
-def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipeline, probe.ProbeResult]:
-    """The run's preflight (pipeline/orchestration/preflight.py), what it chose shown, and its TFX pipeline, whose
-    components check their own settings as they are built."""
+def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipeline, Choices]:
+    """Check (preflight.py), then choose (choose.py) and say the choices, then the TFX pipeline, whose components
+    check their own settings as they are built."""
     # Before anything initializes TensorFlow's devices (no component has run yet).
     distribution.configure_cpu_replicas(config.training.cpu_replicas)
-    probed = preflight.preflight(config)
-    config = probed.config
-    spans = f", span {config.dataset.span} (reading spans {list(probed.window)})" if probed.window else ""
-    print(
-        f"[pipeline] dataset '{config.dataset.name}'{spans}: {probed.describe()}, "
-        f"labels {list(config.dataset.label_names)}; model '{config.model.name}'"
-        + (f" at commit {config.model.revision}" if probed.model_commit else ""),
-        file=stream,
-        flush=True,
-    )
-    if probed.architecture:
-        print(f"[pipeline] model: {probed.architecture}", file=stream, flush=True)
-    print(f"[pipeline] {describe_lengths(probed)}", file=stream, flush=True)
-    print(f"[pipeline] recipe: {probed.recipe.describe()}", file=stream, flush=True)
-    print(f"[pipeline] epochs: {probed.describe_epochs()}", file=stream, flush=True)
-    print(f"[pipeline] start: {probed.describe_start()}", file=stream, flush=True)
-    if config.tuning.enabled:
-        print(f"[pipeline] tuning: {config.tuning.describe()}", file=stream, flush=True)
-    if small := probed.small_test_split():
-        print(f"[pipeline] warning: {small}", file=stream, flush=True)
-    if (probed.windows or probed.lengths).cuts_most:
-        print(f"[pipeline] warning: {length_options(probed)}", file=stream, flush=True)
-    connection = metadata.sqlite_metadata_connection_config(config.metadata_sqlite)
-    return create_pipeline(config, connection, probed.input_fingerprint), probed
-
-
-def describe_lengths(probed: probe.ProbeResult) -> str:
-    """The length choice and what it costs: training seconds per epoch on this machine at its matmul peak."""
-    text = probed.describe_lengths()
-    if probed.encoder is None:
-        return text
-    from models.hardware.machine_peak import matmul_peak
-    from pipeline.machine.estimate import epoch_seconds
-
-    peak = matmul_peak("float32", seconds=0.5)
-    examples = (probed.split_sizes or {}).get("train")
-    per = f"{examples:,} training texts" if examples else "1,000 training texts"
-    trained = probed.trained_lengths
-    scale = len(trained.profile.lengths) / max(1, len(probed.lengths.profile.lengths))
-    seconds = epoch_seconds(
-        trained, round((examples or 1000) * scale), probed.buckets.buckets, probed.encoder, peak.gflops
-    )
-    return f"{text}; training ~{seconds:,.0f} s per epoch of {per} on this machine ({peak.gflops:,.0f} GFLOP/s fp32)"
-
-
-def length_options(probed: probe.ProbeResult) -> str:
-    """What a user whose texts are mostly longer than the width can do, said before anything trains."""
-    choice = probed.lengths
-    longer = (
-        f"the model holds at most {choice.width} tokens: a model with longer positions, or shorter texts"
-        if choice.at_position_limit
-        else "raise model.max_seq_length (or set it to auto)"
-    )
-    if probed.windows is not None:
-        count = probed.windows.windows.count
-        cut = f"{probed.windows.cut_share:.0%} of the training texts are longer than {count} windows hold"
-        return f"{cut} and will be cut: raise model.max_windows (each window costs a training example)"
-    if probed.config.model.long_texts == "truncate" and not probed.config.dataset.text_pair_column:
-        longer += "; or keep each text's start and end (--long-texts head_tail), or all of it in windows "
-        longer += "(--long-texts windows)"
-    cut = f"{choice.cut_share:.0%} of the training texts are longer than {choice.width} tokens and will be cut"
-    return f"{cut}: {longer}"
+    chosen = choose(preflight(config))
+    for line in chosen.lines():
+        print(f"[pipeline] {line}", file=stream, flush=True)
+    connection = metadata.sqlite_metadata_connection_config(chosen.config.metadata_sqlite)
+    return create_pipeline(chosen.config, connection, chosen.input_fingerprint), chosen
 
 
 def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool) -> RunSummary:
     started = time.monotonic()
-    pipeline, probed = prepare_run(config, stream=stream)
-    lock = contextlib.nullcontext() if lock_held else preflight.pipeline_root_lock(config.pipeline_root)
+    pipeline, chosen = prepare_run(config, stream=stream)
+    lock = contextlib.nullcontext() if lock_held else pipeline_root_lock(config.pipeline_root)
     with lock, progress_reporting(stream, verbose):
         LocalDagRunner().run(pipeline)
     summary = summarize(config.metadata_sqlite, config.pipeline_name)
     summary.wall_seconds = time.monotonic() - started
     summary.peak_rss_bytes = peak_rss_bytes()
-    summary.recipe = probed.recipe.describe()
-    summary.lengths = probed.describe_lengths()
+    summary.recipe = chosen.recipe.describe()
+    summary.lengths = chosen.describe_lengths()
     return summary

@@ -1,22 +1,164 @@
-"""Everything a local run checks before its first component (`preflight`), in the order a user fixes what it
-finds, and the machine side of a run: writable folders, one run per pipeline root at a time."""
+"""Everything a local run checks before its first component, in the order a user fixes what it finds
+(`hftfx run --check` runs exactly these), so no error a run could know before training comes after it. What
+the checks find (the label set, the task kind, the span, the model's sizes, a sample of rows) is what
+choose.py then chooses every `auto` from.
+
+1. the Hub token a push needs (the push comes after training), before anything is written;
+2. the folders the run writes (pipeline root, serving folder, ML Metadata file);
+3. the model: architecture, tokenizer family, weights, position limit (check_model);
+4. the data, through the ExampleGen's own dataset pass over a bounded sample (components/example_gen/
+   dataset_pass.py's SAMPLE, so it costs the same whatever the dataset's size): open, schema, rows, label set,
+   placement, split checks; then the label settings, the training splits and the Evaluator's metrics for the
+   label set found (check_data). Full validation of big data is the ExampleGen's and the ExampleValidator's job;
+5. the model served under the run's name: one of another task is not replaced unasked;
+6. the unlabeled rows the run scores: there, readable, with the text columns the model reads.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
+import dataclasses
 import os
+import tempfile
 from pathlib import Path
 
+from components.evaluator import module as evaluation
+from components.evaluator.config import threshold_per_label
+from components.example_gen import beam_rows, dataset_pass, sources
 from components.publisher.hub_push import check_credentials
+from components.tuner.config import Range
 from models.errors import UserError
+from models.hardware.flops import EncoderShape
+from models.hub.pretrained import (
+    check_architecture,
+    encoder_shape,
+    hub_commit,
+    model_files,
+    position_limit,
+    read_config,
+    resolve_model_dir,
+)
 from models.task import TaskContract, exported_shape, read_contract
-from pipeline.config.pipeline_config import ConfigError, PipelineConfig
-from pipeline.orchestration import probe
-from pipeline.orchestration.dag import task_of
+from models.tokenizers.tokenizer import tokenizer_spec
+from models.training.lengths import AUTO
+from pipeline.config.pipeline_config import ConfigError, PipelineConfig, check_label_settings
 
-LOCK_NAME = ".hftfx-run.lock"
+
+@dataclasses.dataclass(frozen=True)
+class ModelFacts:
+    directory: Path
+    position_limit: int | None  # the longest input its position embeddings hold
+    encoder: EncoderShape | None  # its sizes, for FLOP counts (None: no config.json to read them from)
+    model_type: str = ""  # config.json's (bert, roberta ...): the family the recipe's warm-up follows
+    commit: str | None = None  # a hub model's commit, which every component then reads (None: not a hub model)
+    architecture: str = ""  # which path it takes and what its encoder computes (pretrained.Architecture.describe)
+
+
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """What the checks found: the config with what the data says filled in (the label set, the task kind, the span
+    resolved: facts, not choices), the model's facts and the dataset pass over the sample."""
+
+    config: PipelineConfig
+    model: ModelFacts
+    data: dataset_pass.DatasetPass
+
+
+def preflight(config: PipelineConfig) -> Found:
+    """The checks 1 to 6 above, in that order."""
+    check_credentials(config.hub)
+    check_paths(config)
+    found = check_model_and_data(config)
+    check_serving_contract(found.config, found.config.dataset.task_contract())
+    found.config.scoring.check_input(pair_model=bool(found.config.dataset.text_pair_column))
+    return found
+
+
+def check_model_and_data(config: PipelineConfig) -> Found:
+    """Checks 3 and 4: what the choices are made from (tests and benchmarks take it alone: it writes nothing)."""
+    model = check_model(config)
+    checked, data = check_data(config)
+    return Found(checked, model, data)
+
+
+def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
+    """The model checks, most fundamental first, so the real reason is named: an architecture with a TF
+    sequence-classification class, a tokenizer family the in-graph tokenizer reproduces, the weights (unless `weights`
+    is False: compile and submit read only config and tokenizer), max_seq_length within the position limit."""
+    directory = resolve_model_dir(config.model.name, config.model.revision, weights=weights)
+    shape, model_type, architecture = None, "", ""
+    if (directory / "config.json").is_file():
+        architecture = check_architecture(directory).describe()
+        shape = encoder_shape(directory)  # the Trainer's FLOP meter reads it after building the model
+        model_type = read_config(directory).get("model_type", "")
+    tokenizer = tokenizer_spec(directory)
+    if architecture:
+        architecture += f"; {tokenizer.family} tokenizer, in-graph"
+    if weights or not (directory / "config.json").is_file():
+        model_files(directory)
+    limit = position_limit(directory)
+    requested = config.model.max_seq_length
+    if limit is not None and requested != AUTO and requested > limit:
+        raise ConfigError(
+            f"model.max_seq_length {requested} is over the model's position limit {limit}; use at most {limit} "
+            "(or auto)"
+        )
+    return ModelFacts(directory, limit, shape, model_type, hub_commit(config.model.name, directory), architecture)
+
+
+def check_data(config: PipelineConfig) -> tuple[PipelineConfig, dataset_pass.DatasetPass]:
+    """The ExampleGen's own data checks on a bounded sample (no TFRecords), then the settings that depend on the
+    label set found and the Evaluator's metrics for it; returns the config with the label set, the task kind and
+    the span as found."""
+    found = dataset_pass.dataset_pass(config.dataset, dataset_pass.SAMPLE, beam_label_values(config.beam_args))
+    names, multi_label = found.label_names, found.read.config.multi_label
+    check_label_settings(config, names, multi_label)
+    if found.complete:
+        check_training_splits(config, found.placed.totals())
+    thresholds = threshold_per_label(config.evaluation, names) if multi_label else None
+    evaluation.check_eval_config(len(names), config.evaluation, thresholds)
+    dataset = config.dataset.model_copy(
+        update={"label_names": tuple(names), "span": found.read.config.span, "multi_label": multi_label}
+    )
+    return config.model_copy(update={"dataset": dataset}), found
+
+
+def beam_label_values(beam_args) -> dataset_pass.DistinctLabels:
+    """The label column's distinct values from one Beam pass, for a sample short of the whole dataset."""
+
+    def distinct(read: sources.DatasetRead) -> list:
+        import apache_beam as beam
+
+        with tempfile.TemporaryDirectory() as scratch:
+            return beam_rows.distinct_label_values(beam.Pipeline(argv=list(beam_args)), read, scratch)
+
+    return distinct
+
+
+def check_training_splits(config: PipelineConfig, sizes: dict[str, int]) -> None:
+    """What the Trainer and the Tuner's trials need of the splits, known once the whole dataset is sampled: an
+    eval split to stop early or score trials with, and a train split of at least one batch of every batch size
+    they may use (windows only add examples)."""
+    eval_rows, train_rows = sizes.get("eval", 0), sizes.get("train", 0)
+    patience = config.training.early_stopping.patience
+    if not eval_rows and patience not in (AUTO, 0):
+        raise ConfigError(
+            f"training.early_stopping.patience {patience} watches the eval split, which is empty: give the dataset "
+            "an eval split (dataset.split_ratios) or set the patience to 0"
+        )
+    if not eval_rows and config.tuning.enabled:
+        raise ConfigError(
+            "tuning scores each trial on the eval split, which is empty: give the dataset an eval split "
+            "(dataset.split_ratios) or set tuning.trials to 0"
+        )
+    batch = config.tuning.search.get("batch_size", ()) if config.tuning.enabled else ()
+    largest = max([config.training.batch_size, *([batch.max] if isinstance(batch, Range) else batch)])
+    replicas = config.training.cpu_replicas  # a global batch spans them
+    if train_rows < largest * replicas:
+        named = "tuning.search.batch_size" if largest != config.training.batch_size else "training.batch_size"
+        raise ConfigError(
+            f"the train split has {train_rows} examples, fewer than one batch of {largest * replicas} ({named} "
+            f"{largest}{f' x {replicas} CPU replicas' if replicas > 1 else ''}): lower it or add data"
+        )
 
 
 class ServingContractError(UserError, ValueError):
@@ -69,10 +211,6 @@ def check_serving_contract(config: PipelineConfig, contract: TaskContract) -> No
     )
 
 
-class PipelineRootBusyError(UserError, RuntimeError):
-    """Another run holds the pipeline root (and its ML Metadata sqlite file)."""
-
-
 def ensure_writable_dir(path: str, key: str) -> Path:
     """Creates `path` if needed and proves it is writable; errors name the config key to change."""
     directory = Path(path)
@@ -97,51 +235,3 @@ def check_paths(config: PipelineConfig) -> None:
     metadata = Path(config.metadata_sqlite)
     if metadata.exists() and not metadata.is_file():
         raise ConfigError(f"metadata_path '{metadata}' is a folder; it must name the ML Metadata sqlite file")
-
-
-@contextlib.contextmanager
-def pipeline_root_lock(pipeline_root: str):
-    """Holds an exclusive lock on the pipeline root for the run; the kernel drops it if the process dies,
-    so a killed run never blocks the next one."""
-    path = Path(pipeline_root) / LOCK_NAME
-    with open(path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:
-            if error.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            raise PipelineRootBusyError(
-                f"another run (pid {holder}) is using pipeline root '{pipeline_root}' and its ML Metadata; "
-                "wait for it to finish, or give this run its own --pipeline-root"
-            ) from error
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def preflight(config: PipelineConfig) -> probe.ProbeResult:
-    """Every check before the first component, in the order a user fixes what they find (`hftfx run --check`
-    runs exactly these): so no error a run could know before training comes after it.
-
-    1. the Hub token a push needs (the push comes after training), before anything is written;
-    2. the folders the run writes (pipeline root, serving folder, ML Metadata file);
-    3. the model: architecture, tokenizer family, weights, position limit (probe.probe_model);
-    4. the data, through the ExampleGen's own dataset pass over a bounded sample: open, schema, rows, label set,
-       placement, split checks (components/example_gen/dataset_pass.py); then the label settings, the training
-       splits and the Evaluator's metrics for the label set found;
-    5. the model served under the run's name: one of another task is not replaced unasked;
-    6. the unlabeled rows the run scores: there, readable, with the text columns the model reads.
-    """
-    check_credentials(config.hub)
-    check_paths(config)
-    probed = probe.probe(config)
-    check_serving_contract(probed.config, task_of(probed.config))
-    probed.config.scoring.check_input(pair_model=bool(probed.config.dataset.text_pair_column))
-    return probed

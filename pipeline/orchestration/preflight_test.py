@@ -62,7 +62,7 @@ def test_another_contract_under_the_served_name_is_refused_with_the_fixes(tmp_pa
 )
 def test_what_training_and_tuning_need_of_the_splits_is_checked_before_any_component(overrides, sizes, message):
     from pipeline.config.pipeline_config import ConfigError, load_config
-    from pipeline.orchestration.probe import check_training_splits
+    from pipeline.orchestration.preflight import check_training_splits
 
     with pytest.raises(ConfigError, match=message):
         check_training_splits(load_config(overrides=overrides), sizes)
@@ -80,12 +80,13 @@ def _cache_snapshot(cache, repo_id: str, commit: str, source) -> None:
 
 
 def test_a_hub_model_is_pinned_to_the_commit_the_preflight_read(tmp_path, tiny_bert_dir, monkeypatch):
-    """The probe resolves the branch through huggingface_hub (offline here: its cache) and fixes the commit in
+    """The preflight resolves the branch through huggingface_hub (offline here: its cache) and fixes the commit in
     the config every component reads; a later push to the branch does not change what the run reads."""
     import huggingface_hub.constants
 
     from models.hub.pretrained import hub_commit, resolve_model_dir
-    from pipeline.orchestration.probe import probe
+    from pipeline.orchestration.choose import choose
+    from pipeline.orchestration.preflight import check_model_and_data
 
     cache, first, second = tmp_path / "hub", "a" * 40, "b" * 40
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
@@ -94,12 +95,12 @@ def test_a_hub_model_is_pinned_to_the_commit_the_preflight_read(tmp_path, tiny_b
         overrides={"model.name": "reviews-team/tiny-bert", "model.max_seq_length": 32, "dataset.limits.train": 64}
     )
 
-    probed = probe(config)
+    chosen = choose(check_model_and_data(config))
 
-    assert probed.config.model.revision == first and probed.model_commit == first
+    assert chosen.config.model.revision == first and chosen.model_commit == first
     _cache_snapshot(cache, "reviews-team/tiny-bert", second, tiny_bert_dir)  # a push to main during the run
     assert resolve_model_dir("reviews-team/tiny-bert").name == second
-    assert resolve_model_dir("reviews-team/tiny-bert", probed.config.model.revision).name == first
+    assert resolve_model_dir("reviews-team/tiny-bert", chosen.config.model.revision).name == first
     assert hub_commit(str(tiny_bert_dir), tiny_bert_dir) is None  # a folder has no commit to pin
 
 
@@ -108,7 +109,7 @@ def test_a_compiled_spec_pins_a_hub_model_to_its_commit(tmp_path, tiny_bert_dir,
     of the spec reads that commit; a revision that is a commit already is kept without reading the Hub."""
     import huggingface_hub.constants
 
-    from pipeline.orchestration.probe import with_model_pinned
+    from pipeline.orchestration.choose import with_model_pinned
 
     cache, commit = tmp_path / "hub", "c" * 40
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))

@@ -76,12 +76,12 @@ def test_written_examples_are_read_as_a_bounded_hash_sample(tmp_path, monkeypatc
 
 
 def test_a_span_of_list_labels_is_read_by_drift_as_the_run_reads_it(tmp_path, tiny_bert_dir):
-    """Multi-label rows (a JSON list per row, no declared label set): the run's probe takes them as a multi-label
+    """Multi-label rows (a JSON list per row, no declared label set): the run's preflight takes them as a multi-label
     task, and drift's span reader, running the same dataset pass, takes them too, each row's labels as one value."""
     import json
 
     from pipeline.config.pipeline_config import load_config
-    from pipeline.orchestration.probe import probe
+    from pipeline.orchestration.preflight import check_model_and_data
 
     folder = tmp_path / "data" / "span-1"
     folder.mkdir(parents=True)
@@ -97,8 +97,8 @@ def test_a_span_of_list_labels_is_read_by_drift_as_the_run_reads_it(tmp_path, ti
         }
     )
     assert not config.dataset.multi_label
-    probed = probe(config).config.dataset
-    assert probed.multi_label and probed.label_names == ("action", "comedy", "drama")
+    found = check_model_and_data(config).config.dataset
+    assert found.multi_label and found.label_names == ("action", "comedy", "drama")
     texts, labels = drift.read_span(config, 1)
     assert len(texts) == len(labels) > 200
     assert set(labels) == {"action", "comedy", "action,comedy", "drama", "comedy,drama"}

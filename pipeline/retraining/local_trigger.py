@@ -15,6 +15,7 @@ from collections.abc import Callable
 from components.example_gen import spans
 from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 from pipeline.orchestration import preflight
+from pipeline.orchestration.root_lock import PipelineRootBusyError, pipeline_root_lock
 from pipeline.reporting.metadata_reader import summarize_all
 from pipeline.reporting.run_summary import RunSummary
 from pipeline.retraining import decision
@@ -80,7 +81,7 @@ def trigger_run(
     require_spans(config)
     preflight.check_paths(config)
     try:
-        with preflight.pipeline_root_lock(config.pipeline_root):
+        with pipeline_root_lock(config.pipeline_root):
             chosen = check(config, lock_held=True, span=span)
             print(f"[trigger] {chosen.action}: {chosen.reason}", file=stream, flush=True)
             if not chosen.train:
@@ -90,7 +91,7 @@ def trigger_run(
                 config.model_copy(update={"dataset": dataset}), verbose=verbose, stream=stream, lock_held=True
             )
             return TriggerResult(chosen, summary)
-    except preflight.PipelineRootBusyError as busy:
+    except PipelineRootBusyError as busy:
         reason = f"another run holds the pipeline root; nothing started ({busy})"
         print(f"[trigger] skip: {reason}", file=stream, flush=True)
         return TriggerResult(decision.Decision("skip", None, reason))

@@ -1,37 +1,20 @@
-"""A cheap look at the dataset and the model before anything expensive starts.
+"""Every `auto` of the config chosen from what the preflight found, and said in one place.
 
-Finds what the pipeline's shape depends on (the label set) and fails early, with the fix named, on what
-would otherwise fail minutes later inside a component. It runs the ExampleGen's dataset pass over a bounded
-sample of rows (components/example_gen/dataset_pass.py's SAMPLE), so it costs the same whatever the dataset's size;
-when the sample holds the whole dataset it also runs the checks that need every row (empty splits, classes
-per split). Full validation of big data is the ExampleGen's and the ExampleValidator's job.
+The width (and windows, and the batch widths) from the sample's token lengths, the learning rate, warm-up and
+clipping from the model, the epochs and early stopping from the split sizes, where the weights start, the hub
+model's commit. `Choices.lines()` is what `hftfx run --check` and the run print; the run summary keeps the same
+length and recipe lines. A compiled spec fixes the same choices (with_recipe_chosen, with_model_pinned).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import tempfile
-from pathlib import Path
 
-from components.evaluator import module as evaluation
-from components.evaluator.config import threshold_per_label
 from components.evaluator.noise_aware_gate import small_test_split
-from components.example_gen import beam_rows, dataset_pass, sources
 from components.example_gen.spans import is_spanned
 from components.publisher.hub_push import hub_model_id
-from components.tuner.config import Range
 from models.hardware.flops import EncoderShape
-from models.hub.pretrained import (
-    COMMIT,
-    check_architecture,
-    encoder_shape,
-    hub_commit,
-    model_files,
-    position_limit,
-    read_config,
-    resolve_model_dir,
-)
-from models.tokenizers.tokenizer import tokenizer_spec
+from models.hub.pretrained import COMMIT, hub_commit, resolve_model_dir
 from models.training.epochs import MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN, choose_epochs, choose_patience
 from models.training.lengths import (
     AUTO,
@@ -45,12 +28,16 @@ from models.training.lengths import (
 )
 from models.training.recipe import RecipeChoice, choose_recipe
 from models.training.warm_start import asks_for_blessed, describe_warm_recipe
-from pipeline.config.pipeline_config import ConfigError, PipelineConfig, check_label_settings
+from pipeline.config.pipeline_config import PipelineConfig
+from pipeline.machine.estimate import epoch_seconds
+from pipeline.orchestration.preflight import Found, ModelFacts, check_model
 
 
 @dataclasses.dataclass(frozen=True)
-class ProbeResult:
-    config: PipelineConfig  # with dataset.label_names filled in, and dataset.span resolved (0 = newest)
+class Choices:
+    """Every `auto` of the config chosen, each with the reason, and what it was chosen from."""
+
+    config: PipelineConfig  # every auto chosen; the label set, task kind and span as the preflight found them
     split_sizes: dict[str, int] | None  # exact when the sample held the whole dataset, else None
     sampled_rows: int
     shards: int
@@ -130,15 +117,26 @@ class ProbeResult:
             return f"splits {self.split_sizes}"
         return f"{self.shards} shard(s), {self.sampled_rows} rows sampled (split sizes come from the ExampleGen)"
 
-
-@dataclasses.dataclass(frozen=True)
-class ModelFacts:
-    directory: Path
-    position_limit: int | None  # the longest input its position embeddings hold
-    encoder: EncoderShape | None  # its sizes, for FLOP counts (None: no config.json to read them from)
-    model_type: str = ""  # config.json's (bert, roberta ...): the family the recipe's warm-up follows
-    commit: str | None = None  # a hub model's commit, which every component then reads (None: not a hub model)
-    architecture: str = ""  # which path it takes and what its encoder computes (pretrained.Architecture.describe)
+    def lines(self) -> list[str]:
+        """What `--check` and the run print of the choices, once, before any component."""
+        config = self.config
+        spans = f", span {config.dataset.span} (reading spans {list(self.window)})" if self.window else ""
+        commit = f" at commit {config.model.revision}" if self.model_commit else ""
+        lines = [
+            f"dataset '{config.dataset.name}'{spans}: {self.describe()}, labels {list(config.dataset.label_names)}; "
+            f"model '{config.model.name}'{commit}",
+            *([f"model: {self.architecture}"] if self.architecture else []),
+            describe_lengths(self),
+            f"recipe: {self.recipe.describe()}",
+            f"epochs: {self.describe_epochs()}",
+            f"start: {self.describe_start()}",
+            *([f"tuning: {config.tuning.describe()}"] if config.tuning.enabled else []),
+        ]
+        if small := self.small_test_split():
+            lines.append(f"warning: {small}")
+        if (self.windows or self.lengths).cuts_most:
+            lines.append(f"warning: {length_options(self)}")
+        return lines
 
 
 def resolve_recipe(config: PipelineConfig, model: ModelFacts) -> tuple[PipelineConfig, RecipeChoice]:
@@ -159,7 +157,7 @@ def with_recipe_chosen(config: PipelineConfig) -> PipelineConfig:
     training = config.training
     if AUTO not in (training.learning_rate, training.warmup_ratio, training.gradient_clip_norm):
         return config
-    return resolve_recipe(config, probe_model(config, weights=False))[0]
+    return resolve_recipe(config, check_model(config, weights=False))[0]
 
 
 def with_model_pinned(config: PipelineConfig) -> PipelineConfig:
@@ -173,85 +171,12 @@ def with_model_pinned(config: PipelineConfig) -> PipelineConfig:
     return config.model_copy(update={"model": config.model.model_copy(update={"revision": commit})})
 
 
-def probe_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
-    """The model checks, most fundamental first, so the real reason is named: an architecture with a TF
-    sequence-classification class, a tokenizer family the in-graph tokenizer reproduces, the weights (unless `weights`
-    is False: compile and submit read only config and tokenizer), max_seq_length within the position limit."""
-    directory = resolve_model_dir(config.model.name, config.model.revision, weights=weights)
-    shape, model_type, architecture = None, "", ""
-    if (directory / "config.json").is_file():
-        architecture = check_architecture(directory).describe()
-        shape = encoder_shape(directory)  # the Trainer's FLOP meter reads it after building the model
-        model_type = read_config(directory).get("model_type", "")
-    tokenizer = tokenizer_spec(directory)
-    if architecture:
-        architecture += f"; {tokenizer.family} tokenizer, in-graph"
-    if weights or not (directory / "config.json").is_file():
-        model_files(directory)
-    limit = position_limit(directory)
-    requested = config.model.max_seq_length
-    if limit is not None and requested != AUTO and requested > limit:
-        raise ConfigError(
-            f"model.max_seq_length {requested} is over the model's position limit {limit}; use at most {limit} "
-            "(or auto)"
-        )
-    return ModelFacts(directory, limit, shape, model_type, hub_commit(config.model.name, directory), architecture)
-
-
-def beam_label_values(beam_args) -> dataset_pass.DistinctLabels:
-    """The label column's distinct values from one Beam pass, for a sample short of the whole dataset."""
-
-    def distinct(read: sources.DatasetRead) -> list:
-        import apache_beam as beam
-
-        with tempfile.TemporaryDirectory() as scratch:
-            return beam_rows.distinct_label_values(beam.Pipeline(argv=list(beam_args)), read, scratch)
-
-    return distinct
-
-
-def check_training_splits(config: PipelineConfig, sizes: dict[str, int]) -> None:
-    """What the Trainer and the Tuner's trials need of the splits, known once the whole dataset is sampled: an
-    eval split to stop early or score trials with, and a train split of at least one batch of every batch size
-    they may use (windows only add examples)."""
-    eval_rows, train_rows = sizes.get("eval", 0), sizes.get("train", 0)
-    patience = config.training.early_stopping.patience
-    if not eval_rows and patience not in (AUTO, 0):
-        raise ConfigError(
-            f"training.early_stopping.patience {patience} watches the eval split, which is empty: give the dataset "
-            "an eval split (dataset.split_ratios) or set the patience to 0"
-        )
-    if not eval_rows and config.tuning.enabled:
-        raise ConfigError(
-            "tuning scores each trial on the eval split, which is empty: give the dataset an eval split "
-            "(dataset.split_ratios) or set tuning.trials to 0"
-        )
-    batch = config.tuning.search.get("batch_size", ()) if config.tuning.enabled else ()
-    largest = max([config.training.batch_size, *([batch.max] if isinstance(batch, Range) else batch)])
-    replicas = config.training.cpu_replicas  # a global batch spans them
-    if train_rows < largest * replicas:
-        named = "tuning.search.batch_size" if largest != config.training.batch_size else "training.batch_size"
-        raise ConfigError(
-            f"the train split has {train_rows} examples, fewer than one batch of {largest * replicas} ({named} "
-            f"{largest}{f' x {replicas} CPU replicas' if replicas > 1 else ''}): lower it or add data"
-        )
-
-
-def probe(config: PipelineConfig) -> ProbeResult:
-    """Runs the model checks, the ExampleGen's own data checks on a bounded sample (no TFRecords) and builds
-    the Evaluator's metrics for the label count found, so no configuration error surfaces after training."""
-    model = probe_model(config)
-    found = dataset_pass.dataset_pass(config.dataset, dataset_pass.SAMPLE, beam_label_values(config.beam_args))
-    read, names, placed, complete = found.read, found.label_names, found.placed, found.complete
-    multi_label = read.config.multi_label
-    check_label_settings(config, names, multi_label)
-    if complete:
-        check_training_splits(config, placed.totals())
-    thresholds = threshold_per_label(config.evaluation, names) if multi_label else None
-    evaluation.check_eval_config(len(names), config.evaluation, thresholds)
-    dataset = config.dataset.model_copy(
-        update={"label_names": tuple(names), "span": read.config.span, "multi_label": multi_label}
-    )
+def choose(found: Found) -> Choices:
+    """Every `auto` chosen from what the preflight found: the width (and windows, and batch widths) from the
+    sample's token lengths, the recipe from the model, the hub model pinned to the commit the preflight read."""
+    config, model, data = found.config, found.model, found.data
+    placed, complete = data.placed, data.complete
+    names = list(config.dataset.label_names)
     training_rows = placed.rows.get("train") or [row for rows in placed.rows.values() for row in rows]
     lengths = choose_width(
         token_lengths(model.directory, training_rows), config.model.max_seq_length, model.position_limit
@@ -264,12 +189,12 @@ def probe(config: PipelineConfig) -> ProbeResult:
         model_update["max_windows"], trained = windows.windows.count, windows.trained
     buckets = choose_buckets(trained, lengths.width, config.training.batch_widths)
     chosen = {
-        "dataset": dataset,
         "model": config.model.model_copy(update=model_update),
         "training": config.training.model_copy(update={"batch_widths": buckets.buckets}),
     }
     resolved, recipe = resolve_recipe(config.model_copy(update=chosen), model)
-    return ProbeResult(
+    read = data.read
+    return Choices(
         config=resolved,
         recipe=recipe,
         lengths=lengths,
@@ -278,10 +203,47 @@ def probe(config: PipelineConfig) -> ProbeResult:
         encoder=model.encoder,
         split_sizes={name: len(rows) for name, rows in placed.rows.items()} if complete else None,
         test_labels=({names[i]: n for i, n in placed.label_counts().get("test", {}).items()} if complete else None),
-        sampled_rows=found.rows_read,
+        sampled_rows=data.rows_read,
         shards=len(read.shards),
         window=read.window,
         input_fingerprint=read.input_fingerprint,
         model_commit=model.commit,
         architecture=model.architecture,
     )
+
+
+def describe_lengths(chosen: Choices) -> str:
+    """The length choice and what it costs: training seconds per epoch on this machine at its matmul peak."""
+    text = chosen.describe_lengths()
+    if chosen.encoder is None:
+        return text
+    from models.hardware.machine_peak import matmul_peak
+
+    peak = matmul_peak("float32", seconds=0.5)
+    examples = (chosen.split_sizes or {}).get("train")
+    per = f"{examples:,} training texts" if examples else "1,000 training texts"
+    trained = chosen.trained_lengths
+    scale = len(trained.profile.lengths) / max(1, len(chosen.lengths.profile.lengths))
+    seconds = epoch_seconds(
+        trained, round((examples or 1000) * scale), chosen.buckets.buckets, chosen.encoder, peak.gflops
+    )
+    return f"{text}; training ~{seconds:,.0f} s per epoch of {per} on this machine ({peak.gflops:,.0f} GFLOP/s fp32)"
+
+
+def length_options(chosen: Choices) -> str:
+    """What a user whose texts are mostly longer than the width can do, said before anything trains."""
+    choice = chosen.lengths
+    longer = (
+        f"the model holds at most {choice.width} tokens: a model with longer positions, or shorter texts"
+        if choice.at_position_limit
+        else "raise model.max_seq_length (or set it to auto)"
+    )
+    if chosen.windows is not None:
+        count = chosen.windows.windows.count
+        cut = f"{chosen.windows.cut_share:.0%} of the training texts are longer than {count} windows hold"
+        return f"{cut} and will be cut: raise model.max_windows (each window costs a training example)"
+    if chosen.config.model.long_texts == "truncate" and not chosen.config.dataset.text_pair_column:
+        longer += "; or keep each text's start and end (--long-texts head_tail), or all of it in windows "
+        longer += "(--long-texts windows)"
+    cut = f"{choice.cut_share:.0%} of the training texts are longer than {choice.width} tokens and will be cut"
+    return f"{cut}: {longer}"
