@@ -55,10 +55,82 @@ def test_the_docs_readme_names_exist():
     assert named and all((ROOT / name).is_file() for name in named), named
 
 
-def test_readme_quotes_the_reference_run_as_recorded():
-    """README's headline is the recorded default run's (make bench writes it), never a figure typed twice."""
+def _rate(value: float) -> str:
+    """1e-4, 3e-5: how README writes a learning rate."""
+    mantissa, exponent = f"{value:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def readme_figures() -> dict[str, str]:
+    """Each figure README quotes, in the phrase that quotes it, and where it comes from."""
     import json
 
+    from components.scorer.rows import MAX_FIELD_CHARS
+    from models.training.epochs import MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN
+    from models.training.lengths import COVERED_SHARE, WIDTH_MULTIPLE
+    from models.training.recipe import SIZE_RULES
+    from models.training.warm_start import WARM_EPOCH_SHARE, WARM_LEARNING_RATE_SHARE
+
     run = json.loads((ROOT / "pipeline" / "machine" / "default_run.json").read_text())
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    assert f"test accuracy {run['accuracy']:.4f}, AUC {run['auc']:.4f}" in readme
+    (small, _, _), (base, clip, _), (large, _, _) = (rule[1:] for rule in SIZE_RULES)
+    shares = {0.5: "half", 1 / 3: "a third"}
+    return {
+        f"about {run['wall_seconds'] / 60:.0f} minutes on a 2-core CPU at a {run['matmul_peak_gflops']:.0f} GFLOP/s "
+        "fp32 matmul peak": "default_run.json (make bench)",
+        f"test accuracy {run['accuracy']:.4f}, AUC {run['auc']:.4f}": "default_run.json (make bench)",
+        f"the smallest multiple of {WIDTH_MULTIPLE} that holds {COVERED_SHARE:.0%} of them whole": "lengths.py",
+        f"enough to train on {MIN_EXAMPLES_SEEN:,} examples, at most {MAX_AUTO_EPOCHS}": "epochs.py",
+        f"{_rate(small)} for MiniLM-size encoders": "recipe.py",
+        f"{_rate(base)} with clipping at norm {clip:g} for base-size ones": "recipe.py",
+        f"{_rate(large)} for large ones": "recipe.py",
+        f"a field over {MAX_FIELD_CHARS:,} characters": "components/scorer/rows.py",
+        f"({shares[WARM_LEARNING_RATE_SHARE]} the learning rate, {shares[WARM_EPOCH_SHARE]} of the epochs": (
+            "warm_start.py"
+        ),
+    }
+
+
+# Digits README holds that are names or others' facts, not figures of this project.
+NOT_FIGURES = (
+    "MiniLM-L6", "Python 3", "2-core", "fp32", "DeBERTa-v2/v3", "DeBERTa-v3", "transformers 5", "T5", "v5e", "UTF-8",
+    "exits 2", "(512 tokens for BERT)", "paired 95% intervals",  # BERT's positions; TFMA's interval level
+)  # fmt: skip
+
+
+def test_every_figure_readme_quotes_is_the_codes_or_a_benchmarks():
+    """The figures are where they are measured or decided; README quotes them, and holds no other figure."""
+    prose = re.sub(r"```.*?```|`[^`]*`", "", (ROOT / "README.md").read_text(encoding="utf-8"), flags=re.S)
+    prose = " ".join(prose.split())
+    figures = readme_figures()
+    missing = [phrase for phrase in figures if phrase not in prose]
+    assert missing == [], "README no longer quotes these as the code or BENCHMARKS.md has them"
+    for phrase in (*figures, *NOT_FIGURES):
+        prose = prose.replace(phrase, "")
+    assert re.findall(r"\d[\d,.]*(?:e-\d+)?%?", prose) == [], "a figure README quotes that no test checks"
+
+
+def test_readme_and_the_layout_table_name_every_stage_folder():
+    from tests.layers_test import STAGES
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
+    assert [s for s in sorted(STAGES) if f"{s}/`" not in readme] == []
+    assert [s for s in sorted(STAGES) if f"`components/{s}/`" not in table] == []
+
+
+def test_paths_named_in_comments_and_docs_exist():
+    """A module path in a docstring, comment or page is a file of the tree (paths moved with their files)."""
+    named = re.compile(r"(?<![\w/.:\"-])((?:components|models|pipeline|benchmarks|tests|bin)/[\w/.-]*\w)")
+    pages = [*PAGES, ROOT / "BENCHMARKS.md"]
+    sources = [
+        p
+        for folder in ("components", "models", "pipeline", "benchmarks", "tests")
+        for p in (ROOT / folder).rglob("*.py")
+    ]
+    missing = set()
+    for path in [*pages, *sources]:
+        for name in named.findall(path.read_text(encoding="utf-8")):
+            module = re.sub(r"(\.py)?\.\w+$", "", name) + ".py"  # tests/user_datasets.long_document_rows
+            if "*" not in name and not (ROOT / name).exists() and not (ROOT / module).exists():
+                missing.add(f"{path.relative_to(ROOT)}: {name}")
+    assert sorted(missing) == []

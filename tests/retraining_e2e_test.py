@@ -28,7 +28,7 @@ from pipeline.retraining import local_trigger
 from tests import span_data
 
 # Five minutes of real-model runs: `make test-all` runs it; `make test` (CI) covers the trigger rules with
-# pipeline/retraining/*_test.py and the cloud side with tests/retraining_cloud_test.py.
+# pipeline/retraining/*_test.py and the cloud side with pipeline/retraining/events_test.py and vertex_test.py.
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SPAN_ROWS, TEST_ROWS = 320, 160

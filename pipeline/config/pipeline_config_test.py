@@ -119,7 +119,7 @@ def test_class_weights_take_a_mode_or_a_mapping_and_early_stopping_is_a_section(
     assert flags.training.class_weights == "balanced" and flags.training.early_stopping.patience == 1
     assert (
         pipeline_config.load_config().training.early_stopping.patience == "auto"
-    )  # on where it can choose (models/epochs)
+    )  # on where it can choose (models/training/epochs.py)
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,7 @@ class RunSummary:
     label_counts: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)  # {split: {label: n}}
     per_class: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # K > 2 (see _read_metrics)
     throughput: dict[str, Any] = dataclasses.field(default_factory=dict)  # the Trainer's, see training_meter
-    training: TrainingRecord | None = None  # epochs run, best epoch, class weights (components/training_record)
+    training: TrainingRecord | None = None  # epochs run, best epoch, class weights (trainer/training_record.py)
     task: str = ""  # single_label | multi_label: the trained model's task contract (models/task.py)
     baseline_uri: str | None = None  # the blessed model of the same task the Evaluator compared; None: first
     hf_model_dir: str | None = None  # the blessed model in the Hugging Face layout, with its card (HFPublisher)
