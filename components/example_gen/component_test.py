@@ -117,7 +117,7 @@ def _texts_by_split(artifact):
 
 
 def test_splits_are_the_same_in_both_direct_runner_modes_and_in_process(tmp_path, run_example_gen):
-    """Four CSV shards read by two worker processes place every row as one process does, and as the probe's
+    """Four CSV shards read by two worker processes place every row as one process does, and as the preflight's
     in-process placement does: the split is a property of the row, not of who read it or in what order."""
     from components.example_gen.dataset_pass import EVERY_ROW, dataset_pass
 

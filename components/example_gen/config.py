@@ -69,7 +69,7 @@ class DatasetConfig(ConfigSection):
     )
     multi_label: bool = Field(
         False,
-        description="rows carry any number of labels; set by the probe when label_column holds lists, declared "
+        description="rows carry any number of labels; set by the preflight when label_column holds lists, declared "
         "for a compiled (cloud) pipeline",
     )
     label_columns: Texts = Field(

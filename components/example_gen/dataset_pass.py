@@ -2,7 +2,7 @@
 open (spans, files, stream) -> schema -> rows (and their slice columns) -> label set -> placement -> split checks.
 
 Every reader of a dataset runs this sequence; they differ only in the rows read in this process:
-- the preflight's probe: a bounded sample (SAMPLE); when that is not the whole dataset, the label set comes
+- the preflight: a bounded sample (SAMPLE); when that is not the whole dataset, the label set comes
   from one Beam pass over the label column;
 - the ExampleGen's executor: none (`budget=None`): the label set from its Beam pass, then it places every row
   in Beam and runs `check_splits` on Beam's counts;
@@ -32,7 +32,7 @@ class RowBudget:
     max_seconds: float | None
 
 
-SAMPLE = RowBudget(20_000, 30.0)  # the probe's: it costs the same whatever the dataset's size
+SAMPLE = RowBudget(20_000, 30.0)  # the preflight's: it costs the same whatever the dataset's size
 EVERY_ROW = RowBudget(None, None)
 LABEL_KIND_ROWS = SAMPLE.max_rows  # rows per split whose labels show whether it is multi-label, in every mode
 

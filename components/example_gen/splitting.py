@@ -1,7 +1,7 @@
 """Pure decisions of the ExampleGen, one row at a time: label ids, the TFX split a row lands in, limits.
 
 No I/O and no state across rows, so the same functions run inside Beam workers (shard by shard, on any
-runner), in the probe's bounded sample and in-process for small reads, and give the same answer everywhere.
+runner), in the preflight's bounded sample and in-process for small reads, and give the same answer everywhere.
 A row's split is a hash of its content with the seed, as TFX's `hash_buckets` split config hashes the
 example: the same row lands in the same split whatever the runner, the shard order or the machine, and exact
 duplicates never straddle train and test.
@@ -82,7 +82,7 @@ def check_slice_features(features: datasets.Features, config: DatasetConfig) -> 
             )
 
 
-# A slice column with more distinct values than this in the probe's sample is an identifier or a measurement, not
+# A slice column with more distinct values than this in the preflight's sample is an identifier or a measurement, not
 # a segment: most of its slices would hold a handful of test rows, too few to report or gate.
 MAX_SLICE_VALUES = 50
 

@@ -14,7 +14,7 @@ from models.training.config import ModelConfig, TrainingConfig
 @dataclasses.dataclass(frozen=True)
 class TrainerSettings:
     """What run_fn receives through the Trainer's custom_config. The label names are the run's label set
-    (declared, or found by the probe), the same list the ExampleGen mapped ids with and the Evaluator sizes
+    (declared, or found by the preflight), the same list the ExampleGen mapped ids with and the Evaluator sizes
     its metrics by."""
 
     model: ModelConfig

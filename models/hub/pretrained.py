@@ -133,7 +133,7 @@ def resolve_model_dir(name: str, revision: str | None = None, weights: bool = Tr
 
 @functools.cache
 def _bucket_model(uri: str, weights: bool) -> Path:
-    """The model folder at `uri`, copied once per process (the probe and each component in a local run share it;
+    """The model folder at `uri`, copied once per process (the preflight and each component in a local run share it;
     a cloud component copies into its own container)."""
     import tensorflow as tf
 

@@ -208,7 +208,7 @@ def _is_option(key: str) -> bool:
 
 def check_label_settings(config: PipelineConfig, label_names: Sequence[str], multi_label: bool | None = None) -> None:
     """Settings that name labels name labels of this run (known once the label set is declared or probed);
-    with `multi_label` known (after the probe), settings of the other task kind are refused."""
+    with `multi_label` known (after the preflight), settings of the other task kind are refused."""
     if isinstance(config.training.class_weights, Mapping):
         _refuse_unknown_labels("training.class_weights", config.training.class_weights, label_names)
     if multi_label is False and config.evaluation.decision_thresholds:
