@@ -116,7 +116,7 @@ def trainer_throughput(steps: int) -> list[Row]:
     files, examples = training_examples(steps)
     training = TrainingConfig()
     baseline = _plain_keras_rate(files, examples, steps)
-    ours = _fresh_model(files)  # the Trainer's way: length buckets, AdamW schedule
+    ours = _fresh_model(files)  # the Trainer's way: batch widths, AdamW schedule
     compile_for_training(ours, training, steps)
     pipeline_data = trainer_batches(examples, training)
     fp32_records, bf16_records = [], []

@@ -1,7 +1,7 @@
 """`make bench-encoders`: our Keras encoders on the Trainer's loop, and a ModernBERT-base-shaped model at the widths
 long pages want.
 
-- MiniLM (packaged, real weights), the Trainer's loop (length buckets, AdamW schedule), fp32: our BERT encoder, best
+- MiniLM (packaged, real weights), the Trainer's loop (batch widths, AdamW schedule), fp32: our BERT encoder, best
   of --repeats, as model FLOP/s against the fp32 matmul peak measured in the same run.
 - MiniLM at width 512, batch 32, in a fresh process each: training's peak memory with the attention weights
   recomputed in the backward pass (models/encoders/layers.py) against kept, and its cost in step time.

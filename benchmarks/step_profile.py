@@ -1,4 +1,4 @@
-"""Where a Trainer step's time goes: steady fp32 MiniLM-L6 steps (the Trainer's optimizer and length buckets, real
+"""Where a Trainer step's time goes: steady fp32 MiniLM-L6 steps (the Trainer's optimizer and batch widths, real
 reviews) under TensorFlow's profiler with one op running at a time, so that op times add up to the step; the op
 time grouped by the work it does, forward and gradient together.
 

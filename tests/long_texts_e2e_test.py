@@ -79,7 +79,7 @@ def test_windows_are_chosen_from_the_texts_trained_per_window_and_evaluated_per_
     # TFMA scored documents, not windows
     assert summary.metrics["example_count"] == summary.split_counts["test"]
     report = build_report(config.metadata_sqlite, config.pipeline_name, tmp_path / "report.html", summary)
-    assert f"<li>windows: at most {count} per text" in report.read_text() and "<li>length buckets" in report.read_text()
+    assert f"<li>windows: at most {count} per text" in report.read_text() and "<li>batch widths" in report.read_text()
     card = (Path(summary.hf_model_dir) / "README.md").read_text()
     assert "overlapping windows" in card and f"long texts windows (at most {count}, stride {STRIDE})" in card
 

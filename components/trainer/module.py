@@ -2,7 +2,9 @@
 
 Named by path (`components.trainer.module.run_fn`). Training code knows nothing of where it runs: the strategy
 (TPU / several GPUs / default) and precision come from the hardware, the global batch is the per-replica
-batch times the replicas, and batches have static shapes so the same step compiles under XLA and on TPU."""
+batch times the replicas, and batches have static shapes so the same step compiles under XLA and on TPU.
+run_fn reads as its steps; beside it: the settings it reads (config.py), the plan made before the model is built
+(plan.py), the input pipeline (data.py), the progress lines (progress.py)."""
 
 from __future__ import annotations
 

@@ -126,7 +126,7 @@ class Choices:
             f"dataset '{config.dataset.name}'{spans}: {self.describe()}, labels {list(config.dataset.label_names)}; "
             f"model '{config.model.name}'{commit}",
             *([f"model: {self.architecture}"] if self.architecture else []),
-            describe_lengths(self),
+            lengths_with_cost(self),
             f"recipe: {self.recipe.describe()}",
             f"epochs: {self.describe_epochs()}",
             f"start: {self.describe_start()}",
@@ -212,7 +212,7 @@ def choose(found: Found) -> Choices:
     )
 
 
-def describe_lengths(chosen: Choices) -> str:
+def lengths_with_cost(chosen: Choices) -> str:
     """The length choice and what it costs: training seconds per epoch on this machine at its matmul peak."""
     text = chosen.describe_lengths()
     if chosen.encoder is None:

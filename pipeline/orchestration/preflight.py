@@ -45,6 +45,8 @@ from pipeline.config.pipeline_config import ConfigError, PipelineConfig, check_l
 
 @dataclasses.dataclass(frozen=True)
 class ModelFacts:
+    """What the model checks read: where its files are, its limits and sizes, its commit, what it computes."""
+
     directory: Path
     position_limit: int | None  # the longest input its position embeddings hold
     encoder: EncoderShape | None  # its sizes, for FLOP counts (None: no config.json to read them from)
@@ -81,8 +83,8 @@ def check_model_and_data(config: PipelineConfig) -> Found:
 
 
 def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
-    """The model checks, most fundamental first, so the real reason is named: an architecture with a TF
-    sequence-classification class, a tokenizer family the in-graph tokenizer reproduces, the weights (unless `weights`
+    """The model checks, most fundamental first, so the real reason is named: an architecture our Keras encoders
+    build, a tokenizer family the in-graph tokenizer reproduces, the weights (unless `weights`
     is False: compile and submit read only config and tokenizer), max_seq_length within the position limit."""
     directory = resolve_model_dir(config.model.name, config.model.revision, weights=weights)
     shape, model_type, architecture = None, "", ""
