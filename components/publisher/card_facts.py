@@ -7,6 +7,7 @@ import collections
 import dataclasses
 import json
 import os
+import typing
 import unicodedata
 from typing import Any
 
@@ -41,6 +42,10 @@ class CardSections:
     training: TrainingConfig
     evaluation: EvaluationConfig
     hub: HubConfig
+
+
+# The config sections the publisher reads (each a JSON parameter), by name: CardSections' section-typed fields.
+SECTIONS = {name: kind for name, kind in typing.get_type_hints(CardSections).items() if kind is not str}
 
 
 def _hub_id(name: str, packaged: dict[str, str]) -> str | None:

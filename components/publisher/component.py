@@ -13,8 +13,8 @@ from tfx import types
 from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import artifact, component_spec, standard_artifacts
 
-from components.publisher.card_facts import CardSections
-from components.publisher.executor import SECTIONS, Executor, section_parameter
+from components.publisher.card_facts import SECTIONS, CardSections
+from components.publisher.executor import Executor, section_parameter
 
 
 class HuggingFaceModel(artifact.Artifact):

@@ -13,27 +13,17 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import io_utils
 
-from components.evaluator.config import EvaluationConfig
-from components.example_gen.config import DatasetConfig
-from components.publisher.card_facts import CardSections, configured_facts, gather_facts
+from components.publisher.card_facts import SECTIONS, CardSections, configured_facts, gather_facts
 from components.publisher.config import HubConfig
 from components.publisher.hub_push import HubRevision, push_folder, untagged_run_id
 from components.publisher.model_card import build_model_card, parse_card
 from models.config_section import build_section
 from models.serving.hf_export import HF_CONFIG, HF_FORMAT_DIR
 from models.tokenizers.tokenizer import character_budget, tokenizer_spec
-from models.training.config import ModelConfig, TrainingConfig
 
 CARD_FILE = "README.md"
 PUBLISHED_PROPERTY = "published"  # 1: the export and card are in the artifact; 0: the model was not blessed
 HUB_URL_PROPERTY, HUB_COMMIT_PROPERTY, HUB_TAG_PROPERTY = "hub_url", "hub_commit", "hub_tag"
-SECTIONS = {
-    "dataset": DatasetConfig,
-    "model": ModelConfig,
-    "training": TrainingConfig,
-    "evaluation": EvaluationConfig,
-    "hub": HubConfig,
-}  # the config sections the publisher reads, each a JSON parameter
 
 
 def section_parameter(name: str) -> str:
