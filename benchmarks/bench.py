@@ -179,7 +179,7 @@ def _transform_seconds(model_dir: Path, texts: list[str]) -> float:
     from models.names import LABEL_FEATURE, TEXT_FEATURE
 
     model = ModelConfig(name=str(model_dir), max_seq_length=MAX_LEN)
-    custom_config = TransformSettings(model=model, length_slice_edges=(16, 32)).as_custom_config()
+    custom_config = TransformSettings(model=model, length_slice_edges=(16, 32)).to_custom_config()
     schema = schema_utils.schema_from_feature_spec(
         {TEXT_FEATURE: tf.io.FixedLenFeature([], tf.string), LABEL_FEATURE: tf.io.FixedLenFeature([], tf.int64)}
     )

@@ -16,7 +16,7 @@ class TransformSettings(ConfigSection):
     multi_label: bool = Field(False, description="labels come as a 0/1 vector over the label set")
     length_slice_edges: tuple[int, ...] = Field(description="evaluation.length_slice_edges: the length slices")
 
-    def as_custom_config(self) -> dict:
+    def to_custom_config(self) -> dict:
         """The JSON-able dict the Transform component carries to preprocessing_fn."""
         return self.model_dump(mode="json")
 

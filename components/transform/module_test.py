@@ -10,7 +10,7 @@ from models.training.config import ModelConfig
 
 def _settings(model_dir) -> dict:
     model = ModelConfig(name=str(model_dir), max_seq_length=8)
-    return TransformSettings(model=model, length_slice_edges=(4,)).as_custom_config()
+    return TransformSettings(model=model, length_slice_edges=(4,)).to_custom_config()
 
 
 def test_unknown_tokens_count_the_words_the_vocab_cannot_represent(tiny_bert_dir):

@@ -162,7 +162,7 @@ def data_components(config: PipelineConfig, run: RunParameters, input_fingerprin
             model=config.model,
             multi_label=config.dataset.multi_label,
             length_slice_edges=config.evaluation.length_slice_edges,
-        ).as_custom_config(),
+        ).to_custom_config(),
     )
     transform.add_upstream_node(example_validator)
     # Statistics of the model's inputs (token counts, truncation, [UNK]s), read back from the written files.
