@@ -55,7 +55,7 @@ COPY models/ models/
 COPY configs/ configs/
 # Built with the locked, hash-checked setuptools already installed: build isolation would fetch one unchecked.
 RUN uv pip install --no-deps --no-build-isolation . \
- && python -c "import components.transform.module, components.trainer.module, components.evaluator.module, components.trainer.component, components.pusher.executor, components.pusher.endpoint_executor, components.example_validator.executor, components.example_gen.component; print('pipeline modules import')"
+ && python -c "import components.transform.module, components.trainer.module, components.evaluator.module, components.trainer.component, components.pusher.executor, components.pusher.endpoint, components.example_validator.executor, components.example_gen.component; print('pipeline modules import')"
 
 FROM base AS tpu
 # The Trainer on Vertex AI TPU VMs. PyPI's TPU build of TensorFlow stops at 2.20 while the lock holds 2.21, so
