@@ -29,13 +29,13 @@ def hf_format_dir(serving_model_dir: str) -> str:
 def save_hf_format(model, tokenizer_dir: str | Path, max_seq_length: int, destination: str) -> list[str]:
     """Writes the model and its tokenizer to `destination` (a local path or any tf.io.gfile URL, e.g. gs://);
     returns the file names written. `model` must not track an optimizer (see pretrained.weights_only_copy)."""
-    from models.tokenizers.tokenizer import load_hf_tokenizer
+    from models.serving.tokenizer_export import check_read_back, save_tokenizer
 
-    tokenizer = load_hf_tokenizer(tokenizer_dir, model_max_length=max_seq_length)
     with tempfile.TemporaryDirectory(prefix="hf-export-") as local:
         Path(local, HF_CONFIG).write_text(json.dumps(model.hf_config, indent=2, sort_keys=True) + "\n")
         save_pytorch_weights(model, os.path.join(local, PT_WEIGHTS))
-        tokenizer.save_pretrained(local)
+        save_tokenizer(tokenizer_dir, max_seq_length, local)
+        check_read_back(tokenizer_dir, local)  # here, not at the publisher after the Evaluator
         names = sorted(os.listdir(local))
         _copy_tree(local, destination)
     return names

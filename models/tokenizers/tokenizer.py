@@ -54,6 +54,12 @@ class TokenizerSpec:
         return TOKEN_TYPE_IDS in self.model_input_names
 
     @property
+    def folder_files(self) -> tuple[Path, ...]:
+        """Files of the model folder the graph is built from besides tokenizer.json: the SentencePiece model, which
+        transformers 5's save_pretrained does not write, so an export of the folder copies it."""
+        return (Path(self.pieces.model_path),) if self.family == SENTENCEPIECE else ()
+
+    @property
     def asset_path(self) -> str | None:
         """The file the graph reads at run time (the WordPiece vocab); the other families embed theirs."""
         return self.pieces.vocab_path if self.family == WORDPIECE else None

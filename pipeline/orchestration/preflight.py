@@ -10,6 +10,8 @@ choose.py then chooses every `auto` from.
    dataset_pass.py's SAMPLE, so it costs the same whatever the dataset's size): open, schema, rows, label set,
    placement, split checks; then the label settings, the training splits and the Evaluator's metrics for the
    label set found (check_data). Full validation of big data is the ExampleGen's and the ExampleValidator's job;
+   then the model's tokenizer as the Trainer's export writes it, read back on the sample as the publisher reads it
+   (check_tokenizer_export);
 5. the model served under the run's name: one of another task is not replaced unasked;
 6. the unlabeled rows the run scores: there, readable, with the text columns the model reads.
 """
@@ -37,6 +39,7 @@ from models.hub.pretrained import (
     read_config,
     resolve_model_dir,
 )
+from models.serving.tokenizer_export import ROUND_TRIP_WIDTH, check_round_trip
 from models.task import TaskContract, exported_shape, read_contract
 from models.tokenizers.tokenizer import tokenizer_spec
 from models.training.lengths import AUTO
@@ -79,7 +82,20 @@ def check_model_and_data(config: PipelineConfig) -> Found:
     """Checks 3 and 4: what the choices are made from (tests and benchmarks take it alone: it writes nothing)."""
     model = check_model(config)
     checked, data = check_data(config)
+    check_tokenizer_export(checked, model, data)
     return Found(checked, model, data)
+
+
+ROUND_TRIP_ROWS = 64  # of the sample: enough texts to meet most of a tokenizer's paths, a second's work
+
+
+def check_tokenizer_export(config: PipelineConfig, model: ModelFacts, data: dataset_pass.DatasetPass) -> None:
+    """The tokenizer files the Trainer's export will write, written and read back on the sample's texts (the export's
+    round trip, models/serving/tokenizer_export.py): what the publisher and a warm start read after training."""
+    rows = [row for rows in (data.placed.rows.values() if data.placed else ()) for row in rows][:ROUND_TRIP_ROWS]
+    texts = [text for row in rows for text in (row.text, row.text_pair) if text is not None]
+    width = config.model.max_seq_length
+    check_round_trip(model.directory, texts, width if width != AUTO else ROUND_TRIP_WIDTH)
 
 
 def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:

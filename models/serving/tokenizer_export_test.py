@@ -1,0 +1,53 @@
+"""The export's tokenizer files, for every tokenizer family: written as the Trainer writes them (transformers 5's
+save_pretrained leaves out the SentencePiece model), read back as the publisher reads them, the same ids; and a
+break of them stopped by `hftfx run --check`, before any component runs."""
+
+import os
+
+import pytest
+
+from models.serving import tokenizer_export
+from models.serving.tokenizer_export import TokenizerExportError, check_round_trip, save_tokenizer
+from models.tokenizers.tokenizer import TokenizerSpec, load_hf_tokenizer
+from tests.model_families import EDGE_CASES, MULTILINGUAL, SENTENCEPIECE_FAMILIES, TOKENIZER_FAMILIES
+
+
+@pytest.mark.parametrize("family", TOKENIZER_FAMILIES)
+def test_every_family_reads_back_with_the_same_ids(family, family_model_dir, review_texts):
+    check_round_trip(family_model_dir(family), review_texts[:200] + EDGE_CASES + MULTILINGUAL, 64)
+
+
+@pytest.mark.parametrize("family", sorted(SENTENCEPIECE_FAMILIES))
+def test_the_sentencepiece_model_is_carried_beside_what_transformers_writes(family, family_model_dir, tmp_path):
+    model_file, _ = SENTENCEPIECE_FAMILIES[family]
+    load_hf_tokenizer(family_model_dir(family)).save_pretrained(tmp_path / "transformers")
+    assert model_file not in os.listdir(tmp_path / "transformers")  # why the export copies it
+    save_tokenizer(family_model_dir(family), 64, tmp_path / "export")
+    assert {model_file, "tokenizer.json", "tokenizer_config.json"} <= set(os.listdir(tmp_path / "export"))
+    assert load_hf_tokenizer(tmp_path / "export").model_max_length == 64
+
+
+def without_folder_files(monkeypatch):
+    """The export as it was before it carried the SentencePiece model: transformers' files alone."""
+    monkeypatch.setattr(TokenizerSpec, "folder_files", property(lambda self: ()))
+
+
+def test_an_export_that_drops_the_sentencepiece_model_is_refused_by_the_round_trip(family_model_dir, monkeypatch):
+    without_folder_files(monkeypatch)
+    with pytest.raises(TokenizerExportError, match=r"does not read back: .*no SentencePiece model file"):
+        check_round_trip(family_model_dir("xlm-roberta"), ["a film"], 64)
+
+
+def test_an_export_giving_other_ids_is_refused_naming_the_text(family_model_dir, monkeypatch):
+    """A read-back tokenizer that lower-cases where the folder's does not (one way an export can drift)."""
+    folder = family_model_dir("roberta")
+    real = tokenizer_export._in_graph_ids
+    calls = []
+
+    def drifting(spec, texts):
+        calls.append(spec)
+        return real(spec, [t.lower() for t in texts] if len(calls) == 2 else texts)
+
+    monkeypatch.setattr(tokenizer_export, "_in_graph_ids", drifting)
+    with pytest.raises(TokenizerExportError, match=r"other in-graph ids .* first 'Café crème"):
+        check_round_trip(folder, [], 64)
