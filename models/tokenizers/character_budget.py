@@ -5,8 +5,12 @@ one long word (a 1.4 MB text without spaces kept a model thread busy for minutes
 width in tokens, and one token stands for at most `token_chars` characters of text other than whitespace (the
 longest vocab entry; WordPiece's longest word it will split), so a text's first `width x token_chars`
 non-whitespace characters already hold every token the model keeps. The cut keeps twice that, so a word the
-cut splits changes tokens far past the last one kept; whitespace is not counted, so a run of blanks never
-shortens the text kept. Hand-written because no TF or tensorflow_text op cuts by a count of some characters.
+cut splits changes tokens far past the last one kept. Whitespace is counted only where the family makes tokens of
+it: byte-level BPE keeps every whitespace run as pre-tokens, so a text of blanks alone (1.4 MB of spaces: 1.4 M
+tokens, 18 s and 8 GB in one model call) must spend the budget too, and since each of its tokens stands for at most
+`token_chars` characters of any kind, a text the width holds whole is never cut. WordPiece and SentencePiece drop
+whitespace runs, so there a run of blanks never shortens the text kept. Hand-written because no TF or
+tensorflow_text op cuts by a count of some characters.
 """
 
 from __future__ import annotations
@@ -24,27 +28,32 @@ MARGIN = 2  # characters kept per character the model's tokens can reach
 
 @dataclasses.dataclass(frozen=True)
 class CharacterBudget:
-    """How many non-whitespace characters a text keeps from its start (`head`) and from its end (`tail`)."""
+    """How many characters a text keeps from its start (`head`) and from its end (`tail`): whitespace not counted
+    unless `counts_whitespace` (the family makes tokens of it)."""
 
     head: int
     tail: int = 0
+    counts_whitespace: bool = False
 
     @classmethod
-    def reaching(cls, tokens: int, token_chars: int, keep_tail: bool = False) -> CharacterBudget:
+    def reaching(
+        cls, tokens: int, token_chars: int, keep_tail: bool = False, counts_whitespace: bool = False
+    ) -> CharacterBudget:
         """The budget that keeps every character `tokens` tokens of at most `token_chars` characters can reach,
         from the start (and, for head_tail texts, from the end as well)."""
         chars = MARGIN * tokens * token_chars
-        return cls(chars, chars if keep_tail else 0)
+        return cls(chars, chars if keep_tail else 0, counts_whitespace)
 
     def describe(self) -> str:
+        counted = "whitespace counted" if self.counts_whitespace else "whitespace not counted"
         if self.tail:
-            return f"its first and last {self.head:,} characters (whitespace not counted)"
-        return f"its first {self.head:,} characters (whitespace not counted)"
+            return f"its first and last {self.head:,} characters ({counted})"
+        return f"its first {self.head:,} characters ({counted})"
 
 
 def cut_texts(texts: tf.Tensor, budget: CharacterBudget) -> tf.Tensor:
-    """texts [N] with more than head + tail non-whitespace characters cut to their first `head` and last `tail`
-    of them (the whitespace among the kept ones stays); the rest as they are. Bytes that are not UTF-8 count as
+    """texts [N] with more than head + tail counted characters cut to their first `head` and last `tail` of them
+    (uncounted whitespace among the kept ones stays); the rest as they are. Bytes that are not UTF-8 count as
     one character each, as the tokenizers' own decoding replaces them. Only texts of more bytes than the budget
     has characters are decoded: the others cannot be over it, so a batch of ordinary texts costs one length."""
     texts = tf.reshape(texts, [-1])
@@ -58,7 +67,10 @@ def cut_texts(texts: tf.Tensor, budget: CharacterBudget) -> tf.Tensor:
 def _cut_long(texts: tf.Tensor, budget: CharacterBudget) -> tf.Tensor:
     points, offsets = tf.strings.unicode_decode_with_offsets(texts, "UTF-8", errors="replace")
     flat = points.flat_values
-    solid = tf.cast(tf.logical_not(tf.reduce_any(tf.equal(flat[:, tf.newaxis], _WHITESPACE), axis=1)), tf.int64)
+    if budget.counts_whitespace:
+        solid = tf.ones_like(flat, tf.int64)
+    else:
+        solid = tf.cast(tf.logical_not(tf.reduce_any(tf.equal(flat[:, tf.newaxis], _WHITESPACE), axis=1)), tf.int64)
     rows, starts = points.value_rowids(), points.row_starts()
     running = tf.cumsum(solid)
     before_row = tf.gather(tf.concat([[0], running], axis=0), starts)

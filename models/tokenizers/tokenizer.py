@@ -54,6 +54,12 @@ class TokenizerSpec:
         return TOKEN_TYPE_IDS in self.model_input_names
 
     @property
+    def whitespace_makes_tokens(self) -> bool:
+        """Byte-level BPE keeps every whitespace run as pre-tokens (so blanks count against the character budget);
+        WordPiece and SentencePiece (Metaspace after a whitespace split) drop them."""
+        return self.family == BYTE_LEVEL_BPE
+
+    @property
     def folder_files(self) -> tuple[Path, ...]:
         """Files of the model folder the graph is built from besides tokenizer.json: the SentencePiece model, which
         transformers 5's save_pretrained does not write, so an export of the folder copies it."""
@@ -226,7 +232,9 @@ def character_budget(
 ) -> CharacterBudget:
     """What a text keeps before tokenizing: enough to hold every token the model reads (all its windows')."""
     reach = max_seq_length * (windows[1] if windows else 1)
-    return CharacterBudget.reaching(reach, spec.token_chars, keep_tail=head_share is not None)
+    return CharacterBudget.reaching(
+        reach, spec.token_chars, keep_tail=head_share is not None, counts_whitespace=spec.whitespace_makes_tokens
+    )
 
 
 class InGraphTokenizer:
