@@ -23,6 +23,8 @@ class Container:
     base: str  # http://127.0.0.1:<port>
     health: str
     predict: str
+    pid: int = 0
+    output: list[str] = dataclasses.field(default_factory=list)  # what the server printed, once it has stopped
 
 
 def http_json(url: str, body: dict | None = None) -> tuple[int, dict]:
@@ -55,7 +57,7 @@ def serving(command: list[str], model_uri: str, ready_seconds: float = 240):
     }
     server = subprocess.Popen(command, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    container = Container(base, base + DEPLOYED_MODEL_ROUTE, f"{base}{DEPLOYED_MODEL_ROUTE}:predict")
+    container = Container(base, base + DEPLOYED_MODEL_ROUTE, f"{base}{DEPLOYED_MODEL_ROUTE}:predict", server.pid)
     try:
         deadline = time.monotonic() + ready_seconds
         while True:
@@ -68,5 +70,5 @@ def serving(command: list[str], model_uri: str, ready_seconds: float = 240):
         yield container
     finally:
         server.terminate()
-        server.wait(timeout=30)
+        container.output.extend(server.communicate(timeout=60)[0].splitlines())
         scratch.cleanup()

@@ -8,14 +8,14 @@ REST body format (models/serving/tf_serving.py), so a request means the same at 
 
 The HTTP side is Starlette on uvicorn (the maintained ASGI pair, both already in the stack), which shuts down
 gracefully on SIGTERM, as Vertex stops replicas. Requests arriving together are answered by one model call
-(dynamic batching, as TF Serving's --enable_batching does): the model runs on one thread, so N one-text
-requests no longer wait for N calls. Batching must not share fate: every text is checked before it joins a
-call, and a call that fails is split until only the request the model cannot take fails.
-Every malformed body gets a 4xx with its reason: too large (413), too slow to arrive (408), not JSON, nested too
-deep or not TF Serving's shape (400); when the queue is full, 503 with Retry-After. The health route never
-waits behind predictions: connections whose request head does not arrive in time are closed, the oldest such
-goes first when connections run out, and the in-flight cap applies to predictions only; it answers 503 only
-when a model call has run past its budget (a wedged replica, which Vertex then replaces).
+(batcher.py: dynamic batching, bounded in rows and bytes, clients in turn, a failing call bisected). Every
+malformed body gets a 4xx with a short reason (the details go to the log): too large or larger than the whole
+queue (413), too slow to arrive (408), not JSON, nested too deep, not TF Serving's shape or a signature that is not
+served (400); when the queue is full, 503 with a Retry-After drawn from RETRY_AFTER_S (TF Serving answers a full
+batch queue 503 too, and Vertex reads 503 as "this replica is busy"). The health route never waits behind
+predictions: every request must arrive whole in time, on every route (connection_guard.py), and the in-flight cap
+applies to predictions only; it answers 503 only when a model call has run past its budget (a wedged replica, which
+Vertex then replaces). No answer says anything of other clients' requests.
 
 The contract (Vertex AI sets these variables in the container):
 - AIP_STORAGE_URI: where Vertex copied the model's artifacts (the SavedModel folder, usually gs://);
@@ -32,19 +32,25 @@ import dataclasses
 import json
 import logging
 import os
+import random
 import resource
-import time
 from typing import Any
 
 from models.errors import UserError
 from models.hub.remote_folder import is_remote, localize
+from models.names import SERVING_DEFAULT, SERVING_TF_EXAMPLE
 from models.serving import tf_serving
+from models.serving.batcher import Batcher, BatchLimits, NeverFits, Saturated
+from models.serving.connection_guard import ConnectionLimits, guarded_protocol
 from models.serving.pushed_model import load_serving_model, newest_complete_version
 
 DEFAULT_PORT = 8080
 DEFAULT_HEALTH_ROUTE = "/health"
 DEFAULT_PREDICT_ROUTE = "/predict"
-BATCH_HEADER = "X-Batch-Rows"  # the rows of the model call that answered the request (shows batching at work)
+# The signatures a client may call: the raw-text one and the tf.Example one. The others (the Evaluator's, the
+# Transform's) are the pipeline's, not an API.
+SERVED_SIGNATURES = (SERVING_DEFAULT, SERVING_TF_EXAMPLE)
+RETRY_AFTER_S = (1, 5)  # a 503's Retry-After, drawn in this range: clients told to retry together would do so
 _log = logging.getLogger(__name__)
 
 
@@ -52,160 +58,10 @@ _log = logging.getLogger(__name__)
 class ServerLimits:
     max_body_bytes: int = 1_500_000  # Vertex AI's own online prediction request limit (1.5 MB)
     max_instances: int = 256  # per request
-    max_batch: int = 64  # rows per model call
-    # How long the first request of a call waits for others to join it. 0: none, a call takes what queued while
-    # the previous one ran (under load that is a full batch; a lone client pays no wait).
-    batch_wait_s: float = 0.0
-    max_queued_rows: int = 1024  # rows waiting for the model beyond which a request gets a 503
-    max_queued_bytes: int = 64_000_000  # text bytes waiting for the model beyond which a request gets a 503
-    header_timeout_s: float = 10.0  # to receive a request's line and headers (a slow head is closed)
-    read_timeout_s: float = 10.0  # to receive a whole body
     request_timeout_s: float = 60.0  # from a body's arrival to its answer
-    # A model call running longer than this makes /health answer 503: the replica is wedged, not busy.
-    call_budget_s: float = 120.0
     max_in_flight: int = 512  # predictions served at once (a 503 beyond); /health is never counted
-    # Open connections beyond which the oldest one still waiting for its request head is closed.
-    max_connections: int = 512
-
-
-class Saturated(UserError, RuntimeError):
-    """The queue holds max_queued_rows (or bytes) already: the client retries (503 + Retry-After)."""
-
-
-@dataclasses.dataclass
-class _Waiting:
-    signature: str
-    columns: dict[str, list[bytes]]
-    rows: int
-    answer: asyncio.Future
-
-
-class Batcher:
-    """Requests of one signature that queued while the model was busy (or within batch_wait_s) run as one model
-    call of at most max_batch rows (a larger request runs alone), on one thread (TensorFlow parallelizes inside
-    the call); each gets its own rows back. A call that fails is bisected, so only the request the model cannot
-    take gets the error; a request that gave up (timed out, client gone) leaves the queue's counts at once and
-    is never computed."""
-
-    def __init__(self, model, limits: ServerLimits):
-        self.model = model
-        self.limits = limits
-        self.queued_rows = 0
-        self.queued_bytes = 0
-        self.call_started: float | None = None  # time.monotonic() when the running model call began
-        self._queue: asyncio.Queue[_Waiting] = asyncio.Queue()
-        self._held: _Waiting | None = None
-        self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="model")
-        self._task: asyncio.Task | None = None
-
-    def wedged_for(self) -> float:
-        """Seconds the running model call has taken past call_budget_s (0: none running, or within it)."""
-        started = self.call_started
-        return 0.0 if started is None else max(0.0, time.monotonic() - started - self.limits.call_budget_s)
-
-    async def submit(self, signature: str, columns: dict[str, list[bytes]], rows: int) -> tuple[list[dict], int]:
-        """(this request's predictions, the rows of the call that made them)."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._run())
-        size = sum(len(value) for values in columns.values() for value in values)
-        if self.queued_rows + rows > self.limits.max_queued_rows or (
-            self.queued_bytes + size > self.limits.max_queued_bytes and self.queued_rows
-        ):
-            raise Saturated
-        waiting = _Waiting(signature, columns, rows, asyncio.get_running_loop().create_future())
-        self.queued_rows += rows
-        self.queued_bytes += size
-        try:
-            await self._queue.put(waiting)
-            return await waiting.answer
-        finally:
-            self.queued_rows -= rows
-            self.queued_bytes -= size
-            waiting.columns = {}  # a request that gave up holds no texts while its entry waits to be skipped
-
-    async def _next(self, timeout: float | None) -> _Waiting:
-        """The held request, else the next queued one still waiting: waiting for it (timeout None), up to
-        `timeout` seconds, or (timeout 0) only if one is there already."""
-        while True:
-            item = await self._next_any(timeout)
-            if not item.answer.done():
-                return item
-
-    async def _next_any(self, timeout: float | None) -> _Waiting:
-        if self._held is not None:
-            held, self._held = self._held, None
-            return held
-        if timeout is None:
-            return await self._queue.get()
-        if timeout <= 0:
-            try:
-                return self._queue.get_nowait()
-            except asyncio.QueueEmpty:
-                raise TimeoutError from None
-        return await asyncio.wait_for(self._queue.get(), timeout)
-
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            batch = [await self._next(None)]
-            rows, deadline = batch[0].rows, loop.time() + self.limits.batch_wait_s
-            # Requests that queued while the model ran join at once; batch_wait_s > 0 also waits for later ones.
-            while rows < self.limits.max_batch:
-                try:
-                    item = await self._next(max(0.0, deadline - loop.time()))
-                except TimeoutError:
-                    break
-                if item.signature != batch[0].signature or set(item.columns) != set(batch[0].columns):
-                    self._held = item
-                    break
-                if rows + item.rows > self.limits.max_batch:
-                    self._held = item
-                    break
-                batch.append(item)
-                rows += item.rows
-            live = [w for w in batch if not w.answer.done()]  # a request that timed out is not computed
-            if not live:
-                continue
-            # The texts are taken here, on the loop: a request giving up meanwhile drops its own reference only.
-            parts = [(w.columns, w.rows) for w in live]
-            outcomes = await loop.run_in_executor(self._thread, self._answers, live[0].signature, parts)
-            for waiting, outcome in zip(live, outcomes, strict=True):
-                if waiting.answer.done():
-                    continue
-                if isinstance(outcome, BaseException):
-                    waiting.answer.set_exception(outcome)
-                else:
-                    waiting.answer.set_result(outcome)
-
-    def _answers(self, signature: str, parts: list[tuple[dict, int]]) -> list[tuple[list[dict], int] | Exception]:
-        """Each request's (predictions, rows of its call), or the error the model raised on it: one call for all
-        the parts ((columns, rows) per request); if that fails, each half on its own, down to the request that
-        fails alone."""
-        try:
-            predictions = self._call(signature, parts)
-        except Exception as error:
-            if len(parts) == 1:
-                return [error]
-            half = len(parts) // 2
-            return self._answers(signature, parts[:half]) + self._answers(signature, parts[half:])
-        rows = sum(count for _, count in parts)
-        return [(answer, rows) for answer in predictions]
-
-    def _call(self, signature: str, parts: list[tuple[dict, int]]) -> list[list[dict]]:
-        import tensorflow as tf
-
-        names = list(parts[0][0])
-        joined = {n: tf.constant([v for columns, _ in parts for v in columns[n]], dtype=tf.string) for n in names}
-        self.call_started = time.monotonic()
-        try:
-            predictions = tf_serving.prediction_rows(self.model.signatures[signature](**joined))
-        finally:
-            self.call_started = None
-        answers, start = [], 0
-        for _, rows in parts:
-            answers.append(predictions[start : start + rows])
-            start += rows
-        return answers
+    batching: BatchLimits = dataclasses.field(default_factory=BatchLimits)
+    connections: ConnectionLimits = dataclasses.field(default_factory=ConnectionLimits)
 
 
 class RequestError(UserError, ValueError):
@@ -234,11 +90,11 @@ async def read_body(request, limits: ServerLimits) -> bytes:
                 chunks.append(chunk)
 
     try:
-        await asyncio.wait_for(receive(), limits.read_timeout_s)
+        await asyncio.wait_for(receive(), limits.connections.read_timeout_s)
     except TimeoutError:
         if size > limits.max_body_bytes or int(declared or 0) > limits.max_body_bytes:
             raise RequestError(413, too_large, Connection="close") from None
-        slow = f"the body did not arrive within {limits.read_timeout_s:g} s"
+        slow = f"the body did not arrive within {limits.connections.read_timeout_s:g} s"
         raise RequestError(408, slow, Connection="close") from None
     if size > limits.max_body_bytes:
         raise RequestError(413, f"{too_large} ({size} bytes)")
@@ -262,22 +118,27 @@ def parse_request(body: bytes, names: tuple[str, ...], max_rows: int) -> tuple[s
         raise RequestError(400, str(error)) from None
 
 
+def retry_after() -> str:
+    return str(random.randint(*RETRY_AFTER_S))
+
+
 class PredictionRoutes:
     """The server's two routes: health, and predict through the Batcher, each request answered or refused alone."""
 
     def __init__(self, model, limits: ServerLimits):
         self.model, self.limits = model, limits
-        self.batcher = Batcher(model, limits)
+        self.batcher = Batcher(model, limits.batching)
         self.names = tf_serving.text_inputs(model)
         self.parsing = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="parse")
         self.in_flight = 0
+        self.answered = 0
 
     async def health(self, request):
         from starlette.responses import JSONResponse
 
         late = self.batcher.wedged_for()
         if late:
-            budget = self.limits.call_budget_s
+            budget = self.limits.batching.call_budget_s
             message = f"a model call has run {late + budget:.0f} s, over its {budget:g} s"
             return JSONResponse({"status": "wedged", "error": message}, status_code=503)
         return JSONResponse({"status": "ready"})
@@ -287,7 +148,8 @@ class PredictionRoutes:
         from starlette.responses import Response
 
         if self.in_flight >= self.limits.max_in_flight:
-            return _refusal(RequestError(503, "the server is at its in-flight limit: retry shortly", Retry_After="1"))
+            busy = "the server is at its in-flight limit: retry shortly"
+            return _refusal(RequestError(503, busy, Retry_After=retry_after()))
         self.in_flight += 1
         try:
             return await self._predict(request)
@@ -306,30 +168,44 @@ class PredictionRoutes:
         loop = asyncio.get_running_loop()
         parsed = await loop.run_in_executor(self.parsing, parse_request, body, self.names, limits.max_instances)
         signature, columns = parsed
-        if signature not in self.model.signatures:
-            raise RequestError(400, f"no signature '{signature}'; the model has {sorted(self.model.signatures)}")
+        if signature not in SERVED_SIGNATURES:
+            raise RequestError(400, f"signature '{signature}' is not served; use one of {list(SERVED_SIGNATURES)}")
         rows = len(next(iter(columns.values()), []))
         if rows == 0:
             return JSONResponse({"predictions": []})
-        predictions, batch = await self._answer(signature, columns, rows)
-        return JSONResponse({"predictions": predictions}, headers={BATCH_HEADER: str(batch)})
+        client = request.client.host if request.client else ""
+        predictions = await self._answer(signature, columns, rows, client)
+        self.answered += 1
+        return JSONResponse({"predictions": predictions})
 
-    async def _answer(self, signature: str, columns, rows: int):
-        """The request's predictions from its batch, or the reason it has none as a RequestError."""
+    async def _answer(self, signature: str, columns, rows: int, client: str):
+        """The request's predictions from its batch, or the reason it has none as a RequestError: a short one for
+        the client, the model's own words in the log."""
         import tensorflow as tf
 
         timeout = self.limits.request_timeout_s
         try:
-            return await asyncio.wait_for(self.batcher.submit(signature, columns, rows), timeout)
+            return await asyncio.wait_for(self.batcher.submit(signature, columns, rows, client), timeout)
+        except NeverFits as error:
+            raise RequestError(413, str(error)) from None
         except Saturated:
-            raise RequestError(503, "the server's queue is full: retry shortly", Retry_After="1") from None
+            raise RequestError(503, "the server's queue is full: retry shortly", Retry_After=retry_after()) from None
         except TimeoutError:
-            raise RequestError(503, f"no answer within {timeout:g} s", Retry_After="1") from None
+            raise RequestError(503, f"no answer within {timeout:g} s", Retry_After=retry_after()) from None
         except tf.errors.InvalidArgumentError as error:
-            raise RequestError(400, f"the model cannot take this request: {error.message}") from None
-        except Exception as error:  # the model failed on this request alone (the batch's others were answered)
+            _log.warning("the model refused a request: %s", error.message)
+            raise RequestError(400, "the model cannot take this request's inputs") from None
+        except Exception:  # the model failed on this request alone (the batch's others were answered)
             _log.exception("the model failed on a request")
-            raise RequestError(500, f"the model failed on this request: {type(error).__name__}: {error}") from None
+            raise RequestError(500, "the model failed on this request; the server's log has the details") from None
+
+    def closing_line(self) -> str:
+        """What the server says when it stops: how many requests its model calls answered."""
+        batcher = self.batcher
+        return (
+            f"answered {self.answered} prediction requests in {batcher.calls} model calls (the largest "
+            f"{batcher.largest_call} rows)"
+        )
 
 
 def _refusal(error: RequestError):
@@ -347,7 +223,9 @@ async def _http_error(request, error):
 
 
 def build_app(model, limits: ServerLimits, health_route: str, predict_route: str):
-    """The Starlette app: health, and predict through the Batcher."""
+    """The Starlette app: health, and predict through the Batcher; at shutdown it says what it answered."""
+    import contextlib
+
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.routing import Route
@@ -357,57 +235,13 @@ def build_app(model, limits: ServerLimits, health_route: str, predict_route: str
         Route(health_route, routes.health, methods=["GET"]),
         Route(predict_route, routes.predict, methods=["POST"]),
     ]
-    return Starlette(routes=served, exception_handlers={HTTPException: _http_error})
 
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        print(routes.closing_line(), flush=True)
 
-def guarded_protocol(limits: ServerLimits):
-    """uvicorn's h11 protocol, plus what it lacks to keep a replica reachable under idle or slow connections:
-    a timeout on the request head (uvicorn times out idle keep-alive connections, not a request line whose
-    headers never come) and, past max_connections, the oldest connection still waiting for its head closed to
-    make room (uvicorn's limit_concurrency instead answers every request 503, health checks included)."""
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    headless: dict[H11Protocol, asyncio.TimerHandle] = {}  # connections waiting for a request head, oldest first
-
-    class GuardedProtocol(H11Protocol):
-        def connection_made(self, transport) -> None:
-            super().connection_made(transport)
-            self._await_head()
-            if len(self.connections) > limits.max_connections:
-                oldest = next(iter(headless), None)  # the new connection itself when all others are busy
-                if oldest is not None:
-                    oldest._drop_if_headless()
-
-        def handle_events(self) -> None:
-            super().handle_events()
-            if self.conn.their_state is not h11.IDLE:
-                self._head_arrived()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
-                self._await_head()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._head_arrived()
-            super().connection_lost(exc)
-
-        def _await_head(self) -> None:
-            self._head_arrived()
-            headless[self] = self.loop.call_later(limits.header_timeout_s, self._drop_if_headless)
-
-        def _head_arrived(self) -> None:
-            timer = headless.pop(self, None)
-            if timer is not None:
-                timer.cancel()
-
-        def _drop_if_headless(self) -> None:
-            self._head_arrived()
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-                self.transport.close()
-
-    return GuardedProtocol
+    return Starlette(routes=served, exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
 
 
 def raise_open_files_limit(wanted: int) -> None:
@@ -443,15 +277,16 @@ def serve(
     host, port = host or default_host(), port or int(os.environ.get("AIP_HTTP_PORT", DEFAULT_PORT))
     print(
         f"serving {version_dir} ({replayed} warm-up requests replayed) on {host}:{port}: POST {predict_route}, "
-        f"GET {health_route}; batches of up to {limits.max_batch} rows, {limits.batch_wait_s * 1e3:g} ms wait",
+        f"GET {health_route}; batches of up to {limits.batching.max_batch} rows, "
+        f"{limits.batching.batch_wait_s * 1e3:g} ms wait",
         flush=True,
     )
-    raise_open_files_limit(limits.max_connections + limits.max_in_flight + 256)  # + the model's own files
+    raise_open_files_limit(limits.connections.max_connections + limits.max_in_flight + 256)  # + the model's files
     uvicorn.run(
         build_app(model, limits, health_route, predict_route),
         host=host,
         port=port,
-        http=guarded_protocol(limits),
+        http=guarded_protocol(limits.connections),
         timeout_keep_alive=5,
         timeout_graceful_shutdown=30,
         log_level="warning",
@@ -459,5 +294,15 @@ def serve(
 
 
 def limits_from(values: dict[str, Any]) -> ServerLimits:
-    """ServerLimits with the given fields (None: the default)."""
-    return ServerLimits(**{k: v for k, v in values.items() if v is not None})
+    """ServerLimits with the given fields of it, its batching and its connection limits (None: the default)."""
+    given = {k: v for k, v in values.items() if v is not None}
+
+    def of(cls):
+        names = {field.name for field in dataclasses.fields(cls)}
+        return {k: v for k, v in given.items() if k in names}
+
+    known = {f.name for cls in (ServerLimits, BatchLimits, ConnectionLimits) for f in dataclasses.fields(cls)}
+    if set(given) - known:
+        raise TypeError(f"unknown server limits {sorted(set(given) - known)}")
+    batching, connections = BatchLimits(**of(BatchLimits)), ConnectionLimits(**of(ConnectionLimits))
+    return ServerLimits(**of(ServerLimits), batching=batching, connections=connections)

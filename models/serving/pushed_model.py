@@ -9,6 +9,7 @@ from pathlib import Path
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the transform graph's ops must be registered before loading)
 
+from models.errors import UserError
 from models.names import PROBABILITIES, SERVING_DEFAULT
 from models.serving.signatures import TEXT_INPUT, TEXT_PAIR_INPUT
 from models.serving.tf_serving import BadRequestError
@@ -23,6 +24,10 @@ class Prediction:
     probabilities: tuple[float, ...]
     text_pair: str | None = None
     labels: tuple[str, ...] | None = None  # multi-label models: every label at or over its threshold
+
+
+class NoServableModel(UserError, FileNotFoundError):
+    """The folder given to serve or score holds no complete SavedModel version."""
 
 
 def resolve_version_dir(path: str | Path) -> Path:
@@ -43,11 +48,14 @@ def newest_complete_version(path: str) -> str:
         if tf.io.gfile.exists(f"{path}/{name}/saved_model.pb"):
             return f"{path}/{name}"
     if numbered:
-        raise FileNotFoundError(
+        raise NoServableModel(
             f"{path} holds version folders {sorted(numbered, key=int)} but none with its saved_model.pb: a push in "
             "flight or cut off; serve once a push finishes"
         )
-    raise FileNotFoundError(f"{path} holds no SavedModel and no numbered TF Serving version folders")
+    raise NoServableModel(
+        f"{path} holds no SavedModel (saved_model.pb) and no numbered TF Serving version folders: give the pushed "
+        "model's folder (serving_dir/<model name>, as `make run` prints it) or one version folder inside it"
+    )
 
 
 def load_serving_model(path: str | Path):

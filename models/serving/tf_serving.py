@@ -124,7 +124,9 @@ def request_rows(
             serialized = [_example(e) for e in examples]
         except (TypeError, ValueError) as error:
             raise BadRequestError(f'an "examples" feature is not a string or a list of strings: {error}') from None
-        return payload.get("signature_name", SERVING_TF_EXAMPLE), {EXAMPLES_INPUT: serialized}
+        signature = payload.get("signature_name", SERVING_TF_EXAMPLE)
+        checked = _checked(serialized, text_inputs) if signature == SERVING_TF_EXAMPLE else serialized
+        return signature, {EXAMPLES_INPUT: checked}
     rows = payload.get("instances", payload.get("inputs"))
     names = tuple(text_inputs) if signature == SERVING_DEFAULT else (EXAMPLES_INPUT,)
     if isinstance(rows, dict):  # columnar {"inputs": {"text": [...], "text_pair": [...]}}
@@ -140,7 +142,22 @@ def request_rows(
     if len(names) > 1:
         return signature, _named_rows(rows, names)
     (name,) = names
-    return signature, {name: [_utf8(_row_value(row, name), index) for index, row in enumerate(rows)]}
+    values = [_utf8(_row_value(row, name), index) for index, row in enumerate(rows)]
+    return signature, {name: _checked(values, text_inputs) if signature == SERVING_TF_EXAMPLE else values}
+
+
+def _checked(serialized: list[bytes], text_inputs: Sequence[str]) -> list[bytes]:
+    """Serialized tf.Examples, each refused here (naming its row) unless it parses and holds one string per text
+    input: the signature's ParseExample would otherwise fail the whole model call it shares with other requests."""
+    for index, value in enumerate(serialized):
+        try:
+            features = tf.train.Example.FromString(value).features.feature
+        except Exception:  # protobuf's DecodeError, whichever implementation is loaded
+            raise BadRequestError(f"example {index} is not a serialized tf.Example") from None
+        for name in text_inputs:
+            if name not in features or len(features[name].bytes_list.value) != 1:
+                raise BadRequestError(f"example {index} must hold one string in its feature '{name}'")
+    return serialized
 
 
 def _check_count(rows: int, max_rows: int | None) -> None:

@@ -197,6 +197,7 @@ def _add_serving_commands(commands, shared: SharedOptions) -> None:
     serve.add_argument("--header-timeout", type=float, help="seconds to receive a request's headers (default 10)")
     serve.add_argument("--read-timeout", type=float, help="seconds to receive a body (default 10)")
     serve.add_argument("--max-queued-rows", type=int, help="rows waiting for the model before a 503 (default 1024)")
+    serve.add_argument("--max-call-mb", type=float, help="text MB per model call (default 4)")
     serve.set_defaults(handler=cmd_serve)
 
 

@@ -391,6 +391,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "header_timeout_s": args.header_timeout,
         "read_timeout_s": args.read_timeout,
         "max_queued_rows": args.max_queued_rows,
+        "max_call_bytes": None if args.max_call_mb is None else int(args.max_call_mb * 1e6),
     })  # fmt: skip
     serve(args.model, args.port, args.host, limits)
     return 0

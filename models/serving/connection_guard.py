@@ -1,0 +1,106 @@
+"""uvicorn's h11 protocol, plus what it lacks to keep a replica reachable whatever its connections do.
+
+- One deadline for each request to arrive whole, on every route: its head within header_timeout_s of the connection
+  turning idle, its body within read_timeout_s (+ a second, so a route reading it answers 408 first) of its head.
+  uvicorn times out neither, and a route that never reads a declared body (GET /health, a 404) left the connection
+  open for ever: 512 such connections kept every newcomer out.
+- A response sent before its request's body was read closes the connection (the rest of the body is never waited
+  for).
+- Past max_connections, the oldest connection still waiting for a request head is closed to make room, else the
+  oldest still waiting for a body; never the newcomer, and never one whose request is being answered (uvicorn's
+  limit_concurrency instead answers every request 503, health checks included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+BODY_GRACE_S = 1.0  # past read_timeout_s: a route reading the body answers its 408 before the guard closes
+
+
+@dataclasses.dataclass(frozen=True)
+class ConnectionLimits:
+    header_timeout_s: float = 10.0  # to receive a request's line and headers
+    read_timeout_s: float = 10.0  # to receive a whole body
+    # Open connections beyond which the oldest one waiting for its request (head first) is closed.
+    max_connections: int = 512
+
+
+HEAD, BODY = "head", "body"
+_PHASES = {h11.IDLE: HEAD, h11.SEND_BODY: BODY}  # what a connection waits for in each of h11's client states
+
+
+class GuardedProtocol(H11Protocol):
+    """The guard over one connection; `limits` and `waiting` (the connections waiting for a request, oldest deadline
+    first) are the server's, set by guarded_protocol."""
+
+    limits: ConnectionLimits = ConnectionLimits()
+    waiting: dict[GuardedProtocol, asyncio.TimerHandle]
+    _phase: str | None = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._follow_request()
+        if len(self.connections) > self.limits.max_connections:
+            self._make_room()
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        self._follow_request()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.transport.is_closing():
+            return
+        if self.conn.their_state is h11.SEND_BODY:  # answered before its body was read
+            self._drop()
+            return
+        self._follow_request()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _follow_request(self) -> None:
+        """The deadline of the part of the request awaited now: armed when the head (or the body) starts to be
+        awaited, kept while it arrives, dropped once the request is whole."""
+        phase = _PHASES.get(self.conn.their_state)
+        if phase == self._phase:
+            return
+        self._disarm()
+        if phase is not None:
+            timeout = self.limits.header_timeout_s if phase == HEAD else self.limits.read_timeout_s + BODY_GRACE_S
+            self.waiting[self] = self.loop.call_later(timeout, self._drop_if_waiting)
+            self._phase = phase
+
+    def _disarm(self) -> None:
+        self._phase = None
+        timer = self.waiting.pop(self, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _drop_if_waiting(self) -> None:
+        if _PHASES.get(self.conn.their_state) is not None:
+            self._drop()
+        else:
+            self._disarm()
+
+    def _drop(self) -> None:
+        self._disarm()
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def _make_room(self) -> None:
+        others = [c for c in self.waiting if c is not self and not c.transport.is_closing()]
+        victim = next((c for c in others if c._phase == HEAD), None) or next(iter(others), None)
+        if victim is not None:
+            victim._drop()
+
+
+def guarded_protocol(limits: ConnectionLimits) -> type[GuardedProtocol]:
+    """The protocol class to give uvicorn (`http=`): one server's limits and its own table of waiting connections."""
+    return type("GuardedProtocol", (GuardedProtocol,), {"limits": limits, "waiting": {}})
