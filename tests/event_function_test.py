@@ -24,7 +24,9 @@ from pipeline import cli
 from pipeline.retraining import events
 from pipeline.retraining.function_source import ENTRY_POINT, MEMORY
 from tests import fake_vertex
+from tests.fake_gcs import serve_objects
 from tests.fake_vertex import FakeVertex
+from tests.vertex_retraining import PRODUCER_MARK, job
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = "configs/vertex-retraining.yaml"
@@ -38,26 +40,41 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# The producer's ready markers in the data bucket (fake Cloud Storage), with the mark the profile asks for: what
+# the function re-reads each event's object by. A deployment that has trained span 6 (the fake Vertex's one job).
+MARKERS = {
+    "my-hftfx-data/reviews/span-7/_SUCCESS": {"generation": "1700000000000007", "metadata": PRODUCER_MARK},
+    "my-hftfx-data/reviews/span-8/_SUCCESS": {"generation": "1700000000000008", "metadata": PRODUCER_MARK},
+}
+
+
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory):
-    """The fake Vertex API (TLS), the metadata server, and the function's source folder compiled for them."""
+    """The fake Vertex API (TLS) holding span 6's run, the metadata server, the data bucket, and the function's
+    source folder compiled for them."""
     work = tmp_path_factory.mktemp("function")
     api = FakeVertex()
+    api.jobs = [job(6, "PIPELINE_STATE_SUCCEEDED")]
     tls = fake_vertex.loopback_certificate(work)
     with (
+        pytest.MonkeyPatch.context() as monkeypatch,
         fake_vertex.serve(api, tls) as address,
         fake_vertex.serve_metadata_server("my-gcp-project", RUNNER) as metadata,
+        serve_objects(monkeypatch, dict.fromkeys(MARKERS, b""), MARKERS),
     ):
         source = work / "source"
         assert cli.main(["function-source", "--set", f"cloud.api_endpoint={address}", "--output", str(source)]) == 0
-        yield {"api": api, "source": source, "metadata": metadata, "ca": work / "ca.pem", "home": work}
+        storage = os.environ["STORAGE_EMULATOR_HOST"]
+        yield {"api": api, "source": source, "metadata": metadata, "ca": work / "ca.pem", "home": work, "gcs": storage}
 
 
 def _function_env(deployed) -> dict[str, str]:
-    """What the Cloud Run container has: no checkout on the path, credentials from the metadata server."""
+    """What the Cloud Run container has: no checkout on the path, credentials from the metadata server (and here,
+    Cloud Storage at the fake)."""
     keep = {k: os.environ[k] for k in ("PATH", "LANG", "TMPDIR") if k in os.environ}
     return {
         **keep,
+        "STORAGE_EMULATOR_HOST": deployed["gcs"],
         "HOME": str(deployed["home"]),
         "GCE_METADATA_HOST": deployed["metadata"],
         "GCE_METADATA_IP": deployed["metadata"],
@@ -200,6 +217,7 @@ def test_a_pubsub_message_published_cloudevent_around_a_storage_notification_is_
         "bucketId": "my-hftfx-data",
         "objectId": "reviews/span-8/_SUCCESS",
         "eventType": "OBJECT_FINALIZE",
+        "objectGeneration": "1700000000000008",
         "payloadFormat": "JSON_API_V1",
     }
     resource = {"bucket": "my-hftfx-data", "name": "reviews/span-8/_SUCCESS"}

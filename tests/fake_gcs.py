@@ -1,6 +1,7 @@
 """Cloud Storage's JSON API for objects on 127.0.0.1, as gcsfs (fsspec's gs://, what datasets reads data files
 with) and google-cloud-storage call it: object metadata, listings by prefix and delimiter, media downloads with
-byte ranges, multipart uploads with the ifGenerationMatch=0 precondition (412 when the object exists). Clients
+byte ranges, multipart uploads with the ifGenerationMatch=0 precondition (412 when the object exists), an object's
+own generation and custom metadata (`described`), and reads of one generation (404 for any other). Clients
 reach it through STORAGE_EMULATOR_HOST, the storage libraries' own setting. TF's GCS filesystem has no such
 setting, so this fake serves the Python clients only."""
 
@@ -42,6 +43,7 @@ class StorageHandler(QuietHandler):
     """The Cloud Storage JSON API's object calls google-cloud-storage makes, over `objects` (set per server)."""
 
     objects: dict[str, bytes]
+    described: dict[str, dict]  # "bucket/name" -> fields of its metadata resource (generation, metadata ...)
     asked: list[str]
     writing: threading.Lock  # a precondition check and its write happen as one step, as the service does
 
@@ -56,10 +58,12 @@ class StorageHandler(QuietHandler):
             return self._list(bucket, query.get("prefix", ""), query.get("delimiter", ""))
         name = unquote(tail.removeprefix("o/"))
         data = self.objects.get(f"{bucket}/{name}")
-        if data is None:
+        own = self.described.get(f"{bucket}/{name}", {})
+        resource = None if data is None else {**_metadata(bucket, name, data), **own}
+        if resource is None or query.get("generation", resource["generation"]) != resource["generation"]:
             return self.reply(404, json.dumps({"error": {"code": 404, "message": "No such object"}}).encode())
         if not download:
-            return self.reply(200, json.dumps(_metadata(bucket, name, data)).encode())
+            return self.reply(200, json.dumps(resource).encode())
         span = self.headers.get("Range", "")
         if span.startswith("bytes="):
             start, _, end = span.removeprefix("bytes=").partition("-")
@@ -106,11 +110,13 @@ class StorageHandler(QuietHandler):
 
 
 @contextlib.contextmanager
-def serve_objects(monkeypatch, objects: dict[str, bytes]):
-    """Serves `objects` ("bucket/path/to/object" -> bytes, uploads added to it); yields the request paths it
-    received."""
+def serve_objects(monkeypatch, objects: dict[str, bytes], described: dict[str, dict] | None = None):
+    """Serves `objects` ("bucket/path/to/object" -> bytes, uploads added to it), with `described`'s metadata fields
+    over the defaults; yields the request paths it received."""
     asked: list[str] = []
-    handler = type("Handler", (StorageHandler,), {"objects": objects, "asked": asked, "writing": threading.Lock()})
+    described = {} if described is None else described  # kept: the caller may add to it while it is served
+    fields = {"objects": objects, "described": described, "asked": asked, "writing": threading.Lock()}
+    handler = type("Handler", (StorageHandler,), fields)
     with http_server(handler) as port:
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
         yield asked

@@ -109,6 +109,18 @@ class FakeVertex:
         job.state = aiplatform_v1.PipelineState.PIPELINE_STATE_CANCELLED  # Vertex passes through CANCELLING
         return empty_pb2.Empty()
 
+    def delete_pipeline_job(self, request, context):
+        job = _find(self.jobs, request.name, context)
+        if job.state in (
+            aiplatform_v1.PipelineState.PIPELINE_STATE_PENDING,
+            aiplatform_v1.PipelineState.PIPELINE_STATE_RUNNING,
+        ):
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{request.name} is still running: cancel it first")
+        self.jobs.remove(job)
+        packed = any_pb2.Any()
+        packed.Pack(empty_pb2.Empty())  # a plain protobuf message, not proto-plus: packed as it is
+        return operations_pb2.Operation(name=f"{request.name}/operations/1", done=True, response=packed)
+
     def list_pipeline_jobs(self, request, context):
         key, _, value = request.filter.removeprefix("labels.").partition("=")
         return aiplatform_v1.ListPipelineJobsResponse(
@@ -262,6 +274,7 @@ _METHODS = [
     ("PipelineService", "GetPipelineJob", v1.GetPipelineJobRequest, v1.PipelineJob),
     ("PipelineService", "ListPipelineJobs", v1.ListPipelineJobsRequest, v1.ListPipelineJobsResponse),
     ("PipelineService", "CancelPipelineJob", v1.CancelPipelineJobRequest, empty_pb2.Empty),
+    ("PipelineService", "DeletePipelineJob", v1.DeletePipelineJobRequest, operations_pb2.Operation),
     ("MetadataService", "GetMetadataStore", v1.GetMetadataStoreRequest, v1.MetadataStore),
     ("MetadataService", "GetContext", v1.GetContextRequest, v1.Context),
     ("MetadataService", "CreateContext", v1.CreateContextRequest, v1.Context),

@@ -40,10 +40,23 @@ def job(span, state, attempt=1):
     )
 
 
-def storage_event(name, bucket="my-hftfx-data", kind=FINALIZED):
+GENERATION = "1700000000000001"
+PRODUCER_MARK = {"hftfx-producer": "reviews-etl"}  # the profile's retraining.marker_metadata
+# The bucket's objects as the fake Cloud Storage serves them (tests/fake_gcs.py; the `stored` fixture), and their
+# generation and custom metadata: what the handler re-reads an event's object by.
+STORED: dict[str, bytes] = {}
+DESCRIBED: dict[str, dict] = {}
+
+
+def storage_event(name, bucket="my-hftfx-data", kind=FINALIZED, written=True, metadata=PRODUCER_MARK):
+    """A finalize event of `name`; `written`: the producer wrote it (the object is in the bucket at the event's
+    generation, with `metadata`), else the event names an object that is not there."""
+    if written:
+        STORED[f"{bucket}/{name}"] = b""
+        DESCRIBED[f"{bucket}/{name}"] = {"generation": GENERATION, "metadata": metadata}
     return CloudEvent(
         {"type": kind, "source": f"//storage.googleapis.com/projects/_/buckets/{bucket}", "subject": f"objects/{name}"},
-        {"bucket": bucket, "name": name, "generation": "1700000000000001", "contentType": "text/csv"},
+        {"bucket": bucket, "name": name, "generation": GENERATION, "contentType": "text/csv"},
     )
 
 

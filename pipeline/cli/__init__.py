@@ -255,7 +255,11 @@ def _add_retraining_commands(commands, shared: SharedOptions) -> None:
         ],
         help="retrain on new (or drifted) span data: check, run once, or watch; exactly once per span",
     )
-    trigger.add_argument("action", choices=["check", "run", "watch"])
+    trigger.add_argument(
+        "action",
+        choices=["check", "run", "watch", "forget-span"],
+        help="forget-span (--cloud --span N): cancel and delete span N's runs, a marker that should never have run",
+    )
     trigger.add_argument("--no-cache", action="store_true", help=argparse.SUPPRESS)
     trigger.add_argument("--span", type=int, help="decide about this span only (default: the newest span)")
     trigger.add_argument("--drift", action="store_true", help="check: also measure drift under the new_data policy")

@@ -286,6 +286,8 @@ def cmd_trigger(args: argparse.Namespace) -> int:
         config_path = args.config or "configs/vertex-retraining.yaml"
         config = pipeline_config.load_config(config_path, overrides)
         credentials, clients = _cloud_context(args, config)
+        if args.action == "forget-span":
+            return _forget_span(config, clients, args.span)
         result = cloud_trigger(
             config,
             _template(args, config_path),
@@ -298,6 +300,10 @@ def cmd_trigger(args: argparse.Namespace) -> int:
         for line in result.lines(show_request=args.dry_run and args.action == "run"):
             print(line)
         return 0
+    if args.action == "forget-span":
+        raise pipeline_config.ConfigError(
+            "forget-span undoes a storage event's span on Vertex (--cloud); local runs are not started by events"
+        )
     config = pipeline_config.load_config(args.config, overrides)
     if args.action == "check":
         for line in local_trigger.check(config, measure_drift=args.drift, span=args.span).lines():
@@ -378,6 +384,16 @@ def _assignments(assignments: list[str] | None, flag: str, parse=str) -> dict:
             continue
         values[key.strip()] = parse(value)
     return values
+
+
+def _forget_span(config, clients, span: int | None) -> int:
+    from pipeline.retraining.vertex import forget_span
+
+    if span is None:
+        raise pipeline_config.ConfigError("forget-span needs --span N: the span whose runs to forget")
+    for line in forget_span(config, clients, span):
+        print(line)
+    return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -60,6 +60,8 @@ GRANTS = (
     Grant(EVENT, "roles/aiplatform.user", "create the span's pipeline job", "event"),
     Grant(EVENT, "roles/iam.serviceAccountUser", "run it as cloud.service_account", "event", "cloud.service_account"),
     Grant(EVENT, "roles/eventarc.eventReceiver", "receive the bucket's events", "event"),
+    Grant(EVENT, "roles/storage.objectViewer", "re-read each event's marker by its generation", "event",
+          scope="the span data's bucket"),
     Grant(EVENT, "roles/run.invoker", "Eventarc's trigger calls the function", "event", "the function's service"),
     Grant(EVENT, "roles/logging.logWriter", "the function's decision lines", "event"),
     Grant("Cloud Storage service agent", "roles/pubsub.publisher", "Eventarc's storage trigger", "event"),

@@ -29,9 +29,22 @@ class RetrainingConfig(ConfigSection):
     max_span_gap: int = Field(
         100_000,
         ge=0,
-        description="storage events: a span more than this above the newest span run so far is refused, not "
-        "trained (a stray or forged span-99999999 marker would otherwise cancel every run and refuse every real "
-        "span after it); fits counters and YYYYMMDD dates, raise it for finer time stamps; 0: no limit",
+        description="storage events: a span more than this above the newest span a complete run consumed (with "
+        "none yet: above first_span) is refused, not trained (a stray or forged span-99999999 marker would "
+        "otherwise cancel every run and refuse every real span after it); fits counters and YYYYMMDD dates, raise "
+        "it for finer time stamps; 0: no limit (and no first_span rule)",
+    )
+    first_span: int = Field(
+        1,
+        ge=1,
+        description="storage events: the span a deployment with no runs yet starts from; any other span's marker "
+        "is refused until a run exists (set it to your first span's number, e.g. a date)",
+    )
+    marker_metadata: dict[str, str] = Field(
+        default_factory=dict,
+        description="storage events: custom metadata the producer sets on each ready marker (e.g. "
+        "{hftfx-producer: reviews-etl}); a marker re-read by its generation without it is refused. The marker is "
+        "always re-read by the event's generation: an event for an object that is not there starts nothing",
     )
     poll_seconds: float = Field(300.0, gt=0, description="hftfx trigger watch's interval")
     max_label_linf: Distance = Field(

@@ -4,7 +4,8 @@ import pytest
 
 from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 from pipeline.config import pipeline_config
-from tests import fake_vertex
+from tests import fake_vertex, vertex_retraining
+from tests.fake_gcs import serve_objects
 from tests.fake_vertex import FakeVertex
 from tests.vertex_retraining import PROFILE, at
 
@@ -36,3 +37,12 @@ def template_at_fake(profile, fake, tmp_path):
     path = tmp_path / "pipeline-retraining.yaml"
     compile_pipeline(at(fake, profile), path)
     return str(path)
+
+
+@pytest.fixture(autouse=True)
+def stored(monkeypatch):
+    """The data bucket on a fake Cloud Storage, holding the objects tests' storage events were written for."""
+    vertex_retraining.STORED.clear()
+    vertex_retraining.DESCRIBED.clear()
+    with serve_objects(monkeypatch, vertex_retraining.STORED, vertex_retraining.DESCRIBED):
+        yield vertex_retraining.STORED

@@ -157,26 +157,56 @@ def newer_than(span: int, runs: Sequence[RunRecord]) -> RunRecord | None:
     return max(newer, key=lambda r: r.span, default=None)
 
 
-def superseded_in_flight(runs: Sequence[RunRecord]) -> list[RunRecord]:
+def superseded_in_flight(runs: Sequence[RunRecord], event_span: int | None = None) -> list[RunRecord]:
     """Runs still training a span older than one already consumed or in flight: left alone they could push
-    after the newer run and serve older data. The newest span wins; these are cancelled."""
+    after the newer run and serve older data. The newest span wins; these are cancelled. With `event_span` (a
+    storage event's), only runs it is at most one span ahead of: an event far ahead of a run in flight (a jump
+    real data does not make) never cancels it."""
     newest = max((r.span for r in runs if r.span is not None and r.outcome in (COMPLETE, RUNNING)), default=None)
-    return [r for r in runs if r.outcome == RUNNING and r.span is not None and newest is not None and r.span < newest]
+    return [
+        r
+        for r in runs
+        if r.outcome == RUNNING
+        and r.span is not None
+        and newest is not None
+        and r.span < newest
+        and (event_span is None or event_span <= r.span + 1)
+    ]
 
 
-def decide_event(span: int, runs: Sequence[RunRecord], rules: RetrainingConfig) -> Decision:
-    """An event's span: refused when it lies more than max_span_gap above every span run so far (so one stray
-    marker cannot become the newest span, which would cancel the real runs and refuse every real span after it),
-    or when a newer span was already consumed or is in flight; else the usual rules for that one span."""
-    newest = max((r.span for r in runs if r.span is not None), default=None)
-    if rules.max_span_gap and newest is not None and span > newest + rules.max_span_gap:
-        return Decision(
-            "skip",
-            span,
-            f"span {span} is more than retraining.max_span_gap ({rules.max_span_gap:,}) above span {newest}, the "
-            "newest run so far: taken for a stray or forged marker, not trained (raise max_span_gap if your "
-            "span numbers jump that far)",
+def outside_window(span: int, runs: Sequence[RunRecord], rules: RetrainingConfig) -> str | None:
+    """Why an event's span is taken for a stray or forged marker, or None. Only real data moves the window: it is
+    measured from the newest span a complete run consumed (a failed or running run of a forged span moves
+    nothing); with no complete run, from retraining.first_span; with no run at all, first_span alone starts."""
+    if not rules.max_span_gap:
+        return None
+    completed = [r.span for r in runs if r.span is not None and r.outcome == COMPLETE]
+    if not completed and not any(r.span is not None for r in runs):
+        if span == rules.first_span:
+            return None
+        return (
+            f"span {span} is not retraining.first_span ({rules.first_span}), the only span a deployment with no "
+            "runs yet starts from: taken for a stray or forged marker, not trained (set first_span to your first "
+            "span's number)"
         )
+    anchor = max(completed, default=rules.first_span)
+    what = f"span {anchor}, the newest a complete run consumed" if completed else f"retraining.first_span ({anchor})"
+    if span <= anchor + rules.max_span_gap:
+        return None
+    return (
+        f"span {span} is more than retraining.max_span_gap ({rules.max_span_gap:,}) above {what}: taken for a "
+        "stray or forged marker, not trained (raise max_span_gap if your span numbers jump that far)"
+    )
+
+
+def decide_event(span: int, runs: Sequence[RunRecord], rules: RetrainingConfig, from_storage: bool = True) -> Decision:
+    """A given span (a storage event's, or a user's `--span`): refused when a newer span was already consumed or is
+    in flight, and, from storage, when outside the window real data moves (outside_window: one stray marker must
+    not become the newest span, which would cancel the real runs and refuse every real span after it); else the
+    usual rules for that one span."""
+    refused = outside_window(span, runs, rules) if from_storage else None
+    if refused:
+        return Decision("skip", span, refused)
     newer = newer_than(span, runs)
     if newer is not None:
         doing = "was trained" if newer.outcome == COMPLETE else "is being trained"

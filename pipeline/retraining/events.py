@@ -5,8 +5,10 @@ Deploy `on_object_finalized` as a Cloud Run function with an Eventarc trigger on
 CloudEvents, Pub/Sub push envelopes of storage notifications, and the `messagePublished` CloudEvents an
 Eventarc Pub/Sub trigger wraps those envelopes in, are all understood. Storage delivers
 events at least once and one span is many files: the span's fixed job id makes the repeats no-ops, and a
-`dataset.ready_marker` (e.g. _SUCCESS) makes only the marker start the run, once every file is there. Events
-also come out of order: a span older than one trained or in flight is refused, and older runs still in flight
+`dataset.ready_marker` (e.g. _SUCCESS) makes only the marker start the run, once every file is there. Only real
+data moves spans: the object is re-read by the event's generation and must carry the producer's mark
+(retraining.marker_metadata), and a span far from the newest one trained is refused (decision.outside_window).
+Events also come out of order: a span older than one trained or in flight is refused, and older runs still in flight
 are cancelled once a newer one is submitted. Errors no retry fixes are logged and returned; any other raises,
 so a deployment with retries gets the event again.
 """
@@ -24,7 +26,7 @@ from components.example_gen import spans
 from models.errors import UserError
 from pipeline.config.pipeline_config import PipelineConfig, load_config
 from pipeline.retraining import decision
-from pipeline.retraining.vertex import CloudTriggerResult, VertexClients, cloud_trigger
+from pipeline.retraining.vertex import STORAGE_EVENT, CloudTriggerResult, VertexClients, cloud_trigger
 
 FINALIZED_TYPES = ("google.cloud.storage.object.v1.finalized", "OBJECT_FINALIZE")
 PUBSUB_MESSAGE_TYPE = "google.cloud.pubsub.topic.v1.messagePublished"  # Eventarc's wrapper of a Pub/Sub push
@@ -89,9 +91,33 @@ def handle_storage_event(
         return CloudTriggerResult(decision.Decision("skip", None, reason))
     if problem := spans.span_problem(digits, config.dataset.span_digits):
         return CloudTriggerResult(decision.Decision("skip", None, f"{stored.uri} refused: {problem}"))
+    if problem := not_the_producers(stored, config, credentials):
+        return CloudTriggerResult(decision.Decision("skip", int(digits), f"{stored.uri} refused: {problem}"))
     return cloud_trigger(
-        config, template, clients, credentials, span=int(digits), trigger="storage-event", dry_run=dry_run
+        config, template, clients, credentials, span=int(digits), trigger=STORAGE_EVENT, dry_run=dry_run
     )
+
+
+def not_the_producers(stored: StorageObject, config: PipelineConfig, credentials) -> str | None:
+    """Why the event's object is not taken for the producer's, or None: it is re-read by the event's generation
+    (an event for an object that is not there, or no longer that version of it, starts nothing) and must carry
+    retraining.marker_metadata (the mark the producer sets on each upload; docs/retraining.md)."""
+    from google.cloud import storage
+
+    if not stored.generation.isdigit():
+        return "the event names no generation of the object to re-read it by"
+    client = storage.Client(project=config.cloud.project, credentials=credentials)
+    blob = client.bucket(stored.bucket).get_blob(stored.name, generation=int(stored.generation))
+    if blob is None:
+        return f"no object at generation {stored.generation}: a forged event, or the object was replaced since"
+    found = blob.metadata or {}
+    missing = sorted(key for key, value in config.retraining.marker_metadata.items() if found.get(key) != value)
+    if missing:
+        return (
+            f"it lacks the producer's mark (custom metadata {missing}, as retraining.marker_metadata sets): not "
+            "written by the data's producer"
+        )
+    return None
 
 
 def on_object_finalized(cloud_event) -> str:

@@ -19,10 +19,13 @@ from pipeline.cloud import submit
 from pipeline.cloud.compiled_specs import component_tasks
 from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 from pipeline.retraining import events, vertex
-from tests.vertex_retraining import FINALIZED, PARENT, at, handle, job, storage_event
+from tests import vertex_retraining
+from tests.vertex_retraining import FINALIZED, PARENT, PRODUCER_MARK, at, handle, job, storage_event
+from tests.vertex_retraining import clients as vertex_clients_for
 
 
 def test_the_ready_marker_of_a_new_span_submits_exactly_this_request(profile, template_at_fake, fake):
+    fake.jobs = [job(6, "PIPELINE_STATE_SUCCEEDED")]  # a deployment that trained span 6
     result = handle(storage_event("reviews/span-7/_SUCCESS"), profile, template_at_fake, fake)
     assert result.submitted and result.decision.span == 7
     listed, created, relisted = fake.requests()  # the last: after submitting, older spans' runs to cancel
@@ -50,26 +53,29 @@ def test_the_ready_marker_of_a_new_span_submits_exactly_this_request(profile, te
 
 
 def test_repeated_and_late_events_of_one_span_start_no_second_run(profile, template_at_fake, fake):
+    fake.jobs = [job(6, "PIPELINE_STATE_SUCCEEDED")]
     handle(storage_event("reviews/span-7/_SUCCESS"), profile, template_at_fake, fake)
     again = handle(storage_event("reviews/span-7/_SUCCESS"), profile, template_at_fake, fake)  # at-least-once delivery
     assert not again.submitted
     assert again.decision.reason == "span 7 is being trained by run hf-text-classifier-retraining-span-7-try-1"
-    fake.jobs[0].state = aiplatform_v1.PipelineState.PIPELINE_STATE_SUCCEEDED
+    fake.jobs[-1].state = aiplatform_v1.PipelineState.PIPELINE_STATE_SUCCEEDED
     late = handle(storage_event("reviews/span-7/_SUCCESS"), profile, template_at_fake, fake)
     assert "already trained by run hf-text-classifier-retraining-span-7-try-1" in late.decision.reason
     assert len(fake.requests("PipelineService/CreatePipelineJob")) == 1
 
 
 def test_two_handlers_deciding_at_once_create_one_job(profile, template_at_fake, fake):
+    fake.jobs = [job(7, "PIPELINE_STATE_SUCCEEDED")]
     first = handle(storage_event("reviews/span-8/_SUCCESS"), profile, template_at_fake, fake)
     # The second handler listed the jobs before the first created its job: it decides "train" too.
-    fake.list_pipeline_jobs = lambda request, context: aiplatform_v1.ListPipelineJobsResponse()
+    before = aiplatform_v1.ListPipelineJobsResponse(pipeline_jobs=[job(7, "PIPELINE_STATE_SUCCEEDED")])
+    fake.list_pipeline_jobs = lambda request, context: before
     second = handle(storage_event("reviews/span-8/_SUCCESS"), profile, template_at_fake, fake)
     assert first.submitted and not second.submitted
     assert second.decision.reason == (
         "run hf-text-classifier-retraining-span-8-try-1 was already submitted by a concurrent trigger"
     )
-    assert len(fake.jobs) == 1
+    assert len(fake.jobs) == 2
 
 
 def test_a_failed_run_is_retried_with_the_next_attempt_id_until_max_attempts(profile, template_at_fake, fake):
@@ -115,20 +121,23 @@ def test_a_stray_far_future_marker_cancels_nothing_and_blocks_no_real_span(profi
     fake.jobs = [job(6, "PIPELINE_STATE_SUCCEEDED"), job(7, "PIPELINE_STATE_RUNNING")]
     stray = handle(storage_event("reviews/span-99999999/_SUCCESS"), profile, template_at_fake, fake)
     assert not stray.submitted and stray.cancelled == []
-    assert "more than retraining.max_span_gap (100,000) above span 7" in stray.decision.reason
+    assert "max_span_gap (100,000) above span 6, the newest a complete run" in stray.decision.reason
     assert fake.requests("PipelineService/CreatePipelineJob") == []
     assert fake.requests("PipelineService/CancelPipelineJob") == []
     real = handle(storage_event("reviews/span-8/_SUCCESS"), profile, template_at_fake, fake)
     assert real.submitted and real.request.pipeline_job_id == "hf-text-classifier-retraining-span-8-try-1"
-    # with no limit the same marker is trained, and the real run of span 7 is cancelled: what the gap prevents
+    # with no limit the same marker is trained, yet still cancels nothing: an event more than one span ahead of a
+    # run in flight never cancels it
     rules = profile.retraining.model_copy(update={"max_span_gap": 0})
     unlimited = profile.model_copy(update={"retraining": rules})
     fake.jobs = [job(6, "PIPELINE_STATE_SUCCEEDED"), job(7, "PIPELINE_STATE_RUNNING")]
     taken = handle(storage_event("reviews/span-99999999/_SUCCESS"), unlimited, template_at_fake, fake)
-    assert taken.submitted and taken.cancelled == [f"{PARENT}/pipelineJobs/hf-text-classifier-retraining-span-7-try-1"]
+    assert taken.submitted and taken.cancelled == []
+    assert fake.jobs[1].state == aiplatform_v1.PipelineState.PIPELINE_STATE_RUNNING
 
 
 def test_without_a_marker_any_data_file_of_a_span_counts(profile, template_at_fake, fake):
+    fake.jobs = [job(3, "PIPELINE_STATE_SUCCEEDED")]
     dataset = profile.dataset.model_copy(update={"ready_marker": ""})
     unmarked = profile.model_copy(update={"dataset": dataset})
     spec = Path(template_at_fake).with_name("unmarked.yaml")
@@ -173,6 +182,12 @@ def test_eventarc_pubsub_trigger_cloudevents_unwrap_to_the_storage_notification(
             "subscription": "projects/my-gcp-project/subscriptions/eventarc-us-central1-hftfx-sub",
         },
     )
+    vertex_retraining.STORED["my-hftfx-data/reviews/span-9/_SUCCESS"] = b""
+    vertex_retraining.DESCRIBED["my-hftfx-data/reviews/span-9/_SUCCESS"] = {
+        "generation": "1700000000000009",
+        "metadata": PRODUCER_MARK,
+    }
+    fake.jobs = [job(8, "PIPELINE_STATE_SUCCEEDED")]
     stored = events.parse_storage_event(event)
     assert (stored.uri, stored.event_type, stored.generation) == (
         "gs://my-hftfx-data/reviews/span-9/_SUCCESS",
@@ -187,10 +202,11 @@ def test_eventarc_pubsub_trigger_cloudevents_unwrap_to_the_storage_notification(
 
 def test_an_older_spans_event_arriving_while_a_newer_span_trains_submits_nothing(profile, template_at_fake, fake):
     """Span 3's marker, then span 2's (storage delivers out of order, or span 2 was re-uploaded)."""
+    fake.jobs = [job(1, "PIPELINE_STATE_SUCCEEDED")]
     assert handle(storage_event("reviews/span-3/_SUCCESS"), profile, template_at_fake, fake).submitted
     late = handle(storage_event("reviews/span-2/_SUCCESS"), profile, template_at_fake, fake)
     assert not late.submitted and "arrived after span 3, which is being trained" in late.decision.reason
-    fake.jobs[0].state = aiplatform_v1.PipelineState.PIPELINE_STATE_SUCCEEDED
+    fake.jobs[-1].state = aiplatform_v1.PipelineState.PIPELINE_STATE_SUCCEEDED
     later = handle(storage_event("reviews/span-2/_SUCCESS"), profile, template_at_fake, fake)
     assert not later.submitted and "arrived after span 3, which was trained by run" in later.decision.reason
     created = fake.requests("PipelineService/CreatePipelineJob")
@@ -218,3 +234,66 @@ def test_an_older_spans_event_also_cancels_its_run_still_in_flight(profile, temp
     ]
     dry = handle(storage_event("reviews/span-2/_SUCCESS"), profile, template_at_fake, fake, dry_run=True)
     assert dry.cancelled == [] and len(fake.requests("PipelineService/CancelPipelineJob")) == 1
+
+
+FORGED_NEAR = "reviews/span-100006/_SUCCESS"  # within the gap of the newest complete span, 6
+
+
+def test_a_forged_span_while_a_real_one_trains_cancels_nothing_and_blocks_nothing(profile, template_at_fake, fake):
+    """(a) Span 7 trains; a forged marker within the gap of the newest complete span lands (here written by someone
+    without the producer's mark): refused, span 7 goes on, and span 8 trains when it lands."""
+    fake.jobs = [job(6, "PIPELINE_STATE_SUCCEEDED"), job(7, "PIPELINE_STATE_RUNNING")]
+    forged = handle(storage_event(FORGED_NEAR, metadata={}), profile, template_at_fake, fake)
+    assert not forged.submitted and forged.cancelled == []
+    assert "lacks the producer's mark (custom metadata ['hftfx-producer']" in forged.decision.reason
+    fake.jobs[1].state = aiplatform_v1.PipelineState.PIPELINE_STATE_SUCCEEDED
+    real = handle(storage_event("reviews/span-8/_SUCCESS"), profile, template_at_fake, fake)
+    assert real.submitted and real.request.pipeline_job_id == "hf-text-classifier-retraining-span-8-try-1"
+    assert fake.requests("PipelineService/CancelPipelineJob") == []
+
+
+def test_a_fresh_deployment_starts_from_first_span_alone(profile, template_at_fake, fake):
+    """(b) No runs yet: span-99999999 (and any span but retraining.first_span) is refused; span 1 then trains."""
+    far = handle(storage_event("reviews/span-99999999/_SUCCESS"), profile, template_at_fake, fake)
+    assert not far.submitted and "is not retraining.first_span (1)" in far.decision.reason
+    first = handle(storage_event("reviews/span-1/_SUCCESS"), profile, template_at_fake, fake)
+    assert first.submitted and first.request.pipeline_job_id == "hf-text-classifier-retraining-span-1-try-1"
+
+
+def test_failed_forgeries_do_not_move_the_window(profile, template_at_fake, fake):
+    """(c) A marker that passed the checks but whose run failed (no data behind it) moves nothing: the window stays
+    measured from the newest complete span, so a second one 100,000 further is refused, and span 7 still trains."""
+    fake.jobs = [job(6, "PIPELINE_STATE_SUCCEEDED"), job(100006, "PIPELINE_STATE_FAILED")]
+    further = handle(storage_event("reviews/span-200006/_SUCCESS"), profile, template_at_fake, fake)
+    assert not further.submitted and "above span 6, the newest a complete run consumed" in further.decision.reason
+    real = handle(storage_event("reviews/span-7/_SUCCESS"), profile, template_at_fake, fake)
+    assert real.submitted
+
+
+def test_an_event_for_an_object_not_there_at_its_generation_is_refused(profile, template_at_fake, fake):
+    """An event whose object is not in the bucket (a forged request to the function), or not at that generation
+    (replaced since): re-read by its generation, it starts nothing."""
+    fake.jobs = [job(6, "PIPELINE_STATE_SUCCEEDED")]
+    absent = handle(storage_event("reviews/span-7/_SUCCESS", written=False), profile, template_at_fake, fake)
+    assert not absent.submitted and "no object at generation 1700000000000001" in absent.decision.reason
+    vertex_retraining.STORED["my-hftfx-data/reviews/span-7/_SUCCESS"] = b""
+    vertex_retraining.DESCRIBED["my-hftfx-data/reviews/span-7/_SUCCESS"] = {"generation": "1800000000000000"}
+    replaced = handle(storage_event("reviews/span-7/_SUCCESS", written=False), profile, template_at_fake, fake)
+    assert not replaced.submitted and "or the object was replaced since" in replaced.decision.reason
+    assert fake.requests("PipelineService/CreatePipelineJob") == []
+
+
+def test_forget_span_undoes_a_mistaken_span_so_real_spans_train_again(profile, template_at_fake, fake):
+    """A mistaken marker's span trained to completion (uploaded with the producer's mark by mistake): every real
+    span after it is refused as older. `hftfx trigger forget-span --cloud --span 100006` cancels and deletes its
+    runs (at the fake, through the real GAPIC client), and span 8 trains."""
+    fake.jobs = [job(7, "PIPELINE_STATE_SUCCEEDED"), job(100006, "PIPELINE_STATE_SUCCEEDED")]
+    refused = handle(storage_event("reviews/span-8/_SUCCESS"), profile, template_at_fake, fake)
+    assert not refused.submitted and "arrived after span 100006" in refused.decision.reason
+    config = at(fake, profile)
+    lines = vertex.forget_span(config, vertex_clients_for(fake, profile), 100006)
+    assert lines == [f"forgotten: {PARENT}/pipelineJobs/hf-text-classifier-retraining-span-100006-try-1"]
+    (deleted,) = fake.requests("PipelineService/DeletePipelineJob")
+    assert deleted.name == f"{PARENT}/pipelineJobs/hf-text-classifier-retraining-span-100006-try-1"
+    assert handle(storage_event("reviews/span-8/_SUCCESS"), profile, template_at_fake, fake).submitted
+    assert vertex.forget_span(config, vertex_clients_for(fake, profile), 100006) == ["no run of span 100006 to forget"]

@@ -8,6 +8,7 @@ no lock to leave behind. Every request is built first, so --dry-run and the test
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
@@ -23,6 +24,7 @@ from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 from pipeline.retraining import decision
 
 PIPELINE_LABEL, SPAN_LABEL, TRIGGER_LABEL = "hftfx-pipeline", "hftfx-span", "hftfx-trigger"
+STORAGE_EVENT = "storage-event"  # the trigger label of runs a storage event started: its span is the bucket's word
 
 # Vertex pipeline job states (google.cloud.aiplatform_v1.PipelineState) as decision outcomes.
 _OUTCOMES = {
@@ -136,14 +138,14 @@ def cloud_trigger(
         )
     records = run_records(config, clients) if ask_vertex else []
     if span is not None:
-        chosen = decision.decide_event(span, records, config.retraining)
+        chosen = decision.decide_event(span, records, config.retraining, from_storage=trigger == STORAGE_EVENT)
     else:
         chosen = decision.decide(spans.available_spans(config.dataset), records, config.retraining)
     if not ask_vertex:
         chosen = dataclasses.replace(chosen, reason=f"{chosen.reason} (dry run: past runs on Vertex not asked)")
     if not chosen.train:
         # A skip cancels too: a retried delivery, or an older span's event, still ends older runs in flight.
-        stopped = cancel_superseded(config, clients) if ask_vertex and not dry_run else []
+        stopped = cancel_superseded(config, clients, span) if ask_vertex and not dry_run else []
         return CloudTriggerResult(chosen, cancelled=stopped)
     request = span_job_request(config, template, chosen.span, chosen.attempt, credentials, trigger)
     if dry_run:
@@ -155,17 +157,18 @@ def cloud_trigger(
             "skip", chosen.span, f"run {request.pipeline_job_id} was already submitted by a concurrent trigger"
         )
         return CloudTriggerResult(refused, request)
-    return CloudTriggerResult(chosen, request, submitted=True, cancelled=cancel_superseded(config, clients))
+    return CloudTriggerResult(chosen, request, submitted=True, cancelled=cancel_superseded(config, clients, span))
 
 
-def cancel_superseded(config: PipelineConfig, clients: VertexClients) -> list[str]:
+def cancel_superseded(config: PipelineConfig, clients: VertexClients, event_span: int | None = None) -> list[str]:
     """Cancels this pipeline's runs of spans older than the newest consumed or in flight, read after this
     submission: two events handled at once both pass the check before either job exists, so whichever
-    handler looks last cancels the older run. Returns the names cancelled."""
+    handler looks last cancels the older run. An event's span cancels only runs it is at most one span ahead of
+    (decision.superseded_in_flight). Returns the names cancelled."""
     from google.api_core.exceptions import FailedPrecondition, NotFound
 
     cancelled = []
-    for record in decision.superseded_in_flight(run_records(config, clients)):
+    for record in decision.superseded_in_flight(run_records(config, clients), event_span):
         name = f"{submit.location_path(config)}/pipelineJobs/{record.run_id}"
         try:
             clients.pipelines.cancel_pipeline_job(name=name)
@@ -178,6 +181,29 @@ def cancel_superseded(config: PipelineConfig, clients: VertexClients) -> list[st
 # --- schedules -----------------------------------------------------------------------------------------
 
 _CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,\-?LW#]+$")
+
+
+def forget_span(config: PipelineConfig, clients: VertexClients, span: int) -> list[str]:
+    """Undoes a span that should never have run (a forged or mistaken marker): its runs are cancelled where still
+    running and their records deleted, so no rule counts them again (the window, "already trained", "arrived
+    after"). Their artifacts in the pipeline root stay. Returns what was done, a line per run."""
+    from google.api_core.exceptions import FailedPrecondition, NotFound
+
+    done = []
+    for record in [r for r in run_records(config, clients) if r.span == span]:
+        name = f"{submit.location_path(config)}/pipelineJobs/{record.run_id}"
+        if record.outcome == decision.RUNNING:
+            with contextlib.suppress(FailedPrecondition, NotFound):  # it ended meanwhile
+                clients.pipelines.cancel_pipeline_job(name=name)
+        try:
+            clients.pipelines.delete_pipeline_job(name=name).result(timeout=300)
+        except NotFound:
+            continue
+        except FailedPrecondition:  # Vertex is still cancelling it
+            done.append(f"cancelling: {name} (run forget-span again once it has stopped)")
+            continue
+        done.append(f"forgotten: {name}")
+    return done or [f"no run of span {span} to forget"]
 
 
 def check_cron(cron: str) -> str:
