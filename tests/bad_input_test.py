@@ -13,7 +13,7 @@ import pytest
 
 from components.example_gen.sources import DatasetSourceError
 from components.example_gen.splitting import DatasetContentError
-from models.hub.pretrained import ModelFilesError, UnsupportedModelError
+from models.hub.pretrained import ModelFilesError, UnsupportedModelError, WeightsError
 from models.tokenizers.tokenizer import UnsupportedTokenizerError
 from pipeline.config import pipeline_config
 from pipeline.orchestration import preflight
@@ -503,3 +503,126 @@ def test_slice_columns_are_carried_as_strings_with_missing_values_their_own_slic
     assert [slice_value(v, "c", "row 1") for v in ("de", 3, 2.0, True, None)] == ["de", "3", "2", "true", "(missing)"]
     with pytest.raises(DatasetContentError, match=r"slice column 'c' holds \['a'\] \(row 1\), not one string"):
         slice_value(["a"], "c", "row 1")
+
+
+def _with_config(tmp_path, tiny_bert_dir, **changes):
+    copy = shutil.copytree(tiny_bert_dir, tmp_path / "model")
+    config = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps({**config, **changes}))
+    return copy
+
+
+def _rewrite_header(copy, change):
+    """model.safetensors with its header changed by `change(header) -> header` (its data as it was)."""
+    path = copy / "model.safetensors"
+    data = path.read_bytes()
+    length = int.from_bytes(data[:8], "little")
+    header = change(json.loads(data[8 : 8 + length]))
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + data[8 + length :])
+    return path
+
+
+def _check_exits_2(copy, tmp_path, *patterns):
+    """`hftfx run --check` as a user runs it: exit 2 within seconds, one line naming the file and the fix."""
+    import subprocess
+    import sys
+    import time
+
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "run", "--check", "--model", str(copy),
+         "--set", f"pipeline_root={tmp_path / 'root'}", "--set", f"serving_dir={tmp_path / 'serve'}"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    for pattern in patterns:
+        assert re.search(pattern, done.stderr), done.stderr[-2000:]
+    return time.monotonic() - started
+
+
+def test_a_config_of_150b_parameters_beside_a_small_file_is_refused_before_anything_is_built(tmp_path, tiny_bert_dir):
+    """--check used to pass it (13 million seconds an epoch) and the Trainer died allocating it."""
+    copy = _with_config(
+        tmp_path, tiny_bert_dir, hidden_size=12_288, num_hidden_layers=96, intermediate_size=49_152,
+        num_attention_heads=96,
+    )  # fmt: skip
+    declared = r"config\.json declares [\d,]+ encoder parameters \(1\d\d\.\d\dB\)"
+    _check_exits_2(copy, tmp_path, declared, "model.safetensors")
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({"hidden_size": 0}, r"hidden size 0 \(our encoders take 1 to"),
+        ({"num_hidden_layers": 100_000}, r"layers size 100000 \(our encoders take 1 to 256\)"),
+        ({"hidden_size": 65, "num_attention_heads": 2}, "hidden size 65, which 2 attention heads do not divide"),
+    ],
+)
+def test_sizes_out_of_range_are_refused_naming_the_size(tmp_path, tiny_bert_dir, changes, said):
+    copy = _with_config(tmp_path, tiny_bert_dir, **changes)
+    with pytest.raises(UnsupportedModelError, match=said):
+        preflight.check_model(pipeline_config.load_config(overrides={"model.name": str(copy)}))
+
+
+def test_a_truncated_weights_file_is_refused_naming_it(tmp_path, tiny_bert_dir):
+    copy = shutil.copytree(tiny_bert_dir, tmp_path / "model")
+    path = copy / "model.safetensors"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    seconds = _check_exits_2(copy, tmp_path, r"model\.safetensors is truncated", "download the model folder again")
+    assert seconds < 60
+
+
+def test_a_header_whose_shapes_disagree_with_the_config_is_refused(tmp_path, tiny_bert_dir):
+    copy = _with_config(tmp_path, tiny_bert_dir, intermediate_size=256)  # the weights were written for 128
+    with pytest.raises(WeightsError, match=r"other shapes \['bert\.encoder\.layer\.0\.intermediate"):
+        preflight.check_model(pipeline_config.load_config(overrides={"model.name": str(copy)}))
+
+
+def test_a_99_mb_header_is_refused_unread(tmp_path, tiny_bert_dir):
+    copy = shutil.copytree(tiny_bert_dir, tmp_path / "model")
+    path = copy / "model.safetensors"
+    data = path.read_bytes()
+    with open(path, "wb") as file:  # a declared 99 MB header, the file sparse past its first bytes
+        file.write((99_000_000).to_bytes(8, "little") + data[8:])
+        file.truncate(99_000_008 + len(data))
+    _check_exits_2(copy, tmp_path, r"declares a 99,000,000-byte header, over the 8,000,000")
+
+
+def test_a_2_gb_tensor_no_weight_reads_is_refused_without_being_read(tmp_path, tiny_bert_dir):
+    """The file holds it (sparse here: no disk spent), the header says so; nothing reads a byte of it."""
+    import resource
+
+    copy = shutil.copytree(tiny_bert_dir, tmp_path / "model")
+    end = {}
+
+    def with_junk(header):
+        end["data"] = max(v["data_offsets"][1] for k, v in header.items() if k != "__metadata__")
+        junk = {"dtype": "F32", "shape": [2**29], "data_offsets": [end["data"], end["data"] + 2**31]}
+        return {**header, "unused.junk": junk}
+
+    path = _rewrite_header(copy, with_junk)
+    with open(path, "r+b") as file:
+        file.truncate(path.stat().st_size + 2**31)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(WeightsError, match=r"holds 'unused\.junk' \(2,147,483,648 bytes\).*refused unread"):
+        preflight.check_model(pipeline_config.load_config(overrides={"model.name": str(copy)}))
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 500_000  # KiB: far less than 2 GB
+
+
+def test_config_json_that_is_not_json_is_named(tmp_path, tiny_bert_dir):
+    copy = shutil.copytree(tiny_bert_dir, tmp_path / "model")
+    (copy / "config.json").write_text('{"model_type": "bert", ')
+    with pytest.raises(ModelFilesError, match=r"config\.json is not JSON"):
+        preflight.check_model(pipeline_config.load_config(overrides={"model.name": str(copy)}))
+
+
+def test_a_tokenizer_json_the_tokenizers_library_cannot_parse_is_named(tmp_path, tiny_bert_dir):
+    copy = shutil.copytree(tiny_bert_dir, tmp_path / "model")
+    spec = json.loads((copy / "tokenizer.json").read_text())
+    del spec["model"]["unk_token"]
+    (copy / "tokenizer.json").write_text(json.dumps(spec))
+    with pytest.raises(ModelFilesError, match=r"cannot read the tokenizer in .*missing field `unk_token`"):
+        preflight.check_model(pipeline_config.load_config(overrides={"model.name": str(copy)}))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from models.encoders import bert_family, deberta_v2, modernbert
+from models.encoders import bert_family, checkpoint_file, deberta_v2, modernbert
 from models.encoders.layers import TorchParam, UnsupportedConfigError, activation
 from models.errors import UserError
 
@@ -57,9 +58,23 @@ def position_limit(config: dict) -> int:
     return module_for(config).position_limit(config)
 
 
+# The sizes our encoders take: above every encoder released (mmBERT's 256k vocabulary, ModernBERT's 8,192 positions,
+# xxlarge widths) and below what no machine could build; a config past them is refused before anything is allocated.
+SIZE_MAXIMA = {
+    "vocab": 2_000_000, "hidden": 16_384, "intermediate": 131_072, "layers": 256, "heads": 256, "positions": 1_048_576,
+}  # fmt: skip
+
+
 def check_config(config: dict) -> None:
-    """Raises UnsupportedConfigError where config.json asks for something our encoder does not compute."""
+    """Raises UnsupportedConfigError where config.json asks for something our encoder does not compute, or for sizes
+    out of range (not positive, past SIZE_MAXIMA, heads not dividing the width)."""
     sizes = module_for(config).Sizes.of(config)
+    for name, maximum in SIZE_MAXIMA.items():
+        value = getattr(sizes, name)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+            raise UnsupportedConfigError(f"{name} size {value!r} (our encoders take 1 to {maximum:,})")
+    if sizes.hidden % sizes.heads:
+        raise UnsupportedConfigError(f"hidden size {sizes.hidden}, which {sizes.heads} attention heads do not divide")
     for name in ("activation", "classifier_activation", "pooler_activation"):  # each family has those it has
         if hasattr(sizes, name):
             activation(getattr(sizes, name))
@@ -149,42 +164,102 @@ def build(config: dict, label_names: Sequence[str], multi_label: bool = False) -
     return model
 
 
-def read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """The checkpoint's tensors as float32 numpy arrays; bfloat16 and float16 checkpoints (common for recent
-    encoders) read through TensorFlow's dtypes, which numpy lacks."""
-    from safetensors.tensorflow import load_file
+@dataclasses.dataclass(frozen=True)
+class ExpectedTensor:
+    name: str  # PyTorch's name
+    shape: tuple[int, ...]  # as a checkpoint holds it (nn.Linear weights [out, in])
+    head: bool  # the classification head's: may start fresh
 
-    return {name: tensor.numpy().astype(np.float32) if tensor.dtype.is_floating else tensor.numpy()
-            for name, tensor in load_file(str(path)).items()}  # fmt: skip
+
+def expected_tensors(model: SequenceClassifier) -> list[ExpectedTensor]:
+    head = model.head_names()
+    shapes = [(p, tuple(p.variable.shape)) for p in model.torch_params()]
+    return [ExpectedTensor(p.name, shape[::-1] if p.transpose else shape, p.name in head) for p, shape in shapes]
+
+
+def expected_of_config(config: dict, label_names: Sequence[str], multi_label: bool = False) -> list[ExpectedTensor]:
+    """What a checkpoint of this config must hold, from the model built in a graph that never runs: every name and
+    shape without allocating a byte of the weights (0.4 s for an 11B-parameter config)."""
+    with tf.Graph().as_default():
+        return expected_tensors(build(config, label_names, multi_label))
+
+
+@dataclasses.dataclass(frozen=True)
+class Match:
+    stored: dict[str, str]  # our weight's PyTorch name -> the checkpoint's name for it
+    new: tuple[str, ...]  # head weights the checkpoint lacks (or holds for another label count)
+    unused: tuple[str, ...]  # checkpoint tensors no weight reads, in our names (position ids, a masked-LM head)
+
+
+def match(expected: list[ExpectedTensor], available: dict[str, tuple[int, ...]]) -> Match:
+    """Which checkpoint tensor each weight reads, by name and shape; CheckpointError for an encoder weight the
+    checkpoint lacks or holds in another shape."""
+    canonical = _canonical_names(list(available), expected[0].name.split(".")[0])
+    stored, new, missing, mismatched = {}, [], [], []
+    for tensor in expected:
+        name = canonical.get(tensor.name)
+        shape = None if name is None else tuple(available[name])
+        if shape == tensor.shape:
+            stored[tensor.name] = name
+        elif tensor.head:
+            new.append(tensor.name)
+        elif shape is None:
+            missing.append(tensor.name)
+        else:
+            mismatched.append(f"{tensor.name}: checkpoint {shape}, config {tensor.shape}")
+    if missing or mismatched:
+        raise CheckpointError(
+            f"the checkpoint does not match config.json's architecture: missing {missing[:8]} "
+            f"({len(missing)} in all), other shapes {mismatched[:4]}"
+        )
+    read = set(stored.values())
+    return Match(stored, tuple(new), tuple(sorted(ours for ours, name in canonical.items() if name not in read)))
+
+
+def check_checkpoint(path: Path, config: dict, label_names: Sequence[str], multi_label: bool = False) -> Match:
+    """model.safetensors' header against what config.json implies, before anything is built or read: the file
+    whole (checkpoint_file.read_header), large enough for the parameters the config declares, every encoder weight
+    there in its shape, and no unused tensor larger than any the model reads (not this model's file: it is never
+    read)."""
+    header = checkpoint_file.read_header(path)
+    expected = expected_of_config(config, label_names, multi_label)
+    parameters = sum(math.prod(t.shape) for t in expected if not t.head)
+    least_bytes = 2 * parameters  # bfloat16, the narrowest float checkpoints hold
+    if least_bytes > path.stat().st_size:
+        raise CheckpointError(
+            f"config.json declares {parameters:,} encoder parameters ({parameters / 1e9:.2f}B), at least "
+            f"{least_bytes:,} bytes; {path.name} is {path.stat().st_size:,}: the config is not this checkpoint's"
+        )
+    found = match(expected, {name: entry.shape for name, entry in header.items()})
+    largest = max(math.prod(t.shape) * 4 for t in expected)
+    for name in set(header) - set(found.stored.values()):
+        if header[name].nbytes > largest:
+            raise CheckpointError(
+                f"{path.name} holds {name!r} ({header[name].nbytes:,} bytes), which no weight of the model reads and "
+                f"which is larger than any it does ({largest:,}): not this model's checkpoint; refused unread"
+            )
+    return found
+
+
+def read_checkpoint(path: Path, found: Match) -> dict[str, np.ndarray]:
+    """The tensors `found` says the model reads, under the checkpoint's names; nothing else of the file."""
+    return checkpoint_file.read_tensors(path, found.stored.values())
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """Every tensor of a checkpoint, floating ones as float32 (tests and tools; the Trainer reads read_checkpoint's)."""
+    return checkpoint_file.read_tensors(path, checkpoint_file.read_header(path))
 
 
 def load(model: SequenceClassifier, state: dict[str, np.ndarray]) -> LoadResult:
     """Assigns the checkpoint's tensors to the model's weights by PyTorch name."""
-    state = _canonical_names(state, model)
-    params = model.torch_params()
-    head = model.head_names()
-    new, missing_encoder, mismatched = [], [], []
-    for param in params:
-        value = state.get(param.name)
-        expected = tuple(param.variable.shape)
-        if value is not None and param.transpose:
-            value = value.T
-        if value is None or value.shape != expected:
-            if param.name in head:
-                new.append(param.name)
-            elif value is None:
-                missing_encoder.append(param.name)
-            else:
-                mismatched.append(f"{param.name}: checkpoint {value.shape[::-1] if param.transpose else value.shape}")
-            continue
-        param.variable.assign(value.astype(param.variable.dtype.as_numpy_dtype))
-    if missing_encoder or mismatched:
-        raise CheckpointError(
-            f"the checkpoint does not match config.json's architecture: missing {missing_encoder[:8]} "
-            f"({len(missing_encoder)} in all), other shapes {mismatched[:4]}"
-        )
-    used = {param.name for param in params}
-    return LoadResult(loaded=len(params) - len(new), new=tuple(new), unused=tuple(sorted(set(state) - used)))
+    found = match(expected_tensors(model), {name: value.shape for name, value in state.items()})
+    for param in model.torch_params():
+        name = found.stored.get(param.name)
+        if name is not None:
+            value = state[name].T if param.transpose else state[name]
+            param.variable.assign(value.astype(param.variable.dtype.as_numpy_dtype))
+    return LoadResult(loaded=len(found.stored), new=found.new, unused=found.unused)
 
 
 def torch_state(model: SequenceClassifier) -> dict[str, np.ndarray]:
@@ -195,16 +270,16 @@ def torch_state(model: SequenceClassifier) -> dict[str, np.ndarray]:
     }
 
 
-def _canonical_names(state: dict[str, np.ndarray], model: SequenceClassifier) -> dict[str, np.ndarray]:
-    """A bare encoder checkpoint (BertModel, ModernBertModel) names its tensors without the task model's prefix;
-    old BERT checkpoints name LayerNorm's gamma and beta. transformers renames both when it loads; so do we."""
-    prefix = next(iter(model.encoder.torch_params())).name.split(".")[0]
-    if not any(name.startswith(f"{prefix}.") for name in state):
-        state = {f"{prefix}.{name}": value for name, value in state.items()}
+def _canonical_names(names: list[str], prefix: str) -> dict[str, str]:
+    """Our PyTorch name -> the checkpoint's. A bare encoder checkpoint (BertModel, ModernBertModel) names its tensors
+    without the task model's prefix; old BERT checkpoints name LayerNorm's gamma and beta. transformers renames both
+    when it loads; so do we."""
+    bare = not any(name.startswith(f"{prefix}.") for name in names)
     renamed = {}
-    for name, value in state.items():
+    for stored in names:
+        name = f"{prefix}.{stored}" if bare else stored
         for old, new in _LAYER_NORM_RENAMES.items():
             if name.endswith(old) and "LayerNorm" in name:
                 name = name.removesuffix(old) + new
-        renamed[name] = value
+        renamed[name] = stored
     return renamed

@@ -32,13 +32,25 @@ PACKAGED_HUB_IDS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"
 COMMIT = re.compile(r"[0-9a-f]{40}")  # a git commit as the Hub names revisions
 TF_WEIGHTS = "tf_model.h5"  # what transformers 4's TF classes saved: read by no encoder here
 SAFETENSORS_WEIGHTS = "model.safetensors"
-# config and tokenizer files of every tokenizer family (vocab.txt, merges.txt, SentencePiece .model), the weights
-_HUB_FILES = ["*.json", "*.txt", "*.model", SAFETENSORS_WEIGHTS]
+# What a download or a bucket copy fetches, by name, at the folder's top level: the config, the tokenizer files of
+# every family (WordPiece's vocab.txt, BPE's vocab.json + merges.txt, the SentencePiece models' names), the weights.
+_HUB_FILES = [
+    "config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+    "vocab.txt", "vocab.json", "merges.txt",
+    "sentencepiece.bpe.model", "spiece.model", "spm.model", "sentencepiece.model", "tokenizer.model",
+    SAFETENSORS_WEIGHTS,
+]  # fmt: skip
+# The largest a bucket copy takes of each: a 256k-entry tokenizer.json is ~35 MB; weights past 32 GB train nowhere here
+MAX_FILE_BYTES, MAX_WEIGHTS_BYTES = 200_000_000, 32_000_000_000
 
 
 def _hub_files(weights: bool) -> list[str]:
     """What a download or a bucket copy fetches: the weights only where they are wanted."""
     return _HUB_FILES if weights else [p for p in _HUB_FILES if p != SAFETENSORS_WEIGHTS]
+
+
+def _max_bytes(name: str) -> int:
+    return MAX_WEIGHTS_BYTES if name == SAFETENSORS_WEIGHTS else MAX_FILE_BYTES
 
 
 class ModelFilesError(UserError, FileNotFoundError):
@@ -139,7 +151,7 @@ def _bucket_model(uri: str, weights: bool) -> Path:
 
     try:
         found = tf.io.gfile.exists(f"{uri}/config.json")
-        directory = localize(uri, _hub_files(weights)) if found else None
+        directory = localize(uri, _hub_files(weights), recursive=False, max_bytes=_max_bytes) if found else None
     except tf.errors.OpError as error:
         raise ModelFilesError(
             f"could not read model folder {uri}: {error.message.splitlines()[0]}. The identity the run uses needs to "
@@ -269,13 +281,22 @@ def build_with_own_encoder(files: ModelFiles, label_names: Sequence[str], multi_
     """(model, LoadReport) of our encoder for a ported architecture (models/encoders)."""
     from models.encoders import classifier
 
-    model = classifier.build(read_config(files.directory), label_names, multi_label)
-    state = classifier.read_safetensors(files.weights)
+    config = read_config(files.directory)
+    found = check_weights(files, label_names, multi_label)  # before a byte of the model is allocated
+    model = classifier.build(config, label_names, multi_label)
+    result = classifier.load(model, classifier.read_checkpoint(files.weights, found))
+    return model, LoadReport("safetensors", result.loaded, result.new, found.unused)
+
+
+def check_weights(files: ModelFiles, label_names: Sequence[str] = ("0", "1"), multi_label: bool = False):
+    """model.safetensors' header checked against config.json (classifier.check_checkpoint): what `--check` runs,
+    and the Trainer again before it builds the model. Returns what the model will read of the file."""
+    from models.encoders import classifier
+
     try:
-        result = classifier.load(model, state)
+        return classifier.check_checkpoint(files.weights, read_config(files.directory), label_names, multi_label)
     except classifier.CheckpointError as error:
         raise WeightsError(f"pretrained weights in {files.weights}: {error}") from error
-    return model, LoadReport("safetensors", result.loaded, result.new, result.unused)
 
 
 def freeze_input_embeddings(model) -> None:
@@ -315,4 +336,12 @@ def weights_only_copy(model):
 
 
 def read_config(directory: Path) -> dict:
-    return json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    """config.json, or a ModelFilesError naming it when it is not a JSON object."""
+    path = directory / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ModelFilesError(f"{path} is not JSON ({error}): download the model folder again") from None
+    if not isinstance(config, dict):
+        raise ModelFilesError(f"{path} is not a JSON object: download the model folder again")
+    return config

@@ -150,3 +150,22 @@ def test_a_model_folder_in_a_bucket_is_copied_through_tfs_filesystems(tiny_bert_
 def test_an_unreadable_bucket_names_the_identity_it_needs():
     with pytest.raises(ModelFilesError, match=r"gs://hftfx-no-such-bucket/model.*(objectViewer|no config.json)"):
         resolve_model_dir("gs://hftfx-no-such-bucket/model")
+
+
+def test_a_bucket_copy_fetches_the_named_files_at_the_top_level_only(tmp_path, tiny_bert_dir, monkeypatch):
+    """file:// is TF's local filesystem behind the same copy a gs:// folder gets: the config, tokenizer files and
+    weights are copied; a subfolder's files, stray JSON and a file over its kind's cap are not."""
+    from models.errors import UserError
+    from models.hub import pretrained
+
+    folder = shutil.copytree(tiny_bert_dir, tmp_path / "bucket" / "model")
+    (folder / "nested").mkdir()
+    (folder / "nested" / "config.json").write_text("{}")
+    (folder / "training_args.json").write_text("{}")
+    copied = pretrained.resolve_model_dir(f"file://{folder}")
+    names = {p.relative_to(copied).as_posix() for p in copied.rglob("*") if p.is_file()}
+    assert {"config.json", "tokenizer.json", "model.safetensors"} <= names
+    assert not names & {"nested/config.json", "training_args.json"}
+    monkeypatch.setattr(pretrained, "MAX_FILE_BYTES", 1000)
+    with pytest.raises(UserError, match=r"/model/\w+\.(json|txt) is [\d,]+ bytes, over the 1,000 a file of its kind"):
+        pretrained.resolve_model_dir(f"file://{folder}/", weights=False)

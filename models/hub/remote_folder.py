@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from models.errors import UserError
@@ -20,9 +20,12 @@ def is_remote(path: str) -> bool:
     return "://" in path
 
 
-def localize(uri: str, patterns: Sequence[str] = ("*",)) -> Path:
+def localize(
+    uri: str, patterns: Sequence[str] = ("*",), *, recursive: bool = True, max_bytes: Callable[[str], int] | None = None
+) -> Path:
     """The folder at `uri` on local disk (a fresh temporary folder, kept while the process lives): its files
-    whose names match one of `patterns`, subfolders included. A local path is returned as it is."""
+    whose names match one of `patterns`, subfolders included unless not `recursive`; a file over `max_bytes(name)`
+    is refused before it is copied. A local path is returned as it is."""
     if not is_remote(uri):
         return Path(uri)
     import tensorflow as tf
@@ -30,12 +33,23 @@ def localize(uri: str, patterns: Sequence[str] = ("*",)) -> Path:
     target = Path(tempfile.mkdtemp(prefix="hftfx-model-"))
     for directory, _, files in tf.io.gfile.walk(uri):
         relative = directory[len(uri.rstrip("/")) :].lstrip("/")
+        if relative and not recursive:
+            continue
         (target / _inside(relative, uri)).mkdir(parents=True, exist_ok=True)
         for name in files:
             if any(fnmatch.fnmatch(name, pattern) for pattern in patterns):
+                source = f"{directory.rstrip('/')}/{name}"
+                _check_size(source, max_bytes(name) if max_bytes else None)
                 local = target / _inside(f"{relative}/{name}" if relative else name, uri)
-                tf.io.gfile.copy(f"{directory.rstrip('/')}/{name}", str(local), overwrite=True)
+                tf.io.gfile.copy(source, str(local), overwrite=True)
     return target
+
+
+def _check_size(source: str, cap: int | None) -> None:
+    import tensorflow as tf
+
+    if cap is not None and (size := tf.io.gfile.stat(source).length) > cap:
+        raise UserError(f"{source} is {size:,} bytes, over the {cap:,} a file of its kind can need: not copied")
 
 
 def _inside(relative: str, uri: str) -> str:

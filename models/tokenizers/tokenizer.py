@@ -143,7 +143,7 @@ def _load_fast_tokenizer(model_dir: Path):
         raise ModelFilesError(f"the tokenizer in {model_dir} has no vocabulary file. {_TOKENIZER_FILES_HINT}")
     try:
         hf = load_hf_tokenizer(model_dir)
-    except (OSError, ValueError, AttributeError, ImportError) as error:
+    except Exception as error:  # the tokenizers library reports a file it cannot parse as a bare Exception
         raise ModelFilesError(
             f"cannot read the tokenizer in {model_dir}: {type(error).__name__}: {error}. {_TOKENIZER_FILES_HINT}"
         ) from error

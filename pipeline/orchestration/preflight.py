@@ -5,7 +5,8 @@ choose.py then chooses every `auto` from.
 
 1. the Hub token a push needs (the push comes after training), before anything is written;
 2. the folders the run writes (pipeline root, serving folder, ML Metadata file);
-3. the model: architecture, tokenizer family, weights, position limit (check_model);
+3. the model: architecture and sizes, tokenizer family, the weights file's header against config.json, position
+   limit (check_model);
 4. the data, through the ExampleGen's own dataset pass over a bounded sample (components/example_gen/
    dataset_pass.py's SAMPLE, so it costs the same whatever the dataset's size): open, schema, rows, label set,
    placement, split checks; then the label settings, the training splits and the Evaluator's metrics for the
@@ -32,6 +33,7 @@ from models.errors import UserError
 from models.hardware.flops import EncoderShape
 from models.hub.pretrained import (
     check_architecture,
+    check_weights,
     encoder_shape,
     hub_commit,
     model_files,
@@ -112,7 +114,7 @@ def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
     if architecture:
         architecture += f"; {tokenizer.family} tokenizer, in-graph"
     if weights or not (directory / "config.json").is_file():
-        model_files(directory)
+        check_weights(model_files(directory))  # the header against config.json: nothing is built or read
     limit = position_limit(directory)
     requested = config.model.max_seq_length
     if limit is not None and requested != AUTO and requested > limit:
