@@ -626,3 +626,17 @@ def test_a_tokenizer_json_the_tokenizers_library_cannot_parse_is_named(tmp_path,
     (copy / "tokenizer.json").write_text(json.dumps(spec))
     with pytest.raises(ModelFilesError, match=r"cannot read the tokenizer in .*missing field `unk_token`"):
         preflight.check_model(pipeline_config.load_config(overrides={"model.name": str(copy)}))
+
+
+def test_serving_a_folder_with_no_savedmodel_is_one_line_naming_it(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "not-a-model").mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "serve", "--model", str(tmp_path / "not-a-model")],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "not-a-model holds no SavedModel (saved_model.pb)" in done.stderr
+    assert "serving_dir/<model name>" in done.stderr

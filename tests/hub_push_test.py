@@ -115,6 +115,25 @@ def test_a_token_the_hub_refuses_or_that_cannot_write_is_refused_before_the_run(
     check_credentials(HubConfig(repo_id=REPO, endpoint=endpoint))  # a write token passes
 
 
+def test_a_private_model_is_never_pushed_to_an_existing_public_repo(hub, monkeypatch, tmp_path):
+    """hub.private (the default) and a repo someone made public: refused before the run and at the push, nothing
+    sent; with hub.private false the same repo takes the push."""
+    from tests.fake_hub import Commit, Repo
+
+    fake, endpoint = hub
+    online(monkeypatch)
+    public = "reviews-team/public-sentiment"
+    fake.repos[public] = Repo(private=False, commits=[Commit("0" * 40, "initial", {"README.md": b"# public"})])
+    with pytest.raises(HubPushError, match=r"hub\.private is true but reviews-team/public-sentiment exists and is"):
+        check_credentials(HubConfig(repo_id=public, endpoint=endpoint))
+    (tmp_path / "config.json").write_text("{}")
+    sent = len(fake.requests)
+    with pytest.raises(HubPushError, match="exists and is public"):
+        push_folder(str(tmp_path), HubConfig(repo_id=public, endpoint=endpoint), "run-1", "a model")
+    assert not [r for r in fake.requests[sent:] if r[0] == "POST"]
+    check_credentials(HubConfig(repo_id=public, endpoint=endpoint, private=False))
+
+
 def test_a_missing_token_or_an_offline_hub_is_refused_before_the_run(monkeypatch):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     with pytest.raises(HubPushError, match=r"\$HF_TOKEN is empty"):

@@ -162,11 +162,12 @@ def test_a_worse_retrain_is_not_blessed_and_serving_keeps_the_previous_version(s
 
 def test_runs_lists_spans_metrics_blessing_and_pushed_versions(scenario):
     config, _ = scenario
-    listed = subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "pipeline.cli", "runs", "--set", f"pipeline_root={config.pipeline_root}"],
         capture_output=True, text=True, timeout=600, check=True,
-    ).stdout  # fmt: skip
-    lines = listed.strip().splitlines()
+    )  # fmt: skip
+    assert "deprecat" not in (done.stdout + done.stderr).lower(), done.stderr[-2000:]  # nothing above the table
+    lines = done.stdout.strip().splitlines()
     assert lines[0].split()[:3] == ["run", "started", "(UTC)"]
     rows = lines[1:]
     assert len(rows) == 3

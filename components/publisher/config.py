@@ -41,6 +41,19 @@ class HubConfig(ConfigSection):
             raise ValueError(f"'{repo_id}' needs its namespace: <user or org>/{repo_id}")
         return repo_id
 
+    @field_validator("endpoint")
+    @classmethod
+    def _https_unless_loopback(cls, endpoint: str) -> str:
+        """The push sends the write token to the endpoint: in clear over http:// only to this machine."""
+        from urllib.parse import urlsplit
+
+        url = urlsplit(endpoint)
+        if endpoint and url.scheme != "https" and not (url.scheme == "http" and _loopback(url.hostname or "")):
+            raise ValueError(
+                f"'{endpoint}' would receive the Hub token unencrypted: use https:// (http:// only for this machine)"
+            )
+        return endpoint
+
     @field_validator("token_secret")
     @classmethod
     def _a_secret_version(cls, name: str) -> str:
@@ -49,3 +62,12 @@ class HubConfig(ConfigSection):
                 f"'{name}' is not a Secret Manager secret version: projects/<project>/secrets/<name>/versions/<number>"
             )
         return name
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -40,6 +40,27 @@ def check_credentials(hub: HubConfig) -> None:
         raise HubPushError("hub.repo_id is set but HF_HUB_OFFLINE=1 switches huggingface_hub off: unset it")
     with _library_endpoint(hub.endpoint):
         check_write_token(hub, os.environ[hub.token_env])
+        from huggingface_hub import HfApi
+
+        check_visibility(HfApi(endpoint=hub.endpoint or None, token=os.environ[hub.token_env]), hub)
+
+
+def check_visibility(api, hub: HubConfig) -> None:
+    """hub.private promises a private model: an existing public repo would publish it. Refused, before the run and
+    again at the push, rather than the repo's visibility changed behind its owner's back."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    if not hub.private:
+        return
+    try:
+        info = api.model_info(hub.repo_id, revision="main")
+    except HfHubHTTPError:  # no such repo (the push creates it private) or no commit yet: nothing public
+        return
+    if not info.private:
+        raise HubPushError(
+            f"hub.private is true but {hub.repo_id} exists and is public: the push would publish the model. Make the "
+            "repo private on the Hub, or set hub.private false to publish it"
+        )
 
 
 def check_write_token(hub: HubConfig, token: str) -> None:
@@ -121,6 +142,7 @@ def _library_endpoint(endpoint: str):
 
 
 def _push(api, folder: str, hub: HubConfig, run_id: str, commit_message: str) -> HubRevision:
+    check_visibility(api, hub)
     repo_url = api.create_repo(hub.repo_id, private=hub.private, exist_ok=True, repo_type="model")
     tag = run_tag(run_id)
     existing = {ref.name: ref.target_commit for ref in api.list_repo_refs(hub.repo_id).tags}

@@ -329,11 +329,14 @@ def cmd_trigger(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """Past runs from ML Metadata: span, outcome, metrics, blessing, pushed version."""
+    from tensorflow.python.util import deprecation  # TFMA's result reader uses TF's deprecated record iterator
+
     from pipeline.reporting.metadata_reader import summarize_all
     from pipeline.reporting.run_summary import render_runs
 
     config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
-    summaries = summarize_all(config.metadata_sqlite, config.pipeline_name)
+    with deprecation.silence():  # its notice would stand above the table, where it says nothing to the user
+        summaries = summarize_all(config.metadata_sqlite, config.pipeline_name)
     if args.json:
         print(json.dumps([s.to_json() for s in summaries], indent=2))
         return 0

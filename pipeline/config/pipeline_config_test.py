@@ -239,6 +239,9 @@ def test_names_that_reach_job_ids_labels_filters_and_paths_are_checked_at_load(o
         ({"model.name": "hf_" + "a1B2" * 9}, "a Hugging Face token"),
         ({"cloud.labels": {"team": "AKIA" + "ABCDEFGHIJKLMNOP"}}, "an AWS access key"),
         ({"dataset.split_files": {"train": ["gs://b/x.csv?key=AIza" + "x" * 35]}}, "a Google API key"),
+        ({"dataset.name": "https://storage.googleapis.com/b/x.csv?X-Goog-Signature=ab12"}, "a signed URL"),
+        ({"dataset.name": "https://a.blob.core.windows.net/c/x.csv?sv=2024&sig=abc%2Bdef"}, "an Azure SAS token"),
+        ({"dataset.name": "https://data.example.com/x.csv?access_token=opaque123"}, "an access token in a URL"),
     ],
 )
 def test_values_that_look_like_credentials_are_refused_at_load(overrides, kind):
@@ -259,3 +262,11 @@ def test_compile_refuses_a_credential_before_writing_a_spec(tmp_path, capsys):
     assert not output.exists()
     # an option named like a credential but left empty, and other options, are fine
     assert pipeline_config.load_config(overrides={"dataset.builder_options": {"token": "", "split": "train"}})
+
+
+@pytest.mark.parametrize("endpoint", ["http://hub.example.com", "ftp://hub.example.com", "http://10.0.0.5:8080"])
+def test_a_hub_endpoint_that_would_get_the_token_in_clear_is_refused(endpoint):
+    with pytest.raises(pipeline_config.ConfigError, match="would receive the Hub token unencrypted"):
+        pipeline_config.load_config(overrides={"hub.endpoint": endpoint})
+    for fine in ("https://hub.example.com", "http://127.0.0.1:8080", "http://localhost:1", "http://[::1]:2"):
+        assert pipeline_config.load_config(overrides={"hub.endpoint": fine}).hub.endpoint == fine
