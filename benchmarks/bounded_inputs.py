@@ -5,7 +5,9 @@ Two figures, each a ratio of things measured in the same run, beside the fp32 ma
   interleaved repeats: the budget must cost ordinary texts nothing);
 - the corpus' letters as one word without spaces (1.4 MB by default) through the byte-level BPE tokenizer, against
   its first budget's worth of letters (seconds: what a request of it costs a server). Whole, the same word is
-  measured only up to --whole-chars, since its merge rounds grow with its length (minutes at 1.4 MB).
+  measured only up to --whole-chars, since its merge rounds grow with its length (minutes at 1.4 MB);
+- each family's tokenizer on 1.4 MB of spaces, newlines, NBSP and U+3000 beside 1.4 MB of letters: seconds and
+  each call's peak memory.
 """
 
 from __future__ import annotations
@@ -118,6 +120,56 @@ def hostile_word_rows(roberta, letters: str, width: int, whole_chars: int) -> li
     ]
 
 
+WHITESPACE_KINDS = {"spaces": " ", "newlines": "\n", "NBSP": "\u00a0", "U+3000": "\u3000"}
+FAMILY_TOKENIZERS = {  # the tests' tokenizers of each family (tests/model_families.py), trained on the corpus
+    "roberta": "byte-level BPE", "xlm-roberta": "SentencePiece", "deberta-v2": "SentencePiece (DeBERTa-v3)",
+    "albert": "SentencePiece (ALBERT)", "mpnet": "WordPiece",
+}  # fmt: skip
+
+
+def _peak_mib_of(call) -> tuple[float, float]:
+    """(seconds, MiB the process' peak resident memory rose to above its size before) of call(): the peak is reset
+    first (Linux's /proc/self/clear_refs), so each call's own peak is read."""
+    status = Path("/proc/self/status")
+
+    def kib(field: str) -> int:
+        return int(next(line.split()[1] for line in status.read_text().splitlines() if line.startswith(field)))
+
+    Path("/proc/self/clear_refs").write_text("5")
+    before = kib("VmRSS:")
+    started = time.perf_counter()
+    call()
+    return time.perf_counter() - started, (kib("VmHWM:") - before) / 1024
+
+
+def whitespace_rows(letters: str, width: int) -> list[list[str]]:
+    """Each family's tokenizer at `width` on 1.4 MB (as UTF-8) of one whitespace character, beside the same bytes
+    of letters: seconds and the call's peak memory. Whitespace counts against the budget where the family makes
+    tokens of it (byte-level BPE), so no character makes a text cost more than its budget's worth."""
+    import tensorflow as tf
+
+    from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
+    from tests.model_families import write_tokenizer
+
+    rows = []
+    for family, kind in FAMILY_TOKENIZERS.items():
+        directory = Path(tempfile.mkdtemp(prefix=f"bench-{family}-"))
+        write_tokenizer(family, directory)
+        tokenizer = InGraphTokenizer(tokenizer_spec(directory), width)
+        tokenizer(tf.constant(["warm up the ops"]))
+        base_seconds, base_mib = _peak_mib_of(lambda tok=tokenizer: tok(tf.constant([letters])))
+        for name, char in WHITESPACE_KINDS.items():
+            text = char * (len(letters) // len(char.encode()))
+            seconds, mib = _peak_mib_of(lambda t=text, tok=tokenizer: tok(tf.constant([t])))
+            rows.append([
+                f"{kind} at width {width}: {len(text.encode()) / 1e6:.1f} MB of {name} vs of letters (s; peak MiB)",
+                f"{seconds:.2f}; {mib:,.0f}",
+                f"{base_seconds:.2f}; {base_mib:,.0f}",
+                f"{seconds / base_seconds:.2f}x",
+            ])  # fmt: skip
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from components.example_gen.sources import rotten_tomatoes_reviews
@@ -133,14 +185,16 @@ def main(argv: list[str] | None = None) -> int:
     roberta = roberta_tokenizer()
     for width in (int(w) for w in args.widths.split(",")):
         rows.extend(hostile_word_rows(roberta, letters, width, args.whole_chars))
+    rows.extend(whitespace_rows(letters, max(int(w) for w in args.widths.split(","))))
     section = reference.table_section(
         SECTION,
         [
             f"Measured on this machine in {time.monotonic() - started:.0f} s, fp32 matmul peak {peak:.0f} GFLOP/s "
             "measured in the same run. The character budget cuts a text to twice the characters its model's width "
             "can reach before tokenizing; byte-level BPE merges a word of over 256 bytes in pieces (its rounds "
-            "are one per merge). The BPE model is the tests' tiny RoBERTa-style one (the merge rounds, not the "
-            "model, are what is measured)."
+            "are one per merge); whitespace counts against the budget where the family makes tokens of it "
+            "(byte-level BPE). The tokenizers are the tests' of each family, trained on the corpus (the tokenizer, "
+            "not a model, is what is measured); peak MiB is each call's own peak above the process before it."
         ],
         ["what", "measured", "baseline", "ratio"],
         ["---", "---:", "---:", "---:"],
