@@ -270,12 +270,13 @@ def test_roberta_style_positions_start_after_the_padding_id(family_model_dir):
 
 
 def test_the_tokenizer_is_checked_before_the_weights(tmp_path, family_model_dir):
-    """A SentencePiece folder missing both its .model file and its weights is told about the tokenizer file
-    first: the reason a user must fix before anything else can run."""
+    """A SentencePiece folder missing its tokenizer files (tokenizer.json and the .model) and its weights is told
+    about the tokenizer first: the reason a user must fix before anything else can run."""
     copy = shutil.copytree(family_model_dir("xlm-roberta"), tmp_path / "model")
     (copy / "sentencepiece.bpe.model").unlink()
+    (copy / "tokenizer.json").unlink()
     (copy / "model.safetensors").unlink()
-    with pytest.raises(ModelFilesError, match=r"no SentencePiece model file \(sentencepiece\.bpe\.model\)"):
+    with pytest.raises(ModelFilesError, match=r"the tokenizer in .* has no vocabulary file"):
         checked_and_chosen(pipeline_config.load_config(overrides={"model.name": str(copy)}))
 
 

@@ -3,12 +3,13 @@ save_pretrained leaves out the SentencePiece model), read back as the publisher 
 break of them stopped by `hftfx run --check`, before any component runs."""
 
 import os
+from pathlib import Path
 
 import pytest
 
 from models.serving import tokenizer_export
 from models.serving.tokenizer_export import TokenizerExportError, check_round_trip, save_tokenizer
-from models.tokenizers.tokenizer import TokenizerSpec, load_hf_tokenizer
+from models.tokenizers.tokenizer import load_hf_tokenizer
 from tests.model_families import EDGE_CASES, MULTILINGUAL, SENTENCEPIECE_FAMILIES, TOKENIZER_FAMILIES
 
 
@@ -27,14 +28,23 @@ def test_the_sentencepiece_model_is_carried_beside_what_transformers_writes(fami
     assert load_hf_tokenizer(tmp_path / "export").model_max_length == 64
 
 
-def without_folder_files(monkeypatch):
-    """The export as it was before it carried the SentencePiece model: transformers' files alone."""
-    monkeypatch.setattr(TokenizerSpec, "folder_files", property(lambda self: ()))
+def without_vocabulary_files(monkeypatch):
+    """An export that writes the tokenizer's config alone (what a transformers release that stopped writing
+    tokenizer.json, with no .model copied, would leave): nothing to read the vocabulary from."""
+    real = tokenizer_export.save_tokenizer
+
+    def broken(tokenizer_dir, max_seq_length, destination):
+        real(tokenizer_dir, max_seq_length, destination)
+        for path in Path(destination).iterdir():
+            if path.name == "tokenizer.json" or path.suffix == ".model":
+                path.unlink()
+
+    monkeypatch.setattr(tokenizer_export, "save_tokenizer", broken)
 
 
-def test_an_export_that_drops_the_sentencepiece_model_is_refused_by_the_round_trip(family_model_dir, monkeypatch):
-    without_folder_files(monkeypatch)
-    with pytest.raises(TokenizerExportError, match=r"does not read back: .*no SentencePiece model file"):
+def test_an_export_without_its_vocabulary_files_is_refused_by_the_round_trip(family_model_dir, monkeypatch):
+    without_vocabulary_files(monkeypatch)
+    with pytest.raises(TokenizerExportError, match=r"does not read back: .*has no vocabulary file"):
         check_round_trip(family_model_dir("xlm-roberta"), ["a film"], 64)
 
 

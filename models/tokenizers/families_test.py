@@ -99,15 +99,21 @@ def test_layouts_are_the_models_own(family_model_dir):
     assert ("token_type_ids" in funnel) == ("token_type_ids" in hf("a", "b"))
 
 
-def test_the_sentencepiece_model_is_required_beside_tokenizer_json(family_model_dir, tmp_path):
-    import shutil
+def test_a_sentencepiece_bpe_model_is_required_beside_tokenizer_json(tmp_path):
+    """A Unigram tokenizer.json is enough (below); a SentencePiece BPE one (Metaspace, BPE) is not rebuilt: refused
+    without its .model, naming it."""
+    from tokenizers import SentencePieceBPETokenizer
+    from transformers import PreTrainedTokenizerFast
 
     from models.hub.pretrained import ModelFilesError
+    from tests.model_families import training_texts
 
-    copy = shutil.copytree(family_model_dir("xlm-roberta"), tmp_path / "model")
-    (copy / "sentencepiece.bpe.model").unlink()
-    with pytest.raises(ModelFilesError, match=r"no SentencePiece model file \(sentencepiece\.bpe\.model\)"):
-        tokenizer_spec(copy)
+    bpe = SentencePieceBPETokenizer()
+    bpe.train_from_iterator(training_texts()[:2000], vocab_size=500, special_tokens=["<unk>", "<s>", "</s>"])
+    PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>").save_pretrained(tmp_path)
+    assert json.loads((tmp_path / "tokenizer.json").read_text())["model"]["type"] == "BPE"
+    with pytest.raises(ModelFilesError, match=r"no SentencePiece model file .* runs for a BPE model"):
+        tokenizer_spec(tmp_path)
 
 
 def test_a_sentencepiece_folder_without_tokenizer_json_is_converted(texts, family_model_dir, tmp_path):
@@ -233,3 +239,32 @@ def test_windows_are_the_model_tokenizers_own_overflowing_windows(texts, family,
     assert (
         sum(len(w) > 2 for w in expected) > 50 and sum(len(w) > count for w in expected) > 5
     )  # many windows, some cut
+
+
+@pytest.fixture(scope="module", params=["xlm-roberta", "albert", "deberta-v2"])
+def saved_by_transformers_5(request, family_model_dir, tmp_path_factory):
+    """A SentencePiece family's tokenizer as transformers 5 saves it: tokenizer.json and tokenizer_config.json,
+    no .model (every SentencePiece model fine-tuned and saved since transformers 5 arrives so)."""
+    saved = tmp_path_factory.mktemp(f"{request.param}-saved")
+    AutoTokenizer.from_pretrained(family_model_dir(request.param)).save_pretrained(saved)
+    assert not list(saved.glob("*.model"))
+    return request.param, saved, tokenizer_spec(saved), AutoTokenizer.from_pretrained(saved)
+
+
+def test_tokenizer_json_alone_gives_transformers_5s_ids(texts, saved_by_transformers_5):
+    """The Unigram pieces, scores and precompiled charsmap of tokenizer.json rebuilt into the model SentencePiece's
+    op runs: single texts and pairs, id for id (ties as above), and nothing of it for an export to copy."""
+    _, _, spec, _ = saved_by_transformers_5
+    assert spec.family == SENTENCEPIECE and not spec.pieces.in_folder and spec.folder_files == ()
+    _compare(saved_by_transformers_5, texts, 64)
+    firsts, seconds = texts[:1000:2] + MULTILINGUAL, texts[1:1000:2] + MULTILINGUAL[::-1]
+    _compare(saved_by_transformers_5, firsts, 24, pairs=seconds)
+
+
+def test_tokenizer_json_alone_matches_the_model_file_it_was_saved_from(family_model_dir, saved_by_transformers_5):
+    """The rebuilt model segments as the folder's own .model does."""
+    name, _, rebuilt, _ = saved_by_transformers_5
+    original = tokenizer_spec(family_model_dir(name))
+    sample = MULTILINGUAL + EDGE_CASES
+    ours = InGraphTokenizer(rebuilt, 64)(tf.constant(sample))["input_ids"].numpy()
+    np.testing.assert_array_equal(ours, InGraphTokenizer(original, 64)(tf.constant(sample))["input_ids"].numpy())

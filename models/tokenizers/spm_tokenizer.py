@@ -23,7 +23,11 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
+import hashlib
+import os
+import re
 import sys
+import tempfile
 import unicodedata
 from pathlib import Path
 
@@ -49,6 +53,7 @@ class SentencePieceSpec:
     spaces: str  # characters the model's normalization turns into a space
     dropped: str  # characters it removes
     identity: bool = False  # the model's own normalization is off: HF's steps replace it
+    in_folder: bool = True  # the model file is the folder's own (False: written from its tokenizer.json)
 
 
 def _steps(node: dict | None, key: str) -> list[dict]:
@@ -98,7 +103,29 @@ def _unicode_classes(pattern: str) -> str:
 
 
 def read_spec(tokenizer_json: dict, model_path: Path, hf_vocab: dict[str, int], unk_id: int) -> SentencePieceSpec:
-    """The spec from the HF tokenizer's declaration and the SentencePiece model beside it."""
+    """The spec from the HF tokenizer's declaration and the SentencePiece model beside it (or written from it)."""
+    spec = _read_spec(tokenizer_json, model_path, hf_vocab, unk_id)
+    return dataclasses.replace(spec, in_folder=not model_path.is_relative_to(_written_models()))
+
+
+def _written_models() -> Path:
+    return Path(tempfile.gettempdir()) / "hftfx-spm"
+
+
+def written_model_path(tokenizer_json: dict, special_tokens: set[str]) -> Path:
+    """model_from_tokenizer_json's model as a file (the op and its checks read a path), written once under the temp
+    folder and named by its content, as the WordPiece vocab written from tokenizer.json is."""
+    model = model_from_tokenizer_json(tokenizer_json, special_tokens)
+    path = _written_models() / f"{hashlib.sha256(model).hexdigest()[:16]}.model"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = path.with_suffix(f".{os.getpid()}.tmp")
+        staging.write_bytes(model)
+        staging.replace(path)
+    return path
+
+
+def _read_spec(tokenizer_json: dict, model_path: Path, hf_vocab: dict[str, int], unk_id: int) -> SentencePieceSpec:
     import sentencepiece
 
     model_bytes = model_path.read_bytes()
@@ -171,6 +198,43 @@ def _check_metaspace(pre_tokenizer: dict | None) -> bool:
     if step.get("prepend_scheme", "always" if step.get("add_prefix_space", True) else "never") != "always":
         raise UnsupportedTokenizerError(f"Metaspace prepend_scheme {step.get('prepend_scheme')!r}")
     return kinds[0] == "WhitespaceSplit"
+
+
+_BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")
+
+
+def model_from_tokenizer_json(tokenizer_json: dict, special_tokens: set[str]) -> bytes:
+    """The SentencePiece model a Unigram tokenizer.json declares: its pieces and scores in id order, the unknown
+    piece, byte fallback, special tokens as control pieces and the normalizer's precompiled charsmap, with
+    SentencePiece's default whitespace handling (the dummy prefix Metaspace adds, runs of spaces collapsed).
+
+    transformers 5 saves SentencePiece tokenizers as tokenizer.json alone, while tensorflow_text's op runs a
+    ModelProto: it is written from the declaration, as transformers' convert_slow_tokenizer goes the other way.
+    """
+    from sentencepiece import sentencepiece_model_pb2 as spm
+
+    model = tokenizer_json["model"]
+    if model.get("type") != "Unigram":
+        raise UnsupportedTokenizerError(f"a SentencePiece {model.get('type')} model without its .model file")
+    proto = spm.ModelProto()
+    trainer, normalizer = proto.trainer_spec, proto.normalizer_spec
+    trainer.model_type, trainer.vocab_size = spm.TrainerSpec.UNIGRAM, len(model["vocab"])
+    trainer.unk_id, trainer.bos_id, trainer.eos_id, trainer.pad_id = model.get("unk_id") or 0, -1, -1, -1
+    trainer.byte_fallback = bool(model.get("byte_fallback"))
+    for index, (piece, score) in enumerate(model["vocab"]):
+        kind = spm.ModelProto.SentencePiece.NORMAL
+        if index == trainer.unk_id:
+            kind = spm.ModelProto.SentencePiece.UNKNOWN
+        elif piece in special_tokens:
+            kind = spm.ModelProto.SentencePiece.CONTROL
+        elif trainer.byte_fallback and _BYTE_PIECE.fullmatch(piece):
+            kind = spm.ModelProto.SentencePiece.BYTE
+        proto.pieces.add(piece=piece, score=score, type=kind)
+    steps = _steps(tokenizer_json.get("normalizer"), "normalizers")
+    charsmaps = [base64.b64decode(s["precompiled_charsmap"] or "") for s in steps if s["type"] == "Precompiled"]
+    normalizer.name, normalizer.precompiled_charsmap = "tokenizer_json", charsmaps[0] if charsmaps else b""
+    normalizer.add_dummy_prefix = normalizer.remove_extra_whitespaces = normalizer.escape_whitespaces = True
+    return proto.SerializeToString()
 
 
 def _model_proto(model_bytes: bytes):

@@ -63,7 +63,9 @@ class TokenizerSpec:
     def folder_files(self) -> tuple[Path, ...]:
         """Files of the model folder the graph is built from besides tokenizer.json: the SentencePiece model, which
         transformers 5's save_pretrained does not write, so an export of the folder copies it."""
-        return (Path(self.pieces.model_path),) if self.family == SENTENCEPIECE else ()
+        if self.family == SENTENCEPIECE and self.pieces.in_folder:
+            return (Path(self.pieces.model_path),)
+        return ()
 
     @property
     def asset_path(self) -> str | None:
@@ -101,7 +103,7 @@ def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
             pieces = wordpiece.read_spec(declared, model_dir, hf.unk_token)
         elif family == SENTENCEPIECE:
             pieces = spm_tokenizer.read_spec(
-                declared, _sentencepiece_file(hf, model_dir), hf.get_vocab(), hf.unk_token_id
+                declared, _sentencepiece_file(hf, model_dir, declared), hf.get_vocab(), hf.unk_token_id
             )
         else:
             pieces = byte_level_bpe.ByteLevelBPESpec.from_tokenizer_json(declared, hf.unk_token_id)
@@ -171,16 +173,20 @@ def _family(declared: dict, model_dir: Path) -> str:
     )
 
 
-def _sentencepiece_file(hf, model_dir: Path) -> Path:
-    """The SentencePiece model the hub ships beside tokenizer.json (spiece.model, sentencepiece.bpe.model ...)."""
+def _sentencepiece_file(hf, model_dir: Path, declared: dict) -> Path:
+    """The SentencePiece model the hub ships beside tokenizer.json (spiece.model, sentencepiece.bpe.model ...), or,
+    for a folder transformers 5 saved (tokenizer.json alone), the model its Unigram declaration describes."""
     names = [name for name in getattr(hf, "vocab_files_names", {}).values() if name.endswith(".model")]
     found = [model_dir / name for name in names if (model_dir / name).is_file()] or sorted(model_dir.glob("*.model"))
-    if not found:
-        raise FileNotFoundError(
-            f"{model_dir} has no SentencePiece model file ({' or '.join(names) or '*.model'}), which the in-graph "
-            "SentencePiece tokenizer runs; the hub ships it beside tokenizer.json: download it too"
-        )
-    return found[0]
+    if found:
+        return found[0]
+    if declared["model"]["type"] == "Unigram":
+        return spm_tokenizer.written_model_path(declared, set(hf.all_special_tokens))
+    raise FileNotFoundError(
+        f"{model_dir} has no SentencePiece model file ({' or '.join(names) or '*.model'}), which the in-graph "
+        "SentencePiece tokenizer runs for a BPE model (a Unigram one is rebuilt from tokenizer.json); the hub ships "
+        "it beside tokenizer.json: download it too"
+    )
 
 
 def head_and_tail(pieces: tf.RaggedTensor, budget: int, head_share: float) -> tf.RaggedTensor:

@@ -125,15 +125,15 @@ def test_a_compiled_spec_pins_a_hub_model_to_its_commit(tmp_path, tiny_bert_dir,
 
 
 def test_check_stops_a_run_whose_export_would_not_read_back(family_model_dir, tmp_path, monkeypatch):
-    """`hftfx run --check` (check_run, as pipeline/cli/commands.py calls it) fails on it, naming the missing file,
+    """`hftfx run --check` (check_run, as pipeline/cli/commands.py calls it) fails on it, naming what is missing,
     before any component: the run would otherwise train and fail at the publisher."""
     from models.serving.tokenizer_export import TokenizerExportError
-    from models.tokenizers.tokenizer import TokenizerSpec
+    from models.serving.tokenizer_export_test import without_vocabulary_files
     from pipeline.orchestration.local_runner import check_run
     from tests.tiny_model import tiny_overrides
 
-    monkeypatch.setattr(TokenizerSpec, "folder_files", property(lambda self: ()))  # the export before #66
+    without_vocabulary_files(monkeypatch)
     overrides = tiny_overrides(tmp_path, family_model_dir("xlm-roberta"), 32)
-    with pytest.raises(TokenizerExportError, match=r"sentencepiece\.bpe\.model"):
+    with pytest.raises(TokenizerExportError, match=r"does not read back: .*has no vocabulary file"):
         check_run(pipeline_config.load_config(overrides=overrides))
     assert not (tmp_path / "root").exists() or not any((tmp_path / "root").rglob("*.tfrecord*"))
