@@ -66,6 +66,7 @@ def test_check_names_the_path_positions_window_tokenizer_and_recipe(modernbert_d
     assert "512 positions, local attention over 8 tokens in 2 of 4 layers" in out
     assert "cls pooling" in out and "byte-level BPE tokenizer, in-graph" in out
     assert "recipe: " in out
+    assert "memory: a training step of 16 texts at width 32 holds ~" in out
 
 
 def test_a_setting_our_encoder_does_not_compute_is_refused_before_any_component(modernbert_dir, tmp_path):

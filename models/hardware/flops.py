@@ -26,6 +26,7 @@ class EncoderShape:
     embeddings_trained: bool = True
     # matrices of intermediate width per feed-forward: 2 (up, down), 3 with a gated unit (ModernBERT's GeGLU)
     feed_forward_matrices: int = 2
+    vocab: int = 0  # the word embeddings' rows: weights the FLOP count leaves out, and the memory estimate counts
 
     @classmethod
     def from_config(cls, config: Any, embeddings_trained: bool = True) -> EncoderShape:
@@ -46,6 +47,7 @@ class EncoderShape:
             num_labels=first("num_labels"),
             embeddings_trained=embeddings_trained,
             feed_forward_matrices=3 if getattr(config, "model_type", None) == "modernbert" else 2,
+            vocab=int(getattr(config, "vocab_size", 0) or 0),
         )
 
     @property

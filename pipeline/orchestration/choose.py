@@ -132,6 +132,8 @@ class Choices:
             f"start: {self.describe_start()}",
             *([f"tuning: {config.tuning.describe()}"] if config.tuning.enabled else []),
         ]
+        if self.encoder is not None:
+            lines.extend(memory_lines(self))
         if small := self.small_test_split():
             lines.append(f"warning: {small}")
         if (self.windows or self.lengths).cuts_most:
@@ -228,6 +230,26 @@ def lengths_with_cost(chosen: Choices) -> str:
         trained, round((examples or 1000) * scale), chosen.buckets.buckets, chosen.encoder, peak.gflops
     )
     return f"{text}; training ~{seconds:,.0f} s per epoch of {per} on this machine ({peak.gflops:,.0f} GFLOP/s fp32)"
+
+
+def memory_lines(chosen: Choices) -> list[str]:
+    """A training step's memory at the widest batch, and a warning with the batch (or width) that fits where it
+    would not fit this machine (models/hardware/memory.py)."""
+    from models.hardware.memory import FITS_SHARE, GIB, largest_fitting_batch, machine_memory, step_memory
+
+    shape, batch, width = chosen.encoder, chosen.config.training.batch_size, chosen.lengths.width
+    needed, memory = step_memory(shape, batch, width), machine_memory()
+    lines = [f"memory: a training step of {batch} texts at width {width} holds {needed.describe()}"]
+    if needed.total <= FITS_SHARE * memory:
+        return lines
+    fitting = largest_fitting_batch(shape, width, memory)
+    fix = (
+        f"training.batch_size {fitting} fits at this width"
+        if fitting
+        else f"not one text fits at width {width}: lower model.max_seq_length"
+    )
+    lines.append(f"warning: that is more than this machine's {memory / GIB:.0f} GiB can hold: {fix}")
+    return lines
 
 
 def length_options(chosen: Choices) -> str:

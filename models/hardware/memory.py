@@ -1,0 +1,68 @@
+"""What a training step holds in memory, estimated from the model's sizes before anything is built, so `--check`
+says whether the chosen width and batch fit this machine (a run past its memory is killed by the kernel with no word
+from the run, minutes in).
+
+A layer keeps s·b·h·(34 + 5·a·s/h) bytes of activations in 16-bit (Korthikanti et al. 2022, "Reducing Activation
+Recomputation in Large Transformer Models"), twice that in fp32; the attention part (5·a·s² per sequence) is not
+kept where the encoders recompute it (models/encoders/layers.py: past RECOMPUTE_ABOVE_BYTES a layer), but one
+layer's weights still live while it runs (16 bytes a pair). Training holds 16 bytes a parameter (value, gradient,
+AdamW's two moments). Against make bench-encoders' measured peaks (peak RSS of the measuring process): MiniLM at
+width 512, batch 32: 11.3 GiB estimated vs 11.2 measured with attention kept, 7.2 vs 7.4 recomputed; the
+ModernBERT-base shape at 2,048, batch 1: 8.2 vs 7.3; at 512, batch 2: 7.6 vs 5.9; at 8,192, batch 1: 26 GiB, where
+the run was killed at 23 GiB on a 24 GiB machine. It errs high where it errs, as a warning should.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from models.encoders.layers import RECOMPUTE_ABOVE_BYTES
+from models.hardware.flops import EncoderShape
+
+GIB = 2**30
+PROCESS_BASE_BYTES = 3 * GIB  # TensorFlow, TFX and the Trainer's input pipeline around the model's steps
+FITS_SHARE = 0.9  # of the machine's memory a step may take: the kernel, page cache and the rest keep the remainder
+
+
+@dataclasses.dataclass(frozen=True)
+class StepMemory:
+    weights: int  # parameters with their gradients and AdamW's moments
+    activations: int  # what every layer keeps for the backward pass
+    attention: int  # attention weights: every layer's where kept, one layer's where recomputed
+
+    @property
+    def total(self) -> int:
+        return PROCESS_BASE_BYTES + self.weights + self.activations + self.attention
+
+    def describe(self) -> str:
+        parts = (self.weights, self.activations, self.attention)
+        return (
+            f"~{self.total / GIB:.1f} GiB (weights and AdamW {parts[0] / GIB:.1f}, activations {parts[1] / GIB:.1f}, "
+            f"attention {parts[2] / GIB:.1f}, the process {PROCESS_BASE_BYTES / GIB:.1f})"
+        )
+
+
+def step_memory(shape: EncoderShape, batch: int, width: int) -> StepMemory:
+    """A fp32 training step's peak at `batch` texts of `width` tokens."""
+    h, layers, heads = shape.hidden, shape.layers, shape.heads
+    parameters = shape.layer_matrix_weights + shape.vocab * h
+    activations = 2 * layers * width * batch * h * 34
+    one_layer_attention = 16 * batch * heads * width * width
+    kept = one_layer_attention <= RECOMPUTE_ABOVE_BYTES
+    attention = layers * 2 * 5 * heads * width * width * batch if kept else one_layer_attention
+    return StepMemory(16 * parameters, activations, attention)
+
+
+def machine_memory() -> int:
+    """This machine's memory in bytes (Linux's MemTotal)."""
+    line = next(x for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemTotal:"))
+    return int(line.split()[1]) * 1024
+
+
+def largest_fitting_batch(shape: EncoderShape, width: int, memory: int) -> int:
+    """The largest batch whose step fits FITS_SHARE of `memory` at `width` (0: not even one text)."""
+    batch = 0
+    while batch < 4096 and step_memory(shape, batch + 1, width).total <= FITS_SHARE * memory:
+        batch += 1
+    return batch
