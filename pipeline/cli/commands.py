@@ -278,6 +278,8 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     from pipeline.retraining import local_trigger
 
     overrides = overrides_from_flags(args)
+    if args.action == "forget-span":
+        return _forget_span(args, overrides)
     if args.cloud:
         from pipeline.retraining.vertex import cloud_trigger
 
@@ -286,8 +288,6 @@ def cmd_trigger(args: argparse.Namespace) -> int:
         config_path = args.config or "configs/vertex-retraining.yaml"
         config = pipeline_config.load_config(config_path, overrides)
         credentials, clients = _cloud_context(args, config)
-        if args.action == "forget-span":
-            return _forget_span(config, clients, args.span)
         result = cloud_trigger(
             config,
             _template(args, config_path),
@@ -300,10 +300,6 @@ def cmd_trigger(args: argparse.Namespace) -> int:
         for line in result.lines(show_request=args.dry_run and args.action == "run"):
             print(line)
         return 0
-    if args.action == "forget-span":
-        raise pipeline_config.ConfigError(
-            "forget-span undoes a storage event's span on Vertex (--cloud); local runs are not started by events"
-        )
     config = pipeline_config.load_config(args.config, overrides)
     if args.action == "check":
         for line in local_trigger.check(config, measure_drift=args.drift, span=args.span).lines():
@@ -389,12 +385,19 @@ def _assignments(assignments: list[str] | None, flag: str, parse=str) -> dict:
     return values
 
 
-def _forget_span(config, clients, span: int | None) -> int:
+def _forget_span(args: argparse.Namespace, overrides: dict) -> int:
+    """`hftfx trigger forget-span --cloud --span N`: span N's runs cancelled and their records deleted on Vertex."""
     from pipeline.retraining.vertex import forget_span
 
-    if span is None:
+    if not args.cloud:
+        raise pipeline_config.ConfigError(
+            "forget-span undoes a storage event's span on Vertex (--cloud); local runs are not started by events"
+        )
+    if args.span is None:
         raise pipeline_config.ConfigError("forget-span needs --span N: the span whose runs to forget")
-    for line in forget_span(config, clients, span):
+    config = pipeline_config.load_config(args.config or "configs/vertex-retraining.yaml", overrides)
+    _, clients = _cloud_context(args, config)
+    for line in forget_span(config, clients, args.span):
         print(line)
     return 0
 

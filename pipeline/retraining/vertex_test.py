@@ -140,3 +140,10 @@ def test_schedule_with_its_defaults_sends_the_spec_compiled_from_its_profile(cap
         submit.check_template(ROOT / "pipeline.yaml", pipeline_config.load_config(PROFILE))
     with pytest.raises(pipeline_config.ConfigError, match=r"no compiled spec is committed for my\.yaml"):
         default_template("my.yaml")
+
+
+def test_forget_span_needs_the_cloud_and_a_span(capsys):
+    assert cli.main(["trigger", "forget-span", "--span", "7"]) == 2
+    assert "forget-span undoes a storage event's span on Vertex (--cloud)" in capsys.readouterr().err
+    assert cli.main(["trigger", "forget-span", "--cloud"]) == 2
+    assert "forget-span needs --span N" in capsys.readouterr().err
