@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from models.encoders import classifier
+from models.encoders import classifier, long_attention
 from tests import torch_reference_env as reference
 from tests.float_bounds import FLOAT32_UNIT_ROUNDOFF
 
@@ -54,9 +54,14 @@ def batch_for(config: dict, pairs: bool) -> dict:
     return batch
 
 
+@pytest.mark.parametrize("pieces", [False, True], ids=["whole", "in-pieces"])
 @pytest.mark.parametrize("pairs", [False, True], ids=["single", "pairs"])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_logits_match_transformers_5(checkpoints, expected_logits, family, pairs):
+def test_logits_match_transformers_5(checkpoints, expected_logits, family, pairs, pieces, monkeypatch):
+    """`pieces`: attention in pieces of 16 queries (what widths past QUERY_CHUNK run: models/encoders/
+    long_attention.py), ModernBERT's local layers reading their band only."""
+    if pieces:
+        monkeypatch.setattr(long_attention, "QUERY_CHUNK", 16)
     directory = checkpoints[family]
     config = json.loads((directory / "config.json").read_text())
     batch = batch_for(config, pairs)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 import tensorflow as tf
 import tf_keras
 
+from models.encoders import long_attention
 from models.errors import UserError
 
 
@@ -149,11 +150,26 @@ def keeps_too_much(query: tf.Tensor) -> bool:
 
 @in_attention_scope
 def scaled_dot_attention(
-    query: tf.Tensor, key: tf.Tensor, value: tf.Tensor, bias: tf.Tensor, dropout: tf_keras.layers.Dropout, training
+    query: tf.Tensor,
+    key: tf.Tensor,
+    value: tf.Tensor,
+    bias: tf.Tensor,
+    dropout: tf_keras.layers.Dropout,
+    training,
+    half_window: int | None = None,
 ) -> tf.Tensor:
     """softmax(q k^T / sqrt(d) + bias) v over [B, H, T, D]; scores and softmax in float32 under mixed precision,
-    as transformers computes them. A training step whose weights would take more than RECOMPUTE_ABOVE_BYTES keeps
-    only q, k, v and the bias for the backward pass (recomputed_attention); otherwise Keras' dropout and autodiff."""
+    as transformers computes them; `half_window`: local attention, a query seeing keys at most that far away.
+    Over QUERY_CHUNK tokens (a static width) it runs in pieces of queries and no [T, T] tensor exists
+    (long_attention.py). Otherwise a training step whose weights would take more than RECOMPUTE_ABOVE_BYTES keeps
+    only q, k, v and the bias for the backward pass (recomputed_attention); else Keras' dropout and autodiff."""
+    width = query.shape[2]
+    if width is not None and width > long_attention.QUERY_CHUNK:
+        rate = float(dropout.rate) if training else 0.0
+        seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32)  # the same masks forward and backward
+        return long_attention.chunked_attention(query, key, value, bias, half_window, seed, rate)
+    if half_window is not None:
+        bias = bias + attention_bias(window_mask(tf.shape(query)[2], half_window))
     if training and keeps_too_much(query):
         seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32)  # the same mask forward and backward
         return recomputed_attention(query, key, value, bias, seed, float(dropout.rate))

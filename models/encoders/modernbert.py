@@ -32,7 +32,6 @@ from models.encoders.layers import (
     padding_mask,
     scaled_dot_attention,
     split_heads,
-    window_mask,
 )
 
 FULL, SLIDING = "full_attention", "sliding_attention"
@@ -145,7 +144,8 @@ class Block(tf_keras.layers.Layer):
         q, k, v = tf.split(self.wqkv(normed), 3, axis=-1)
         q, k, v = (split_heads(t, heads) for t in (q, k, v))
         q, k = rotate(q, *rotary), rotate(k, *rotary)
-        attended = merge_heads(scaled_dot_attention(q, k, v, bias, self.attention_dropout, training))
+        half_window = self.sizes.half_window if self.kind == SLIDING else None
+        attended = merge_heads(scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, half_window))
         x = x + self.out_dropout(self.wo(attended), training=training)
         inner, gate = tf.split(self.wi(self.mlp_norm(x)), 2, axis=-1)
         return x + self.mlp_wo(self.mlp_dropout(self.act(inner) * gate, training=training))
@@ -176,14 +176,11 @@ class Encoder(tf_keras.layers.Layer):
         x = self.embedding_dropout(self.embedding_norm(self.words(input_ids)), training=training)
         width = tf.shape(input_ids)[1]
         allowed = padding_mask(inputs["attention_mask"])
-        biases = {
-            FULL: attention_bias(allowed),
-            SLIDING: attention_bias(allowed & window_mask(width, sizes.half_window)),
-        }
+        bias = attention_bias(allowed)  # local layers add their band where they attend (layers.scaled_dot_attention)
         head_dim = sizes.hidden // sizes.heads
         rotary = {kind: rotary_tables(width, head_dim, sizes.thetas[kind]) for kind in set(sizes.layer_types)}
         for block in self.blocks:
-            x = block(x, biases[block.kind], rotary[block.kind], training=training)
+            x = block(x, bias, rotary[block.kind], training=training)
         return self.final_norm(x)
 
     def input_embeddings(self) -> tf_keras.layers.Layer:

@@ -5,11 +5,12 @@ from the run, minutes in).
 A layer keeps s·b·h·(34 + 5·a·s/h) bytes of activations in 16-bit (Korthikanti et al. 2022, "Reducing Activation
 Recomputation in Large Transformer Models"), twice that in fp32; the attention part (5·a·s² per sequence) is not
 kept where the encoders recompute it (models/encoders/layers.py: past RECOMPUTE_ABOVE_BYTES a layer), but one
-layer's weights still live while it runs (16 bytes a pair). Training holds 16 bytes a parameter (value, gradient,
+layer's weights still live while it runs (16 bytes a pair), and past QUERY_CHUNK tokens only one piece of queries'
+weights (models/encoders/long_attention.py). Training holds 16 bytes a parameter (value, gradient,
 AdamW's two moments). Against make bench-encoders' measured peaks (peak RSS of the measuring process): MiniLM at
 width 512, batch 32: 11.3 GiB estimated vs 11.2 measured with attention kept, 7.2 vs 7.4 recomputed; the
-ModernBERT-base shape at 2,048, batch 1: 8.2 vs 7.3; at 512, batch 2: 7.6 vs 5.9; at 8,192, batch 1: 26 GiB, where
-the run was killed at 23 GiB on a 24 GiB machine. It errs high where it errs, as a warning should.
+ModernBERT-base shape at 2,048, batch 1: 8.2 vs 7.3 (measured before attention ran in pieces there); at 512, batch 2:
+7.6 vs 5.9. It errs high where it errs, as a warning should.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from models.encoders import long_attention
 from models.encoders.layers import RECOMPUTE_ABOVE_BYTES
 from models.hardware.flops import EncoderShape
 
@@ -48,6 +50,8 @@ def step_memory(shape: EncoderShape, batch: int, width: int) -> StepMemory:
     h, layers, heads = shape.hidden, shape.layers, shape.heads
     parameters = shape.layer_matrix_weights + shape.vocab * h
     activations = 2 * layers * width * batch * h * 34
+    if width > long_attention.QUERY_CHUNK:  # in pieces of queries: one piece's weights at a time
+        return StepMemory(16 * parameters, activations, 16 * batch * heads * long_attention.QUERY_CHUNK * width)
     one_layer_attention = 16 * batch * heads * width * width
     kept = one_layer_attention <= RECOMPUTE_ABOVE_BYTES
     attention = layers * 2 * 5 * heads * width * width * batch if kept else one_layer_attention

@@ -21,10 +21,13 @@ def test_the_estimate_is_within_a_third_above_the_measured_peaks(shape, batch, w
     assert measured_gib * 0.9 <= estimated <= measured_gib * 1.35, estimated
 
 
-def test_modernbert_base_at_8192_does_not_fit_24_gib_and_the_fix_is_named():
-    """The run the kernel killed at 23 GiB: the estimate says so before it starts; a 2,048 width fits."""
+def test_attention_in_pieces_brings_modernbert_base_at_8192_within_24_gib():
+    """The run the kernel killed at 23 GiB while attention was a mask over [T, T] scores (~26 GiB estimated then):
+    in pieces of queries one piece's weights live at a time; a batch of several such documents still does not fit,
+    and the fix is named."""
     machine = 24 * GIB
-    assert step_memory(MODERNBERT_BASE, 1, 8192).total > FITS_SHARE * machine
-    assert largest_fitting_batch(MODERNBERT_BASE, 8192, machine) == 0
-    assert largest_fitting_batch(MODERNBERT_BASE, 2048, machine) >= 1
-    assert "attention" in step_memory(MODERNBERT_BASE, 1, 8192).describe()
+    at_8192 = step_memory(MODERNBERT_BASE, 1, 8192)
+    assert at_8192.attention < GIB and at_8192.total <= FITS_SHARE * machine
+    assert 1 <= largest_fitting_batch(MODERNBERT_BASE, 8192, machine) < 4
+    assert step_memory(MODERNBERT_BASE, 8, 8192).total > FITS_SHARE * machine
+    assert "attention" in at_8192.describe()

@@ -1,0 +1,111 @@
+"""Attention over long widths in pieces of queries, so no [T, T] tensor ever exists, forward or backward.
+
+Each piece of QUERY_CHUNK queries attends to its keys: all of them for global attention, only those within the
+window for local (sliding-window) attention, whose band is computed from positions rather than read from a [T, T]
+mask. Softmax runs over a query's keys whole, so the numbers are full attention's. The backward pass recomputes each
+piece's weights once its gradient arrives (the same dropout mask: stateless, seeded per piece), so training keeps
+q, k, v and the bias, O(T) per layer; FLOPs are O(T^2) for global layers and O(T x window) for local ones.
+Hand-written because neither TensorFlow nor tf_keras has a memory-efficient attention for CPUs (TF's flash
+attention kernels are GPU-only), and tf.recompute_grad would draw other dropout masks on recomputation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import tensorflow as tf
+
+QUERY_CHUNK = 512  # queries a piece: [B, H, 512, T] float32 weights, 192 MiB at ModernBERT-base's 12 heads and 8,192
+_MASKED = -1e9  # what attention_bias adds where a key is not allowed (models/encoders/layers.py)
+
+
+def chunks(width: int, chunk: int, half_window: int | None) -> list[tuple[int, int, int, int]]:
+    """(query start, query end, key start, key end) of each piece: every key, or those a window away at most."""
+    pieces = []
+    for start in range(0, width, chunk):
+        end = min(width, start + chunk)
+        keys = (0, width) if half_window is None else (max(0, start - half_window), min(width, end + half_window))
+        pieces.append((start, end, *keys))
+    return pieces
+
+
+def _piece_bias(bias: tf.Tensor, piece: tuple[int, int, int, int], half_window: int | None) -> tf.Tensor:
+    """The bias of a piece's query rows and key columns, plus its band where the attention is local."""
+    start, end, key_start, key_end = piece
+    rows = bias if bias.shape[2] == 1 else bias[:, :, start:end]
+    sliced = rows[..., key_start:key_end]
+    if half_window is None:
+        return sliced
+    distance = tf.abs(tf.range(start, end)[:, tf.newaxis] - tf.range(key_start, key_end)[tf.newaxis, :])
+    return sliced + tf.where(distance <= half_window, 0.0, _MASKED)[tf.newaxis, tf.newaxis]
+
+
+def chunked_attention(
+    query: tf.Tensor,
+    key: tf.Tensor,
+    value: tf.Tensor,
+    bias: tf.Tensor,
+    half_window: int | None = None,
+    seed: tf.Tensor | None = None,
+    rate: float = 0.0,
+    chunk: int | None = None,
+) -> tf.Tensor:
+    """softmax(q k^T / sqrt(d) + bias [+ band]) v over [B, H, T, D] with a static T, in pieces of `chunk` queries;
+    `bias` is [B|1, H|1, T|1, T] float32; `rate` > 0 drops weights with a stateless mask from `seed`."""
+    width = query.shape[2]
+    pieces = chunks(width, chunk or QUERY_CHUNK, half_window)
+    scale = 1.0 / math.sqrt(query.shape[-1])
+
+    def forward(q, k, v, b, index):
+        start, end, key_start, key_end = pieces[index]
+        scores = tf.cast(tf.matmul(q[:, :, start:end], k[:, :, key_start:key_end], transpose_b=True), tf.float32)
+        probabilities = tf.nn.softmax(scores * scale + _piece_bias(b, pieces[index], half_window), axis=-1)
+        keep = None
+        if rate > 0:
+            keep = tf.random.stateless_uniform(tf.shape(probabilities), seed + tf.constant([0, index])) >= rate
+        weights = probabilities if keep is None else tf.where(keep, probabilities / (1 - rate), 0.0)
+        return probabilities, keep, tf.cast(weights, v.dtype)
+
+    @tf.custom_gradient
+    def attend(q, k, v, b):
+        outputs = []
+        for index, (_, _, key_start, key_end) in enumerate(pieces):
+            outputs.append(tf.matmul(forward(q, k, v, b, index)[2], v[:, :, key_start:key_end]))
+
+        def backward(upstream):
+            return _backward(q, k, v, b, upstream, pieces, forward, scale, rate)
+
+        return tf.concat(outputs, axis=2), backward
+
+    return attend(query, key, value, bias)
+
+
+def _backward(q, k, v, b, upstream, pieces, forward, scale, rate):
+    """Each piece's weights recomputed once the gradient arrives; d_q by piece, d_k and d_v summed over pieces."""
+    width = q.shape[2]
+    d_q, d_k, d_v, d_b = [], tf.zeros_like(k), tf.zeros_like(v), []
+    for index, (start, end, key_start, key_end) in enumerate(pieces):
+        up = upstream[:, :, start:end]
+        with tf.control_dependencies([up]):  # not before this layer's gradient exists (see layers.py)
+            probabilities, keep, weights = forward(tf.identity(q), tf.identity(k), v, b, index)
+        keys, values = k[:, :, key_start:key_end], v[:, :, key_start:key_end]
+        d_weights = tf.cast(tf.matmul(up, values, transpose_b=True), tf.float32)
+        if keep is not None:
+            d_weights = tf.where(keep, d_weights / (1 - rate), 0.0)
+        d_scores = probabilities * (d_weights - tf.reduce_sum(d_weights * probabilities, axis=-1, keepdims=True))
+        d_q.append(tf.matmul(tf.cast(d_scores * scale, q.dtype), keys))
+        around = [[0, 0], [0, 0], [key_start, width - key_end], [0, 0]]
+        d_k += tf.pad(tf.matmul(tf.cast(d_scores * scale, k.dtype), q[:, :, start:end], transpose_a=True), around)
+        d_v += tf.pad(tf.matmul(weights, up, transpose_a=True), around)
+        d_b.append(_bias_gradient_of_piece(d_scores, b, key_start, width - key_end))
+    rows_broadcast = b.shape[2] == 1
+    d_bias = tf.add_n(d_b) if rows_broadcast else tf.concat(d_b, axis=2)
+    return tf.concat(d_q, axis=2), d_k, d_v, tf.reshape(d_bias, tf.shape(b))
+
+
+def _bias_gradient_of_piece(d_scores: tf.Tensor, bias: tf.Tensor, before: int, after: int) -> tf.Tensor:
+    """A piece's part of the bias' gradient: its scores' gradient summed where the bias broadcasts (batch, heads,
+    query rows), placed at its key columns. Summed first, so a [B, 1, 1, T] padding bias never costs [B, H, T, T]."""
+    axes = [i for i in range(3) if bias.shape[i] == 1]
+    summed = tf.reduce_sum(d_scores, axis=axes, keepdims=True) if axes else d_scores
+    return tf.pad(summed, [[0, 0], [0, 0], [0, 0], [before, after]])

@@ -1,0 +1,83 @@
+"""Attention in pieces of queries against the full [T, T] computation: the same outputs and the same gradients
+(q, k, v and a trainable bias), global and local (banded), with padding; the local pieces read only their band."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from models.encoders import long_attention
+from models.encoders.layers import attention_bias, padding_mask, window_mask
+
+B, H, T, D = 2, 3, 40, 8
+LENGTHS = [T, 27]
+# The real tokens' rows: a padding query's row is all masked (near its band's end, every key it may see is padding),
+# and what it attends to there reaches no real token's output, as in transformers.
+REAL = tf.sequence_mask(LENGTHS, T, dtype=tf.float32)[:, tf.newaxis, :, tf.newaxis]
+
+
+def _inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    q, k, v = (tf.constant(rng.normal(size=(B, H, T, D)), tf.float32) for _ in range(3))
+    mask = tf.sequence_mask(LENGTHS, T, dtype=tf.int32)
+    return q, k, v, attention_bias(padding_mask(mask))
+
+
+def _full(q, k, v, bias, half_window):
+    if half_window is not None:
+        bias = bias + attention_bias(window_mask(T, half_window))
+    weights = tf.nn.softmax(tf.matmul(q, k, transpose_b=True) / np.sqrt(D) + bias, axis=-1)
+    return tf.matmul(weights, v)
+
+
+def _with_gradients(function, q, k, v, bias):
+    with tf.GradientTape() as tape:
+        tape.watch([q, k, v, bias])
+        out = function(q, k, v, bias) * REAL
+        loss = tf.reduce_sum(out * out)
+    return out, tape.gradient(loss, [q, k, v, bias])
+
+
+@pytest.mark.parametrize("half_window", [None, 4])
+@pytest.mark.parametrize("chunk", [7, 16, 40])
+def test_pieces_of_queries_give_full_attentions_numbers_and_gradients(half_window, chunk):
+    q, k, v, bias = _inputs()
+    relative = tf.constant(np.random.default_rng(1).normal(size=(1, H, T, T)), tf.float32)  # MPNet's kind of bias
+
+    def chunked(q, k, v, b):
+        return long_attention.chunked_attention(q, k, v, b, half_window, chunk=chunk)
+
+    def full(q, k, v, b):
+        return _full(q, k, v, b, half_window)
+
+    for b in (bias, bias + relative):
+        ours, our_grads = _with_gradients(chunked, q, k, v, b)
+        theirs, their_grads = _with_gradients(full, q, k, v, b)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=0, atol=2e-6)
+        for mine, want in zip(our_grads, their_grads, strict=True):
+            np.testing.assert_allclose(tf.reshape(mine, want.shape).numpy(), want.numpy(), rtol=0, atol=5e-5)
+
+
+def test_local_pieces_read_only_their_band_of_keys():
+    assert long_attention.chunks(40, 16, None) == [(0, 16, 0, 40), (16, 32, 0, 40), (32, 40, 0, 40)]
+    assert long_attention.chunks(40, 16, 4) == [(0, 16, 0, 20), (16, 32, 12, 36), (32, 40, 28, 40)]
+
+
+def test_dropout_masks_are_the_same_forward_and_backward():
+    """With dropout, the gradient is the one of the function the forward pass computed: checked against a
+    finite difference along a random direction."""
+    q, k, v, bias = _inputs(2)
+    seed = tf.constant([3, 5])
+
+    def attend(q):
+        return long_attention.chunked_attention(q, k, v, bias, None, seed, rate=0.3, chunk=16)
+
+    with tf.GradientTape() as tape:
+        tape.watch(q)
+        loss = tf.reduce_sum(attend(q) ** 2)
+    gradient = tape.gradient(loss, q)
+    direction = tf.constant(np.random.default_rng(4).normal(size=q.shape), tf.float32)
+    step = 1e-2
+    numeric = (tf.reduce_sum(attend(q + step * direction) ** 2) - tf.reduce_sum(attend(q - step * direction) ** 2)) / (
+        2 * step
+    )
+    assert float(tf.reduce_sum(gradient * direction)) == pytest.approx(float(numeric), rel=2e-2)
