@@ -7,15 +7,14 @@ long pages want.
   recomputed in the backward pass (models/encoders/layers.py) against kept, and its cost in step time.
 - ModernBERT-base's shape (22 layers, hidden 768, GeGLU 1152, local window 128, random weights: no pretrained one is
   reachable here), one training step at each width, in a fresh process per width: seconds per step, share of the
-  peak, and the process's peak memory. A width whose attention scores alone would not fit in this machine's memory
-  is reported as such, not run.
+  peak, and the process's peak memory. A width whose step would not fit this machine's memory (the estimate
+  `--check` prints: models/hardware/memory.py) is reported as such, not run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -140,22 +139,21 @@ def _memory_rows(width: int, batch: int) -> list[list[str]]:
     ]  # fmt: skip
 
 
-def _attention_gib(width: int, batch: int) -> float:
-    """What a training step keeps of the attention scores alone: float32 scores and softmax weights per layer and
-    head (a mask over full attention, local layers included), for the backward pass."""
-    config = MODERNBERT_BASE
-    return 2 * 4 * batch * config["num_hidden_layers"] * config["num_attention_heads"] * width * width / 2**30
-
-
 def _modernbert_rows(widths: list[int], steps: int, peak) -> list[list[str]]:
+    from types import SimpleNamespace
+
+    from models.hardware.flops import EncoderShape
+    from models.hardware.memory import FITS_SHARE, GIB, machine_memory, step_memory
+
     rows = []
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    memory = machine_memory()
+    shape = EncoderShape.from_config(SimpleNamespace(**MODERNBERT_BASE, num_labels=2))
     for width in widths:
         batch = max(1, 1024 // width)
-        need = _attention_gib(width, batch)
+        need = step_memory(shape, batch, width).total
         name = f"ModernBERT-base shape, width {width:,}, batch {batch}: s/step; model GFLOP/s; peak GiB"
-        if need > 0.8 * memory:
-            rows.append([name, f"not run: attention scores alone {need:,.0f} GiB", f"{memory:.0f} GiB memory", "-"])
+        if need > FITS_SHARE * memory:
+            rows.append([name, f"not run: a step needs ~{need / GIB:,.0f} GiB", f"{memory / GIB:.0f} GiB memory", "-"])
             continue
         done = subprocess.run(
             [sys.executable, "-m", "benchmarks.encoders", "--one-width", str(width), str(batch), str(steps)],
