@@ -68,9 +68,15 @@ def chunked_attention(
 
     @tf.custom_gradient
     def attend(q, k, v, b):
+        # The forward pass from stopped inputs: an enclosing GradientTape records every op of a custom gradient's
+        # function (and holds its tensors for the backward pass it will not run) unless its inputs are stopped.
+        q_, k_, v_, b_ = (tf.stop_gradient(t) for t in (q, k, v, b))
         outputs = []
         for index, (_, _, key_start, key_end) in enumerate(pieces):
-            outputs.append(tf.matmul(forward(q, k, v, b, index)[2], v[:, :, key_start:key_end]))
+            # One piece after the other: independent ops, TensorFlow's executor would run them side by side and hold
+            # every piece's weights at once, the [T, T] this avoids.
+            with tf.control_dependencies(outputs[-1:]):
+                outputs.append(tf.matmul(forward(q_, k_, v_, b_, index)[2], v_[:, :, key_start:key_end]))
 
         def backward(upstream):
             return _backward(q, k, v, b, upstream, pieces, forward, scale, rate)
@@ -86,8 +92,12 @@ def _backward(q, k, v, b, upstream, pieces, forward, scale, rate):
     d_q, d_k, d_v, d_b = [], tf.zeros_like(k), tf.zeros_like(v), []
     for index, (start, end, key_start, key_end) in enumerate(pieces):
         up = upstream[:, :, start:end]
-        with tf.control_dependencies([up]):  # not before this layer's gradient exists (see layers.py)
-            probabilities, keep, weights = forward(tf.identity(q), tf.identity(k), v, b, index)
+        # Not before this layer's gradient exists (see layers.py), and only once every use of the piece before is
+        # done (its d_q, and its parts of d_k, d_v and the bias' gradient): the executor would otherwise run ahead
+        # along d_q and hold every piece's weights and score gradients for the later uses.
+        done_before = [d_q[-1], d_k, d_v, d_b[-1]] if d_q else []
+        with tf.control_dependencies([up, *done_before]):
+            probabilities, keep, weights = forward(tf.identity(q), tf.identity(k), tf.identity(v), b, index)
         keys, values = k[:, :, key_start:key_end], v[:, :, key_start:key_end]
         d_weights = tf.cast(tf.matmul(up, values, transpose_b=True), tf.float32)
         if keep is not None:

@@ -7,10 +7,10 @@ Recomputation in Large Transformer Models"), twice that in fp32; the attention p
 kept where the encoders recompute it (models/encoders/layers.py: past RECOMPUTE_ABOVE_BYTES a layer), but one
 layer's weights still live while it runs (16 bytes a pair), and past QUERY_CHUNK tokens only one piece of queries'
 weights (models/encoders/long_attention.py). Training holds 16 bytes a parameter (value, gradient,
-AdamW's two moments). Against make bench-encoders' measured peaks (peak RSS of the measuring process): MiniLM at
-width 512, batch 32: 11.3 GiB estimated vs 11.2 measured with attention kept, 7.2 vs 7.4 recomputed; the
-ModernBERT-base shape at 2,048, batch 1: 8.2 vs 7.3 (measured before attention ran in pieces there); at 512, batch 2:
-7.6 vs 5.9. It errs high where it errs, as a warning should.
+AdamW's two moments), calibrated by ACTIVATION_FACTOR and PIECES_ALIVE below. Against measured peaks (peak RSS of
+the measuring process): MiniLM at width 512, batch 32: ~9.6 GiB estimated vs 7.4 measured (attention recomputed);
+the ModernBERT-base shape at 512, batch 2: ~8.7 vs 5.9; at 8,192, batch 1: ~25 vs killed past 21.5 on a 24 GiB
+machine. It errs high where it errs, as a warning should.
 """
 
 from __future__ import annotations
@@ -25,6 +25,11 @@ from models.hardware.flops import EncoderShape
 GIB = 2**30
 PROCESS_BASE_BYTES = 3 * GIB  # TensorFlow, TFX and the Trainer's input pipeline around the model's steps
 FITS_SHARE = 0.9  # of the machine's memory a step may take: the kernel, page cache and the rest keep the remainder
+# Measured against the formula: our layers keep 1.5-2x Korthikanti's count (dropout masks and float32 copies of Keras'
+# layers; the ModernBERT-base shape at 8,192 tokens kept 0.6 GiB a layer over its first seven), and training past
+# QUERY_CHUNK holds about three pieces' weights and gradients at once (the backward pass' recomputation, d_k and d_v)
+# on two cores. The high end: that shape's 22 layers at 8,192, batch 1, were killed at 21.5 GiB in fit.
+ACTIVATION_FACTOR, PIECES_ALIVE = 2.0, 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,13 +54,14 @@ def step_memory(shape: EncoderShape, batch: int, width: int) -> StepMemory:
     """A fp32 training step's peak at `batch` texts of `width` tokens."""
     h, layers, heads = shape.hidden, shape.layers, shape.heads
     parameters = shape.layer_matrix_weights + shape.vocab * h
-    activations = 2 * layers * width * batch * h * 34
-    if width > long_attention.QUERY_CHUNK:  # in pieces of queries: one piece's weights at a time
-        return StepMemory(16 * parameters, activations, 16 * batch * heads * long_attention.QUERY_CHUNK * width)
+    activations = ACTIVATION_FACTOR * 2 * layers * width * batch * h * 34
+    if width > long_attention.QUERY_CHUNK:  # in pieces of queries: a few pieces' weights and gradients at a time
+        pieces = PIECES_ALIVE * 16 * batch * heads * long_attention.QUERY_CHUNK * width
+        return StepMemory(16 * parameters, int(activations), pieces)
     one_layer_attention = 16 * batch * heads * width * width
     kept = one_layer_attention <= RECOMPUTE_ABOVE_BYTES
     attention = layers * 2 * 5 * heads * width * width * batch if kept else one_layer_attention
-    return StepMemory(16 * parameters, activations, attention)
+    return StepMemory(16 * parameters, int(activations), attention)
 
 
 def machine_memory() -> int:

@@ -16,18 +16,17 @@ MODERNBERT_BASE = EncoderShape(
     ("shape", "batch", "width", "measured_gib"),
     [(MINILM, 32, 512, 7.4), (MODERNBERT_BASE, 1, 2048, 7.3), (MODERNBERT_BASE, 2, 512, 5.9)],
 )
-def test_the_estimate_is_within_a_third_above_the_measured_peaks(shape, batch, width, measured_gib):
+def test_the_estimate_errs_high_by_at_most_a_half(shape, batch, width, measured_gib):
+    """Measured before attention ran in pieces past 512 tokens (the 2,048 row): the estimate counts pieces now."""
     estimated = step_memory(shape, batch, width).total / GIB
-    assert measured_gib * 0.9 <= estimated <= measured_gib * 1.35, estimated
+    assert measured_gib * 0.95 <= estimated <= measured_gib * 1.5, estimated
 
 
-def test_attention_in_pieces_brings_modernbert_base_at_8192_within_24_gib():
-    """The run the kernel killed at 23 GiB while attention was a mask over [T, T] scores (~26 GiB estimated then):
-    in pieces of queries one piece's weights live at a time; a batch of several such documents still does not fit,
-    and the fix is named."""
+def test_modernbert_base_at_8192_does_not_fit_24_gib_and_the_fix_is_named():
+    """The 22-layer step at 8,192 tokens was killed past 21.5 GiB (in pieces of queries; at 23 GiB before, with
+    attention a mask over [T, T] scores): said before the run, with the width that fits."""
     machine = 24 * GIB
-    at_8192 = step_memory(MODERNBERT_BASE, 1, 8192)
-    assert at_8192.attention < GIB and at_8192.total <= FITS_SHARE * machine
-    assert 1 <= largest_fitting_batch(MODERNBERT_BASE, 8192, machine) < 4
-    assert step_memory(MODERNBERT_BASE, 8, 8192).total > FITS_SHARE * machine
-    assert "attention" in at_8192.describe()
+    assert step_memory(MODERNBERT_BASE, 1, 8192).total > FITS_SHARE * machine
+    assert largest_fitting_batch(MODERNBERT_BASE, 8192, machine) == 0
+    assert largest_fitting_batch(MODERNBERT_BASE, 4096, machine) >= 1
+    assert step_memory(MODERNBERT_BASE, 1, 8192).attention < 3 * GIB  # pieces, not [T, T]

@@ -20,12 +20,12 @@ def test_the_default_shape_fits_and_is_said_once():
 
 
 def test_a_step_past_this_machines_memory_is_warned_with_the_batch_or_width_that_fits():
-    lines = memory_lines(_chosen(MODERNBERT_BASE, 64, 8192))
+    lines = memory_lines(_chosen(MODERNBERT_BASE, 64, 2048))
     if machine_memory() < 64 * 2**30:  # every machine of this project's kinds (24 GiB)
         assert lines[1].startswith("warning: that is more than this machine's"), lines
         assert "training.batch_size" in lines[1] and "fits at this width" in lines[1]
     lines = memory_lines(_chosen(MODERNBERT_BASE, 4096, 512))
     assert "training.batch_size" in lines[-1] and "fits at this width" in lines[-1]
-    assert "not one text fits at width 131072: lower model.max_seq_length" in memory_lines(
-        _chosen(MODERNBERT_BASE, 1, 131072)
+    assert "not one text fits at width 8192: lower model.max_seq_length" in memory_lines(
+        _chosen(MODERNBERT_BASE, 1, 8192)
     )[-1]
