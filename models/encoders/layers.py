@@ -196,7 +196,9 @@ def recomputed_attention(query, key, value, bias, seed, rate: float) -> tf.Tenso
 
     @tf.custom_gradient
     def attend(q, k, v, b):
-        _, _, weights = forward(q, k, v, b)
+        # from stopped inputs, or an enclosing GradientTape records these ops and keeps their weights (long_attention)
+        q_, k_, v_, b_ = (tf.stop_gradient(t) for t in (q, k, v, b))
+        _, _, weights = forward(q_, k_, v_, b_)
 
         def backward(upstream):
             # Recomputed only once this layer's gradient arrives: without the dependency TensorFlow's executor may
@@ -212,7 +214,7 @@ def recomputed_attention(query, key, value, bias, seed, rate: float) -> tf.Tenso
             d_k = tf.matmul(tf.cast(d_scores * scale, k.dtype), q, transpose_a=True)
             return d_q, d_k, d_v, _sum_to_shape(d_scores, b)
 
-        return tf.matmul(weights, v), backward
+        return tf.matmul(weights, v_), backward
 
     return attend(query, key, value, bias)
 
