@@ -166,7 +166,8 @@ def scaled_dot_attention(
     width = query.shape[2]
     if width is not None and width > long_attention.QUERY_CHUNK:
         rate = float(dropout.rate) if training else 0.0
-        seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32)  # the same masks forward and backward
+        # the same masks forward and backward; no random op at all where nothing is dropped (serving)
+        seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32) if rate > 0 else None
         return long_attention.chunked_attention(query, key, value, bias, half_window, seed, rate)
     if half_window is not None:
         bias = bias + attention_bias(window_mask(tf.shape(query)[2], half_window))

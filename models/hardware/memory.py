@@ -5,8 +5,8 @@ from the run, minutes in).
 A layer keeps s·b·h·(34 + 5·a·s/h) bytes of activations in 16-bit (Korthikanti et al. 2022, "Reducing Activation
 Recomputation in Large Transformer Models"), twice that in fp32; the attention part (5·a·s² per sequence) is not
 kept where the encoders recompute it (models/encoders/layers.py: past RECOMPUTE_ABOVE_BYTES a layer), but one
-layer's weights still live while it runs (16 bytes a pair), and past QUERY_CHUNK tokens only one piece of queries'
-weights (models/encoders/long_attention.py). Training holds 16 bytes a parameter (value, gradient,
+layer's weights still live while it runs (16 bytes a pair), and past QUERY_CHUNK tokens a few pieces of queries'
+weights and their gradients (models/encoders/long_attention.py). Training holds 16 bytes a parameter (value, gradient,
 AdamW's two moments), calibrated by ACTIVATION_FACTOR and PIECES_ALIVE below. Against measured peaks (peak RSS of
 the measuring process): MiniLM at width 512, batch 32: ~9.6 GiB estimated vs 7.4 measured (attention recomputed);
 the ModernBERT-base shape at 512, batch 2: ~8.7 vs 5.9; at 8,192, batch 1: ~25 vs killed past 21.5 on a 24 GiB
@@ -36,7 +36,7 @@ ACTIVATION_FACTOR, PIECES_ALIVE = 2.0, 3
 class StepMemory:
     weights: int  # parameters with their gradients and AdamW's moments
     activations: int  # what every layer keeps for the backward pass
-    attention: int  # attention weights: every layer's where kept, one layer's where recomputed
+    attention: int  # attention weights: every layer's where kept, one layer's where recomputed, a few pieces
 
     @property
     def total(self) -> int:

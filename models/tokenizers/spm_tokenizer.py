@@ -23,11 +23,8 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
-import hashlib
-import os
 import re
 import sys
-import tempfile
 import unicodedata
 from pathlib import Path
 
@@ -35,6 +32,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from models.tokenizers.tokenizer_errors import UnsupportedTokenizerError
+from models.tokenizers.written_files import content_named_file, is_written
 
 METASPACE = "▁"
 # Unicode White_Space, what `tokenizers` (Rust's char::is_whitespace) strips; RE2's `\s` is ASCII only.
@@ -53,7 +51,11 @@ class SentencePieceSpec:
     spaces: str  # characters the model's normalization turns into a space
     dropped: str  # characters it removes
     identity: bool = False  # the model's own normalization is off: HF's steps replace it
-    in_folder: bool = True  # the model file is the folder's own (False: written from its tokenizer.json)
+
+    @property
+    def in_folder(self) -> bool:
+        """The model file is the folder's own, not one written from its tokenizer.json (written_model_path)."""
+        return not is_written(self.model_path, _WRITTEN_PREFIX)
 
 
 def _steps(node: dict | None, key: str) -> list[dict]:
@@ -102,30 +104,17 @@ def _unicode_classes(pattern: str) -> str:
     return "".join(out)
 
 
-def read_spec(tokenizer_json: dict, model_path: Path, hf_vocab: dict[str, int], unk_id: int) -> SentencePieceSpec:
-    """The spec from the HF tokenizer's declaration and the SentencePiece model beside it (or written from it)."""
-    spec = _read_spec(tokenizer_json, model_path, hf_vocab, unk_id)
-    return dataclasses.replace(spec, in_folder=not model_path.is_relative_to(_written_models()))
-
-
-def _written_models() -> Path:
-    return Path(tempfile.gettempdir()) / "hftfx-spm"
+_WRITTEN_PREFIX = "hftfx-spm-"
 
 
 def written_model_path(tokenizer_json: dict, special_tokens: set[str]) -> Path:
-    """model_from_tokenizer_json's model as a file (the op and its checks read a path), written once under the temp
-    folder and named by its content, as the WordPiece vocab written from tokenizer.json is."""
-    model = model_from_tokenizer_json(tokenizer_json, special_tokens)
-    path = _written_models() / f"{hashlib.sha256(model).hexdigest()[:16]}.model"
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staging = path.with_suffix(f".{os.getpid()}.tmp")
-        staging.write_bytes(model)
-        staging.replace(path)
-    return path
+    """model_from_tokenizer_json's model as a file (the op and its checks read a path), as the WordPiece vocab
+    written from tokenizer.json is."""
+    return content_named_file(model_from_tokenizer_json(tokenizer_json, special_tokens), _WRITTEN_PREFIX, ".model")
 
 
-def _read_spec(tokenizer_json: dict, model_path: Path, hf_vocab: dict[str, int], unk_id: int) -> SentencePieceSpec:
+def read_spec(tokenizer_json: dict, model_path: Path, hf_vocab: dict[str, int], unk_id: int) -> SentencePieceSpec:
+    """The spec from the HF tokenizer's declaration and the SentencePiece model beside it (or written from it)."""
     import sentencepiece
 
     model_bytes = model_path.read_bytes()

@@ -10,10 +10,7 @@ them; characters the two libraries' Unicode tables classify differently are rewr
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
-import os
-import tempfile
 from pathlib import Path
 
 import tensorflow as tf
@@ -23,6 +20,7 @@ from tensorflow_text.python.ops.bert_tokenizer import _DELIM_REGEX_PATTERN, _KEE
 
 from models.tokenizers import unicode_compat
 from models.tokenizers.tokenizer_errors import UnsupportedTokenizerError
+from models.tokenizers.written_files import content_named_file
 
 log = logging.getLogger(__name__)
 
@@ -86,12 +84,7 @@ def vocab_file(vocab: dict[str, int], model_dir: Path) -> Path:
     beside = model_dir / "vocab.txt"
     if beside.is_file() and beside.read_text(encoding="utf-8") == text:
         return beside
-    path = Path(tempfile.gettempdir()) / f"hftfx-vocab-{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt"
-    if not path.is_file():
-        staging = path.with_suffix(f".{os.getpid()}.tmp")
-        staging.write_text(text, encoding="utf-8")
-        staging.replace(path)
-    return path
+    return content_named_file(text.encode("utf-8"), "hftfx-vocab-", ".txt")
 
 
 def clean_and_fold(texts: tf.Tensor, lower_case: bool, strip_accents: bool) -> tf.Tensor:
