@@ -60,8 +60,9 @@ MULTILINGUAL = [
 # the model_type of each family built here (transformers names: deberta-v2 is DeBERTa-v3's too)
 FAMILIES = ("roberta", "xlm-roberta", "albert", "deberta-v2", "mpnet")
 # Funnel's tokenizer (WordPiece, `<cls>` with token type 2) runs in-graph; its encoder has no port, so its folder
-# holds config.json and the tokenizer only: what the refusal is tested on.
-TOKENIZER_FAMILIES = (*FAMILIES, "funnel")
+# holds config.json and the tokenizer only: what the refusal is tested on. "gemma" (mmBERT's tokenizer: BPE with
+# byte fallback) and "llama-3" (EuroBERT's: byte-level BPE behind the GPT-4 split) are tokenizers without weights.
+TOKENIZER_FAMILIES = (*FAMILIES, "funnel", "gemma", "llama-3")
 
 
 def training_texts() -> list[str]:
@@ -125,13 +126,75 @@ TOKENIZER_CLASSES = {
 }
 
 
+def _gemma_tokenizer(texts: list[str], directory: Path):
+    """mmBERT's kind of tokenizer: a SentencePiece BPE model with byte fallback (Gemma's options), converted by
+    transformers' GemmaTokenizer as the hub's tokenizer.json was, with ModernBERT's `<bos> a <eos> b <eos>`."""
+    import transformers
+    from tokenizers import processors
+
+    spm = _sentencepiece(
+        texts, model_type="bpe", byte_fallback=True, add_dummy_prefix=False, allow_whitespace_only_pieces=True,
+        split_digits=True, remove_extra_whitespaces=False, normalization_rule_name="identity",
+        pad_id=0, eos_id=1, bos_id=2, unk_id=3, user_defined_symbols=["<mask>"],
+    )  # fmt: skip
+    (directory / "tokenizer.model").write_bytes(spm)
+    backend = transformers.GemmaTokenizer.from_pretrained(directory).backend_tokenizer
+    (directory / "tokenizer.model").unlink()  # the hub's mmBERT ships tokenizer.json alone
+    backend.post_processor = processors.TemplateProcessing(
+        single="<bos> $A <eos>", pair="<bos> $A <eos> $B:1 <eos>:1", special_tokens=[("<bos>", 2), ("<eos>", 1)]
+    )
+    special = {"bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>", "pad_token": "<pad>"}
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, cls_token="<bos>", sep_token="<eos>", mask_token="<mask>", **special
+    )
+
+
+def _llama3_tokenizer(texts: list[str]):
+    """EuroBERT's kind of tokenizer: byte-level BPE behind Llama-3's split (tiktoken's cl100k pattern), merges
+    ignored for words in the vocab, `<|begin_of_text|> a <|end_of_text|>`."""
+    import transformers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    from models.tokenizers.cl100k_split import PATTERN
+
+    backend = Tokenizer(models.BPE(ignore_merges=True))
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    backend.decoder = decoders.ByteLevel()
+    special = ["<|begin_of_text|>", "<|end_of_text|>", "<|pad|>", "<|mask|>"]
+    backend.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=2000, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
+    backend.post_processor = processors.TemplateProcessing(
+        single="<|begin_of_text|> $A <|end_of_text|>",
+        pair="<|begin_of_text|> $A <|end_of_text|> $B <|end_of_text|>",
+        special_tokens=[("<|begin_of_text|>", 0), ("<|end_of_text|>", 1)],
+    )
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, bos_token=special[0], eos_token=special[1], cls_token=special[0],
+        sep_token=special[1], pad_token=special[2], mask_token=special[3],
+    )  # fmt: skip
+
+
 def write_tokenizer(family: str, directory: Path) -> int:
     """Trains and saves `family`'s tokenizer into `directory`; returns its vocab size."""
     import transformers
 
+    directory.mkdir(parents=True, exist_ok=True)
+    if family in ("gemma", "llama-3"):
+        texts = training_texts()
+        tokenizer = _gemma_tokenizer(texts, directory) if family == "gemma" else _llama3_tokenizer(texts)
+        tokenizer.save_pretrained(directory)
+        return len(tokenizer)
     if family not in TOKENIZER_CLASSES:
         raise ValueError(f"unknown family {family}")
-    directory.mkdir(parents=True, exist_ok=True)
     texts = training_texts()
     if family == "roberta":
         from tokenizers import ByteLevelBPETokenizer
@@ -149,7 +212,7 @@ def write_tokenizer(family: str, directory: Path) -> int:
     return len(tokenizer)
 
 
-def _config(family: str, vocab_size: int) -> dict:
+def _config(family: str, vocab_size: int) -> dict | None:
     """config.json of the family's bare encoder as transformers 5 writes it."""
     import transformers
 
@@ -173,6 +236,8 @@ def _config(family: str, vocab_size: int) -> dict:
         config = transformers.MPNetConfig(vocab_size=vocab_size, max_position_embeddings=130, pad_token_id=1, **small)
     elif family == "funnel":
         config = transformers.FunnelConfig(vocab_size=vocab_size, block_sizes=[1, 1], d_model=64, n_head=2, d_head=32)
+    elif family in ("gemma", "llama-3"):
+        return None
     else:
         raise ValueError(f"unknown family {family}")
     config.architectures = [type(config).__name__.removesuffix("Config") + "Model"]
@@ -186,7 +251,8 @@ def write_tiny_model(family: str, directory: Path, seed: int = 0) -> Path:
     vocab_size = write_tokenizer(family, directory)
     config = _config(family, vocab_size)
     if family not in FAMILIES:  # no encoder of ours computes it: config.json beside the tokenizer, no weights
-        (directory / "config.json").write_text(json.dumps(config, indent=2))
+        if config is not None:
+            (directory / "config.json").write_text(json.dumps(config, indent=2))
         return directory
     return write_random_checkpoint(config, directory, seed)
 

@@ -71,7 +71,7 @@ def test_a_megabyte_word_costs_the_byte_level_bpe_what_its_budget_costs(family_m
     timed in this run: the ratio, not a wall time, is what is asserted."""
     import random
 
-    from models.tokenizers.byte_level_bpe import MAX_WORD_BYTES, _pieces_of_long_words
+    from models.tokenizers.bpe_merges import MAX_WORD_BYTES, pieces_of_long_words
 
     spec = tokenizer_spec(family_model_dir("roberta"))
     tokenizer = InGraphTokenizer(spec, 64)
@@ -88,7 +88,7 @@ def test_a_megabyte_word_costs_the_byte_level_bpe_what_its_budget_costs(family_m
     np.testing.assert_array_equal(ids.numpy(), reference.numpy())
     assert huge_seconds < 10 * budget_seconds + 0.5, (huge_seconds, budget_seconds)
     words = tf.RaggedTensor.from_row_lengths(["a" * (MAX_WORD_BYTES * 2 + 3), "short"], [1, 1])
-    pieces = _pieces_of_long_words(words).to_list()
+    pieces = pieces_of_long_words(words).to_list()
     assert pieces == [[b"a" * MAX_WORD_BYTES, b"a" * MAX_WORD_BYTES, b"aaa"], [b"short"]]
 
 

@@ -18,7 +18,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from transformers import AutoTokenizer
 
-from models.tokenizers.tokenizer import BYTE_LEVEL_BPE, SENTENCEPIECE, WORDPIECE, InGraphTokenizer, tokenizer_spec
+from models.tokenizers.tokenizer import (
+    BYTE_FALLBACK_BPE,
+    BYTE_LEVEL_BPE,
+    SENTENCEPIECE,
+    WORDPIECE,
+    InGraphTokenizer,
+    tokenizer_spec,
+)
 from tests.model_families import EDGE_CASES, MULTILINGUAL, TOKENIZER_FAMILIES, fuzz_text, with_special_tokens
 
 FUZZ_TEXT = fuzz_text()
@@ -30,6 +37,8 @@ FAMILY_OF = {
     "deberta-v2": SENTENCEPIECE,
     "mpnet": WORDPIECE,
     "funnel": WORDPIECE,
+    "gemma": BYTE_FALLBACK_BPE,
+    "llama-3": BYTE_LEVEL_BPE,
 }
 WHITESPACE_CASES = ["a  b", "a \n b", " lead", "trail ", "x\n\ny", "  ", " . ", "x\u200b", "x \x00", "don't 's  'll"]
 
@@ -99,21 +108,39 @@ def test_layouts_are_the_models_own(family_model_dir):
     assert ("token_type_ids" in funnel) == ("token_type_ids" in hf("a", "b"))
 
 
-def test_a_sentencepiece_bpe_model_is_required_beside_tokenizer_json(tmp_path):
-    """A Unigram tokenizer.json is enough (below); a SentencePiece BPE one (Metaspace, BPE) is not rebuilt: refused
-    without its .model, naming it."""
+@pytest.fixture(scope="module", params=["Metaspace", "LlamaTokenizer", "GemmaTokenizer"])
+def bpe_from_sentencepiece(request, tmp_path_factory):
+    """BPE tokenizer.json files as SentencePiece BPE models become them, without the .model: `tokenizers`' own
+    SentencePieceBPETokenizer (Metaspace, split at each U+2581, no byte fallback), and a byte-fallback model
+    converted by transformers 5's LlamaTokenizer and GemmaTokenizer."""
+    import transformers
     from tokenizers import SentencePieceBPETokenizer
-    from transformers import PreTrainedTokenizerFast
 
-    from models.hub.pretrained import ModelFilesError
-    from tests.model_families import training_texts
+    from tests.model_families import _sentencepiece, training_texts
 
-    bpe = SentencePieceBPETokenizer()
-    bpe.train_from_iterator(training_texts()[:2000], vocab_size=500, special_tokens=["<unk>", "<s>", "</s>"])
-    PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>").save_pretrained(tmp_path)
-    assert json.loads((tmp_path / "tokenizer.json").read_text())["model"]["type"] == "BPE"
-    with pytest.raises(ModelFilesError, match=r"no SentencePiece model file .* runs for a BPE model"):
-        tokenizer_spec(tmp_path)
+    directory = tmp_path_factory.mktemp(request.param)
+    if request.param == "Metaspace":
+        bpe = SentencePieceBPETokenizer()
+        bpe.train_from_iterator(training_texts()[:2000], vocab_size=500, special_tokens=["<unk>", "<s>", "</s>"])
+        tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>", pad_token="</s>")
+    else:
+        options = {"model_type": "bpe", "byte_fallback": True, "split_digits": True}
+        (directory / "tokenizer.model").write_bytes(_sentencepiece(training_texts()[:3000], **options))
+        tokenizer = getattr(transformers, request.param).from_pretrained(
+            directory, padding_side="right", pad_token="</s>"
+        )
+        (directory / "tokenizer.model").unlink()
+    tokenizer.save_pretrained(directory)
+    assert not list(directory.glob("*.model"))
+    return request.param, directory, tokenizer_spec(directory), AutoTokenizer.from_pretrained(directory)
+
+
+def test_bpe_from_sentencepiece_runs_from_tokenizer_json_alone(texts, bpe_from_sentencepiece):
+    """Its merges are in tokenizer.json: no .model needed, singles and pairs id for id."""
+    _, _, spec, _ = bpe_from_sentencepiece
+    assert spec.family == BYTE_FALLBACK_BPE and spec.folder_files == ()
+    _compare(bpe_from_sentencepiece, texts[:1500], 64)
+    _compare(bpe_from_sentencepiece, texts[:600:2] + MULTILINGUAL, 24, pairs=texts[1:600:2] + MULTILINGUAL[::-1])
 
 
 def test_a_sentencepiece_folder_without_tokenizer_json_is_converted(texts, family_model_dir, tmp_path):
@@ -142,6 +169,19 @@ def _without_clean_text(declared):
     declared["normalizer"]["clean_text"] = False
 
 
+def _with_lowercase(declared):
+    declared["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Lowercase"}, declared["normalizer"]]}
+
+
+def _with_gpt2_split_after_llama3s(declared):
+    declared["pre_tokenizer"]["pretokenizers"][1]["use_regex"] = True
+
+
+def _with_metaspace_inside_a_word(declared):
+    vocab = declared["model"]["vocab"]
+    vocab["a\u2581b"] = max(vocab.values()) + 1
+
+
 @pytest.mark.parametrize(
     ("family", "change", "message"),
     [
@@ -152,6 +192,9 @@ def _without_clean_text(declared):
         ),
         ("roberta", _with_nfkc, r"byte-level BPE tokenizer .* has normalizer NFKC before ByteLevel"),
         ("mpnet", _without_clean_text, r"WordPiece tokenizer .* BertNormalizer clean_text=false"),
+        ("gemma", _with_lowercase, r"BPE with byte fallback tokenizer .* normalizer \['Lowercase', 'Replace'\]"),
+        ("gemma", _with_metaspace_inside_a_word, r"vocab entries with U\+2581 after another character \(\['a▁b'\]\)"),
+        ("llama-3", _with_gpt2_split_after_llama3s, r"pre-tokenizer \['Split', 'ByteLevel'\] without GPT-2's split"),
     ],
 )
 def test_declared_steps_outside_the_families_are_refused(family_model_dir, tmp_path, family, change, message):
@@ -177,18 +220,20 @@ def test_declared_steps_outside_the_families_are_refused(family_model_dir, tmp_p
 @given(pairs=st.lists(st.tuples(FUZZ_TEXT, FUZZ_TEXT), min_size=1, max_size=6))
 @example(pairs=[("\U000105e5'll", "a\u1c89 b")])  # letters to tokenizers' Unicode tables, not yet to RE2's
 @example(pairs=[("nul\x00'll", "  'll \x00")])
-def test_fuzzed_text_gets_byte_level_bpe_ids(family_model_dir, pairs):
-    """Random text of every Unicode category: byte-level BPE gives HF's ids, singles and pairs, whatever the
+@example(pairs=[("x\n\nb 'S \t(a \u017f'\u017f", ".,\r\nx  1234567 ")])  # the GPT-4 split's newline and number rules
+@pytest.mark.parametrize("name", ["roberta", "gemma", "llama-3"])
+def test_fuzzed_text_gets_bpe_ids(family_model_dir, name, pairs):
+    """Random text of every Unicode category: each BPE family gives HF's ids, singles and pairs, whatever the
     characters (models/tokenizers/gpt2_classes.py holds tokenizers' own classes, newer than RE2's)."""
-    directory = family_model_dir("roberta")
-    family = ("roberta", directory, tokenizer_spec(directory), _roberta_tokenizer(directory))
+    directory = family_model_dir(name)
+    family = (name, directory, tokenizer_spec(directory), _hf_tokenizer(directory))
     firsts, seconds = [a for a, _ in pairs], [b for _, b in pairs]
     _compare(family, firsts, 24)
     _compare(family, firsts, 24, pairs=seconds)
 
 
 @functools.cache
-def _roberta_tokenizer(directory):
+def _hf_tokenizer(directory):
     return AutoTokenizer.from_pretrained(directory)
 
 

@@ -4,9 +4,10 @@ Built once from a model directory's tokenizer files, used by Transform's preproc
 the exported serving graph. The family comes from what the tokenizer declares (its tokenizer.json: model type,
 normalizer, pre-tokenizer), never from a class name:
 - WordPiece with BERT's normalizer (wordpiece.py): BERT, MiniLM, DistilBERT, ELECTRA, MPNet ...
-- SentencePiece, Unigram or BPE, with a Metaspace pre-tokenizer (spm_tokenizer.py): XLM-R, ALBERT,
-  DeBERTa-v2/v3, CamemBERT ...
-- byte-level BPE (byte_level_bpe.py): RoBERTa, DistilRoBERTa, ModernBERT ...
+- SentencePiece Unigram with a Metaspace pre-tokenizer (spm_tokenizer.py): XLM-R, ALBERT, DeBERTa-v2/v3,
+  CamemBERT, GTE-multilingual ...
+- BPE with byte fallback over U+2581-joined text (byte_fallback_bpe.py): mmBERT, Gemma, Llama-2, Mistral ...
+- byte-level BPE (byte_level_bpe.py): RoBERTa, DistilRoBERTa, ModernBERT (GPT-2's split), EuroBERT (Llama-3's) ...
 Special tokens, pair layout and token types come from the tokenizer's post-processor (special_tokens.py);
 truncation is HF's `longest_first`, padding on the right.
 """
@@ -22,15 +23,21 @@ import tensorflow as tf
 
 from models.hub.pretrained import ModelFilesError
 from models.names import MODEL_INPUT_FEATURES, TOKEN_COUNT, TOKEN_TYPE_IDS, TRUNCATED, WINDOW_MASK
-from models.tokenizers import byte_level_bpe, special_tokens, spm_tokenizer, wordpiece
+from models.tokenizers import byte_fallback_bpe, byte_level_bpe, special_tokens, spm_tokenizer, wordpiece
 from models.tokenizers.character_budget import CharacterBudget, cut_texts
 from models.tokenizers.tokenizer_errors import UnsupportedTokenizerError
 from models.tokenizers.windows import Windows
 
-WORDPIECE, SENTENCEPIECE, BYTE_LEVEL_BPE = "WordPiece", "SentencePiece", "byte-level BPE"
+WORDPIECE, SENTENCEPIECE, BYTE_FALLBACK_BPE, BYTE_LEVEL_BPE = (
+    "WordPiece",
+    "SentencePiece",
+    "BPE with byte fallback",
+    "byte-level BPE",
+)
 SUPPORTED = (
-    "WordPiece (BERT, MiniLM, DistilBERT, ELECTRA, MPNet), SentencePiece (XLM-R, ALBERT, DeBERTa-v3, "
-    "CamemBERT) and byte-level BPE (RoBERTa, DistilRoBERTa, ModernBERT)"
+    "WordPiece (BERT, MiniLM, DistilBERT, ELECTRA, MPNet), SentencePiece Unigram (XLM-R, ALBERT, DeBERTa-v3, "
+    "CamemBERT, GTE-multilingual), BPE with byte fallback (mmBERT, Gemma, Llama-2) and byte-level BPE with GPT-2's "
+    "or Llama-3's split (RoBERTa, ModernBERT, EuroBERT)"
 )
 
 
@@ -39,7 +46,12 @@ class TokenizerSpec:
     """What decides a model's ids: its family's settings, its special-token layout, padding and inputs."""
 
     family: str
-    pieces: wordpiece.WordPieceSpec | spm_tokenizer.SentencePieceSpec | byte_level_bpe.ByteLevelBPESpec
+    pieces: (
+        wordpiece.WordPieceSpec
+        | spm_tokenizer.SentencePieceSpec
+        | byte_fallback_bpe.ByteFallbackBPESpec
+        | byte_level_bpe.ByteLevelBPESpec
+    )
     layout: special_tokens.Layout
     vocab_size: int
     pad_id: int
@@ -55,9 +67,10 @@ class TokenizerSpec:
 
     @property
     def whitespace_makes_tokens(self) -> bool:
-        """Byte-level BPE keeps every whitespace run as pre-tokens (so blanks count against the character budget);
-        WordPiece and SentencePiece (Metaspace after a whitespace split) drop them."""
-        return self.family == BYTE_LEVEL_BPE
+        """Byte-level BPE keeps every whitespace run as pre-tokens, and BPE over U+2581-joined text every space
+        (so blanks count against the character budget); WordPiece and SentencePiece Unigram (Metaspace after a
+        whitespace split) drop them."""
+        return self.family in (BYTE_LEVEL_BPE, BYTE_FALLBACK_BPE)
 
     @property
     def folder_files(self) -> tuple[Path, ...]:
@@ -96,6 +109,7 @@ def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
     hf = _load_fast_tokenizer(model_dir)
     declared = json.loads(hf.backend_tokenizer.to_str())
     family = _family(declared, model_dir)
+    unk_id = hf.unk_token_id if hf.unk_token_id is not None else -1
     if getattr(hf, "padding_side", "right") != "right":
         raise UnsupportedTokenizerError(f"the tokenizer in {model_dir} pads on the {hf.padding_side}; only right")
     try:
@@ -105,8 +119,10 @@ def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
             pieces = spm_tokenizer.read_spec(
                 declared, _sentencepiece_file(hf, model_dir, declared), hf.get_vocab(), hf.unk_token_id
             )
+        elif family == BYTE_FALLBACK_BPE:
+            pieces = byte_fallback_bpe.ByteFallbackBPESpec.from_tokenizer_json(declared, unk_id)
         else:
-            pieces = byte_level_bpe.ByteLevelBPESpec.from_tokenizer_json(declared, hf.unk_token_id)
+            pieces = byte_level_bpe.ByteLevelBPESpec.from_tokenizer_json(declared, unk_id)
     except UnsupportedTokenizerError as error:
         raise UnsupportedTokenizerError(
             f"the {family} tokenizer in {model_dir} has {error}; supported: {SUPPORTED}"
@@ -119,7 +135,7 @@ def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
         layout=special_tokens.read_layout(hf.backend_tokenizer),
         vocab_size=len(hf),
         pad_id=hf.pad_token_id if hf.pad_token_id is not None else 0,
-        unk_id=hf.unk_token_id if hf.unk_token_id is not None else -1,
+        unk_id=unk_id,
         model_input_names=tuple(hf.model_input_names),
         token_chars=max(max(map(len, hf.get_vocab()), default=1), getattr(pieces, "max_input_chars_per_word", 0)),
     )
@@ -165,7 +181,9 @@ def _family(declared: dict, model_dir: Path) -> str:
         return WORDPIECE
     if model_type == "BPE" and "ByteLevel" in pre_steps:
         return BYTE_LEVEL_BPE
-    if model_type in ("Unigram", "BPE") and "Metaspace" in pre_steps:
+    if model_type == "BPE" and ("Metaspace" in pre_steps or declared["model"].get("byte_fallback")):
+        return BYTE_FALLBACK_BPE
+    if model_type == "Unigram" and "Metaspace" in pre_steps:
         return SENTENCEPIECE
     raise UnsupportedTokenizerError(
         f"the model in {model_dir} uses a {model_type} tokenizer with pre-tokenizer {sorted(pre_steps - {None})}; "
@@ -178,15 +196,7 @@ def _sentencepiece_file(hf, model_dir: Path, declared: dict) -> Path:
     for a folder transformers 5 saved (tokenizer.json alone), the model its Unigram declaration describes."""
     names = [name for name in getattr(hf, "vocab_files_names", {}).values() if name.endswith(".model")]
     found = [model_dir / name for name in names if (model_dir / name).is_file()] or sorted(model_dir.glob("*.model"))
-    if found:
-        return found[0]
-    if declared["model"]["type"] == "Unigram":
-        return spm_tokenizer.written_model_path(declared, set(hf.all_special_tokens))
-    raise FileNotFoundError(
-        f"{model_dir} has no SentencePiece model file ({' or '.join(names) or '*.model'}), which the in-graph "
-        "SentencePiece tokenizer runs for a BPE model (a Unigram one is rebuilt from tokenizer.json); the hub ships "
-        "it beside tokenizer.json: download it too"
-    )
+    return found[0] if found else spm_tokenizer.written_model_path(declared, set(hf.all_special_tokens))
 
 
 def head_and_tail(pieces: tf.RaggedTensor, budget: int, head_share: float) -> tf.RaggedTensor:
@@ -274,6 +284,8 @@ class InGraphTokenizer:
             self._pieces = wordpiece.WordPiece(spec.pieces, vocab_path)
         elif spec.family == SENTENCEPIECE:
             self._pieces = spm_tokenizer.SentencePiece(spec.pieces)
+        elif spec.family == BYTE_FALLBACK_BPE:
+            self._pieces = byte_fallback_bpe.ByteFallbackBPE(spec.pieces)
         else:
             self._pieces = byte_level_bpe.ByteLevelBPE(spec.pieces)
 
