@@ -58,6 +58,27 @@ CONFIGS = {
         "vocab_size": VOCAB, "embedding_size": 32, "max_position_embeddings": 128, "num_hidden_groups": 2,
         "inner_group_num": 1, "hidden_act": "gelu_new", **{**SMALL, "num_hidden_layers": 4},
     }),
+    # token types, rotary positions, gated MLP; a wide theta as gte-multilingual's
+    "gte": ("GteConfig", {
+        "vocab_size": VOCAB, "max_position_embeddings": 512, "type_vocab_size": 2, "pad_token_id": 1,
+        "layer_norm_eps": 1e-12, **SMALL,
+    }),
+    # grouped-query attention (4 heads over 2), late pooling (every token's logits averaged)
+    "eurobert": ("EuroBertConfig", {
+        "vocab_size": VOCAB, "max_position_embeddings": 512, "pad_token_id": 1, "bos_token_id": 2,
+        "eos_token_id": 3, "mask_token_id": 4, "num_key_value_heads": 2,
+        **{**SMALL, "num_attention_heads": 4},
+    }),
+    # first-token pooling, biases on, its own theta
+    "eurobert-bos": ("EuroBertConfig", {
+        "vocab_size": VOCAB, "max_position_embeddings": 512, "pad_token_id": 1, "bos_token_id": 2,
+        "eos_token_id": 3, "mask_token_id": 4, "classifier_pooling": "bos", "attention_bias": True,
+        "mlp_bias": True, "rope_parameters": {"rope_type": "default", "rope_theta": 250000.0}, **SMALL,
+    }),
+    "eurobert-mean": ("EuroBertConfig", {
+        "vocab_size": VOCAB, "max_position_embeddings": 512, "pad_token_id": 1, "bos_token_id": 2,
+        "eos_token_id": 3, "mask_token_id": 4, "classifier_pooling": "mean", **SMALL,
+    }),
     "mpnet": ("MPNetConfig", {"vocab_size": VOCAB, "max_position_embeddings": 130, "pad_token_id": 1, **SMALL}),
     "bert": ("BertConfig", {"vocab_size": VOCAB, "max_position_embeddings": 128, **SMALL}),
     "roberta": ("RobertaConfig", _ROBERTA_LIKE),

@@ -197,6 +197,10 @@ def position_limit(config: dict) -> int:
     return sizes.positions - sizes.pad_id - 1 if flavor.positions_from_padding else sizes.positions
 
 
+def describe(sizes: Sizes) -> str:
+    return ""  # learned absolute positions: the position count says it all
+
+
 def relative_position_buckets(width: tf.Tensor, buckets: int, max_distance: int = 128) -> tf.Tensor:
     """[T, T] MPNet's bucket of each (query, key) pair (its relative_position_bucket, T5's bidirectional rule): half
     the buckets per direction, exact up to a quarter of them, then logarithmic up to max_distance."""

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from models.encoders import bert_family, checkpoint_file, deberta_v2, modernbert
+from models.encoders import bert_family, checkpoint_file, deberta_v2, eurobert, gte, modernbert
 from models.encoders.layers import TorchParam, UnsupportedConfigError, activation
 from models.errors import UserError
 
@@ -28,11 +28,17 @@ ARCHITECTURES = {
     **{kind: (bert_family, flavor.classifier) for kind, flavor in bert_family.FLAVORS.items()},
     "deberta-v2": (deberta_v2, "DebertaV2ForSequenceClassification"),
     "modernbert": (modernbert, "ModernBertForSequenceClassification"),
+    "gte": (gte, "GteForSequenceClassification"),
+    "eurobert": (eurobert, "EuroBertForSequenceClassification"),
 }
 PORTED_FAMILIES = (
-    "BERT/MiniLM, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, ALBERT, MPNet, DeBERTa-v2/v3, ModernBERT"
+    "BERT/MiniLM, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, ALBERT, MPNet, DeBERTa-v2/v3, ModernBERT (Ettin, "
+    "mmBERT), GTE, EuroBERT"
 )
 _LAYER_NORM_RENAMES = {".gamma": ".weight", ".beta": ".bias"}  # checkpoints older than PyTorch's names
+# encoder prefix -> the other prefixes checkpoints of that family carry (each module's OTHER_PREFIXES)
+_OTHER_PREFIXES = {module.PREFIX: module.OTHER_PREFIXES for module, _ in ARCHITECTURES.values()
+                   if hasattr(module, "OTHER_PREFIXES")}  # fmt: skip
 
 
 class CheckpointError(UserError, ValueError):
@@ -81,21 +87,18 @@ def check_config(config: dict) -> None:
 
 
 def describe(config: dict) -> str:
-    """What the encoder computes that bears on the task: its positions, ModernBERT's window and pooling."""
+    """What the encoder computes that bears on the task: its positions, then what its family says of itself (its
+    module's describe: ModernBERT's window, DeBERTa's relative positions, rotary thetas, pooling)."""
     module = module_for(config)
     sizes = module.Sizes.of(config)
     text = f"{sizes.layers} layers, hidden {sizes.hidden}, {module.position_limit(config):,} positions"
-    if module is deberta_v2 and sizes.relative_attention:
-        buckets = f", log-bucketed into {sizes.span} each side" if sizes.position_buckets > 0 else ""
-        text += f", disentangled attention ({'+'.join(sizes.pos_att_type)}) over relative positions{buckets}"
-    if module is modernbert:
-        local = sum(kind == modernbert.SLIDING for kind in sizes.layer_types)
-        text += (
-            f", local attention over {2 * sizes.half_window} tokens in {local} of {sizes.layers} layers (global in "
-            f"the rest), rotary thetas {sizes.thetas[modernbert.FULL]:,.0f} / {sizes.thetas[modernbert.SLIDING]:,.0f}, "
-            f"{sizes.pooling} pooling"
-        )
-    return text
+    return text + module.describe(sizes)
+
+
+def feed_forward_matrices(model_type: str | None) -> int:
+    """Matrices of intermediate width in one feed-forward: 2 (up, down), 3 with a gated unit (GeGLU, SwiGLU)."""
+    module = ARCHITECTURES.get(model_type, (None,))[0]
+    return getattr(module, "FEED_FORWARD_MATRICES", 2)
 
 
 class SequenceClassifier(tf_keras.Model):
@@ -194,7 +197,8 @@ class Match:
 def match(expected: list[ExpectedTensor], available: dict[str, tuple[int, ...]]) -> Match:
     """Which checkpoint tensor each weight reads, by name and shape; CheckpointError for an encoder weight the
     checkpoint lacks or holds in another shape."""
-    canonical = _canonical_names(list(available), expected[0].name.split(".")[0])
+    prefix = expected[0].name.split(".")[0]
+    canonical = _canonical_names(list(available), prefix, _OTHER_PREFIXES.get(prefix, ()))
     stored, new, missing, mismatched = {}, [], [], []
     for tensor in expected:
         name = canonical.get(tensor.name)
@@ -270,14 +274,16 @@ def torch_state(model: SequenceClassifier) -> dict[str, np.ndarray]:
     }
 
 
-def _canonical_names(names: list[str], prefix: str) -> dict[str, str]:
+def _canonical_names(names: list[str], prefix: str, other_prefixes: tuple[str, ...] = ()) -> dict[str, str]:
     """Our PyTorch name -> the checkpoint's. A bare encoder checkpoint (BertModel, ModernBertModel) names its tensors
-    without the task model's prefix; old BERT checkpoints name LayerNorm's gamma and beta. transformers renames both
-    when it loads; so do we."""
-    bare = not any(name.startswith(f"{prefix}.") for name in names)
+    without the task model's prefix, some under an older one (GTE's `new.`); old BERT checkpoints name LayerNorm's
+    gamma and beta. transformers renames these when it loads; so do we."""
+    known = (prefix, *other_prefixes)
+    bare = not any(name.split(".")[0] in known for name in names)
     renamed = {}
     for stored in names:
-        name = f"{prefix}.{stored}" if bare else stored
+        head, _, rest = stored.partition(".")
+        name = f"{prefix}.{stored}" if bare else f"{prefix}.{rest}" if head in other_prefixes else stored
         for old, new in _LAYER_NORM_RENAMES.items():
             if name.endswith(old) and "LayerNorm" in name:
                 name = name.removesuffix(old) + new

@@ -117,6 +117,13 @@ def position_limit(config: dict) -> int:
     return Sizes.of(config).positions
 
 
+def describe(sizes: Sizes) -> str:
+    if not sizes.relative_attention:
+        return ""
+    buckets = f", log-bucketed into {sizes.span} each side" if sizes.position_buckets > 0 else ""
+    return f", disentangled attention ({'+'.join(sizes.pos_att_type)}) over relative positions{buckets}"
+
+
 def relative_positions(width: tf.Tensor, buckets: int, max_position: int) -> tf.Tensor:
     """[T, T] query position - key position, log-bucketed beyond half the buckets (make_log_bucket_position),
     computed in float32 as transformers does."""

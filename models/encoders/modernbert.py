@@ -33,10 +33,12 @@ from models.encoders.layers import (
     scaled_dot_attention,
     split_heads,
 )
+from models.encoders.rotary import rotary_tables, rotate
 
 FULL, SLIDING = "full_attention", "sliding_attention"
 DEFAULT_THETA = {FULL: 160_000.0, SLIDING: 10_000.0}  # ModernBertConfig.default_theta
 PREFIX = "model"
+FEED_FORWARD_MATRICES = 3  # GeGLU: Wi holds the input and the gate, then Wo
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,19 +108,12 @@ def position_limit(config: dict) -> int:
     return Sizes.of(config).positions
 
 
-def rotary_tables(width: tf.Tensor, head_dim: int, theta: float) -> tuple[tf.Tensor, tf.Tensor]:
-    """cos and sin [T, D] of transformers' default RoPE: frequencies theta^(-2i/D), each used for both halves."""
-    inv_freq = 1.0 / (theta ** (tf.range(0, head_dim, 2, dtype=tf.float32) / head_dim))
-    angles = tf.cast(tf.range(width), tf.float32)[:, tf.newaxis] * inv_freq[tf.newaxis, :]
-    angles = tf.concat([angles, angles], axis=-1)
-    return tf.cos(angles), tf.sin(angles)
-
-
-def rotate(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor) -> tf.Tensor:
-    """x * cos + rotate_half(x) * sin on [B, H, T, D], in float32 as transformers computes it."""
-    x32 = tf.cast(x, tf.float32)
-    first, second = tf.split(x32, 2, axis=-1)
-    return tf.cast(x32 * cos + tf.concat([-second, first], axis=-1) * sin, x.dtype)
+def describe(sizes: Sizes) -> str:
+    local = sum(kind == SLIDING for kind in sizes.layer_types)
+    return (
+        f", local attention over {2 * sizes.half_window} tokens in {local} of {sizes.layers} layers (global in "
+        f"the rest), rotary thetas {sizes.thetas[FULL]:,.0f} / {sizes.thetas[SLIDING]:,.0f}, {sizes.pooling} pooling"
+    )
 
 
 class Block(tf_keras.layers.Layer):

@@ -24,7 +24,7 @@ class EncoderShape:
     heads: int
     num_labels: int
     embeddings_trained: bool = True
-    # matrices of intermediate width per feed-forward: 2 (up, down), 3 with a gated unit (ModernBERT's GeGLU)
+    # matrices of intermediate width per feed-forward: 2 (up, down), 3 with a gated unit (GeGLU, SwiGLU)
     feed_forward_matrices: int = 2
     vocab: int = 0  # the word embeddings' rows: weights the FLOP count leaves out, and the memory estimate counts
 
@@ -46,7 +46,7 @@ class EncoderShape:
             heads=first("num_attention_heads", "n_heads"),
             num_labels=first("num_labels"),
             embeddings_trained=embeddings_trained,
-            feed_forward_matrices=3 if getattr(config, "model_type", None) == "modernbert" else 2,
+            feed_forward_matrices=_feed_forward_matrices(getattr(config, "model_type", None)),
             vocab=int(getattr(config, "vocab_size", 0) or 0),
         )
 
@@ -92,3 +92,11 @@ class BatchShapes:
     @property
     def padding_share(self) -> float:
         return 1 - self.real_tokens / self.padded_tokens if self.padded_tokens else 0.0
+
+
+def _feed_forward_matrices(model_type: str | None) -> int:
+    """What the family's encoder module says (models/encoders/classifier.py); imported here, not at the top: the
+    FLOP count is read by tools that never build a model."""
+    from models.encoders.classifier import feed_forward_matrices
+
+    return feed_forward_matrices(model_type)

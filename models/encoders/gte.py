@@ -1,0 +1,169 @@
+"""GTE (Alibaba's gte-multilingual-base and the rerankers and classifiers built on it), as transformers 5's
+GteForSequenceClassification computes it.
+
+A post-norm BERT with rotary positions instead of learned ones (8,192 positions) and a gated feed-forward
+(act(gate) x up, then down): word (+ token-type) embeddings and a LayerNorm; in each block, attention with biases
+and rotary queries and keys, residual, LayerNorm, the gated MLP, residual, LayerNorm; the classifier reads BERT's
+tanh pooler over the first token.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import tensorflow as tf
+import tf_keras
+
+from models.encoders.layers import (
+    TorchParam,
+    activation,
+    attention_bias,
+    dense,
+    dense_params,
+    embedding,
+    embedding_params,
+    layer_norm,
+    merge_heads,
+    norm_params,
+    padding_mask,
+    scaled_dot_attention,
+    split_heads,
+)
+from models.encoders.rotary import default_theta, rotary_tables, rotate
+
+PREFIX = "gte"
+OTHER_PREFIXES = ("new",)  # the hub's original checkpoints (remote code's NewForSequenceClassification)
+FEED_FORWARD_MATRICES = 3  # gate, up, down
+DEFAULT_THETA = 160_000.0  # GteConfig.default_theta
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    vocab: int
+    hidden: int
+    intermediate: int
+    heads: int
+    layers: int
+    positions: int
+    type_vocab: int
+    theta: float
+    epsilon: float
+    activation: str
+    hidden_dropout: float
+    attention_dropout: float
+    classifier_dropout: float
+    init_std: float
+
+    @classmethod
+    def of(cls, config: dict) -> Sizes:
+        dropout = config.get("hidden_dropout_prob", 0.1)
+        classifier_dropout = config.get("classifier_dropout")
+        return cls(
+            vocab=config["vocab_size"], hidden=config["hidden_size"], intermediate=config["intermediate_size"],
+            heads=config["num_attention_heads"], layers=config["num_hidden_layers"],
+            positions=config.get("max_position_embeddings", 8192), type_vocab=config.get("type_vocab_size", 1) or 0,
+            theta=default_theta(config, DEFAULT_THETA), epsilon=config.get("layer_norm_eps", 1e-12),
+            activation=config.get("hidden_act", "gelu"), hidden_dropout=dropout,
+            attention_dropout=config.get("attention_probs_dropout_prob", 0.0),
+            classifier_dropout=dropout if classifier_dropout is None else classifier_dropout,
+            init_std=config.get("initializer_range", 0.02),
+        )  # fmt: skip
+
+
+def position_limit(config: dict) -> int:
+    return Sizes.of(config).positions
+
+
+def describe(sizes: Sizes) -> str:
+    return f", rotary positions (theta {sizes.theta:,.0f}), gated feed-forward, post-norm, tanh pooler"
+
+
+class Block(tf_keras.layers.Layer):
+    """In the checkpoint's own layout (what the hub ships and transformers 5 writes back): q, k and v in one matrix,
+    up and gate in another."""
+
+    def __init__(self, sizes: Sizes, **kwargs):
+        super().__init__(**kwargs)
+        self.sizes = sizes
+        h, std = sizes.hidden, sizes.init_std
+        self.qkv = dense(3 * h, "qkv_proj", std=std)
+        self.attention_out = dense(h, "o_proj", std=std)
+        self.attention_norm = layer_norm(sizes.epsilon, "attn_ln")
+        self.up_gate = dense(2 * sizes.intermediate, "up_gate_proj", use_bias=False, std=std)
+        self.down = dense(h, "down_proj", std=std)
+        self.mlp_norm = layer_norm(sizes.epsilon, "mlp_ln")
+        self.attention_dropout = tf_keras.layers.Dropout(sizes.attention_dropout)
+        self.dropouts = [tf_keras.layers.Dropout(sizes.hidden_dropout) for _ in range(3)]
+        self.act = activation(sizes.activation)
+
+    def call(self, x, bias, rotary, training=False):
+        heads = self.sizes.heads
+        q, k, v = (split_heads(t, heads) for t in tf.split(self.qkv(x), 3, axis=-1))
+        q, k = rotate(q, *rotary), rotate(k, *rotary)
+        attended = merge_heads(scaled_dot_attention(q, k, v, bias, self.attention_dropout, training))
+        x = self.attention_norm(x + self.dropouts[0](self.attention_out(attended), training=training))
+        up, gate = tf.split(self.up_gate(x), 2, axis=-1)
+        inner = self.dropouts[1](self.act(gate) * up, training=training)
+        return self.mlp_norm(x + self.dropouts[2](self.down(inner), training=training))
+
+    def torch_params(self, prefix: str) -> Iterator[TorchParam]:
+        yield from dense_params(f"{prefix}.attention.qkv_proj", self.qkv)
+        yield from dense_params(f"{prefix}.attention.o_proj", self.attention_out)
+        yield from norm_params(f"{prefix}.attn_ln", self.attention_norm)
+        yield from dense_params(f"{prefix}.mlp.up_gate_proj", self.up_gate)
+        yield from dense_params(f"{prefix}.mlp.down_proj", self.down)
+        yield from norm_params(f"{prefix}.mlp_ln", self.mlp_norm)
+
+
+class Encoder(tf_keras.layers.Layer):
+    def __init__(self, config: dict, **kwargs):
+        super().__init__(**kwargs)
+        self.sizes = sizes = Sizes.of(config)
+        self.words = embedding(sizes.vocab, sizes.hidden, "word_embeddings", std=sizes.init_std)
+        self.types = embedding(sizes.type_vocab, sizes.hidden, "token_type_embeddings") if sizes.type_vocab else None
+        self.embedding_norm = layer_norm(sizes.epsilon, "embeddings_layernorm")
+        self.embedding_dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
+        self.blocks = [Block(sizes, name=f"layer_{i}") for i in range(sizes.layers)]
+
+    def call(self, inputs: dict, training=False):
+        input_ids = inputs["input_ids"]
+        x = self.words(input_ids)
+        if self.types is not None:
+            x = x + self.types(inputs.get("token_type_ids", tf.zeros_like(input_ids)))
+        x = self.embedding_dropout(self.embedding_norm(x), training=training)
+        bias = attention_bias(padding_mask(inputs["attention_mask"]))
+        rotary = rotary_tables(tf.shape(input_ids)[1], self.sizes.hidden // self.sizes.heads, self.sizes.theta)
+        for block in self.blocks:
+            x = block(x, bias, rotary, training=training)
+        return x
+
+    def input_embeddings(self) -> tf_keras.layers.Layer:
+        return self.words
+
+    def torch_params(self) -> Iterator[TorchParam]:
+        yield from embedding_params(f"{PREFIX}.embeddings.word_embeddings", self.words)
+        if self.types is not None:
+            yield from embedding_params(f"{PREFIX}.embeddings.token_type_embeddings", self.types)
+        yield from norm_params(f"{PREFIX}.embeddings.LayerNorm", self.embedding_norm)
+        for i, block in enumerate(self.blocks):
+            yield from block.torch_params(f"{PREFIX}.encoder.layer.{i}")
+
+
+class Head(tf_keras.layers.Layer):
+    """BERT's pooler (dense + tanh on the first token), dropout, the classifier."""
+
+    def __init__(self, config: dict, num_labels: int, **kwargs):
+        super().__init__(**kwargs)
+        sizes = Sizes.of(config)
+        self.pooler = dense(sizes.hidden, "pooler", std=sizes.init_std)
+        self.dropout = tf_keras.layers.Dropout(sizes.classifier_dropout)
+        self.classifier = dense(num_labels, "classifier", std=sizes.init_std)
+
+    def call(self, hidden, attention_mask=None, training=False):
+        pooled = tf.math.tanh(self.pooler(hidden[:, 0]))
+        return self.classifier(self.dropout(pooled, training=training))
+
+    def torch_params(self) -> Iterator[TorchParam]:
+        yield from dense_params(f"{PREFIX}.pooler.dense", self.pooler)
+        yield from dense_params("classifier", self.classifier)
