@@ -5,6 +5,8 @@ long pages want.
   of --repeats, as model FLOP/s against the fp32 matmul peak measured in the same run.
 - MiniLM at width 512, batch 32, in a fresh process each: training's peak memory with the attention weights
   recomputed in the backward pass (models/encoders/layers.py) against kept, and its cost in step time.
+- Each family's base shape (BERT, GTE, EuroBERT, mmBERT; random weights) at width 128, batch 16, in a fresh process
+  each: examples/s and share of the peak, beside BERT-base's.
 - ModernBERT-base's shape (22 layers, hidden 768, GeGLU 1152, local window 128, random weights: no pretrained one is
   reachable here), one training step at each width, in a fresh process per width: seconds per step, share of the
   peak, and the process's peak memory. A width whose step would not fit this machine's memory (the estimate
@@ -32,6 +34,17 @@ MODERNBERT_BASE = {
     "num_hidden_layers": 22, "num_attention_heads": 12, "local_attention": 128, "global_attn_every_n_layers": 3,
     "max_position_embeddings": 8192, "pad_token_id": 50283, "classifier_pooling": "mean",
 }  # fmt: skip
+# Base-size shapes of the families side by side (random weights: none is reachable here), as their hub configs set them.
+_BASE = {"hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12, "intermediate_size": 3072}
+FAMILY_SHAPES = {
+    "BERT-base": {"model_type": "bert", "vocab_size": 30522, "max_position_embeddings": 512, **_BASE},
+    "GTE (gte-multilingual-base)": {"model_type": "gte", "vocab_size": 250048, "max_position_embeddings": 8192,
+                                    "type_vocab_size": 1, **_BASE},
+    "EuroBERT-210m": {"model_type": "eurobert", "vocab_size": 128256, "max_position_embeddings": 8192,
+                      "num_key_value_heads": 12, "pad_token_id": 128001, **_BASE},
+    "mmBERT-base (ModernBERT)": {**MODERNBERT_BASE, "vocab_size": 256000, "pad_token_id": 0},
+}  # fmt: skip
+FAMILY_WIDTH, FAMILY_BATCH = 128, 16
 
 
 def _minilm_rows(steps: int, repeats: int, peak) -> list[list[str]]:
@@ -67,8 +80,9 @@ def _minilm_rows(steps: int, repeats: int, peak) -> list[list[str]]:
     ]  # fmt: skip
 
 
-def one_width(width: int, batch: int, steps: int) -> dict:
-    """One process: ModernBERT-base's shape trained `steps` steps at `width` (the first traces); its numbers."""
+def one_width(width: int, batch: int, steps: int, family: str = "") -> dict:
+    """One process: ModernBERT-base's shape (or FAMILY_SHAPES[family]) trained `steps` steps at `width` (the first
+    traces); its numbers."""
     import numpy as np
     import tensorflow as tf
 
@@ -77,10 +91,11 @@ def one_width(width: int, batch: int, steps: int) -> dict:
     from models.hardware.flops import EncoderShape
     from models.training.config import TrainingConfig
 
-    model = classifier.build(MODERNBERT_BASE, ["a", "b"])
+    config = FAMILY_SHAPES[family] if family else MODERNBERT_BASE
+    model = classifier.build(config, ["a", "b"])
     compile_for_training(model, TrainingConfig(learning_rate=1e-5, warmup_ratio=0.0), steps + 1)
     rng = np.random.default_rng(0)
-    features = {"input_ids": rng.integers(5, 50000, (batch, width)), "attention_mask": np.ones((batch, width), int)}
+    features = {"input_ids": rng.integers(5, 30000, (batch, width)), "attention_mask": np.ones((batch, width), int)}
     data = tf.data.Dataset.from_tensors((features, np.zeros(batch, int))).repeat()
     model.fit(data, steps_per_epoch=1, epochs=1, verbose=0)
     started = time.perf_counter()
@@ -170,6 +185,30 @@ def _modernbert_rows(widths: list[int], steps: int, peak) -> list[list[str]]:
     return rows
 
 
+def _family_rows(steps: int, peak) -> list[list[str]]:
+    """Each family's base shape, one Trainer step at FAMILY_WIDTH x FAMILY_BATCH in a fresh process: examples/s and
+    share of the peak, beside BERT-base's."""
+    rows, bert = [], None
+    for family in FAMILY_SHAPES:
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.encoders", "--one-family", family, str(FAMILY_WIDTH),
+             str(FAMILY_BATCH), str(steps)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        name = f"{family}, width {FAMILY_WIDTH}, batch {FAMILY_BATCH}: examples/s; model GFLOP/s"
+        if done.returncode:
+            rows.append([name, f"failed: {done.stderr.strip().splitlines()[-1][:120]}", "-", "-"])
+            continue
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        rate = result["batch"] / result["seconds"]
+        bert = bert or rate
+        rows.append(
+            [name, f"{rate:.1f}; {result['gflops']:.1f}", f"{peak.gflops:.0f} GFLOP/s peak; BERT-base {bert:.1f}/s",
+             f"{result['gflops'] / peak.gflops:.0%} of peak; {rate / bert:.2f}x BERT's rate"]
+        )  # fmt: skip
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20, help="timed MiniLM steps per repeat")
@@ -179,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-width", type=int, default=512, help="MiniLM's width for the memory rows (0: none)")
     parser.add_argument("--one-width", nargs=3, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--one-memory", nargs=3, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--one-family", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--families", type=int, default=1, help="each family's base shape beside BERT's (0: none)")
     parser.add_argument("--out", default=str(reference.BENCHMARKS_MD))
     args = parser.parse_args(argv)
     if args.one_width:
@@ -187,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.one_memory:
         print(json.dumps(one_memory(*args.one_memory)))
         return 0
+    if args.one_family:
+        family, width, batch, steps = args.one_family
+        print(json.dumps(one_width(int(width), int(batch), int(steps), family)))
+        return 0
 
     from models.hardware.machine_peak import matmul_peak
 
@@ -194,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     peak = matmul_peak()
     rows = _minilm_rows(args.steps, args.repeats, peak)
     rows += _memory_rows(args.memory_width, 32) if args.memory_width else []
+    rows += _family_rows(args.long_steps, peak) if args.families else []
     rows += _modernbert_rows([int(w) for w in args.widths.split(",") if w], args.long_steps, peak)
     section = reference.table_section(
         SECTION,

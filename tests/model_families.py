@@ -271,3 +271,25 @@ def fuzz_text():
     from hypothesis import strategies as st
 
     return st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=300)
+
+
+# Encoders released since transformers 5 with the tokenizer each ships, as the hub lays them out: the tokenizer
+# trained here, the bare encoder written beside it by transformers 5 + PyTorch (tests/torch_reference.py).
+RELEASED_SINCE = {
+    "gte": ("gte", "xlm-roberta"),  # gte-multilingual: XLM-R's SentencePiece, as transformers 5 saves it (no .model)
+    "eurobert": ("eurobert", "llama-3"),
+    "mmbert": ("modernbert", "gemma"),
+}
+
+
+def write_released_since(name: str, directory: Path) -> Path:
+    """`name`'s folder (RELEASED_SINCE): tokenizer.json + tokenizer_config.json, config.json, model.safetensors."""
+    from transformers import AutoTokenizer
+
+    from tests import torch_reference_env
+
+    encoder, tokenizer_family = RELEASED_SINCE[name]
+    trained = directory.parent / f"{directory.name}-tokenizer"
+    write_tokenizer(tokenizer_family, trained)
+    AutoTokenizer.from_pretrained(trained).save_pretrained(directory)  # what transformers 5 saves of it
+    return torch_reference_env.write_encoder_beside(encoder, directory)

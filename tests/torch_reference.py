@@ -191,9 +191,30 @@ def modernbert_folder(directory: str) -> None:
     model.save_pretrained(directory)
 
 
+# the bare encoder class each tokenizer-first folder gets (encoder_beside): the hub's kind of checkpoint for it
+BARE_MODELS = {"gte": "GteModel", "eurobert": "EuroBertModel", "modernbert": "ModernBertModel"}
+
+
+def encoder_beside(family: str, directory: str) -> None:
+    """A tiny random bare encoder of `family` (CONFIGS' sizes) saved by transformers 5 beside the tokenizer already in
+    `directory`, its vocabulary and special ids taken from that tokenizer: gte-multilingual, EuroBERT or mmBERT as
+    the hub lays them out."""
+    tokenizer = transformers.AutoTokenizer.from_pretrained(directory)
+    kind, values = CONFIGS[family]
+    ids = {f"{name}_token_id": getattr(tokenizer, f"{name}_token_id") for name in ("pad", "bos", "eos", "cls", "sep")}
+    settings = {**values, **{k: v for k, v in ids.items() if v is not None}, "vocab_size": len(tokenizer)}
+    if family == "eurobert":
+        settings["mask_token_id"] = tokenizer.mask_token_id
+    settings["architectures"] = [BARE_MODELS[family]]
+    torch.manual_seed(0)
+    model = getattr(transformers, BARE_MODELS[family])(getattr(transformers, kind)(**settings))
+    model.save_pretrained(directory)
+
+
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
     {"checkpoint": lambda: checkpoints(args[0], args[1:]),
      "logits": logits,
      "texts": lambda: texts(args[0]),
-     "modernbert-folder": lambda: modernbert_folder(args[0])}[command]()  # fmt: skip
+     "modernbert-folder": lambda: modernbert_folder(args[0]),
+     "encoder-beside": lambda: encoder_beside(args[0], args[1])}[command]()  # fmt: skip

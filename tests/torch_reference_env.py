@@ -76,3 +76,10 @@ def write_modernbert_folder(directory: Path, texts: list[str]) -> Path:
     """A tiny ModernBERT folder as the hub lays it out, by transformers 5 (torch_reference.modernbert_folder)."""
     run("modernbert-folder", str(directory), stdin=texts)
     return directory
+
+
+def write_encoder_beside(family: str, directory: Path) -> Path:
+    """A tiny bare `family` encoder written by transformers 5 beside the tokenizer in `directory`
+    (torch_reference.encoder_beside)."""
+    run("encoder-beside", family, str(directory))
+    return directory
