@@ -25,10 +25,11 @@ from components.example_gen.sources import rotten_tomatoes_reviews
 from components.trainer.data import bucket_by_length, chosen_batch_widths, without_autotuning
 from components.trainer.module import compile_for_training
 from components.trainer.training_meter import TrainingMeter, record_batch_shapes
+from models.encoders.from_folder import build_classifier
 from models.hardware import distribution
 from models.hardware.flops import EncoderShape
 from models.hardware.machine_peak import matmul_peak
-from models.hub.pretrained import build_classifier, model_files, packaged_model_dir
+from models.hub.pretrained import model_files, packaged_model_dir
 from models.serving.signatures import model_logits
 from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
 from models.training.config import ModelConfig, TrainingConfig

@@ -10,7 +10,7 @@ long pages want.
 - ModernBERT-base's shape (22 layers, hidden 768, GeGLU 1152, local window 128, random weights: no pretrained one is
   reachable here), one training step at each width, in a fresh process per width: seconds per step, share of the
   peak, and the process's peak memory. A width whose step would not fit this machine's memory (the estimate
-  `--check` prints: models/hardware/memory.py) is reported as such, not run.
+  `--check` prints: models/encoders/step_memory.py) is reported as such, not run.
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ def _minilm_rows(steps: int, repeats: int, peak) -> list[list[str]]:
     from benchmarks.bench import BATCH, _examples_per_second, trainer_batches, training_examples
     from components.trainer.module import compile_for_training
     from components.trainer.training_meter import TrainingMeter
+    from models.encoders.from_folder import build_with_own_encoder
     from models.hardware.flops import EncoderShape
-    from models.hub.pretrained import build_with_own_encoder
     from models.training.config import TrainingConfig
 
     files, examples = training_examples(steps)
@@ -115,7 +115,8 @@ def one_memory(width: int, batch: int, recompute: int) -> dict:
 
     from components.trainer.module import compile_for_training
     from models.encoders import layers
-    from models.hub.pretrained import build_classifier, model_files, packaged_model_dir
+    from models.encoders.from_folder import build_classifier
+    from models.hub.pretrained import model_files, packaged_model_dir
     from models.training.config import TrainingConfig
 
     layers.RECOMPUTE_ABOVE_BYTES = layers.RECOMPUTE_ABOVE_BYTES if recompute else 2**62
@@ -157,12 +158,12 @@ def _memory_rows(width: int, batch: int) -> list[list[str]]:
 def _modernbert_rows(widths: list[int], steps: int, peak) -> list[list[str]]:
     from types import SimpleNamespace
 
+    from models.encoders.step_memory import FITS_SHARE, GIB, machine_memory, step_memory
     from models.hardware.flops import EncoderShape
-    from models.hardware.memory import FITS_SHARE, GIB, machine_memory, step_memory
 
     rows = []
     memory = machine_memory()
-    shape = EncoderShape.from_config(SimpleNamespace(**MODERNBERT_BASE, num_labels=2))
+    shape = EncoderShape.from_config(SimpleNamespace(**MODERNBERT_BASE, num_labels=2, feed_forward_matrices=3))
     for width in widths:
         batch = max(1, 1024 // width)
         need = step_memory(shape, batch, width).total

@@ -135,9 +135,9 @@ def profile_steps(steps: int, warmup_steps: int = 30) -> StepProfile:
     from benchmarks.bench import trainer_batches, training_examples
     from components.trainer.module import compile_for_training
     from components.trainer.training_meter import TrainingMeter, record_batch_shapes
+    from models.encoders.from_folder import build_classifier
     from models.hardware.flops import EncoderShape
     from models.hardware.machine_peak import matmul_peak
-    from models.hub.pretrained import build_classifier
     from models.training.config import TrainingConfig
 
     files, examples = training_examples(steps + warmup_steps)

@@ -13,7 +13,8 @@ import pytest
 
 from components.example_gen.sources import DatasetSourceError
 from components.example_gen.splitting import DatasetContentError
-from models.hub.pretrained import ModelFilesError, UnsupportedModelError, WeightsError
+from models.encoders.from_folder import UnsupportedModelError, WeightsError
+from models.hub.pretrained import ModelFilesError
 from models.tokenizers.tokenizer import UnsupportedTokenizerError
 from pipeline.config import pipeline_config
 from pipeline.orchestration import preflight

@@ -73,7 +73,7 @@ def test_a_setting_our_encoder_does_not_compute_is_refused_before_any_component(
     import json
     import shutil
 
-    from models.hub.pretrained import UnsupportedModelError
+    from models.encoders.from_folder import UnsupportedModelError
     from pipeline.orchestration.preflight import check_model
 
     copy = shutil.copytree(modernbert_dir, tmp_path / "model")

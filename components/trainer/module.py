@@ -44,10 +44,10 @@ from components.trainer.plan import (
 from components.trainer.progress import ProgressLogger
 from components.trainer.training_meter import TrainingMeter, record_batch_shapes
 from components.trainer.training_record import TrainingRecord
+from models.encoders.from_folder import build_classifier, weights_only_copy
 from models.hardware import distribution
 from models.hardware.flops import EncoderShape
 from models.hardware.machine_peak import matmul_peak
-from models.hub.pretrained import build_classifier, weights_only_copy
 from models.names import TEXT_FEATURES, WINDOW_MASK
 from models.serving import signatures, tf_serving
 from models.serving.hf_export import hf_format_dir, save_hf_format

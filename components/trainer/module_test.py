@@ -199,13 +199,8 @@ def test_fp16_scales_the_loss_and_many_steps_run_per_execution_on_any_device():
 def test_frozen_embeddings_leave_training_and_stay_as_pretrained_while_the_encoder_learns(tiny_bert_dir):
 
     from components.trainer.module import compile_for_training
-    from models.hub.pretrained import (
-        WeightsError,
-        build_classifier,
-        freeze_input_embeddings,
-        model_files,
-        weights_only_copy,
-    )
+    from models.encoders.from_folder import WeightsError, build_classifier, freeze_input_embeddings, weights_only_copy
+    from models.hub.pretrained import model_files
     from models.serving.signatures import model_logits
     from models.training.config import TrainingConfig
 

@@ -43,6 +43,8 @@ BERT_HEAD, ROBERTA_HEAD, ELECTRA_HEAD, DISTILBERT_HEAD, ALBERT_HEAD = (
     "albert",
 )
 
+FEED_FORWARD_MATRICES = 2  # up, down
+
 
 @dataclasses.dataclass(frozen=True)
 class Flavor:

@@ -95,12 +95,6 @@ def describe(config: dict) -> str:
     return text + module.describe(sizes)
 
 
-def feed_forward_matrices(model_type: str | None) -> int:
-    """Matrices of intermediate width in one feed-forward: 2 (up, down), 3 with a gated unit (GeGLU, SwiGLU)."""
-    module = ARCHITECTURES.get(model_type, (None,))[0]
-    return getattr(module, "FEED_FORWARD_MATRICES", 2)
-
-
 class SequenceClassifier(tf_keras.Model):
     """Encoder + the family's head; `config` reads as a transformers config does (getattr), for the FLOP count and
     the recipe."""
@@ -121,7 +115,9 @@ class SequenceClassifier(tf_keras.Model):
         hf_config["dtype"] = "float32"  # what we write, whatever the checkpoint held (bf16 ones are common)
         # As JSON: Keras would track a dict attribute as a wrapper that json cannot write.
         self._hf_config_json = json.dumps(hf_config, sort_keys=True)
-        self.config = types.SimpleNamespace(**hf_config, num_labels=len(label_names))
+        self.config = types.SimpleNamespace(
+            **hf_config, num_labels=len(label_names), feed_forward_matrices=module.FEED_FORWARD_MATRICES
+        )
         self.label_names, self.multi_label = list(label_names), multi_label
         self.encoder = module.Encoder(config, name="encoder")
         self.head = module.Head(config, len(label_names), name="head")
@@ -150,7 +146,7 @@ class SequenceClassifier(tf_keras.Model):
         return {param.name for param in self.head.torch_params()}
 
     def fresh_copy(self) -> SequenceClassifier:
-        """The same architecture and labels, never trained (see models/hub/pretrained.py: weights_only_copy)."""
+        """The same architecture and labels, never trained (see from_folder.py: weights_only_copy)."""
         dropped = ("architectures", "id2label", "label2id", "dtype")
         config = {k: v for k, v in self.hf_config.items() if k not in dropped}
         copy = SequenceClassifier(config, self.label_names, self.multi_label)

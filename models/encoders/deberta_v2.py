@@ -36,6 +36,8 @@ from models.encoders.layers import (
 PREFIX = "deberta"
 C2P, P2C = "c2p", "p2c"
 
+FEED_FORWARD_MATRICES = 2  # up, down
+
 
 @dataclasses.dataclass(frozen=True)
 class Sizes:

@@ -81,8 +81,9 @@ def position_limit(config: dict) -> int:
 
 
 def describe(sizes: Sizes) -> str:
-    grouped = f"{sizes.heads} query heads over {sizes.kv_heads} key/value heads" if sizes.kv_heads < sizes.heads else ""
-    return f", rotary positions (theta {sizes.theta:,.0f}), RMSNorm, SwiGLU, {grouped or 'multi-head'} attention, " + (
+    heads = f"{sizes.heads} query heads over {sizes.kv_heads} key/value heads" if sizes.kv_heads < sizes.heads else ""
+    return (
+        f", rotary positions (theta {sizes.theta:,.0f}), RMSNorm, SwiGLU, {heads or 'multi-head'} attention, "
         f"{sizes.pooling} pooling"
     )
 

@@ -30,8 +30,9 @@ class EncoderShape:
 
     @classmethod
     def from_config(cls, config: Any, embeddings_trained: bool = True) -> EncoderShape:
-        """From a config.json read as attributes; BERT's names (RoBERTa, XLM-R, ALBERT, DeBERTa, MPNet and
-        ModernBERT use them too) and DistilBERT's own."""
+        """From a config.json read as attributes; BERT's names (RoBERTa, XLM-R, ALBERT, DeBERTa, MPNet,
+        ModernBERT, GTE and EuroBERT use them too) and DistilBERT's own; `feed_forward_matrices` as our classifier's
+        config carries it (its family module's, models/encoders/classifier.py)."""
 
         def first(*names: str) -> int:
             for name in names:
@@ -46,7 +47,7 @@ class EncoderShape:
             heads=first("num_attention_heads", "n_heads"),
             num_labels=first("num_labels"),
             embeddings_trained=embeddings_trained,
-            feed_forward_matrices=_feed_forward_matrices(getattr(config, "model_type", None)),
+            feed_forward_matrices=int(getattr(config, "feed_forward_matrices", 2)),
             vocab=int(getattr(config, "vocab_size", 0) or 0),
         )
 
@@ -92,11 +93,3 @@ class BatchShapes:
     @property
     def padding_share(self) -> float:
         return 1 - self.real_tokens / self.padded_tokens if self.padded_tokens else 0.0
-
-
-def _feed_forward_matrices(model_type: str | None) -> int:
-    """What the family's encoder module says (models/encoders/classifier.py); imported here, not at the top: the
-    FLOP count is read by tools that never build a model."""
-    from models.encoders.classifier import feed_forward_matrices
-
-    return feed_forward_matrices(model_type)

@@ -4,9 +4,10 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.profiler import model_analyzer, option_builder
 
+from models.encoders.from_folder import build_classifier
 from models.hardware.flops import BatchShapes, EncoderShape
 from models.hardware.machine_peak import matmul_peak
-from models.hub.pretrained import build_classifier, model_files
+from models.hub.pretrained import model_files
 from models.serving.signatures import model_logits
 
 

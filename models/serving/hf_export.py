@@ -28,7 +28,7 @@ def hf_format_dir(serving_model_dir: str) -> str:
 
 def save_hf_format(model, tokenizer_dir: str | Path, max_seq_length: int, destination: str) -> list[str]:
     """Writes the model and its tokenizer to `destination` (a local path or any tf.io.gfile URL, e.g. gs://);
-    returns the file names written. `model` must not track an optimizer (see pretrained.weights_only_copy)."""
+    returns the file names written. `model` must not track an optimizer (see from_folder.weights_only_copy)."""
     from models.serving.tokenizer_export import check_read_back, save_tokenizer
 
     with tempfile.TemporaryDirectory(prefix="hf-export-") as local:

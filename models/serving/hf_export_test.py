@@ -10,7 +10,8 @@ from safetensors import safe_open
 from safetensors.numpy import load_file
 
 from models.encoders.classifier import torch_state
-from models.hub.pretrained import build_classifier, model_files
+from models.encoders.from_folder import build_classifier
+from models.hub.pretrained import model_files
 from models.serving.hf_export import PT_WEIGHTS, save_hf_format
 from models.serving.signatures import model_logits
 from tests.model_families import FAMILIES

@@ -52,10 +52,10 @@ ClipNorm = Annotated[float | Literal["auto"] | None, BeforeValidator(_clip_norm)
 
 
 def encoder_parameters(shape: EncoderShape) -> int:
-    """Weights of the Transformer layers (attention's four projections, the feed-forward pair, biases and
-    layer norms), without embeddings or head."""
+    """Weights of the Transformer layers (attention's four projections, the feed-forward matrices: two, three where
+    the family gates them, biases and layer norms), without embeddings or head."""
     h, i = shape.hidden, shape.intermediate
-    return shape.layers * (4 * h * h + 4 * h + 2 * h * i + i + h + 4 * h)
+    return shape.layers * (4 * h * h + 4 * h + shape.feed_forward_matrices * h * i + i + h + 4 * h)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -81,7 +81,8 @@ def _encoder_builds() -> str:
 
 
 def _packaged_model() -> str:
-    from models.hub.pretrained import build_classifier, model_files, packaged_model_dir
+    from models.encoders.from_folder import build_classifier
+    from models.hub.pretrained import model_files, packaged_model_dir
 
     files = model_files(packaged_model_dir("all-MiniLM-L6-v2"))
     _, report = build_classifier(files, ["a", "b"])

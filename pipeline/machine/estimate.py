@@ -92,7 +92,8 @@ def train_split_lengths(config):
     """The config's train split (read as the ExampleGen reads it) in the model's tokens, and the max_seq_length
     the run chooses for it (models.training.lengths.WidthChoice over every text, not a sample). Single texts."""
     from components.example_gen.dataset_pass import EVERY_ROW, dataset_pass
-    from models.hub.pretrained import position_limit, resolve_model_dir
+    from models.encoders.from_folder import position_limit
+    from models.hub.pretrained import resolve_model_dir
     from models.training.lengths import choose_width, token_lengths
 
     model_dir = resolve_model_dir(config.model.name, config.model.revision)
@@ -115,7 +116,8 @@ def default_training_flops(config) -> float:
 def training_work(config) -> TrainingWork:
     """Model FLOPs the Trainer spends on the config's train split, tokenized in-graph and padded as the
     Trainer pads it, for every epoch."""
-    from models.hub.pretrained import encoder_shape, resolve_model_dir
+    from models.encoders.from_folder import encoder_shape
+    from models.hub.pretrained import resolve_model_dir
     from models.training.epochs import choose_epochs
     from models.training.lengths import choose_buckets
 
@@ -134,7 +136,8 @@ def training_work(config) -> TrainingWork:
 def trained_parameters(model_dir) -> int:
     """Weights the optimizer updates and several workers all-reduce each step (embeddings included: their
     gradients are made dense, components/trainer/module.py says why), from config.json."""
-    from models.hub.pretrained import encoder_shape, read_config
+    from models.encoders.from_folder import encoder_shape
+    from models.hub.pretrained import read_config
 
     shape = encoder_shape(Path(model_dir))
     config = read_config(Path(model_dir))

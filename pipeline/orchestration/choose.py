@@ -234,8 +234,8 @@ def lengths_with_cost(chosen: Choices) -> str:
 
 def memory_lines(chosen: Choices) -> list[str]:
     """A training step's memory at the widest batch, and a warning with the batch (or width) that fits where it
-    would not fit this machine (models/hardware/memory.py)."""
-    from models.hardware.memory import FITS_SHARE, GIB, largest_fitting_batch, machine_memory, step_memory
+    would not fit this machine (models/encoders/step_memory.py)."""
+    from models.encoders.step_memory import FITS_SHARE, GIB, largest_fitting_batch, machine_memory, step_memory
 
     shape, batch, width = chosen.encoder, chosen.config.training.batch_size, chosen.lengths.width
     needed, memory = step_memory(shape, batch, width), machine_memory()

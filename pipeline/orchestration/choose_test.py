@@ -3,8 +3,8 @@ fit this machine."""
 
 import types
 
-from models.hardware.memory import machine_memory
-from models.hardware.memory_test import MINILM, MODERNBERT_BASE
+from models.encoders.step_memory import machine_memory
+from models.encoders.step_memory_test import MINILM, MODERNBERT_BASE
 from pipeline.config import pipeline_config
 from pipeline.orchestration.choose import memory_lines
 
@@ -26,6 +26,7 @@ def test_a_step_past_this_machines_memory_is_warned_with_the_batch_or_width_that
         assert "training.batch_size" in lines[1] and "fits at this width" in lines[1]
     lines = memory_lines(_chosen(MODERNBERT_BASE, 4096, 512))
     assert "training.batch_size" in lines[-1] and "fits at this width" in lines[-1]
-    assert "not one text fits at width 8192: lower model.max_seq_length" in memory_lines(
-        _chosen(MODERNBERT_BASE, 1, 8192)
-    )[-1]
+    assert (
+        "not one text fits at width 8192: lower model.max_seq_length"
+        in memory_lines(_chosen(MODERNBERT_BASE, 1, 8192))[-1]
+    )

@@ -29,18 +29,10 @@ from components.evaluator.config import threshold_per_label
 from components.example_gen import beam_rows, dataset_pass, sources
 from components.publisher.hub_push import check_credentials
 from components.tuner.config import Range
+from models.encoders.from_folder import check_architecture, check_weights, encoder_shape, position_limit
 from models.errors import UserError
 from models.hardware.flops import EncoderShape
-from models.hub.pretrained import (
-    check_architecture,
-    check_weights,
-    encoder_shape,
-    hub_commit,
-    model_files,
-    position_limit,
-    read_config,
-    resolve_model_dir,
-)
+from models.hub.pretrained import hub_commit, model_files, read_config, resolve_model_dir
 from models.serving.tokenizer_export import ROUND_TRIP_WIDTH, check_round_trip
 from models.task import TaskContract, exported_shape, read_contract
 from models.tokenizers.tokenizer import tokenizer_spec
@@ -57,7 +49,7 @@ class ModelFacts:
     encoder: EncoderShape | None  # its sizes, for FLOP counts (None: no config.json to read them from)
     model_type: str = ""  # config.json's (bert, roberta ...): the family the recipe's warm-up follows
     commit: str | None = None  # a hub model's commit, which every component then reads (None: not a hub model)
-    architecture: str = ""  # which path it takes and what its encoder computes (pretrained.Architecture.describe)
+    architecture: str = ""  # which path it takes and what its encoder computes (from_folder.Architecture.describe)
 
 
 @dataclasses.dataclass(frozen=True)

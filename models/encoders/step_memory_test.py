@@ -3,8 +3,8 @@ says fits."""
 
 import pytest
 
+from models.encoders.step_memory import FITS_SHARE, GIB, largest_fitting_batch, step_memory
 from models.hardware.flops import EncoderShape
-from models.hardware.memory import FITS_SHARE, GIB, largest_fitting_batch, step_memory
 
 MINILM = EncoderShape(layers=6, hidden=384, intermediate=1536, heads=12, num_labels=2, vocab=30522)
 MODERNBERT_BASE = EncoderShape(

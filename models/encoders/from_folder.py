@@ -1,0 +1,177 @@
+"""A model folder's classifier: its architecture checked, the checkpoint's header matched against config.json, our
+encoder built (models/encoders/classifier.py) and loaded with verified weights.
+
+Every architecture trains as our own encoder (the BERT family with ALBERT and MPNet, DeBERTa-v2/v3, ModernBERT,
+GTE, EuroBERT), built from config.json and loaded from model.safetensors in PyTorch names with no transformers model
+class (transformers 5 has no TensorFlow). Any other architecture is refused before the first component, naming the
+families that work. The only weights allowed to start fresh are the classification head's. Where the folder comes
+from is models/hub/pretrained.py's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections.abc import Sequence
+from pathlib import Path
+
+from models.encoders import classifier
+from models.encoders.layers import UnsupportedConfigError
+from models.errors import UserError
+from models.hub.pretrained import ModelFiles, read_config
+
+
+class WeightsError(UserError, RuntimeError):
+    """Pretrained weights did not load fully into the encoder."""
+
+
+class UnsupportedModelError(UserError, ValueError):
+    """The architecture has no encoder here; the message says why and which families work."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Architecture:
+    """The encoder a model trains as (models/encoders) and what it computes."""
+
+    model_type: str
+    class_name: str  # transformers' PyTorch sequence-classification class the model is, as transformers 5 names it
+    facts: str = ""  # what the encoder computes that matters for the task (positions, attention window)
+
+    def describe(self) -> str:
+        path = f"our Keras encoder, loaded from model.safetensors ({self.class_name} as transformers 5 computes it)"
+        return f"{self.model_type}: {path}" + (f"; {self.facts}" if self.facts else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadReport:
+    """What loading the pretrained weights did; `missing` may hold only the head's weights."""
+
+    weights_format: str
+    loaded: int
+    missing: tuple[str, ...]
+    unexpected: tuple[str, ...]
+
+    def describe(self) -> str:
+        return (
+            f"{self.loaded} pretrained tensors loaded ({self.weights_format}); "
+            f"new (classification head): {list(self.missing)}; unused from checkpoint: {list(self.unexpected)}"
+        )
+
+
+def check_architecture(directory: Path) -> Architecture:
+    """The encoder the model's architecture trains as, or a refusal naming the families that work."""
+    config = read_config(directory)
+    model_type = config.get("model_type")
+    if not classifier.is_ported(model_type):
+        raise UnsupportedModelError(
+            f"the model in {directory} is a '{model_type}' model, which cannot be fine-tuned here: no encoder of ours "
+            f"computes it. Families that work: {classifier.PORTED_FAMILIES}; pick a model of one of them "
+            "(docs/models.md)"
+        )
+    try:
+        classifier.check_config(config)
+    except UnsupportedConfigError as error:
+        raise UnsupportedModelError(
+            f"the {model_type} model in {directory} has {error}, which our {model_type} encoder does not compute"
+        ) from error
+    except KeyError as error:
+        message = f"the config.json of {directory} lacks {error}, which a {model_type} model needs"
+        raise UnsupportedModelError(message) from error
+    return Architecture(model_type, classifier.ARCHITECTURES[model_type][1], classifier.describe(config))
+
+
+def encoder_shape(directory: Path, embeddings_trained: bool = True):
+    """The encoder's sizes as the FLOP count reads them (models/hardware/flops.py), or a refusal naming the reason."""
+    from models.hardware.flops import EncoderShape
+
+    check_architecture(directory)
+    settings = read_config(directory)
+    matrices = classifier.module_for(settings).FEED_FORWARD_MATRICES
+    config = types.SimpleNamespace(**settings, num_labels=2, feed_forward_matrices=matrices)
+    try:
+        return EncoderShape.from_config(config, embeddings_trained=embeddings_trained)
+    except ValueError as error:
+        raise UnsupportedModelError(f"the model in {directory}: {error}") from error
+
+
+def position_limit(directory: Path) -> int:
+    """The longest input (special tokens included) the model's position embeddings hold (RoBERTa-style
+    embeddings number positions from the padding id up: models/encoders says per family)."""
+    check_architecture(directory)
+    return classifier.position_limit(read_config(directory))
+
+
+def build_classifier(
+    files: ModelFiles,
+    label_names: Sequence[str],
+    dropout: float | None = None,
+    freeze_embeddings: bool = False,
+    multi_label: bool = False,
+):
+    """The sequence classifier with pretrained encoder weights and the checkpoint's head, or a fresh one for
+    `label_names` where it has none for them.
+
+    Returns (model, LoadReport). The global Keras mixed-precision policy in force is used. `dropout` None keeps
+    the checkpoint's own rates; a number sets every dropout layer to it (see set_dropout). `freeze_embeddings`
+    keeps the input embeddings as pretrained (see freeze_input_embeddings).
+    """
+    model, report = build_with_own_encoder(files, label_names, multi_label)
+    if dropout is not None:
+        set_dropout(model, dropout)
+    if freeze_embeddings:
+        freeze_input_embeddings(model)
+    return model, report
+
+
+def build_with_own_encoder(files: ModelFiles, label_names: Sequence[str], multi_label: bool):
+    """(model, LoadReport) of our encoder for a ported architecture (models/encoders)."""
+    config = read_config(files.directory)
+    found = check_weights(files, label_names, multi_label)  # before a byte of the model is allocated
+    model = classifier.build(config, label_names, multi_label)
+    result = classifier.load(model, classifier.read_checkpoint(files.weights, found))
+    return model, LoadReport("safetensors", result.loaded, result.new, found.unused)
+
+
+def check_weights(files: ModelFiles, label_names: Sequence[str] = ("0", "1"), multi_label: bool = False):
+    """model.safetensors' header checked against config.json (classifier.check_checkpoint): what `--check` runs,
+    and the Trainer again before it builds the model. Returns what the model will read of the file."""
+    try:
+        return classifier.check_checkpoint(files.weights, read_config(files.directory), label_names, multi_label)
+    except classifier.CheckpointError as error:
+        raise WeightsError(f"pretrained weights in {files.weights}: {error}") from error
+
+
+def freeze_input_embeddings(model) -> None:
+    """Marks the input embeddings layer (word, position and token-type tables and their LayerNorm) not
+    trainable, through the encoder's get_input_embeddings (every family names its own). The word
+    table is about half of a small encoder's weights (MiniLM-L6: 11.7M of 22.7M): frozen, AdamW no longer reads
+    and writes it and its two moments every step, and nothing computes the gradient below the first layer."""
+    embeddings = model.get_input_embeddings()
+    if not embeddings.trainable_weights:
+        raise WeightsError(f"{type(model).__name__} has no trainable input embeddings (frozen already): cannot freeze")
+    embeddings.trainable = False
+
+
+def set_dropout(model, rate: float) -> None:
+    """Sets every Keras dropout layer of `model` (embeddings, attention, hidden, head) to `rate`. On the built
+    layers, not the config: each architecture names its dropout settings differently
+    (BERT's hidden_dropout_prob, DistilBERT's dropout, ...), while every encoder of ours uses Keras' Dropout, which
+    reads its rate when the training step is traced."""
+    import tf_keras
+
+    layers = [m for m in model.submodules if isinstance(m, tf_keras.layers.Dropout)]
+    if not layers:
+        raise WeightsError(f"{type(model).__name__} has no Keras dropout layers: training.dropout cannot act on it")
+    for layer in layers:
+        layer.rate = rate
+
+
+def weights_only_copy(model):
+    """The trained classifier's weights in a model that never trained. The trained one tracks its optimizer,
+    so saving it also saves AdamW's two slots per weight: a SavedModel three times the size, slower to load
+    and to push, for state serving never reads."""
+    copy = model.fresh_copy()
+    if not model.get_input_embeddings().trainable:
+        freeze_input_embeddings(copy)  # get_weights lists trainable weights first: the orders must match
+    copy.set_weights(model.get_weights())
+    return copy
