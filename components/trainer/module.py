@@ -247,6 +247,7 @@ def build_and_compile(fn_args, plan: TrainingPlan, weights):
         dropout = "the checkpoint's" if training.dropout is None else f"{training.dropout} (training.dropout)"
         embeddings = "frozen (training.freeze_embeddings)" if training.freeze_embeddings else "trained"
         print(f"[Trainer] {report.describe()}; dropout {dropout}; input embeddings {embeddings}", flush=True)
+        recompute_blocks_where_needed(model, settings)
         exports = [fn_args.model_run_dir, fn_args.serving_model_dir]  # none in a tuning trial
         check_disk_space(model, [directory for directory in exports if directory])
         positive = [weights[i] for i in range(len(settings.label_names))] if weights and settings.multi_label else None
@@ -255,6 +256,26 @@ def build_and_compile(fn_args, plan: TrainingPlan, weights):
         )
         print(f"[Trainer] {recipe.describe()}", flush=True)
     return model
+
+
+def recompute_blocks_where_needed(model, settings) -> None:
+    """Blocks recomputed in the backward pass (layers.run_block) where a step keeping them would not fit this
+    machine and the recomputation is exact (models/encoders/step_memory.py: recompute_blocks_pays); said when chosen."""
+    from models.encoders.classifier import block_dropout, can_recompute_blocks
+    from models.encoders.step_memory import GIB, machine_memory, recompute_blocks_pays, step_memory
+
+    training = settings.training
+    shape, batch, width = EncoderShape.from_config(model.config), training.batch_size, settings.model.max_seq_length
+    can = can_recompute_blocks(block_dropout(model.hf_config), training.dropout)
+    if not recompute_blocks_pays(shape, batch, width, machine_memory(), can):
+        return
+    model.recompute_blocks()
+    kept, recomputed = step_memory(shape, batch, width), step_memory(shape, batch, width, recompute_blocks=True)
+    print(
+        f"[Trainer] blocks recomputed in the backward pass: a step of {batch} texts at width {width} holds "
+        f"{recomputed.describe()}, ~{kept.total / GIB:.1f} GiB with every block's activations kept",
+        flush=True,
+    )
 
 
 def training_callbacks(fn_args, plan: TrainingPlan, meter: TrainingMeter, has_eval: bool):

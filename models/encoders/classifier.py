@@ -95,6 +95,18 @@ def describe(config: dict) -> str:
     return text + module.describe(sizes)
 
 
+def block_dropout(config: dict) -> float | None:
+    """The largest dropout inside the encoder's blocks, for families that can recompute them in the backward pass
+    (layers.run_block: the long-position ones, whose Sizes say it); None for the others."""
+    return getattr(module_for(config).Sizes.of(config), "block_dropout", None)
+
+
+def can_recompute_blocks(rate: float | None, dropout: float | None = None) -> bool:
+    """Whether blocks with that block_dropout `rate` recompute with the same numbers: they draw no random numbers
+    (their dropout at 0, or `dropout`, training.dropout's override of every rate, at 0)."""
+    return rate is not None and (rate if dropout is None else dropout) == 0
+
+
 class SequenceClassifier(tf_keras.Model):
     """Encoder + the family's head; `config` reads as a transformers config does (getattr), for the FLOP count and
     the recipe."""
@@ -138,6 +150,11 @@ class SequenceClassifier(tf_keras.Model):
 
     def get_input_embeddings(self) -> tf_keras.layers.Layer:
         return self.encoder.input_embeddings()
+
+    def recompute_blocks(self) -> None:
+        """Training keeps each block's input only and runs the block again in the backward pass (layers.run_block);
+        set before the training step is traced, and only where can_recompute_blocks says it is exact."""
+        self.encoder.recompute_blocks = True
 
     def torch_params(self) -> list[TorchParam]:
         return [*self.encoder.torch_params(), *self.head.torch_params()]

@@ -26,6 +26,7 @@ from models.encoders.layers import (
     embedding_params,
     merge_heads,
     padding_mask,
+    run_block,
     scaled_dot_attention,
     split_heads,
 )
@@ -55,6 +56,11 @@ class Sizes:
     attention_dropout: float
     pooling: str
     init_std: float
+
+    @property
+    def block_dropout(self) -> float:
+        """The only dropout inside a block, attention's (what would make recomputing it inexact: layers.run_block)."""
+        return self.attention_dropout
 
     @classmethod
     def of(cls, config: dict) -> Sizes:
@@ -149,6 +155,7 @@ class Encoder(tf_keras.layers.Layer):
         self.sizes = sizes = Sizes.of(config)
         self.words = embedding(sizes.vocab, sizes.hidden, "embed_tokens", std=sizes.init_std)
         self.blocks = [Block(sizes, name=f"layer_{i}") for i in range(sizes.layers)]
+        self.recompute_blocks = False  # set by the Trainer where a step would not fit (layers.run_block)
         self.final_norm = RMSNorm(sizes.epsilon, name="norm")
 
     def call(self, inputs: dict, training=False):
@@ -157,7 +164,7 @@ class Encoder(tf_keras.layers.Layer):
         bias = attention_bias(padding_mask(inputs["attention_mask"]))
         rotary = rotary_tables(tf.shape(input_ids)[1], self.sizes.head_dim, self.sizes.theta)
         for block in self.blocks:
-            x = block(x, bias, rotary, training=training)
+            x = run_block(block, x, bias, rotary, training=training, recompute=self.recompute_blocks)
         return self.final_norm(x)
 
     def input_embeddings(self) -> tf_keras.layers.Layer:

@@ -94,6 +94,11 @@ def encoder_shape(directory: Path, embeddings_trained: bool = True):
         raise UnsupportedModelError(f"the model in {directory}: {error}") from error
 
 
+def block_dropout(directory: Path) -> float | None:
+    """classifier.block_dropout of the folder's config: whether (at which dropout) its blocks can be recomputed."""
+    return classifier.block_dropout(read_config(directory))
+
+
 def position_limit(directory: Path) -> int:
     """The longest input (special tokens included) the model's position embeddings hold (RoBERTa-style
     embeddings number positions from the padding id up: models/encoders says per family)."""

@@ -27,6 +27,7 @@ from models.encoders.layers import (
     merge_heads,
     norm_params,
     padding_mask,
+    run_block,
     scaled_dot_attention,
     split_heads,
 )
@@ -54,6 +55,11 @@ class Sizes:
     attention_dropout: float
     classifier_dropout: float
     init_std: float
+
+    @property
+    def block_dropout(self) -> float:
+        """The largest dropout inside a block (what would make recomputing it inexact: layers.run_block)."""
+        return max(self.hidden_dropout, self.attention_dropout)
 
     @classmethod
     def of(cls, config: dict) -> Sizes:
@@ -125,6 +131,7 @@ class Encoder(tf_keras.layers.Layer):
         self.embedding_norm = layer_norm(sizes.epsilon, "embeddings_layernorm")
         self.embedding_dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
         self.blocks = [Block(sizes, name=f"layer_{i}") for i in range(sizes.layers)]
+        self.recompute_blocks = False  # set by the Trainer where a step would not fit (layers.run_block)
 
     def call(self, inputs: dict, training=False):
         input_ids = inputs["input_ids"]
@@ -135,7 +142,7 @@ class Encoder(tf_keras.layers.Layer):
         bias = attention_bias(padding_mask(inputs["attention_mask"]))
         rotary = rotary_tables(tf.shape(input_ids)[1], self.sizes.hidden // self.sizes.heads, self.sizes.theta)
         for block in self.blocks:
-            x = block(x, bias, rotary, training=training)
+            x = run_block(block, x, bias, rotary, training=training, recompute=self.recompute_blocks)
         return x
 
     def input_embeddings(self) -> tf_keras.layers.Layer:

@@ -1,10 +1,12 @@
-"""The recomputed attention's forward and gradients are plain attention's, dropout mask included."""
+"""The recomputed attention's forward and gradients are plain attention's, dropout mask included; recomputed blocks'
+gradients are kept blocks'."""
 
 import math
 
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras
 
 from models.encoders.layers import _sum_to_shape, recomputed_attention
 
@@ -71,3 +73,41 @@ def test_a_model_trains_the_same_with_its_attention_recomputed(monkeypatch, jit_
     )
     for ours, theirs in zip(recomputed, kept, strict=True):
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("pieces", [False, True], ids=["whole", "in-pieces"])
+def test_recomputed_blocks_give_the_kept_blocks_gradients(pieces, monkeypatch):
+    """layers.run_block: a training step that keeps only each block's input gets the same loss and gradients as one
+    that keeps everything (ModernBERT's blocks hold no dropout), also with attention in pieces."""
+    from models.encoders import classifier, long_attention
+
+    if pieces:
+        monkeypatch.setattr(long_attention, "QUERY_CHUNK", 8)
+    config = {
+        "model_type": "modernbert", "vocab_size": 60, "hidden_size": 16, "intermediate_size": 24,
+        "num_hidden_layers": 3, "num_attention_heads": 2, "local_attention": 4, "max_position_embeddings": 64,
+    }  # fmt: skip
+    assert classifier.can_recompute_blocks(classifier.block_dropout(config))
+    ids = tf.constant([[2, 7, 9, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 3, 0]] * 2)
+    inputs = {"input_ids": ids, "attention_mask": tf.cast(ids > 0, tf.int32)}
+
+    def loss_and_gradients(recompute):
+        tf_keras.utils.set_random_seed(0)
+        model = classifier.build(config, ["a", "b"])
+        if recompute:
+            model.recompute_blocks()
+
+        @tf.function
+        def step():
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(model(inputs, training=True) ** 2)
+            gradients = tape.gradient(loss, model.trainable_variables)  # the embeddings': slices where kept
+            return loss, [None if g is None else tf.convert_to_tensor(g) for g in gradients]
+
+        return step()
+
+    (kept_loss, kept), (loss, recomputed) = loss_and_gradients(False), loss_and_gradients(True)
+    np.testing.assert_allclose(loss.numpy(), kept_loss.numpy(), rtol=1e-6)
+    assert len(recomputed) == len(kept) and all(g is not None for g in recomputed)
+    for ours, theirs in zip(recomputed, kept, strict=True):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)

@@ -30,6 +30,7 @@ from models.encoders.layers import (
     merge_heads,
     norm_params,
     padding_mask,
+    run_block,
     scaled_dot_attention,
     split_heads,
 )
@@ -68,6 +69,11 @@ class Sizes:
     @property
     def layers(self) -> int:
         return len(self.layer_types)
+
+    @property
+    def block_dropout(self) -> float:
+        """The largest dropout inside a block (what would make recomputing it inexact: layers.run_block)."""
+        return max(self.attention_dropout, self.mlp_dropout)
 
     @classmethod
     def of(cls, config: dict) -> Sizes:
@@ -163,6 +169,7 @@ class Encoder(tf_keras.layers.Layer):
         self.embedding_norm = layer_norm(sizes.epsilon, "embeddings_norm", center=sizes.norm_bias)
         self.embedding_dropout = tf_keras.layers.Dropout(sizes.embedding_dropout)
         self.blocks = [Block(sizes, i, name=f"layer_{i}") for i in range(sizes.layers)]
+        self.recompute_blocks = False  # set by the Trainer where a step would not fit (layers.run_block)
         self.final_norm = layer_norm(sizes.epsilon, "final_norm", center=sizes.norm_bias)
 
     def call(self, inputs: dict, training=False):
@@ -175,7 +182,7 @@ class Encoder(tf_keras.layers.Layer):
         head_dim = sizes.hidden // sizes.heads
         rotary = {kind: rotary_tables(width, head_dim, sizes.thetas[kind]) for kind in set(sizes.layer_types)}
         for block in self.blocks:
-            x = block(x, bias, rotary[block.kind], training=training)
+            x = run_block(block, x, bias, rotary[block.kind], training=training, recompute=self.recompute_blocks)
         return self.final_norm(x)
 
     def input_embeddings(self) -> tf_keras.layers.Layer:

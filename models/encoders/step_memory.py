@@ -50,11 +50,13 @@ class StepMemory:
         )
 
 
-def step_memory(shape: EncoderShape, batch: int, width: int) -> StepMemory:
-    """A fp32 training step's peak at `batch` texts of `width` tokens."""
+def step_memory(shape: EncoderShape, batch: int, width: int, recompute_blocks: bool = False) -> StepMemory:
+    """A fp32 training step's peak at `batch` texts of `width` tokens; with `recompute_blocks` (layers.run_block)
+    every block keeps its input (4 bytes a value) and one block at a time its activations."""
     h, layers, heads = shape.hidden, shape.layers, shape.heads
     parameters = shape.layer_matrix_weights + shape.vocab * h
-    activations = ACTIVATION_FACTOR * 2 * layers * width * batch * h * 34
+    one_block = ACTIVATION_FACTOR * 2 * width * batch * h * 34
+    activations = layers * 4 * width * batch * h + one_block if recompute_blocks else layers * one_block
     if width > long_attention.QUERY_CHUNK:  # in pieces of queries: a few pieces' weights and gradients at a time
         pieces = PIECES_ALIVE * 16 * batch * heads * long_attention.QUERY_CHUNK * width
         return StepMemory(16 * parameters, int(activations), pieces)
@@ -70,9 +72,15 @@ def machine_memory() -> int:
     return int(line.split()[1]) * 1024
 
 
-def largest_fitting_batch(shape: EncoderShape, width: int, memory: int) -> int:
+def largest_fitting_batch(shape: EncoderShape, width: int, memory: int, recompute_blocks: bool = False) -> int:
     """The largest batch whose step fits FITS_SHARE of `memory` at `width` (0: not even one text)."""
     batch = 0
-    while batch < 4096 and step_memory(shape, batch + 1, width).total <= FITS_SHARE * memory:
+    while batch < 4096 and step_memory(shape, batch + 1, width, recompute_blocks).total <= FITS_SHARE * memory:
         batch += 1
     return batch
+
+
+def recompute_blocks_pays(shape: EncoderShape, batch: int, width: int, memory: int, can_recompute: bool) -> bool:
+    """Whether the Trainer recomputes blocks (layers.run_block): where it can exactly and a step keeping every block's
+    activations would not fit FITS_SHARE of `memory`. Elsewhere the third more compute buys nothing."""
+    return can_recompute and step_memory(shape, batch, width).total > FITS_SHARE * memory

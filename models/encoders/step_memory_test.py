@@ -30,3 +30,10 @@ def test_modernbert_base_at_8192_does_not_fit_24_gib_and_the_fix_is_named():
     assert largest_fitting_batch(MODERNBERT_BASE, 8192, machine) == 0
     assert largest_fitting_batch(MODERNBERT_BASE, 4096, machine) >= 1
     assert step_memory(MODERNBERT_BASE, 1, 8192).attention < 3 * GIB  # pieces, not [T, T]
+
+
+def test_recomputed_blocks_keep_their_inputs_and_one_blocks_activations():
+    kept, recomputed = step_memory(MODERNBERT_BASE, 1, 8192), step_memory(MODERNBERT_BASE, 1, 8192, True)
+    assert recomputed.weights == kept.weights and recomputed.attention == kept.attention
+    assert kept.activations > 10 * recomputed.activations
+    assert recomputed.total < FITS_SHARE * 24 * GIB < kept.total  # the 8,192-token step fits a 24 GiB machine so

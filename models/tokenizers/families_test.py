@@ -313,3 +313,35 @@ def test_tokenizer_json_alone_matches_the_model_file_it_was_saved_from(family_mo
     sample = MULTILINGUAL + EDGE_CASES
     ours = InGraphTokenizer(rebuilt, 64)(tf.constant(sample))["input_ids"].numpy()
     np.testing.assert_array_equal(ours, InGraphTokenizer(original, 64)(tf.constant(sample))["input_ids"].numpy())
+
+
+def _with_another_score(copy):
+    declared = json.loads((copy / "tokenizer.json").read_text())
+    declared["model"]["vocab"][100][1] += 5.0
+    (copy / "tokenizer.json").write_text(json.dumps(declared))
+
+
+def _with_a_token_more_in_vocab_txt(copy):
+    with (copy / "vocab.txt").open("a", encoding="utf-8") as vocab:
+        vocab.write("extra\n")
+
+
+@pytest.mark.parametrize(
+    ("family", "change", "message"),
+    [
+        ("xlm-roberta", _with_another_score, r"sentencepiece.bpe.model differs from tokenizer.json .* in 1 pieces"),
+        ("mpnet", _with_a_token_more_in_vocab_txt, r"vocab.txt \([\d,]+ tokens\) differs from the vocab of tokenizer"),
+    ],
+)
+def test_vocabulary_files_that_disagree_with_tokenizer_json_are_named(
+    family_model_dir, tmp_path, family, change, message
+):
+    """The .model and vocab.txt stay read where present, and must say what tokenizer.json (transformers') says."""
+    import shutil
+
+    from models.hub.pretrained import ModelFilesError
+
+    copy = shutil.copytree(family_model_dir(family), tmp_path / "model")
+    change(copy)
+    with pytest.raises(ModelFilesError, match=message):
+        tokenizer_spec(copy)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
+import math
 import re
 import sys
 import unicodedata
@@ -31,7 +32,7 @@ from pathlib import Path
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from models.tokenizers.tokenizer_errors import UnsupportedTokenizerError
+from models.tokenizers.tokenizer_errors import TokenizerFilesDisagree, UnsupportedTokenizerError
 from models.tokenizers.written_files import content_named_file, is_written
 
 METASPACE = "▁"
@@ -120,6 +121,7 @@ def read_spec(tokenizer_json: dict, model_path: Path, hf_vocab: dict[str, int], 
     model_bytes = model_path.read_bytes()
     processor = sentencepiece.SentencePieceProcessor(model_proto=model_bytes)
     proto = _model_proto(model_bytes)
+    _check_pieces_agree(proto, tokenizer_json, model_path.name)
     normalizers = _steps(tokenizer_json.get("normalizer"), "normalizers")
     splits_on_whitespace = _check_metaspace(tokenizer_json.get("pre_tokenizer"))
     hf_ids = tuple(hf_vocab.get(processor.id_to_piece(i), unk_id) for i in range(processor.get_piece_size()))
@@ -224,6 +226,27 @@ def model_from_tokenizer_json(tokenizer_json: dict, special_tokens: set[str]) ->
     normalizer.name, normalizer.precompiled_charsmap = "tokenizer_json", charsmaps[0] if charsmaps else b""
     normalizer.add_dummy_prefix = normalizer.remove_extra_whitespaces = normalizer.escape_whitespaces = True
     return proto.SerializeToString()
+
+
+def _check_pieces_agree(proto, tokenizer_json: dict, name: str) -> None:
+    """The .model's pieces are tokenizer.json's, score for score: the graph runs the .model, transformers the
+    tokenizer.json, so a folder where they differ would give other ids than transformers (a .model from another
+    checkpoint, a tokenizer.json edited or retrained)."""
+    from sentencepiece import sentencepiece_model_pb2 as spm
+
+    declared = {piece: score for piece, score in tokenizer_json["model"]["vocab"]}
+    differing = [
+        piece.piece
+        for piece in proto.pieces
+        if piece.type == spm.ModelProto.SentencePiece.NORMAL
+        and abs(declared.get(piece.piece, math.inf) - piece.score) > 1e-5 * max(1.0, abs(piece.score))
+    ]
+    if differing:
+        raise TokenizerFilesDisagree(
+            f"{name} differs from tokenizer.json, which transformers reads, in {len(differing):,} pieces or their "
+            f"scores (first {differing[:3]}): remove {name} (the model is then rebuilt from tokenizer.json) or save "
+            "the folder again with save_pretrained"
+        )
 
 
 def _model_proto(model_bytes: bytes):

@@ -25,7 +25,7 @@ from models.hub.pretrained import ModelFilesError
 from models.names import MODEL_INPUT_FEATURES, TOKEN_COUNT, TOKEN_TYPE_IDS, TRUNCATED, WINDOW_MASK
 from models.tokenizers import byte_fallback_bpe, byte_level_bpe, special_tokens, spm_tokenizer, wordpiece
 from models.tokenizers.character_budget import CharacterBudget, cut_texts
-from models.tokenizers.tokenizer_errors import UnsupportedTokenizerError
+from models.tokenizers.tokenizer_errors import TokenizerFilesDisagree, UnsupportedTokenizerError
 from models.tokenizers.windows import Windows
 
 WORDPIECE, SENTENCEPIECE, BYTE_FALLBACK_BPE, BYTE_LEVEL_BPE = (
@@ -123,6 +123,8 @@ def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
             pieces = byte_fallback_bpe.ByteFallbackBPESpec.from_tokenizer_json(declared, unk_id)
         else:
             pieces = byte_level_bpe.ByteLevelBPESpec.from_tokenizer_json(declared, unk_id)
+    except TokenizerFilesDisagree as error:
+        raise ModelFilesError(f"the tokenizer files in {model_dir} disagree: {error}") from error
     except UnsupportedTokenizerError as error:
         raise UnsupportedTokenizerError(
             f"the {family} tokenizer in {model_dir} has {error}; supported: {SUPPORTED}"

@@ -6,3 +6,8 @@ from models.errors import UserError
 
 class UnsupportedTokenizerError(UserError, ValueError):
     """The model's tokenizer is not one the in-graph tokenizer reproduces; the message names what is supported."""
+
+
+class TokenizerFilesDisagree(UserError, ValueError):
+    """A vocabulary file beside tokenizer.json (vocab.txt, a SentencePiece .model) says otherwise than the
+    tokenizer.json transformers reads; the message names the difference and the fix."""

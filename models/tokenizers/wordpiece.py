@@ -19,7 +19,7 @@ from tensorflow_text.python.ops import regex_split_ops
 from tensorflow_text.python.ops.bert_tokenizer import _DELIM_REGEX_PATTERN, _KEEP_DELIM_NO_WHITESPACE_PATTERN
 
 from models.tokenizers import unicode_compat
-from models.tokenizers.tokenizer_errors import UnsupportedTokenizerError
+from models.tokenizers.tokenizer_errors import TokenizerFilesDisagree, UnsupportedTokenizerError
 from models.tokenizers.written_files import content_named_file
 
 log = logging.getLogger(__name__)
@@ -82,9 +82,16 @@ def vocab_file(vocab: dict[str, int], model_dir: Path) -> Path:
         raise UnsupportedTokenizerError("a WordPiece vocab whose ids are not 0..N-1")
     text = "\n".join(tokens) + "\n"
     beside = model_dir / "vocab.txt"
-    if beside.is_file() and beside.read_text(encoding="utf-8") == text:
-        return beside
-    return content_named_file(text.encode("utf-8"), "hftfx-vocab-", ".txt")
+    if not beside.is_file():
+        return content_named_file(text.encode("utf-8"), "hftfx-vocab-", ".txt")
+    listed = beside.read_text(encoding="utf-8").removesuffix("\n").split("\n")  # lines as the lookup op reads them
+    if listed != tokens:
+        line = next((i for i, pair in enumerate(zip(listed, tokens, strict=False)) if pair[0] != pair[1]), len(tokens))
+        raise TokenizerFilesDisagree(
+            f"vocab.txt ({len(listed):,} tokens) differs from the vocab of tokenizer.json ({len(tokens):,}), which "
+            f"transformers reads, from line {line + 1}: remove vocab.txt or save the folder again with save_pretrained"
+        )
+    return beside
 
 
 def clean_and_fold(texts: tf.Tensor, lower_case: bool, strip_accents: bool) -> tf.Tensor:

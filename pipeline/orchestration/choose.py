@@ -51,6 +51,7 @@ class Choices:
     input_fingerprint: str = ""  # of the files read; '' for hub and packaged datasets
     model_commit: str | None = None  # the hub model's commit every component reads (config.model.revision)
     architecture: str = ""  # the encoder the model trains as, and what it computes
+    block_dropout: float | None = None  # where the encoder can recompute its blocks (classifier.block_dropout)
 
     def describe_lengths(self) -> str:
         """The token lengths and what the run chose from them (width, windows, buckets), as printed and kept."""
@@ -211,6 +212,7 @@ def choose(found: Found) -> Choices:
         input_fingerprint=read.input_fingerprint,
         model_commit=model.commit,
         architecture=model.architecture,
+        block_dropout=model.block_dropout,
     )
 
 
@@ -235,19 +237,33 @@ def lengths_with_cost(chosen: Choices) -> str:
 def memory_lines(chosen: Choices) -> list[str]:
     """A training step's memory at the widest batch, and a warning with the batch (or width) that fits where it
     would not fit this machine (models/encoders/step_memory.py)."""
-    from models.encoders.step_memory import FITS_SHARE, GIB, largest_fitting_batch, machine_memory, step_memory
+    from models.encoders.classifier import can_recompute_blocks
+    from models.encoders.step_memory import (
+        FITS_SHARE,
+        GIB,
+        largest_fitting_batch,
+        machine_memory,
+        recompute_blocks_pays,
+        step_memory,
+    )
 
-    shape, batch, width = chosen.encoder, chosen.config.training.batch_size, chosen.lengths.width
-    needed, memory = step_memory(shape, batch, width), machine_memory()
-    lines = [f"memory: a training step of {batch} texts at width {width} holds {needed.describe()}"]
+    training = chosen.config.training
+    shape, batch, width, memory = chosen.encoder, training.batch_size, chosen.lengths.width, machine_memory()
+    can = can_recompute_blocks(chosen.block_dropout, training.dropout)
+    recompute = recompute_blocks_pays(shape, batch, width, memory, can)
+    needed = step_memory(shape, batch, width, recompute)
+    recomputed = ", blocks recomputed in the backward pass (kept, they would not fit)" if recompute else ""
+    lines = [f"memory: a training step of {batch} texts at width {width} holds {needed.describe()}{recomputed}"]
     if needed.total <= FITS_SHARE * memory:
         return lines
-    fitting = largest_fitting_batch(shape, width, memory)
+    fitting = largest_fitting_batch(shape, width, memory, recompute)
     fix = (
         f"training.batch_size {fitting} fits at this width"
         if fitting
         else f"not one text fits at width {width}: lower model.max_seq_length"
     )
+    if not can and can_recompute_blocks(chosen.block_dropout, 0.0):
+        fix += "; or training.dropout 0, with which the Trainer recomputes blocks in the backward pass"
     lines.append(f"warning: that is more than this machine's {memory / GIB:.0f} GiB can hold: {fix}")
     return lines
 

@@ -9,9 +9,10 @@ from pipeline.config import pipeline_config
 from pipeline.orchestration.choose import memory_lines
 
 
-def _chosen(shape, batch, width):
+def _chosen(shape, batch, width, block_dropout=None):
     config = pipeline_config.load_config(overrides={"training.batch_size": batch})
-    return types.SimpleNamespace(encoder=shape, config=config, lengths=types.SimpleNamespace(width=width))
+    width_choice = types.SimpleNamespace(width=width)
+    return types.SimpleNamespace(encoder=shape, config=config, lengths=width_choice, block_dropout=block_dropout)
 
 
 def test_the_default_shape_fits_and_is_said_once():
@@ -30,3 +31,15 @@ def test_a_step_past_this_machines_memory_is_warned_with_the_batch_or_width_that
         "not one text fits at width 8192: lower model.max_seq_length"
         in memory_lines(_chosen(MODERNBERT_BASE, 1, 8192))[-1]
     )
+
+
+def test_blocks_are_recomputed_where_kept_they_would_not_fit_and_that_is_exact():
+    """ModernBERT-base's shape at 8,192 tokens: ~25 GiB with every block's activations kept; its blocks hold no
+    dropout, so the Trainer recomputes them and the step fits. With dropout in its blocks, the warning names
+    training.dropout 0 as the way to the same."""
+    (line,) = memory_lines(_chosen(MODERNBERT_BASE, 1, 8192, block_dropout=0.0))
+    assert "blocks recomputed in the backward pass" in line
+    lines = memory_lines(_chosen(MODERNBERT_BASE, 1, 8192, block_dropout=0.1))
+    assert "blocks recomputed" not in lines[0] and "training.dropout 0, with which the Trainer recomputes" in lines[1]
+    (line,) = memory_lines(_chosen(MODERNBERT_BASE, 2, 512, block_dropout=0.0))  # fits kept: nothing recomputed
+    assert "blocks recomputed" not in line

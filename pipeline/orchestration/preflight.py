@@ -29,7 +29,13 @@ from components.evaluator.config import threshold_per_label
 from components.example_gen import beam_rows, dataset_pass, sources
 from components.publisher.hub_push import check_credentials
 from components.tuner.config import Range
-from models.encoders.from_folder import check_architecture, check_weights, encoder_shape, position_limit
+from models.encoders.from_folder import (
+    block_dropout,
+    check_architecture,
+    check_weights,
+    encoder_shape,
+    position_limit,
+)
 from models.errors import UserError
 from models.hardware.flops import EncoderShape
 from models.hub.pretrained import hub_commit, model_files, read_config, resolve_model_dir
@@ -50,6 +56,7 @@ class ModelFacts:
     model_type: str = ""  # config.json's (bert, roberta ...): the family the recipe's warm-up follows
     commit: str | None = None  # a hub model's commit, which every component then reads (None: not a hub model)
     architecture: str = ""  # which path it takes and what its encoder computes (from_folder.Architecture.describe)
+    block_dropout: float | None = None  # inside its blocks, where they can be recomputed (classifier.block_dropout)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,11 +104,12 @@ def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
     build, a tokenizer family the in-graph tokenizer reproduces, the weights (unless `weights`
     is False: compile and submit read only config and tokenizer), max_seq_length within the position limit."""
     directory = resolve_model_dir(config.model.name, config.model.revision, weights=weights)
-    shape, model_type, architecture = None, "", ""
+    shape, model_type, architecture, dropout = None, "", "", None
     if (directory / "config.json").is_file():
         architecture = check_architecture(directory).describe()
         shape = encoder_shape(directory)  # the Trainer's FLOP meter reads it after building the model
         model_type = read_config(directory).get("model_type", "")
+        dropout = block_dropout(directory)
     tokenizer = tokenizer_spec(directory)
     if architecture:
         architecture += f"; {tokenizer.family} tokenizer, in-graph"
@@ -114,7 +122,8 @@ def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
             f"model.max_seq_length {requested} is over the model's position limit {limit}; use at most {limit} "
             "(or auto)"
         )
-    return ModelFacts(directory, limit, shape, model_type, hub_commit(config.model.name, directory), architecture)
+    commit = hub_commit(config.model.name, directory)
+    return ModelFacts(directory, limit, shape, model_type, commit, architecture, dropout)
 
 
 def check_data(config: PipelineConfig) -> tuple[PipelineConfig, dataset_pass.DatasetPass]:
