@@ -75,6 +75,22 @@ def family_model_dir(tmp_path_factory):
     return build
 
 
+@pytest.fixture(scope="session")
+def released_model_dir(tmp_path_factory):
+    """name -> a folder of an encoder released since transformers 5 (tests/model_families.py: RELEASED_SINCE), its
+    bare encoder written by transformers 5 + PyTorch beside its tokenizer, built once a session."""
+    from tests.model_families import write_released_since
+
+    built = {}
+
+    def build(name: str):
+        if name not in built:
+            built[name] = write_released_since(name, tmp_path_factory.mktemp(name) / "model")
+        return built[name]
+
+    return build
+
+
 @pytest.fixture
 def run_example_gen():
     """Runs the HF dataset ExampleGen alone under LocalDagRunner, as a local run does (its Beam runner, sqlite ML

@@ -166,16 +166,20 @@ def _memory_rows(width: int, batch: int) -> list[list[str]]:
 def _modernbert_rows(widths: list[int], steps: int, peak) -> list[list[str]]:
     from types import SimpleNamespace
 
-    from models.encoders.step_memory import FITS_SHARE, GIB, machine_memory, step_memory
+    from models.encoders import classifier
+    from models.encoders.step_memory import FITS_SHARE, GIB, machine_memory, recompute_blocks_pays, step_memory
     from models.hardware.flops import EncoderShape
 
     rows = []
     memory = machine_memory()
     shape = EncoderShape.from_config(SimpleNamespace(**MODERNBERT_BASE, num_labels=2, feed_forward_matrices=3))
+    can = classifier.can_recompute_blocks(classifier.block_dropout(MODERNBERT_BASE))
     for width in widths:
         batch = max(1, 1024 // width)
-        need = step_memory(shape, batch, width).total
-        name = f"ModernBERT-base shape, width {width:,}, batch {batch}: s/step; model GFLOP/s; peak GiB"
+        recompute = recompute_blocks_pays(shape, batch, width, memory, can)
+        need = step_memory(shape, batch, width, recompute).total
+        blocks = ", blocks recomputed" if recompute else ""
+        name = f"ModernBERT-base shape, width {width:,}, batch {batch}{blocks}: s/step; model GFLOP/s; peak GiB"
         if need > FITS_SHARE * memory:
             rows.append([name, f"not run: a step needs ~{need / GIB:,.0f} GiB", f"{memory / GIB:.0f} GiB memory", "-"])
             continue

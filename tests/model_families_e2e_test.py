@@ -2,9 +2,12 @@
 tokenizer, training, blessing (thresholds at 0), push, publishing, TF Serving's view of the export in a fresh process
 (ops TF Serving links, signatures, warm-up, a raw-text request) and the published folder answering in transformers 5 +
 PyTorch as the SavedModel does. `make test` runs one family of each tokenizer kind end to end: SentencePiece here
-(XLM-R), byte-level BPE in tests/modernbert_e2e_test.py, WordPiece in tests/pipeline_e2e_test.py; the rest in
-`make test-all`. Every family's tokenizer is checked id for id in models/tokenizers/families_test.py and every ported
-encoder logit for logit in tests/encoder_parity_test.py."""
+(XLM-R; gte-multilingual's, saved by transformers 5), BPE with byte fallback (mmBERT) and Llama-3's split (EuroBERT)
+here, GPT-2's byte-level BPE in tests/modernbert_e2e_test.py, WordPiece in tests/pipeline_e2e_test.py; the rest in
+`make test-all`. The encoders released since transformers 5 (GTE, EuroBERT, mmBERT) arrive as bare encoders written
+by transformers 5 + PyTorch beside their tokenizer; what --check says of them: tests/released_since_check_test.py.
+Every family's tokenizer is checked id for id in models/tokenizers/families_test.py and every ported encoder logit
+for logit in tests/encoder_parity_test.py."""
 
 import json
 from pathlib import Path
@@ -15,7 +18,7 @@ import pytest
 from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 from tests.hf_export_check import BUCKET_TEXTS, hf_probabilities, serving_probabilities
-from tests.model_families import SENTENCEPIECE_FAMILIES
+from tests.model_families import RELEASED_SINCE, SENTENCEPIECE_FAMILIES
 from tests.serve_request import serve_check
 from tests.tiny_model import tiny_overrides
 
@@ -30,6 +33,10 @@ EXPECTED_TEXT_OPS = {
     "albert": "'SentencepieceTokenizeOp'",
     "deberta-v2": "'SentencepieceTokenizeOp'",
     "mpnet": "'WordpieceTokenizeWithOffsets'",
+    # the encoders released since transformers 5 (tests/model_families.py: RELEASED_SINCE)
+    "gte": "'SentencepieceTokenizeOp'",
+    "eurobert": "tensorflow_text ops []",
+    "mmbert": "tensorflow_text ops []",
 }
 
 
@@ -43,10 +50,14 @@ EXPECTED_TEXT_OPS = {
         pytest.param("albert", marks=SLOW),
         pytest.param("deberta-v2", marks=SLOW),
         pytest.param("mpnet", marks=SLOW),
+        # in `make test`: tokenizer kinds (byte fallback, Llama-3's split, tokenizer.json without the .model) and
+        # encoders no other run has, about 40 s each
+        *RELEASED_SINCE,
     ],
 )
-def family_run(request, tmp_path_factory, family_model_dir):
-    model_dir = family_model_dir(request.param)
+def family_run(request, tmp_path_factory, family_model_dir, released_model_dir):
+    built = released_model_dir if request.param in RELEASED_SINCE else family_model_dir
+    model_dir = built(request.param)
     workdir = tmp_path_factory.mktemp(f"{request.param}-run")
     overrides = {**tiny_overrides(workdir, model_dir, 32), "dataset.limits": {"train": 256, "eval": 64, "test": 96}}
     return request.param, run_local(pipeline_config.load_config(overrides=overrides))

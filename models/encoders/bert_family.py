@@ -60,6 +60,7 @@ class Flavor:
     feed_forward_dropout: bool = True  # ALBERT applies none after its feed-forward
     token_types: bool = True  # MPNet has no token-type table
     relative_buckets: bool = False  # MPNet adds T5-style bucketed relative position biases to every layer's scores
+    warmup_ratio: float | None = None  # its fine-tuning recipe's warm-up, where it differs from BERT's (recipe.py)
 
 
 _BERT_BLOCK = {
@@ -102,7 +103,10 @@ _MPNET_BLOCK = {
     "down": "output.dense",
     "output_norm": "output.LayerNorm",
 }
-_ROBERTA = Flavor("roberta", "encoder.layer", _BERT_BLOCK, ROBERTA_HEAD, positions_from_padding=True)
+# RoBERTa's recipe warms up over 6% of the steps (Liu et al. 2019, table 10); XLM-R and CamemBERT follow it.
+_ROBERTA = Flavor(
+    "roberta", "encoder.layer", _BERT_BLOCK, ROBERTA_HEAD, positions_from_padding=True, warmup_ratio=0.06
+)
 
 FLAVORS = {
     "bert": Flavor("bert", "encoder.layer", _BERT_BLOCK, BERT_HEAD, classifier="BertForSequenceClassification"),
@@ -201,6 +205,10 @@ def position_limit(config: dict) -> int:
 
 def describe(sizes: Sizes) -> str:
     return ""  # learned absolute positions: the position count says it all
+
+
+def warmup_ratio(model_type: str) -> float | None:
+    return FLAVORS[model_type].warmup_ratio
 
 
 def relative_position_buckets(width: tf.Tensor, buckets: int, max_distance: int = 128) -> tf.Tensor:

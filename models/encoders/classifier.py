@@ -95,6 +95,12 @@ def describe(config: dict) -> str:
     return text + module.describe(sizes)
 
 
+def warmup_ratio(model_type: str | None) -> float | None:
+    """The warm-up its family's fine-tuning recipe uses, where the family's module says one (RoBERTa's 6%)."""
+    module = ARCHITECTURES.get(model_type, (None,))[0]
+    return module.warmup_ratio(model_type) if hasattr(module, "warmup_ratio") else None
+
+
 def block_dropout(config: dict) -> float | None:
     """The largest dropout inside the encoder's blocks, for families that can recompute them in the backward pass
     (layers.run_block: the long-position ones, whose Sizes say it); None for the others."""

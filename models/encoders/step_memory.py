@@ -10,7 +10,7 @@ weights and their gradients (models/encoders/long_attention.py). Training holds 
 AdamW's two moments), calibrated by ACTIVATION_FACTOR and PIECES_ALIVE below. Against measured peaks (peak RSS of
 the measuring process): MiniLM at width 512, batch 32: ~9.6 GiB estimated vs 7.4 measured (attention recomputed);
 the ModernBERT-base shape at 512, batch 2: ~8.7 vs 5.9; at 8,192, batch 1: ~25 vs killed past 21.5 on a 24 GiB
-machine. It errs high where it errs, as a warning should.
+machine, and with its blocks recomputed ~11.1 vs 11.2. It errs high where it errs, as a warning should.
 """
 
 from __future__ import annotations
@@ -30,6 +30,10 @@ FITS_SHARE = 0.9  # of the machine's memory a step may take: the kernel, page ca
 # QUERY_CHUNK holds about three pieces' weights and gradients at once (the backward pass' recomputation, d_k and d_v)
 # on two cores. The high end: that shape's 22 layers at 8,192, batch 1, were killed at 21.5 GiB in fit.
 ACTIVATION_FACTOR, PIECES_ALIVE = 2.0, 3
+# With blocks recomputed (layers.run_block), the backward pass holds a block's recomputed activations, their gradients
+# and the next block's recomputation started ahead: about four blocks' worth. Measured: the ModernBERT-base shape at
+# 8,192 tokens, batch 1, peaked at 11.2 GiB (estimate 11.1; 8.8 with one block's worth).
+BLOCKS_ALIVE_RECOMPUTED = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,11 +56,14 @@ class StepMemory:
 
 def step_memory(shape: EncoderShape, batch: int, width: int, recompute_blocks: bool = False) -> StepMemory:
     """A fp32 training step's peak at `batch` texts of `width` tokens; with `recompute_blocks` (layers.run_block)
-    every block keeps its input (4 bytes a value) and one block at a time its activations."""
+    every block keeps its input (4 bytes a value) and a few blocks at a time their activations."""
     h, layers, heads = shape.hidden, shape.layers, shape.heads
     parameters = shape.layer_matrix_weights + shape.vocab * h
     one_block = ACTIVATION_FACTOR * 2 * width * batch * h * 34
-    activations = layers * 4 * width * batch * h + one_block if recompute_blocks else layers * one_block
+    if recompute_blocks:
+        activations = layers * 4 * width * batch * h + BLOCKS_ALIVE_RECOMPUTED * one_block
+    else:
+        activations = layers * one_block
     if width > long_attention.QUERY_CHUNK:  # in pieces of queries: a few pieces' weights and gradients at a time
         pieces = PIECES_ALIVE * 16 * batch * heads * long_attention.QUERY_CHUNK * width
         return StepMemory(16 * parameters, int(activations), pieces)

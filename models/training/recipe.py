@@ -32,8 +32,8 @@ SIZE_RULES: tuple[tuple[float, float, float | None, str], ...] = (
     # fine-tuned at base rates often fail to train (Mosbach et al. 2021, "On the stability of fine-tuning BERT").
     (math.inf, 1e-5, 1.0, "a large encoder: RoBERTa-large's rate; faster ones often fail to train"),
 )
-# RoBERTa's recipe warms up over 6% of the steps (Liu et al. 2019, table 10); BERT-family recipes over 10%.
-WARMUP_BY_FAMILY = {"roberta": 0.06, "xlm-roberta": 0.06, "camembert": 0.06}
+# BERT's recipe warms up over 10% of the steps; a family whose recipe differs says so in its encoder module (RoBERTa's
+# 6%: models/encoders/bert_family.py).
 DEFAULT_WARMUP = 0.1
 
 
@@ -81,7 +81,10 @@ def choose_recipe(shape: EncoderShape | None, model_type: str, training: Any) ->
     _, rate, clip, why = row
     size = f"{parameters / 1e6:.0f}M parameters in its layers" if parameters is not None else "a size not declared"
     model = f"a {model_type or 'transformers'} encoder with {size}"
-    warmup = WARMUP_BY_FAMILY.get(model_type, DEFAULT_WARMUP)
+    from models.encoders.classifier import warmup_ratio  # here: the config layer imports this module, not TensorFlow
+
+    family_warmup = warmup_ratio(model_type)
+    warmup = DEFAULT_WARMUP if family_warmup is None else family_warmup
     chosen = RecipeChoice(
         learning_rate=rate if training.learning_rate == AUTO else float(training.learning_rate),
         warmup_ratio=warmup if training.warmup_ratio == AUTO else float(training.warmup_ratio),
