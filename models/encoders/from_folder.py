@@ -18,6 +18,7 @@ from pathlib import Path
 from models.encoders import classifier
 from models.encoders.layers import UnsupportedConfigError
 from models.errors import UserError
+from models.hardware.flops import EncoderShape
 from models.hub.pretrained import ModelFiles, read_config
 
 
@@ -82,8 +83,6 @@ def check_architecture(directory: Path) -> Architecture:
 
 def encoder_shape(directory: Path, embeddings_trained: bool = True):
     """The encoder's sizes as the FLOP count reads them (models/hardware/flops.py), or a refusal naming the reason."""
-    from models.hardware.flops import EncoderShape
-
     check_architecture(directory)
     settings = read_config(directory)
     matrices = classifier.module_for(settings).FEED_FORWARD_MATRICES

@@ -1,9 +1,10 @@
 """In-graph SentencePiece (XLM-R, ALBERT, DeBERTa-v2/v3, CamemBERT): texts -> the ids transformers gives.
 
-The model's own .model file runs in tensorflow_text's SentencepieceOp (linked by TF Serving), which applies
-the model's precompiled normalization and its Unigram or BPE segmentation. Around it, what the HF tokenizer
-declares and SentencePiece does not do: the normalizer steps before `Precompiled` (ALBERT's quote replacement,
-NFKD, accent stripping, lower-casing), the piece -> id mapping (XLM-R's fairseq offset, looked up piece by
+The model's own .model file (or one rebuilt from tokenizer.json) runs in tensorflow_text's SentencepieceOp (linked
+by TF Serving), which applies the model's precompiled normalization and its Unigram segmentation (SentencePiece BPE
+runs from tokenizer.json's merges: byte_fallback_bpe.py). Around it, what the HF tokenizer declares and
+SentencePiece does not do: the normalizer steps before `Precompiled` (ALBERT's quote replacement, NFKD, accent
+stripping, lower-casing), the piece -> id mapping (XLM-R's fairseq offset, looked up piece by
 piece, never assumed), and how the text's whitespace is split:
 - transformers 5 (XLM-R, ALBERT, CamemBERT) splits on Unicode whitespace before Metaspace: every White_Space
   character the model's normalization keeps becomes a space, and no "▁" is kept for a text's trailing space;
