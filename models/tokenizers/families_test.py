@@ -345,3 +345,14 @@ def test_vocabulary_files_that_disagree_with_tokenizer_json_are_named(
     change(copy)
     with pytest.raises(ModelFilesError, match=message):
         tokenizer_spec(copy)
+
+
+@pytest.mark.parametrize("name", ["mpnet", "roberta", "gemma", "llama-3"])
+def test_every_bpe_and_wordpiece_family_runs_from_what_transformers_5_saves(texts, family_model_dir, tmp_path, name):
+    """WordPiece and the BPE families as transformers 5's save_pretrained leaves them (tokenizer.json, no vocab.txt,
+    vocab.json or merges.txt): singles and pairs id for id (the SentencePiece ones: saved_by_transformers_5 above)."""
+    AutoTokenizer.from_pretrained(family_model_dir(name)).save_pretrained(tmp_path)
+    assert not {"vocab.txt", "vocab.json", "merges.txt"} & {p.name for p in tmp_path.iterdir()}
+    family = (name, tmp_path, tokenizer_spec(tmp_path), AutoTokenizer.from_pretrained(tmp_path))
+    _compare(family, texts[:1500], 64)
+    _compare(family, texts[:600:2] + MULTILINGUAL, 24, pairs=texts[1:600:2] + MULTILINGUAL[::-1])
