@@ -32,8 +32,9 @@ def test_modernbert_base_at_8192_does_not_fit_24_gib_and_the_fix_is_named():
     assert step_memory(MODERNBERT_BASE, 1, 8192).attention < 3 * GIB  # pieces, not [T, T]
 
 
-def test_recomputed_blocks_keep_their_inputs_and_one_blocks_activations():
+def test_recomputed_blocks_keep_their_inputs_and_a_few_blocks_activations():
+    """22 layers' activations kept against their inputs and BLOCKS_ALIVE_RECOMPUTED blocks' worth."""
     kept, recomputed = step_memory(MODERNBERT_BASE, 1, 8192), step_memory(MODERNBERT_BASE, 1, 8192, True)
     assert recomputed.weights == kept.weights and recomputed.attention == kept.attention
-    assert kept.activations > 10 * recomputed.activations
+    assert kept.activations > 4 * recomputed.activations
     assert recomputed.total < FITS_SHARE * 24 * GIB < kept.total  # the 8,192-token step fits a 24 GiB machine so
