@@ -34,7 +34,7 @@ from models.encoders.layers import (
     scaled_dot_attention,
     split_heads,
 )
-from models.encoders.rotary import rotary_tables, rotate
+from models.encoders.rotary import default_theta, rotary_tables, rotate
 
 FULL, SLIDING = "full_attention", "sliding_attention"
 DEFAULT_THETA = {FULL: 160_000.0, SLIDING: 10_000.0}  # ModernBertConfig.default_theta
@@ -86,10 +86,10 @@ class Sizes:
         scaling = config.get("rope_scaling")
         thetas = {}
         for kind, old_key in ((FULL, "global_rope_theta"), (SLIDING, "local_rope_theta")):
-            params = {**(rope.get(kind) or {}), **(scaling or {})}
-            if params.get("rope_type", "default") != "default":
-                raise UnsupportedConfigError(f"rope_type '{params['rope_type']}' (only the default rotary positions)")
-            thetas[kind] = float(params.get("rope_theta", config.get(old_key, DEFAULT_THETA[kind])))
+            # each kind's parameters read as one rope config is (rotary.default_theta: scaling refused there)
+            view = {"rope_parameters": rope.get(kind), "rope_scaling": scaling}
+            thetas[kind] = default_theta({**view, "rope_theta": config[old_key]} if old_key in config else view,
+                                         DEFAULT_THETA[kind])  # fmt: skip
         pooling = config.get("classifier_pooling", "cls")
         if pooling not in ("cls", "mean"):
             raise UnsupportedConfigError(f"classifier_pooling '{pooling}' (ModernBERT pools 'cls' or 'mean')")
