@@ -22,17 +22,25 @@ import tf_keras
 
 from benchmarks import reference
 from components.example_gen.sources import rotten_tomatoes_reviews
-from components.trainer.data import bucket_by_length, chosen_batch_widths, without_autotuning
+from components.trainer.data import (
+    bucket_by_length,
+    chosen_batch_widths,
+    packed_batches,
+    train_lengths,
+    without_autotuning,
+)
 from components.trainer.module import compile_for_training
 from components.trainer.training_meter import TrainingMeter, record_batch_shapes
 from models.encoders.from_folder import build_classifier
 from models.hardware import distribution
-from models.hardware.flops import EncoderShape
+from models.hardware.flops import BatchShapes, EncoderShape
 from models.hardware.machine_peak import matmul_peak
 from models.hub.pretrained import model_files, packaged_model_dir
 from models.serving.signatures import model_logits
 from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
 from models.training.config import ModelConfig, TrainingConfig
+from models.training.lengths import padding_share
+from models.training.packing import choose_packing
 from pipeline.config.pipeline_config import PipelineConfig, load_config
 from pipeline.machine.estimate import DEFAULT_RUN_FILE, train_split_lengths
 
@@ -92,8 +100,13 @@ def training_examples(steps: int):
 
 
 def trainer_batches(examples: tf.data.Dataset, training: TrainingConfig) -> tf.data.Dataset:
-    """Batches as the Trainer's loop cuts them: batch widths of the default config (auto: chosen on these texts)."""
-    buckets = chosen_batch_widths(training.batch_widths, MAX_LEN, examples.batch(BATCH))
+    """Batches as the Trainer's loop takes them: packed where training.packing chooses to (auto: on these texts),
+    else cut to the batch widths (auto: chosen on these texts)."""
+    profile = train_lengths(examples.batch(BATCH))
+    buckets = chosen_batch_widths(training.batch_widths, MAX_LEN, profile).buckets
+    before = padding_share(profile, MAX_LEN, buckets)
+    if choose_packing(training.packing, profile.lengths, BATCH, MAX_LEN, before).packed:
+        return packed_batches(examples.batch(BATCH, drop_remainder=True), MAX_LEN)
     return bucket_by_length(examples.batch(BATCH), BATCH, buckets, MAX_LEN)
 
 
@@ -122,6 +135,9 @@ def trainer_throughput(steps: int) -> list[Row]:
     pipeline_data = trainer_batches(examples, training)
     fp32_records, bf16_records = [], []
     fp32 = _examples_per_second(ours, pipeline_data, steps, fp32_records)
+    unpacked_records: list = []
+    unpacked_data = trainer_batches(examples, training.model_copy(update={"packing": False}))
+    unpacked = _examples_per_second(ours, unpacked_data, steps, unpacked_records)
     bf16_model = _fresh_model(files, "mixed_bfloat16")
     compile_for_training(bf16_model, training, steps)
     bf16_steps = max(steps // 3, 3)
@@ -136,6 +152,12 @@ def trainer_throughput(steps: int) -> list[Row]:
         _utilization_row(bf16_what, bf16_model, bf16_records, bf16_steps, bf16, bf16_peak),
         Row(
             "Trainer loop vs plain Keras fit (examples/s)", f"{fp32:.1f}", f"{baseline:.1f}", f"{fp32 / baseline:.2f}x"
+        ),
+        Row(
+            "Trainer loop, packing auto vs one text a row at the batch widths (examples/s; padding share)",
+            f"{fp32:.1f}; {BatchShapes.of(fp32_records[:steps]).padding_share:.0%}",
+            f"{unpacked:.1f}; {BatchShapes.of(unpacked_records[:steps]).padding_share:.0%}",
+            f"{fp32 / unpacked:.2f}x",
         ),
         Row(
             f"bf16 vs fp32, Trainer loop (examples/s; bf16 {native})",

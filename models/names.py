@@ -35,6 +35,15 @@ MODEL_INPUT_FEATURES = (INPUT_IDS, ATTENTION_MASK, TOKEN_TYPE_IDS)
 # this [count] mask says which of them hold its text (the rest are padding windows, never trained or answered).
 WINDOW_MASK = "window_mask"
 
+# training.packing: a training batch's texts laid end to end in rows (models/training/packing.py packs them). The
+# inputs above are then [rows, width]; these say where each text sits. Never in the examples or a serving request.
+SEGMENT_IDS = "segment_ids"  # [rows, width]: the text a token belongs to (its index in the batch + 1); 0: padding
+POSITION_IDS = "position_ids"  # [rows, width]: each token's position in its own text
+TEXT_ROWS = "text_rows"  # [texts]: the row each text of the batch sits in
+TEXT_STARTS = "text_starts"  # [texts]: where in that row it starts
+TEXT_LENGTHS = "text_lengths"  # [texts]: its tokens, special tokens included
+PACKED_FEATURES = (SEGMENT_IDS, POSITION_IDS, TEXT_ROWS, TEXT_STARTS, TEXT_LENGTHS)
+
 # ---- transformed examples: per-text facts -------------------------------------------------------------------
 TOKEN_COUNT = "token_count"  # tokens before truncation, special tokens excluded
 TRUNCATED = "truncated"  # 1 where tokens were cut to fit model.max_seq_length

@@ -37,6 +37,8 @@ def config_for(workdir, model_dir, csv_path, **evaluation):
         "training.class_weights": "balanced",
         # min_delta 10 makes every epoch after the first "no improvement": patience 2 stops after epoch 3.
         "training.early_stopping": {"min_delta": 10.0, "metric": "val_loss"},
+        # packed batches under class weights and early stopping (auto may not pack a few hundred rows)
+        "training.packing": True,
     }
     return pipeline_config.load_config(overrides=overrides)
 
@@ -60,6 +62,14 @@ def test_balanced_class_weights_come_from_the_train_split_counts(runs):
     assert summary.training.class_weights == pytest.approx(expected)
     assert summary.training.class_weights["rotten"] > 1 > summary.training.class_weights["fresh"]
     assert "class weights balanced: " in summary.render()
+
+
+def test_packed_batches_train_with_fewer_padded_tokens_and_say_so(runs):
+    summary, _ = runs
+    throughput = summary.throughput
+    assert throughput["padding_share"] < throughput["padding_share_one_per_row"]
+    assert throughput["examples_per_second"] > 0
+    assert "(texts packed in rows: " in summary.render()
 
 
 def test_auto_epochs_are_a_maximum_early_stopping_ends_and_exports_the_best(runs):

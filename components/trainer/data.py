@@ -9,7 +9,8 @@ from tfx_bsl.public import tfxio
 from components.trainer.config import TrainerSettings
 from models.errors import UserError
 from models.names import ATTENTION_MASK, LABEL_FEATURE, WINDOW_MASK
-from models.training.lengths import AUTO, LENGTH_SAMPLE, LengthProfile, bucket_edges, choose_buckets
+from models.training.lengths import AUTO, LENGTH_SAMPLE, BucketChoice, LengthProfile, bucket_edges, choose_buckets
+from models.training.packing import pack
 
 
 class CorruptInputError(UserError, RuntimeError):
@@ -157,13 +158,21 @@ def window_examples(
     return windows.batch(batch_size, drop_remainder=static_shapes)
 
 
-def chosen_batch_widths(requested, width: int, train_batches: tf.data.Dataset) -> tuple[int, ...]:
-    """The config's bucket widths; for `auto` (a compiled spec: a local run's preflight resolves it) chosen here
-    from the token lengths of the first LENGTH_SAMPLE train examples, by the preflight's own rule."""
-    if requested != AUTO:
-        return requested
+def train_lengths(train_batches: tf.data.Dataset) -> LengthProfile:
+    """The token lengths of the first LENGTH_SAMPLE train examples: what `auto` batch widths and packing are
+    chosen from in the Trainer (a compiled spec; a local run's preflight chose the widths from its own sample)."""
     counts = train_batches.map(lambda features, label: tf.reduce_sum(features[ATTENTION_MASK], axis=1))
-    profile = LengthProfile.of(list(counts.unbatch().take(LENGTH_SAMPLE).as_numpy_iterator()))
-    choice = choose_buckets(profile, width, AUTO)
-    print(f"[Trainer] {choice.describe()}; from {len(profile.lengths):,} train examples", flush=True)
-    return choice.buckets
+    return LengthProfile.of(list(counts.unbatch().take(LENGTH_SAMPLE).as_numpy_iterator()))
+
+
+def chosen_batch_widths(requested, width: int, profile: LengthProfile) -> BucketChoice:
+    """The config's bucket widths, or for `auto` those chosen from `profile` by the preflight's own rule."""
+    choice = choose_buckets(profile, width, requested)
+    if requested == AUTO:
+        print(f"[Trainer] {choice.describe()}; from {len(profile.lengths):,} train examples", flush=True)
+    return choice
+
+
+def packed_batches(dataset: tf.data.Dataset, width: int) -> tf.data.Dataset:
+    """Each batch's texts packed into rows of `width` (models/training/packing.py)."""
+    return dataset.map(lambda features, label: pack(features, label, width)).prefetch(tf.data.AUTOTUNE)

@@ -28,7 +28,9 @@ from components.trainer.data import (
     bucket_by_length,
     chosen_batch_widths,
     make_dataset,
+    packed_batches,
     sharded_by_batch,
+    train_lengths,
     validation_data,
     window_count,
     window_examples,
@@ -54,7 +56,9 @@ from models.serving.hf_export import hf_format_dir, save_hf_format
 from models.task import task_contract, write_contract
 from models.training.config import EARLY_STOPPING_METRICS, TrainingConfig
 from models.training.epochs import StoppingChoice, choose_patience
+from models.training.lengths import LengthProfile, padding_share
 from models.training.optimizer import adamw_with_warmup
+from models.training.packing import PackingChoice, PackingError, choose_packing, why_not_packed
 from models.training.recipe import RecipeChoice, choose_recipe
 
 
@@ -201,7 +205,7 @@ def training_record(
 
 
 def training_data(fn_args, plan: TrainingPlan, tf_transform_output):
-    """(train batches grouped by token length, validation batches or None)."""
+    """(train batches packed or grouped by token length, validation batches or None, the packing choice)."""
     settings = plan.settings
     max_seq_length, windows = settings.model.max_seq_length, window_count(settings)
 
@@ -219,18 +223,40 @@ def training_data(fn_args, plan: TrainingPlan, tf_transform_output):
             dataset, windows, max_seq_length, plan.global_batch, shuffle_seed=seed, static_shapes=static_shapes
         )
 
-    buckets = chosen_batch_widths(settings.training.batch_widths, max_seq_length, batches(fn_args.train_files, False))
-
-    train = bucket_by_length(batches(fn_args.train_files, True), plan.global_batch, buckets, max_seq_length)
+    profile = train_lengths(batches(fn_args.train_files, False))
+    buckets = chosen_batch_widths(settings.training.batch_widths, max_seq_length, profile).buckets
+    packing = chosen_packing(plan, profile, buckets)
+    if packing.packed:
+        train = packed_batches(batches(fn_args.train_files, True), max_seq_length)
+    else:
+        train = bucket_by_length(batches(fn_args.train_files, True), plan.global_batch, buckets, max_seq_length)
     if not (plan.eval_steps if plan.static_validation else plan.eval_count):
-        return train, None
+        return train, None, packing
     validation = validation_data(
         batches(fn_args.eval_files, False), plan.global_batch, buckets, max_seq_length,
         static_shapes=plan.static_validation,
     )  # fmt: skip
     if plan.placement.kind == "multi-worker":
-        return sharded_by_batch(train), sharded_by_batch(validation)
-    return train, validation
+        return sharded_by_batch(train), sharded_by_batch(validation), packing
+    return train, validation, packing
+
+
+def chosen_packing(plan: TrainingPlan, profile: LengthProfile, buckets: tuple[int, ...]) -> PackingChoice:
+    """training.packing for this placement and these texts (models/training/packing.py), said in the log; `true`
+    where the placement cannot pack is refused before training."""
+    settings, width = plan.settings, plan.settings.model.max_seq_length
+    placement = plan.placement
+    cannot = why_not_packed(
+        replicas=placement.replicas, windows=window_count(settings) is not None, width=width,
+        fixed_shapes=placement.kind == "tpu",
+    )  # fmt: skip
+    requested = settings.training.packing
+    if requested is True and cannot:
+        raise PackingError(f"training.packing: true, but {cannot}; set training.packing to auto or false")
+    before = padding_share(profile, width, buckets)
+    choice = choose_packing(requested, profile.lengths, plan.global_batch, width, before, cannot=cannot)
+    print(f"[Trainer] {choice.describe()}", flush=True)
+    return choice
 
 
 def build_and_compile(fn_args, plan: TrainingPlan, weights):
@@ -366,10 +392,11 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     tf_keras.utils.set_random_seed(training.seed)
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
     plan = with_start(fn_args, plan_training(fn_args, settings, placement), tuned_by)
-    train_data, eval_data = training_data(fn_args, plan, tf_transform_output)
+    train_data, eval_data, packing = training_data(fn_args, plan, tf_transform_output)
     weights = class_weights(training, label_names, fn_args.train_files, settings.multi_label)
     model = build_and_compile(fn_args, plan, weights)
     meter = measured_meter(model, plan)
+    meter.padding_one_per_row = packing.padding_before if packing.packed else None
     train_data = record_batch_shapes(train_data, meter.records)
     callbacks, progress, best_epoch, stopping = training_callbacks(fn_args, plan, meter, has_eval=eval_data is not None)
     history = fit(model, plan, train_data, eval_data, callbacks, weights)

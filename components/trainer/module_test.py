@@ -138,14 +138,16 @@ def test_validation_sees_every_example_once_cut_to_its_bucket_and_full_static_ba
 def test_a_compiled_specs_auto_buckets_are_chosen_by_the_trainer_from_its_train_split(tmp_path, capsys):
     """A local run's preflight resolves `auto`; a compiled spec's Trainer measures its train split (read
     through TFX's dataset factory) by the same rule, and the config's widths still win."""
-    from components.trainer.data import chosen_batch_widths, make_dataset
+    from components.trainer.data import chosen_batch_widths, make_dataset, train_lengths
 
     lengths = (12, 13, 14, 28, 29, 30, 44, 45, 60) * 4
     fn_args, transform_output, files, inputs = _transformed_examples(tmp_path, lengths)
     dataset = make_dataset(fn_args, files, transform_output, 4, inputs, training=False, seed=0, static_shapes=False)
-    assert chosen_batch_widths("auto", 64, dataset) == (16, 32, 48)
+    profile = train_lengths(dataset)
+    assert sorted(profile.lengths) == sorted(lengths)
+    assert chosen_batch_widths("auto", 64, profile).buckets == (16, 32, 48)
     assert f"from {len(lengths)} train examples" in capsys.readouterr().out
-    assert chosen_batch_widths((32,), 64, dataset) == (32,)
+    assert chosen_batch_widths((32,), 64, profile).buckets == (32,)
 
 
 @pytest.mark.parametrize("multi_label", [False, True])

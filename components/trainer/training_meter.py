@@ -16,19 +16,21 @@ from models.names import ATTENTION_MASK
 THROUGHPUT_FILE = "throughput.json"  # in the Trainer's model_run artifact
 
 
-def record_batch_shapes(dataset: tf.data.Dataset, records: list[tuple[int, int, int]]) -> tf.data.Dataset:
-    """Appends (batch, width, real tokens) of each batch to `records` as the loop takes it, in order, so step
-    n's shapes are records[n - 1] whatever the prefetching. Hand-written: tf.data has no batch-shape trace."""
+def record_batch_shapes(dataset: tf.data.Dataset, records: list[tuple[int, int, int, int]]) -> tf.data.Dataset:
+    """Appends (rows, width, real tokens, texts) of each batch to `records` as the loop takes it, in order, so step
+    n's shapes are records[n - 1] whatever the prefetching (packed rows hold several texts: training.packing).
+    Hand-written: tf.data has no batch-shape trace."""
 
-    def note(batch, width, real):
-        records.append((int(batch), int(width), int(real)))
-        return batch
+    def note(rows, width, real, texts):
+        records.append((int(rows), int(width), int(real), int(texts)))
+        return rows
 
     def record(features, label):
         mask = features[ATTENTION_MASK]
         shape = tf.shape(mask, out_type=tf.int64)
         real = tf.reduce_sum(tf.cast(mask, tf.int64))
-        noted = tf.py_function(note, [shape[0], shape[1], real], tf.int64)
+        texts = tf.shape(label, out_type=tf.int64)[0]
+        noted = tf.py_function(note, [shape[0], shape[1], real, texts], tf.int64)
         with tf.control_dependencies([noted]):
             return features, tf.identity(label)
 
@@ -41,15 +43,13 @@ class TrainingMeter:
     shape: EncoderShape
     peak: MatmulPeak | None  # None where the accelerator's peak is not measured (TPU)
     share: float = 1.0  # of each recorded (global) batch the device the peak is measured on computes
-    records: list[tuple[int, int, int]] = dataclasses.field(default_factory=list)
+    records: list[tuple[int, ...]] = dataclasses.field(default_factory=list)  # (rows, width, real[, texts])
     seconds: float = 0.0
     steps: int = 0
+    padding_one_per_row: float | None = None  # where batches were packed: their padding one text a row (estimated)
 
     def totals(self, steps: int) -> BatchShapes:
-        totals = BatchShapes()
-        for batch, width, real in self.records[:steps]:
-            totals.add(batch, width, real)
-        return totals
+        return BatchShapes.of(self.records[:steps])
 
     def model_gflops(self, steps: int, seconds: float) -> float:
         """This device's model FLOP/s: its share of the batches' FLOPs."""
@@ -75,6 +75,7 @@ class TrainingMeter:
             "matmul_peak_dtype": self.peak.dtype if self.peak else None,
             "utilization": round(gflops / self.peak.gflops, 4) if self.peak else None,
             "padding_share": round(totals.padding_share, 4),
+            "padding_share_one_per_row": self.padding_one_per_row,  # packed batches': estimated unpacked
             "encoder": dataclasses.asdict(self.shape),
         }
 

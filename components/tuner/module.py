@@ -62,7 +62,7 @@ def train_trial(fn_args, settings: TrainerSettings, objective: str) -> dict[str,
     tf_keras.utils.set_random_seed(training.seed)
     # Alone, whatever TF_CONFIG says: on Vertex the cluster is the parallel trials, each training on its own.
     plan = plan_training(fn_args, settings, training_placement(training))
-    train, validation = trainer.training_data(fn_args, plan, tft.TFTransformOutput(fn_args.transform_graph_path))
+    train, validation, _ = trainer.training_data(fn_args, plan, tft.TFTransformOutput(fn_args.transform_graph_path))
     if validation is None:
         raise keras_tuner.errors.FatalError("tuning scores each trial on the eval split, which is empty")
     weights = trainer.class_weights(training, label_names, fn_args.train_files, settings.multi_label)

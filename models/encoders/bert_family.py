@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import tensorflow as tf
 import tf_keras
 
+from models.encoders import packed_rows
 from models.encoders.layers import (
     TorchParam,
     UnsupportedConfigError,
@@ -30,10 +31,10 @@ from models.encoders.layers import (
     layer_norm,
     merge_heads,
     norm_params,
-    padding_mask,
     scaled_dot_attention,
     split_heads,
 )
+from models.names import POSITION_IDS
 
 BERT_HEAD, ROBERTA_HEAD, ELECTRA_HEAD, DISTILBERT_HEAD, ALBERT_HEAD = (
     "bert",
@@ -240,11 +241,14 @@ class Embeddings(tf_keras.layers.Layer):
         wider = flavor.always_project or sizes.embedding != sizes.hidden
         self.project = dense(sizes.hidden, "embeddings_project", std=sizes.init_std) if wider else None
 
-    def call(self, input_ids, token_type_ids=None, training=False):
-        if self.flavor.positions_from_padding:
+    def call(self, input_ids, token_type_ids=None, training=False, position_ids=None):
+        """`position_ids`: each token's position in its own text, where rows hold several (packed_rows.py)."""
+        if self.flavor.positions_from_padding and position_ids is None:
             real = tf.cast(tf.not_equal(input_ids, self.sizes.pad_id), input_ids.dtype)
             position_ids = tf.cumsum(real, axis=1) * real + self.sizes.pad_id
-        else:
+        elif self.flavor.positions_from_padding:  # RoBERTa's first token sits at the padding id + 1
+            position_ids = position_ids + self.sizes.pad_id + 1
+        elif position_ids is None:
             position_ids = tf.range(tf.shape(input_ids)[1])[tf.newaxis, :]
         x = self.words(input_ids) + self.positions(position_ids)
         if self.token_types is not None:
@@ -321,8 +325,10 @@ class Encoder(tf_keras.layers.Layer):
         )
 
     def call(self, inputs: dict, training=False):
-        x = self.embeddings(inputs["input_ids"], inputs.get("token_type_ids"), training=training)
-        bias = attention_bias(padding_mask(inputs["attention_mask"]))
+        x = self.embeddings(
+            inputs["input_ids"], inputs.get("token_type_ids"), training=training, position_ids=inputs.get(POSITION_IDS)
+        )
+        bias = attention_bias(packed_rows.allowed_keys(inputs))
         if self.relative_bias is not None:  # [T, T, H] -> [1, H, T, T], added to every layer's scores
             buckets = relative_position_buckets(tf.shape(x)[1], self.buckets)
             bias += tf.cast(tf.transpose(self.relative_bias(buckets), [2, 0, 1])[tf.newaxis], tf.float32)

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from models.encoders import bert_family, checkpoint_file, deberta_v2, eurobert, gte, modernbert
+from models.encoders import bert_family, checkpoint_file, deberta_v2, eurobert, gte, modernbert, packed_rows
 from models.encoders.layers import TorchParam, UnsupportedConfigError, activation
 from models.errors import UserError
 
@@ -146,8 +146,9 @@ class SequenceClassifier(tf_keras.Model):
         return json.loads(self._hf_config_json)
 
     def call(self, inputs, training=False):
-        hidden = self.encoder(inputs, training=training)
-        return tf.cast(self.head(hidden, inputs["attention_mask"], training=training), tf.float32)
+        """Logits [texts, labels]: one text a row, or packed rows (packed_rows.py) whose texts the head reads apart."""
+        hidden, attention_mask = packed_rows.per_text(self.encoder(inputs, training=training), inputs)
+        return tf.cast(self.head(hidden, attention_mask, training=training), tf.float32)
 
     def build_weights(self) -> None:
         """Creates every variable by one call on a small batch."""

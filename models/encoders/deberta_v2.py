@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import tensorflow as tf
 import tf_keras
 
-from models.encoders import bert_family
+from models.encoders import bert_family, packed_rows
 from models.encoders.layers import (
     TorchParam,
     UnsupportedConfigError,
@@ -239,7 +239,7 @@ class Encoder(tf_keras.layers.Layer):
         width = tf.shape(input_ids)[1]
         x = self.words(input_ids)
         if self.positions is not None:
-            x += self.positions(tf.range(width)[tf.newaxis, :])
+            x += self.positions(packed_rows.positions(inputs, width))
         if self.token_types is not None:
             types = inputs.get("token_type_ids")
             x += self.token_types(tf.zeros_like(input_ids) if types is None else types)
@@ -248,7 +248,7 @@ class Encoder(tf_keras.layers.Layer):
         x = self.embedding_norm(x) * tf.cast(mask, x.dtype)[:, :, tf.newaxis]
         x = self.embedding_dropout(x, training=training)
         real = tf.cast(mask, tf.bool)
-        allowed = real[:, tf.newaxis, :, tf.newaxis] & real[:, tf.newaxis, tf.newaxis, :]  # query and key real
+        allowed = real[:, tf.newaxis, :, tf.newaxis] & packed_rows.allowed_keys(inputs)  # query and key real
         relative, rel_embeddings = None, None
         if self.relative is not None:
             relative = relative_positions(width, sizes.position_buckets, sizes.max_relative_positions)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import tensorflow as tf
 import tf_keras
 
+from models.encoders import packed_rows
 from models.encoders.layers import (
     TorchParam,
     UnsupportedConfigError,
@@ -25,7 +26,6 @@ from models.encoders.layers import (
     embedding,
     embedding_params,
     merge_heads,
-    padding_mask,
     run_block,
     scaled_dot_attention,
     split_heads,
@@ -161,8 +161,9 @@ class Encoder(tf_keras.layers.Layer):
     def call(self, inputs: dict, training=False):
         input_ids = inputs["input_ids"]
         x = self.words(input_ids)
-        bias = attention_bias(padding_mask(inputs["attention_mask"]))
-        rotary = rotary_tables(tf.shape(input_ids)[1], self.sizes.head_dim, self.sizes.theta)
+        bias = attention_bias(packed_rows.allowed_keys(inputs))
+        at = packed_rows.positions(inputs, tf.shape(input_ids)[1])
+        rotary = rotary_tables(at, self.sizes.head_dim, self.sizes.theta)
         for block in self.blocks:
             x = run_block(block, x, bias, rotary, training=training, recompute=self.recompute_blocks)
         return self.final_norm(x)

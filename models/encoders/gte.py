@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import tensorflow as tf
 import tf_keras
 
+from models.encoders import packed_rows
 from models.encoders.layers import (
     TorchParam,
     activation,
@@ -26,7 +27,6 @@ from models.encoders.layers import (
     layer_norm,
     merge_heads,
     norm_params,
-    padding_mask,
     run_block,
     scaled_dot_attention,
     split_heads,
@@ -139,8 +139,9 @@ class Encoder(tf_keras.layers.Layer):
         if self.types is not None:
             x = x + self.types(inputs.get("token_type_ids", tf.zeros_like(input_ids)))
         x = self.embedding_dropout(self.embedding_norm(x), training=training)
-        bias = attention_bias(padding_mask(inputs["attention_mask"]))
-        rotary = rotary_tables(tf.shape(input_ids)[1], self.sizes.hidden // self.sizes.heads, self.sizes.theta)
+        bias = attention_bias(packed_rows.allowed_keys(inputs))
+        at = packed_rows.positions(inputs, tf.shape(input_ids)[1])
+        rotary = rotary_tables(at, self.sizes.hidden // self.sizes.heads, self.sizes.theta)
         for block in self.blocks:
             x = run_block(block, x, bias, rotary, training=training, recompute=self.recompute_blocks)
         return x

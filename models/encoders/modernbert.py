@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import tensorflow as tf
 import tf_keras
 
+from models.encoders import packed_rows
 from models.encoders.layers import (
     TorchParam,
     UnsupportedConfigError,
@@ -29,7 +30,6 @@ from models.encoders.layers import (
     layer_norm,
     merge_heads,
     norm_params,
-    padding_mask,
     run_block,
     scaled_dot_attention,
     split_heads,
@@ -176,11 +176,10 @@ class Encoder(tf_keras.layers.Layer):
         sizes = self.sizes
         input_ids = inputs["input_ids"]
         x = self.embedding_dropout(self.embedding_norm(self.words(input_ids)), training=training)
-        width = tf.shape(input_ids)[1]
-        allowed = padding_mask(inputs["attention_mask"])
-        bias = attention_bias(allowed)  # local layers add their band where they attend (layers.scaled_dot_attention)
-        head_dim = sizes.hidden // sizes.heads
-        rotary = {kind: rotary_tables(width, head_dim, sizes.thetas[kind]) for kind in set(sizes.layer_types)}
+        # local layers add their band where they attend (layers.scaled_dot_attention): in a packed row's text too
+        bias = attention_bias(packed_rows.allowed_keys(inputs))
+        head_dim, at = sizes.hidden // sizes.heads, packed_rows.positions(inputs, tf.shape(input_ids)[1])
+        rotary = {kind: rotary_tables(at, head_dim, sizes.thetas[kind]) for kind in set(sizes.layer_types)}
         for block in self.blocks:
             x = run_block(block, x, bias, rotary[block.kind], training=training, recompute=self.recompute_blocks)
         return self.final_norm(x)

@@ -17,11 +17,14 @@ def default_theta(config: dict, family_default: float) -> float:
     return float(params.get("rope_theta", config.get("rope_theta", family_default)))
 
 
-def rotary_tables(width: tf.Tensor, head_dim: int, theta: float) -> tuple[tf.Tensor, tf.Tensor]:
-    """cos and sin [T, D] of transformers' default RoPE: frequencies theta^(-2i/D), each used for both halves."""
+def rotary_tables(positions: tf.Tensor, head_dim: int, theta: float) -> tuple[tf.Tensor, tf.Tensor]:
+    """cos and sin of transformers' default RoPE (frequencies theta^(-2i/D), each used for both halves) at
+    `positions`: [T] -> [T, D]; each row's own [B, T] (packed rows: packed_rows.positions) -> [B, 1, T, D]."""
     inv_freq = 1.0 / (theta ** (tf.range(0, head_dim, 2, dtype=tf.float32) / head_dim))
-    angles = tf.cast(tf.range(width), tf.float32)[:, tf.newaxis] * inv_freq[tf.newaxis, :]
+    angles = tf.cast(positions, tf.float32)[..., tf.newaxis] * inv_freq
     angles = tf.concat([angles, angles], axis=-1)
+    if positions.shape.rank == 2:
+        angles = angles[:, tf.newaxis]
     return tf.cos(angles), tf.sin(angles)
 
 

@@ -81,8 +81,17 @@ class BatchShapes:
     padded_token_pairs: int = 0
     real_tokens: int = 0
 
-    def add(self, batch: int, width: int, real_tokens: int) -> None:
-        self.examples += batch
+    @classmethod
+    def of(cls, records) -> BatchShapes:
+        """The totals of (rows, width, real tokens[, texts]) records, as the Trainer's meter notes each batch."""
+        totals = cls()
+        for record in records:
+            totals.add(*record)
+        return totals
+
+    def add(self, batch: int, width: int, real_tokens: int, texts: int | None = None) -> None:
+        """`batch` rows of `width`; `texts` where packed rows hold more than one (training.packing)."""
+        self.examples += batch if texts is None else texts
         self.padded_tokens += batch * width
         self.padded_token_pairs += batch * width * width
         self.real_tokens += real_tokens

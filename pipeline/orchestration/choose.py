@@ -19,6 +19,7 @@ from models.training.epochs import MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN, choose_ep
 from models.training.lengths import (
     AUTO,
     BucketChoice,
+    LengthProfile,
     WidthChoice,
     WindowChoice,
     choose_buckets,
@@ -26,6 +27,7 @@ from models.training.lengths import (
     choose_windows,
     token_lengths,
 )
+from models.training.packing import PackingChoice, PackingError, choose_packing, why_not_packed
 from models.training.recipe import RecipeChoice, choose_recipe
 from models.training.warm_start import asks_for_blessed, describe_warm_recipe
 from pipeline.config.pipeline_config import PipelineConfig
@@ -52,10 +54,13 @@ class Choices:
     model_commit: str | None = None  # the hub model's commit every component reads (config.model.revision)
     architecture: str = ""  # the encoder the model trains as, and what it computes
     block_dropout: float | None = None  # where the encoder can recompute its blocks (classifier.block_dropout)
+    packing: PackingChoice | None = None  # whether the Trainer lays each batch's texts end to end in rows
 
     def describe_lengths(self) -> str:
-        """The token lengths and what the run chose from them (width, windows, buckets), as printed and kept."""
-        return "; ".join(part.describe() for part in (self.lengths, self.windows, self.buckets) if part)
+        """The token lengths and what the run chose from them (width, windows, buckets, packing), as printed and
+        kept."""
+        parts = (self.lengths, self.windows, self.buckets, self.packing)
+        return "; ".join(part.describe() for part in parts if part)
 
     @property
     def train_examples(self) -> int | None:
@@ -191,6 +196,7 @@ def choose(found: Found) -> Choices:
         windows = choose_windows(lengths.profile, lengths.width, config.model.window_stride, config.model.max_windows)
         model_update["max_windows"], trained = windows.windows.count, windows.trained
     buckets = choose_buckets(trained, lengths.width, config.training.batch_widths)
+    packing = expected_packing(config, trained, lengths.width, buckets, windowed=windows is not None)
     chosen = {
         "model": config.model.model_copy(update=model_update),
         "training": config.training.model_copy(update={"batch_widths": buckets.buckets}),
@@ -202,6 +208,7 @@ def choose(found: Found) -> Choices:
         recipe=recipe,
         lengths=lengths,
         buckets=buckets,
+        packing=packing,
         windows=windows,
         encoder=model.encoder,
         split_sizes={name: len(rows) for name, rows in placed.rows.items()} if complete else None,
@@ -213,6 +220,20 @@ def choose(found: Found) -> Choices:
         model_commit=model.commit,
         architecture=model.architecture,
         block_dropout=model.block_dropout,
+    )
+
+
+def expected_packing(
+    config: PipelineConfig, trained: LengthProfile, width: int, buckets: BucketChoice, *, windowed: bool
+) -> PackingChoice:
+    """What the Trainer will decide of training.packing on this machine (it decides again where it runs: a cloud
+    Trainer on a TPU does not pack); `true` where this run cannot pack is refused here, before any component."""
+    training = config.training
+    cannot = why_not_packed(replicas=training.cpu_replicas, windows=windowed, width=width)
+    if training.packing is True and cannot:
+        raise PackingError(f"training.packing: true, but {cannot}; set training.packing to auto or false")
+    return choose_packing(
+        training.packing, trained.lengths, training.batch_size, width, buckets.padded_share, cannot=cannot
     )
 
 

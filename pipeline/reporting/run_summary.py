@@ -261,7 +261,10 @@ def describe_throughput(throughput: dict[str, Any]) -> str:
             f" = {throughput['utilization']:.0%} of this machine's {throughput['matmul_peak_dtype']} matmul peak "
             f"({throughput['matmul_peak_gflops']:.0f} GFLOP/s)"
         )
-    return text + f"; padding {throughput['padding_share']:.0%} of tokens"
+    text += f"; padding {throughput['padding_share']:.0%} of tokens"
+    if throughput.get("padding_share_one_per_row") is not None:
+        text += f" (texts packed in rows: {throughput['padding_share_one_per_row']:.0%} one text a row)"
+    return text
 
 
 RUN_COLUMNS = (
