@@ -10,6 +10,7 @@ from pathlib import Path
 
 from models.hub.pretrained import PACKAGED_PREFIX
 from models.training.lengths import AUTO
+from models.training.packing import why_not_packed
 from pipeline.cloud.machines import (
     ACCELERATOR_IMAGE_TARGETS,
     ACCELERATORS,
@@ -262,6 +263,7 @@ def _accelerator_problems(config: PipelineConfig) -> list[str]:
         if chosen.kind == "tpu" and config.training.batch_size % 8:
             problems.append("TPU training wants training.batch_size divisible by 8 (per-core batches of equal size)")
         problems += _worker_problems(config, chosen)
+        problems += _packing_problems(config, chosen)
         if chosen.kind in ACCELERATOR_IMAGE_TARGETS and cloud.trainer_image_uri in ("", cloud.image_uri):
             problems.append(
                 f"cloud.trainer_accelerator {cloud.trainer_accelerator} needs cloud.trainer_image_uri: the pipeline "
@@ -270,6 +272,18 @@ def _accelerator_problems(config: PipelineConfig) -> list[str]:
     except ConfigError as error:
         problems.append(str(error))
     return problems
+
+
+def _packing_problems(config: PipelineConfig, chosen: Accelerator) -> list[str]:
+    """training.packing: true where the cloud Trainer cannot pack: a TPU, or replicas splitting each batch."""
+    if config.training.packing is not True:
+        return []
+    replicas = chosen.replicas * config.cloud.trainer_workers
+    cannot = why_not_packed(replicas=replicas, windows=False, width=0, fixed_shapes=chosen.kind == "tpu")
+    if cannot is None:
+        return []
+    return [f"training.packing: true, but on {config.cloud.trainer_accelerator or 'the CPU'} {cannot}: set "
+            "training.packing to auto (it packs where the Trainer can) or false"]  # fmt: skip
 
 
 def _worker_problems(config: PipelineConfig, chosen: Accelerator) -> list[str]:

@@ -149,6 +149,11 @@ def test_dataflow_workers_join_the_network_through_beams_own_options(on_dataflow
             "with orchestrator kubeflow the Trainer runs in its pod: set trainer_workers: 1 and trainer_spot: false",
         ),
         ({"cloud.trainer_workers": 2, "training.cpu_replicas": 2}, "with cloud.trainer_workers > 1 set it to 1"),
+        (
+            {"cloud.trainer_accelerator": "tpu-v5e-8", "cloud.trainer_image_uri": "r/t:1", "training.packing": True},
+            "training.packing: true, but on tpu-v5e-8 a TPU compiles one program per shape",
+        ),
+        ({"cloud.trainer_workers": 2, "training.packing": True}, "2 replicas each take a piece of every batch"),
     ],
 )
 def test_bad_cloud_profiles_are_rejected_before_compiling(overrides, message):

@@ -43,3 +43,23 @@ def test_blocks_are_recomputed_where_kept_they_would_not_fit_and_that_is_exact()
     assert "blocks recomputed" not in lines[0] and "training.dropout 0, with which the Trainer recomputes" in lines[1]
     (line,) = memory_lines(_chosen(MODERNBERT_BASE, 2, 512, block_dropout=0.0))  # fits kept: nothing recomputed
     assert "blocks recomputed" not in line
+
+
+def test_packing_true_where_the_run_cannot_pack_is_refused_before_any_component():
+    import pytest
+
+    from models.training.lengths import LengthProfile, choose_buckets
+    from models.training.packing import PackingError
+    from pipeline.orchestration.choose import expected_packing
+
+    profile = LengthProfile.of([10, 20, 30, 40] * 50)
+    buckets = choose_buckets(profile, 64, "auto")
+    config = pipeline_config.load_config(overrides={"training.packing": True})
+    with pytest.raises(PackingError, match="model.long_texts: windows trains each window"):
+        expected_packing(config, profile, 64, buckets, windowed=True)
+    split = pipeline_config.load_config(overrides={"training.packing": True, "training.cpu_replicas": 2})
+    with pytest.raises(PackingError, match="set training.packing to auto or false"):
+        expected_packing(split, profile, 64, buckets, windowed=False)
+    auto = expected_packing(pipeline_config.load_config(), profile, 64, buckets, windowed=True)
+    assert not auto.packed and "windows" in auto.describe()
+    assert expected_packing(config, profile, 64, buckets, windowed=False).packed
