@@ -95,11 +95,13 @@ def _backward(q, k, v, b, upstream, pieces, forward, scale, rate):
         # Not before this layer's gradient exists (see layers.py), and only once every use of the piece before is
         # done (its d_q, and its parts of d_k, d_v and the bias' gradient): the executor would otherwise run ahead
         # along d_q and hold every piece's weights and score gradients for the later uses.
+        # The weights' gradient too: built outside, it depends only on the upstream gradient and v, and the executor
+        # computes every piece's at once ([B, H, T, T] in all) as soon as the backward pass starts.
         done_before = [d_q[-1], d_k, d_v, d_b[-1]] if d_q else []
+        keys, values = k[:, :, key_start:key_end], v[:, :, key_start:key_end]
         with tf.control_dependencies([up, *done_before]):
             probabilities, keep, weights = forward(tf.identity(q), tf.identity(k), tf.identity(v), b, index)
-        keys, values = k[:, :, key_start:key_end], v[:, :, key_start:key_end]
-        d_weights = tf.cast(tf.matmul(up, values, transpose_b=True), tf.float32)
+            d_weights = tf.cast(tf.matmul(up, values, transpose_b=True), tf.float32)
         if keep is not None:
             d_weights = tf.where(keep, d_weights / (1 - rate), 0.0)
         d_scores = probabilities * (d_weights - tf.reduce_sum(d_weights * probabilities, axis=-1, keepdims=True))
