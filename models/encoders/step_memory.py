@@ -10,7 +10,7 @@ weights and their gradients (models/encoders/long_attention.py). Training holds 
 AdamW's two moments), calibrated by ACTIVATION_FACTOR and PIECES_ALIVE below. Against measured peaks (peak RSS of
 the measuring process): MiniLM at width 512, batch 32: ~9.6 GiB estimated vs 7.4 measured (attention recomputed);
 the ModernBERT-base shape at 512, batch 2: ~8.7 vs 5.9; at 8,192, batch 1: ~25 vs killed past 21.5 on a 24 GiB
-machine, and with its blocks recomputed ~11.1 vs 11.2. It errs high where it errs, as a warning should.
+machine, and with its blocks recomputed ~8.8 vs 8.4-8.6. It errs high where it errs, as a warning should.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ FITS_SHARE = 0.9  # of the machine's memory a step may take: the kernel, page ca
 # QUERY_CHUNK holds about three pieces' weights and gradients at once (the backward pass' recomputation, d_k and d_v)
 # on two cores. The high end: that shape's 22 layers at 8,192, batch 1, were killed at 21.5 GiB in fit.
 ACTIVATION_FACTOR, PIECES_ALIVE = 2.0, 3
-# With blocks recomputed (layers.run_block), the backward pass holds a block's recomputed activations, their gradients
-# and the next block's recomputation started ahead: about four blocks' worth. Measured: the ModernBERT-base shape at
-# 8,192 tokens, batch 1, peaked at 11.2 GiB (estimate 11.1; 8.8 with one block's worth).
-BLOCKS_ALIVE_RECOMPUTED = 4
+# With blocks recomputed (layers.run_block), the backward pass holds a block's recomputed activations and their
+# gradients. Measured: the ModernBERT-base shape at 8,192 tokens, batch 1, peaked at 8.4-8.6 GiB (estimate 8.8); 11.2
+# before the pieces' backward pass stopped computing every piece's weight gradient at once (long_attention.py).
+BLOCKS_ALIVE_RECOMPUTED = 1
 
 
 @dataclasses.dataclass(frozen=True)
