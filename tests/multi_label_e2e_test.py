@@ -29,8 +29,10 @@ def lists(tmp_path_factory, tiny_bert_dir):
     workdir = tmp_path_factory.mktemp("multi-label")
     path = user_datasets.write_multi_label_jsonl(workdir / "data" / "tags.jsonl", per_class=150)
     config = config_for(
-        workdir, tiny_bert_dir, **{"dataset.name": str(path), "dataset.label_column": "tags", "training.epochs": 2}
-    )
+        workdir, tiny_bert_dir,
+        # packed batches carry each text's label vector as one text a row does
+        **{"dataset.name": str(path), "dataset.label_column": "tags", "training.epochs": 2, "training.packing": True},
+    )  # fmt: skip
     assert not config.dataset.multi_label  # found by the probe from the rows
     return config, run_local(config)
 
@@ -67,6 +69,13 @@ def test_list_labels_train_a_multi_label_model_blessed_on_macro_auc(lists):
     assert {f"label_name={tag}" for tag in TAGS} <= set(summary.slices)  # a slice per label: the rows tagged
     assert summary.training.epochs_run == 2
     assert read_contract(summary.pushed_dir).task == "multi_label"
+
+
+def test_packed_rows_train_label_vectors_with_fewer_padded_tokens(lists):
+    _, summary = lists
+    throughput = summary.throughput
+    assert throughput["padding_share"] < throughput["padding_share_one_per_row"]
+    assert "(texts packed in rows: " in summary.render()
 
 
 def test_empty_tag_lists_are_rows_with_no_label(lists):

@@ -37,8 +37,7 @@ def config_for(workdir, model_dir, csv_path, **evaluation):
         "training.class_weights": "balanced",
         # min_delta 10 makes every epoch after the first "no improvement": patience 2 stops after epoch 3.
         "training.early_stopping": {"min_delta": 10.0, "metric": "val_loss"},
-        # packed batches under class weights and early stopping (auto may not pack a few hundred rows)
-        "training.packing": True,
+        "training.packing": "auto",
     }
     return pipeline_config.load_config(overrides=overrides)
 
@@ -64,12 +63,11 @@ def test_balanced_class_weights_come_from_the_train_split_counts(runs):
     assert "class weights balanced: " in summary.render()
 
 
-def test_packed_batches_train_with_fewer_padded_tokens_and_say_so(runs):
+def test_auto_packing_leaves_rows_of_cut_texts_unpacked_and_says_why(runs):
+    """Width 32 cuts 29% of these texts: packed rows would save under 5% of the tokens, so auto does not pack."""
     summary, _ = runs
-    throughput = summary.throughput
-    assert throughput["padding_share"] < throughput["padding_share_one_per_row"]
-    assert throughput["examples_per_second"] > 0
-    assert "(texts packed in rows: " in summary.render()
+    assert "packing off (auto: it would save under 5% of the tokens)" in summary.render()
+    assert summary.throughput["padding_share_one_per_row"] is None
 
 
 def test_auto_epochs_are_a_maximum_early_stopping_ends_and_exports_the_best(runs):

@@ -55,11 +55,13 @@ def test_packing_true_where_the_run_cannot_pack_is_refused_before_any_component(
     profile = LengthProfile.of([10, 20, 30, 40] * 50)
     buckets = choose_buckets(profile, 64, "auto")
     config = pipeline_config.load_config(overrides={"training.packing": True})
-    with pytest.raises(PackingError, match="model.long_texts: windows trains each window"):
+    with pytest.raises(PackingError, match=r"model\.long_texts: windows trains each window"):
         expected_packing(config, profile, 64, buckets, windowed=True)
     split = pipeline_config.load_config(overrides={"training.packing": True, "training.cpu_replicas": 2})
-    with pytest.raises(PackingError, match="set training.packing to auto or false"):
+    with pytest.raises(PackingError, match=r"set training\.packing to auto or false"):
         expected_packing(split, profile, 64, buckets, windowed=False)
-    auto = expected_packing(pipeline_config.load_config(), profile, 64, buckets, windowed=True)
+    auto = expected_packing(
+        pipeline_config.load_config(overrides={"training.packing": "auto"}), profile, 64, buckets, windowed=True
+    )
     assert not auto.packed and "windows" in auto.describe()
     assert expected_packing(config, profile, 64, buckets, windowed=False).packed
