@@ -58,7 +58,7 @@ from models.training.config import EARLY_STOPPING_METRICS, TrainingConfig
 from models.training.epochs import StoppingChoice, choose_patience
 from models.training.lengths import LengthProfile, padding_share
 from models.training.optimizer import adamw_with_warmup
-from models.training.packing import PackingChoice, PackingError, choose_packing, why_not_packed
+from models.training.packing import PackingChoice, choose_packing, why_not_packed
 from models.training.recipe import RecipeChoice, choose_recipe
 
 
@@ -243,18 +243,17 @@ def training_data(fn_args, plan: TrainingPlan, tf_transform_output):
 
 def chosen_packing(plan: TrainingPlan, profile: LengthProfile, buckets: tuple[int, ...]) -> PackingChoice:
     """training.packing for this placement and these texts (models/training/packing.py), said in the log; `true`
-    where the placement cannot pack is refused before training."""
+    where the placement cannot pack (a compiled spec's Trainer on a TPU) is refused before training."""
     settings, width = plan.settings, plan.settings.model.max_seq_length
     placement = plan.placement
     cannot = why_not_packed(
         replicas=placement.replicas, windows=window_count(settings) is not None, width=width,
         fixed_shapes=placement.kind == "tpu",
     )  # fmt: skip
-    requested = settings.training.packing
-    if requested is True and cannot:
-        raise PackingError(f"training.packing: true, but {cannot}; set training.packing to auto or false")
     before = padding_share(profile, width, buckets)
-    choice = choose_packing(requested, profile.lengths, plan.global_batch, width, before, cannot=cannot)
+    choice = choose_packing(
+        settings.training.packing, profile.lengths, plan.global_batch, width, before, cannot=cannot
+    )
     print(f"[Trainer] {choice.describe()}", flush=True)
     return choice
 

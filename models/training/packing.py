@@ -122,9 +122,11 @@ def choose_packing(
 ) -> PackingChoice:
     """training.packing as set, or for `auto` on where the packed rows would carry at least PACKING_GAIN less padding
     than the batch widths do. `cannot`: why this run cannot pack (several replicas split each batch, windows, a
-    width past WIDEST_PACKED); `true` with a reason is the caller's error to raise before any component."""
+    width past WIDEST_PACKED); with `true`, a PackingError naming it and what to set."""
     if requested is False:
         return PackingChoice(False, "training.packing: false", padding_before)
+    if requested is True and cannot is not None:
+        raise PackingError(f"training.packing: true, but {cannot}; set training.packing to auto or false")
     if cannot is not None:
         return PackingChoice(False, cannot, padding_before)
     after = packed_padding(lengths, batch, width)

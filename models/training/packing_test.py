@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from models.training.packing import PACKING_GAIN, choose_packing, packed_padding, why_not_packed
+from models.training.packing import PACKING_GAIN, PackingError, choose_packing, packed_padding, why_not_packed
 
 
 def test_packed_padding_is_estimated_on_shuffled_batches_not_the_sorted_profile():
@@ -39,3 +39,15 @@ def test_a_run_that_cannot_pack_does_not_and_says_why(facts, named):
     choice = choose_packing("auto", [10] * 100, 32, 64, padding_before=0.5, cannot=cannot)
     assert not choice.packed and named in choice.describe()
     assert why_not_packed(replicas=1, windows=False, width=512) is None
+
+
+def test_true_where_the_run_cannot_pack_is_an_error_naming_why_and_the_fix():
+    with pytest.raises(PackingError, match=r"but a TPU compiles one program per shape.*set training\.packing to auto"):
+        choose_packing(
+            True,
+            [10] * 100,
+            32,
+            64,
+            padding_before=0.5,
+            cannot=why_not_packed(replicas=1, windows=False, width=64, fixed_shapes=True),
+        )

@@ -27,7 +27,7 @@ from models.training.lengths import (
     choose_windows,
     token_lengths,
 )
-from models.training.packing import PackingChoice, PackingError, choose_packing, why_not_packed
+from models.training.packing import PackingChoice, choose_packing, why_not_packed
 from models.training.recipe import RecipeChoice, choose_recipe
 from models.training.warm_start import asks_for_blessed, describe_warm_recipe
 from pipeline.config.pipeline_config import PipelineConfig
@@ -230,8 +230,6 @@ def expected_packing(
     Trainer on a TPU does not pack); `true` where this run cannot pack is refused here, before any component."""
     training = config.training
     cannot = why_not_packed(replicas=training.cpu_replicas, windows=windowed, width=width)
-    if training.packing is True and cannot:
-        raise PackingError(f"training.packing: true, but {cannot}; set training.packing to auto or false")
     return choose_packing(
         training.packing, trained.lengths, training.batch_size, width, buckets.padded_share, cannot=cannot
     )
