@@ -10,7 +10,7 @@ from components.trainer.config import TrainerSettings
 from models.errors import UserError
 from models.names import ATTENTION_MASK, LABEL_FEATURE, WINDOW_MASK
 from models.training.lengths import AUTO, LENGTH_SAMPLE, BucketChoice, LengthProfile, bucket_edges, choose_buckets
-from models.training.packing import pack
+from models.training.row_packing import pack
 
 
 class CorruptInputError(UserError, RuntimeError):

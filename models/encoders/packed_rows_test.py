@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from models.encoders import classifier
-from models.training.packing import pack
+from models.training.row_packing import pack
 
 _TINY = {"vocab_size": 60, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2, "num_attention_heads": 2}
 _ROTARY = {**_TINY, "max_position_embeddings": 64}

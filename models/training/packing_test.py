@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from models.training.packing import PACKING_GAIN, PackingError, choose_packing, packed_padding, why_not_packed
+from models.training.packing import PACKING_GAIN, PackingError, choose_packing, why_not_packed
+from models.training.row_packing import packed_padding
 
 
 def test_packed_padding_is_estimated_on_shuffled_batches_not_the_sorted_profile():
