@@ -39,7 +39,6 @@ from models.hub.pretrained import model_files, packaged_model_dir
 from models.serving.signatures import model_logits
 from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
 from models.training.config import ModelConfig, TrainingConfig
-from models.training.lengths import padding_share
 from models.training.packing import choose_packing
 from pipeline.config.pipeline_config import PipelineConfig, load_config
 from pipeline.machine.estimate import DEFAULT_RUN_FILE, train_split_lengths
@@ -103,11 +102,10 @@ def trainer_batches(examples: tf.data.Dataset, training: TrainingConfig) -> tf.d
     """Batches as the Trainer's loop takes them: packed where training.packing chooses to (auto: on these texts),
     else cut to the batch widths (auto: chosen on these texts)."""
     profile = train_lengths(examples.batch(BATCH))
-    buckets = chosen_batch_widths(training.batch_widths, MAX_LEN, profile).buckets
-    before = padding_share(profile, MAX_LEN, buckets)
-    if choose_packing(training.packing, profile.lengths, BATCH, MAX_LEN, before).packed:
+    buckets = chosen_batch_widths(training.batch_widths, MAX_LEN, profile)
+    if choose_packing(training.packing, profile.lengths, BATCH, MAX_LEN, buckets.padded_share).packed:
         return packed_batches(examples.batch(BATCH, drop_remainder=True), MAX_LEN)
-    return bucket_by_length(examples.batch(BATCH), BATCH, buckets, MAX_LEN)
+    return bucket_by_length(examples.batch(BATCH), BATCH, buckets.buckets, MAX_LEN)
 
 
 def _fresh_model(files, policy="float32"):

@@ -42,7 +42,6 @@ POSITION_IDS = "position_ids"  # [rows, width]: each token's position in its own
 TEXT_ROWS = "text_rows"  # [texts]: the row each text of the batch sits in
 TEXT_STARTS = "text_starts"  # [texts]: where in that row it starts
 TEXT_LENGTHS = "text_lengths"  # [texts]: its tokens, special tokens included
-PACKED_FEATURES = (SEGMENT_IDS, POSITION_IDS, TEXT_ROWS, TEXT_STARTS, TEXT_LENGTHS)
 
 # ---- transformed examples: per-text facts -------------------------------------------------------------------
 TOKEN_COUNT = "token_count"  # tokens before truncation, special tokens excluded

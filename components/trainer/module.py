@@ -56,7 +56,7 @@ from models.serving.hf_export import hf_format_dir, save_hf_format
 from models.task import task_contract, write_contract
 from models.training.config import EARLY_STOPPING_METRICS, TrainingConfig
 from models.training.epochs import StoppingChoice, choose_patience
-from models.training.lengths import LengthProfile, padding_share
+from models.training.lengths import BucketChoice, LengthProfile
 from models.training.optimizer import adamw_with_warmup
 from models.training.packing import PackingChoice, choose_packing, why_not_packed
 from models.training.recipe import RecipeChoice, choose_recipe
@@ -224,8 +224,8 @@ def training_data(fn_args, plan: TrainingPlan, tf_transform_output):
         )
 
     profile = train_lengths(batches(fn_args.train_files, False))
-    buckets = chosen_batch_widths(settings.training.batch_widths, max_seq_length, profile).buckets
-    packing = chosen_packing(plan, profile, buckets)
+    chosen = chosen_batch_widths(settings.training.batch_widths, max_seq_length, profile)
+    packing, buckets = chosen_packing(plan, profile, chosen), chosen.buckets
     if packing.packed:
         train = packed_batches(batches(fn_args.train_files, True), max_seq_length)
     else:
@@ -241,7 +241,7 @@ def training_data(fn_args, plan: TrainingPlan, tf_transform_output):
     return train, validation, packing
 
 
-def chosen_packing(plan: TrainingPlan, profile: LengthProfile, buckets: tuple[int, ...]) -> PackingChoice:
+def chosen_packing(plan: TrainingPlan, profile: LengthProfile, buckets: BucketChoice) -> PackingChoice:
     """training.packing for this placement and these texts (models/training/packing.py), said in the log; `true`
     where the placement cannot pack (a compiled spec's Trainer on a TPU) is refused before training."""
     settings, width = plan.settings, plan.settings.model.max_seq_length
@@ -250,9 +250,8 @@ def chosen_packing(plan: TrainingPlan, profile: LengthProfile, buckets: tuple[in
         replicas=placement.replicas, windows=window_count(settings) is not None, width=width,
         fixed_shapes=placement.kind == "tpu",
     )  # fmt: skip
-    before = padding_share(profile, width, buckets)
     choice = choose_packing(
-        settings.training.packing, profile.lengths, plan.global_batch, width, before, cannot=cannot
+        settings.training.packing, profile.lengths, plan.global_batch, width, buckets.padded_share, cannot=cannot
     )
     print(f"[Trainer] {choice.describe()}", flush=True)
     return choice
@@ -324,10 +323,11 @@ def training_callbacks(fn_args, plan: TrainingPlan, meter: TrainingMeter, has_ev
     return callbacks, progress, best_epoch, stopping
 
 
-def measured_meter(model, plan: TrainingPlan) -> TrainingMeter:
+def measured_meter(model, plan: TrainingPlan, packing: PackingChoice) -> TrainingMeter:
     """Model FLOP/s against the peak of the device that runs the matmuls, in the precision training uses (a
     TPU's is not measured). Where each global batch is split over devices that each have the peak measured (GPUs,
-    workers), one device computes its share of it; logical CPUs share the cores the peak was measured on."""
+    workers), one device computes its share of it; logical CPUs share the cores the peak was measured on. Packed
+    batches: the padding they would have carried one text a row, for the summary."""
     training, placement = plan.settings.training, plan.placement
     peak = None
     if placement.kind != "tpu":
@@ -335,7 +335,8 @@ def measured_meter(model, plan: TrainingPlan) -> TrainingMeter:
         print(f"[Trainer] {peak.describe()} (measured now)", flush=True)
     shape = EncoderShape.from_config(model.config, embeddings_trained=not training.freeze_embeddings)
     share = 1 / placement.replicas if placement.kind in ("multi-gpu", "multi-worker") else 1.0
-    return TrainingMeter(shape, peak, share=share)
+    unpacked = packing.padding_before if packing.packed else None
+    return TrainingMeter(shape, peak, share=share, padding_one_per_row=unpacked)
 
 
 def fit(model, plan: TrainingPlan, train, validation, callbacks: list, weights: dict[int, float] | None):
@@ -394,8 +395,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     train_data, eval_data, packing = training_data(fn_args, plan, tf_transform_output)
     weights = class_weights(training, label_names, fn_args.train_files, settings.multi_label)
     model = build_and_compile(fn_args, plan, weights)
-    meter = measured_meter(model, plan)
-    meter.padding_one_per_row = packing.padding_before if packing.packed else None
+    meter = measured_meter(model, plan, packing)
     train_data = record_batch_shapes(train_data, meter.records)
     callbacks, progress, best_epoch, stopping = training_callbacks(fn_args, plan, meter, has_eval=eval_data is not None)
     history = fit(model, plan, train_data, eval_data, callbacks, weights)

@@ -11,6 +11,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from models.config_section import ConfigSection, auto_or_number, flag
 from models.training.epochs import AUTO_PATIENCE, MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN
 from models.training.lengths import AUTO, BucketWidths, SeqLength, WindowCount
+from models.training.packing import Packing
 from models.training.recipe import ClipNorm, LearningRate, WarmupRatio
 from models.training.warm_start import WarmStart
 
@@ -182,7 +183,7 @@ class TrainingConfig(ConfigSection):
     # Off by default: over five seeds the default run packed averaged 0.8167 test accuracy, 0.8239 unpacked with the
     # same batches and 0.8256 as it runs (BENCHMARKS.md), lower at every seed, though a step's loss, logits and
     # gradients are the unpacked ones (models/encoders/packed_rows_test.py); not a default until that is understood.
-    packing: Literal["auto"] | bool = Field(
+    packing: Packing = Field(
         False,
         description="lay a batch's texts end to end in rows of max_seq_length (each text still attends, is "
         "positioned and classified on its own: the same numbers without the padding): 1.27x the examples/s of the "

@@ -23,7 +23,7 @@ class PackingError(UserError, ValueError):
     """training.packing: true where the run cannot pack; the message says why and what to set."""
 
 
-Packing = Literal["auto", True, False]
+Packing = Literal["auto"] | bool  # training.packing's values
 PACKING_GAIN = 0.05  # auto packs where it removes at least this share of the trained tokens (padding)
 # Packed rows attend whole: [rows, heads, T, T] scores, which the block-diagonal mask matches in size. Past this
 # width attention runs in pieces (models/encoders/long_attention.py, QUERY_CHUNK) where a [T, T] mask would be the

@@ -41,7 +41,8 @@ def first_fit(lengths: tf.Tensor, width: int) -> tuple[tf.Tensor, tf.Tensor]:
 
 def pack(features: dict, label, width: int):
     """A batch one text a row ([texts, T], T <= `width`, each text's tokens first) -> its texts packed into rows of
-    `width`: every model input [rows, width], plus where each text sits (models/names.py: PACKED_FEATURES)."""
+    `width`: every model input [rows, width], plus where each text sits (models/names.py:
+    SEGMENT_IDS to TEXT_LENGTHS)."""
     mask = tf.cast(features[ATTENTION_MASK], tf.int32)
     lengths = tf.reduce_sum(mask, axis=1)
     rows, starts = first_fit(lengths, width)
