@@ -286,7 +286,7 @@ def recompute_blocks_where_needed(model, settings) -> None:
     """Blocks recomputed in the backward pass (layers.run_block) where a step keeping them would not fit this
     machine and the recomputation is exact (models/encoders/step_memory.py: recompute_blocks_pays); said when chosen."""
     from models.encoders.classifier import block_dropout, can_recompute_blocks
-    from models.encoders.step_memory import GIB, machine_memory, recompute_blocks_pays, step_memory
+    from models.encoders.step_memory import GIB, machine_memory, recompute_blocks_pays, step_memory, texts_of
 
     training = settings.training
     shape, batch, width = EncoderShape.from_config(model.config), training.batch_size, settings.model.max_seq_length
@@ -296,7 +296,7 @@ def recompute_blocks_where_needed(model, settings) -> None:
     model.recompute_blocks()
     kept, recomputed = step_memory(shape, batch, width), step_memory(shape, batch, width, recompute_blocks=True)
     print(
-        f"[Trainer] blocks recomputed in the backward pass: a step of {batch} texts at width {width} holds "
+        f"[Trainer] blocks recomputed in the backward pass: a step of {texts_of(batch)} at width {width} holds "
         f"{recomputed.describe()}, ~{kept.total / GIB:.1f} GiB with every block's activations kept",
         flush=True,
     )

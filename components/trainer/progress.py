@@ -9,10 +9,15 @@ import tf_keras
 from components.trainer.attempts import AttemptLog
 from components.trainer.training_meter import TrainingMeter
 
+# Where one replica trains (its metrics read without an all-reduce), a line at least this often whatever
+# log_every_steps says: a step of ModernBERT-base at 8,192 tokens takes a minute, 25 of them half an hour.
+SILENT_SECONDS = 60.0
+
 
 class ProgressLogger(tf_keras.callbacks.Callback):
-    """One readable line every few steps: progress, loss, accuracy, examples/s, model FLOP/s against the
-    machine's matmul peak, and time left. Validation time is not training time: it is left out of the rates."""
+    """One readable line every few steps (and at least every SILENT_SECONDS where one replica trains): progress,
+    loss, accuracy, examples/s, model FLOP/s against the machine's matmul peak, and time left. Validation time is
+    not training time: it is left out of the rates."""
 
     def __init__(
         self,
@@ -30,7 +35,9 @@ class ProgressLogger(tf_keras.callbacks.Callback):
         self.validation_seconds = 0.0
 
     def on_train_begin(self, logs=None):
-        self.started = time.monotonic()
+        self.started = self.last_line = time.monotonic()
+        # Several replicas log at the same steps only (running_metrics' all-reduce must happen on every worker).
+        self.alone = self.model.distribute_strategy.num_replicas_in_sync == 1
         # BackupAndRestore has restored the optimizer by now: its step count says where training resumes.
         self.step = self.initial_step = int(self.model.optimizer.iterations.numpy())
         if self.step:
@@ -57,8 +64,9 @@ class ProgressLogger(tf_keras.callbacks.Callback):
         done_here = self.step - self.initial_step
         if self.meter is not None:
             self.meter.steps, self.meter.seconds = done_here, self.training_seconds
-        if self.step % self.every and self.step != self.total_steps:
+        if not self._line_due():
             return
+        self.last_line = time.monotonic()
         elapsed = self.training_seconds
         self.examples_per_second = done_here * self.global_batch / max(elapsed, 1e-9)
         left = (self.total_steps - self.step) * elapsed / max(done_here, 1)
@@ -72,6 +80,11 @@ class ProgressLogger(tf_keras.callbacks.Callback):
             f"| {self.examples_per_second:.1f} examples/s {utilization}| {elapsed:.0f}s training, ~{left:.0f}s left",
             flush=True,
         )
+
+    def _line_due(self) -> bool:
+        if self.step % self.every == 0 or self.step == self.total_steps:
+            return True
+        return self.alone and time.monotonic() - self.last_line >= SILENT_SECONDS
 
     def running_metrics(self) -> dict[str, float]:
         """The epoch's running loss and metrics over every replica. Keras' batch `logs` sum each replica's own

@@ -264,6 +264,7 @@ def memory_lines(chosen: Choices) -> list[str]:
         machine_memory,
         recompute_blocks_pays,
         step_memory,
+        texts_of,
     )
 
     training = chosen.config.training
@@ -272,7 +273,7 @@ def memory_lines(chosen: Choices) -> list[str]:
     recompute = recompute_blocks_pays(shape, batch, width, memory, can)
     needed = step_memory(shape, batch, width, recompute)
     recomputed = ", blocks recomputed in the backward pass (kept, they would not fit)" if recompute else ""
-    lines = [f"memory: a training step of {batch} texts at width {width} holds {needed.describe()}{recomputed}"]
+    lines = [f"memory: a training step of {texts_of(batch)} at width {width} holds {needed.describe()}{recomputed}"]
     if needed.total <= FITS_SHARE * memory:
         return lines
     fitting = largest_fitting_batch(shape, width, memory, recompute)

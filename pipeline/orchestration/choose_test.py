@@ -38,6 +38,7 @@ def test_blocks_are_recomputed_where_kept_they_would_not_fit_and_that_is_exact()
     dropout, so the Trainer recomputes them and the step fits. With dropout in its blocks, the warning names
     training.dropout 0 as the way to the same."""
     (line,) = memory_lines(_chosen(MODERNBERT_BASE, 1, 8192, block_dropout=0.0))
+    assert line.startswith("memory: a training step of one text at width 8192 holds ~")
     assert "blocks recomputed in the backward pass" in line
     lines = memory_lines(_chosen(MODERNBERT_BASE, 1, 8192, block_dropout=0.1))
     assert "blocks recomputed" not in lines[0] and "training.dropout 0, with which the Trainer recomputes" in lines[1]

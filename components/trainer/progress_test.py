@@ -1,0 +1,30 @@
+"""The Trainer's progress lines under a real tf_keras fit: every log_every_steps steps, and where one replica trains
+at least every SILENT_SECONDS (a long step would otherwise leave the run silent for half an hour)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tf_keras
+
+from components.trainer import progress
+
+
+def _fit(steps: int, every: int, capsys) -> list[str]:
+    model = tf_keras.Sequential([tf_keras.layers.Dense(2)])
+    model.compile("sgd", tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    x, y = np.ones((steps, 3), np.float32), np.zeros(steps, np.int64)
+    model.fit(x, y, batch_size=1, epochs=1, verbose=0, callbacks=[progress.ProgressLogger(steps, 1, every)])
+    return [line for line in capsys.readouterr().out.splitlines() if line.startswith("[Trainer] step ")]
+
+
+def test_lines_come_every_few_steps_and_at_the_last(capsys):
+    lines = _fit(7, 3, capsys)
+    assert [line.split()[2] for line in lines] == ["3/7", "6/7", "7/7"]
+
+
+@pytest.mark.parametrize("silent_seconds, expected", [(0.0, 5), (3600.0, 1)])
+def test_one_replica_also_logs_when_a_line_is_overdue(monkeypatch, capsys, silent_seconds, expected):
+    monkeypatch.setattr(progress, "SILENT_SECONDS", silent_seconds)
+    lines = _fit(5, 25, capsys)
+    assert len(lines) == expected and lines[-1].split()[2] == "5/5"
