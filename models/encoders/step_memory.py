@@ -11,6 +11,13 @@ AdamW's two moments), calibrated by ACTIVATION_FACTOR and PIECES_ALIVE below. Ag
 the measuring process): MiniLM at width 512, batch 32: ~9.6 GiB estimated vs 7.4 measured (attention recomputed);
 the ModernBERT-base shape at 512, batch 2: ~8.7 vs 5.9; at 8,192, batch 1: ~25 vs killed past 21.5 on a 24 GiB
 machine, and with its blocks recomputed ~8.8 vs 8.4-8.6. It errs high where it errs, as a warning should.
+
+Of those 8.4 GiB, TensorFlow's own count of live tensors peaks at 4.5 (tf.config.experimental.get_memory_info;
+2.6 after the step: the weights, AdamW's moments and what the step keeps); the rest is the process (0.6 for
+TensorFlow itself) and the pool oneDNN's CPU allocator grows and never gives back (RSS stays at the peak after the
+step). Measured 2026-11-28: glibc's malloc instead (TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1) peaks the same (8.5) with a
+first step 1.7x slower, TensorFlow without oneDNN the same (8.6) at 1.9x; 3, 9 and 22 layers peak at 3.8, 5.3 and
+8.4 GiB (live 1.9, -, 4.5).
 """
 
 from __future__ import annotations
@@ -52,6 +59,11 @@ class StepMemory:
             f"~{self.total / GIB:.1f} GiB (weights and AdamW {parts[0] / GIB:.1f}, activations {parts[1] / GIB:.1f}, "
             f"attention {parts[2] / GIB:.1f}, the process {PROCESS_BASE_BYTES / GIB:.1f})"
         )
+
+
+def texts_of(batch: int) -> str:
+    """How `--check` and the Trainer name a step's batch: "one text", "16 texts"."""
+    return "one text" if batch == 1 else f"{batch:,} texts"
 
 
 def step_memory(shape: EncoderShape, batch: int, width: int, recompute_blocks: bool = False) -> StepMemory:
