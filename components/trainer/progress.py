@@ -8,6 +8,7 @@ import tf_keras
 
 from components.trainer.attempts import AttemptLog
 from components.trainer.training_meter import TrainingMeter
+from components.trainer.training_record import rate_text
 
 # Where one replica trains (its metrics read without an all-reduce), a line at least this often whatever
 # log_every_steps says: a step of ModernBERT-base at 8,192 tokens takes a minute, 25 of them half an hour.
@@ -77,7 +78,7 @@ class ProgressLogger(tf_keras.callbacks.Callback):
         print(
             f"[Trainer] step {self.step}/{self.total_steps} ({self.step / self.total_steps:.0%}) "
             f"loss {logs.get('loss', float('nan')):.4f} accuracy {logs.get('accuracy', float('nan')):.3f} "
-            f"| {self.examples_per_second:.1f} examples/s {utilization}| {elapsed:.0f}s training, ~{left:.0f}s left",
+            f"| {rate_text(self.examples_per_second)} {utilization}| {elapsed:.0f}s training, ~{left:.0f}s left",
             flush=True,
         )
 

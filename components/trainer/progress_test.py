@@ -8,6 +8,7 @@ import pytest
 import tf_keras
 
 from components.trainer import progress
+from components.trainer.training_record import rate_text
 
 
 def _fit(steps: int, every: int, capsys) -> list[str]:
@@ -28,3 +29,8 @@ def test_one_replica_also_logs_when_a_line_is_overdue(monkeypatch, capsys, silen
     monkeypatch.setattr(progress, "SILENT_SECONDS", silent_seconds)
     lines = _fit(5, 25, capsys)
     assert len(lines) == expected and lines[-1].split()[2] == "5/5"
+
+
+def test_slow_rates_read_as_seconds_an_example():
+    assert rate_text(93.84) == "93.8 examples/s"
+    assert rate_text(8 / 961) == "120 s an example"

@@ -88,3 +88,10 @@ class TrainingRecord:
             return None
         with open(path, encoding="utf-8") as handle:
             return cls(**json.load(handle))
+
+
+def rate_text(examples_per_second: float) -> str:
+    """93.8 examples/s, or where an example takes longer than a second: 120 s an example (0.0/s says nothing)."""
+    if examples_per_second >= 1 or examples_per_second <= 0:
+        return f"{examples_per_second:.1f} examples/s"
+    return f"{1 / examples_per_second:.0f} s an example"

@@ -8,7 +8,7 @@ from typing import Any
 
 from components.evaluator.class_metrics import SUBSET_ACCURACY
 from components.evaluator.module import ACCURACY, AUC
-from components.trainer.training_record import TrainingRecord, describe_values
+from components.trainer.training_record import TrainingRecord, describe_values, rate_text
 from models.names import (
     LABEL_NAME_FEATURE,
 )
@@ -253,9 +253,7 @@ def describe_trial(trial: dict[str, Any]) -> str:
 
 def describe_throughput(throughput: dict[str, Any]) -> str:
     """The Trainer's rate as examples/s and as a share of this machine's matmul peak."""
-    text = (
-        f"{throughput['examples_per_second']:.1f} examples/s, model {throughput['model_gflops_per_second']:.1f} GFLOP/s"
-    )
+    text = f"{rate_text(throughput['examples_per_second'])}, model {throughput['model_gflops_per_second']:.1f} GFLOP/s"
     if throughput.get("utilization") is not None:
         text += (
             f" = {throughput['utilization']:.0%} of this machine's {throughput['matmul_peak_dtype']} matmul peak "
