@@ -160,15 +160,27 @@ def scaled_dot_attention(
 ) -> tf.Tensor:
     """softmax(q k^T / sqrt(d) + bias) v over [B, H, T, D]; scores and softmax in float32 under mixed precision,
     as transformers computes them; `half_window`: local attention, a query seeing keys at most that far away.
-    Over QUERY_CHUNK tokens (a static width) it runs in pieces of queries and no [T, T] tensor exists
-    (long_attention.py). Otherwise a training step whose weights would take more than RECOMPUTE_ABOVE_BYTES keeps
-    only q, k, v and the bias for the backward pass (recomputed_attention); else Keras' dropout and autodiff."""
+    Over QUERY_CHUNK tokens it runs in pieces of queries and no [T, T] tensor exists (long_attention.py): at a static
+    width, and outside training at one known only at run time (each served or evaluated batch cut to its longest).
+    Otherwise a training step whose weights would take more than RECOMPUTE_ABOVE_BYTES keeps only q, k, v and the
+    bias for the backward pass (recomputed_attention); else Keras' dropout and autodiff."""
     width = query.shape[2]
     if width is not None and width > long_attention.QUERY_CHUNK:
         rate = float(dropout.rate) if training else 0.0
         # the same masks forward and backward; no random op at all where nothing is dropped (serving)
         seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32) if rate > 0 else None
         return long_attention.chunked_attention(query, key, value, bias, half_window, seed, rate)
+    if width is None and (training is None or training is False):  # serving, evaluation: a run-time width
+        return tf.cond(
+            tf.shape(query)[2] > long_attention.QUERY_CHUNK,
+            lambda: long_attention.looped_attention(query, key, value, bias, half_window),
+            lambda: _whole_attention(query, key, value, bias, dropout, training, half_window),
+        )
+    return _whole_attention(query, key, value, bias, dropout, training, half_window)
+
+
+def _whole_attention(query, key, value, bias, dropout, training, half_window) -> tf.Tensor:
+    """scaled_dot_attention at a width within QUERY_CHUNK (or unknown while training): [B, H, T, T] at once."""
     if half_window is not None:
         bias = bias + attention_bias(window_mask(tf.shape(query)[2], half_window))
     if training and keeps_too_much(query):

@@ -86,6 +86,38 @@ def chunked_attention(
     return attend(query, key, value, bias)
 
 
+def looped_attention(
+    query: tf.Tensor,
+    key: tf.Tensor,
+    value: tf.Tensor,
+    bias: tf.Tensor,
+    half_window: int | None = None,
+    chunk: int | None = None,
+) -> tf.Tensor:
+    """chunked_attention's pieces where the width is known only at run time (serving and evaluation cut each batch
+    to its longest text: models/serving/signatures.py), in a tf.while_loop, without dropout or a gradient: the same
+    numbers, a piece's [B, H, QUERY_CHUNK, T] weights at a time instead of [B, H, T, T]."""
+    width, heads_first, chunk = tf.shape(query)[2], [2, 0, 1, 3], chunk or QUERY_CHUNK
+    scale = 1.0 / math.sqrt(query.shape[-1])
+
+    def piece(index):
+        start = index * chunk
+        end = tf.minimum(width, start + chunk)
+        key_start, key_end = (0, width) if half_window is None else (
+            tf.maximum(0, start - half_window), tf.minimum(width, end + half_window))  # fmt: skip
+        keys, values = key[:, :, key_start:key_end], value[:, :, key_start:key_end]
+        scores = tf.cast(tf.matmul(query[:, :, start:end], keys, transpose_b=True), tf.float32) * scale
+        scores += _piece_bias(bias, (start, end, key_start, key_end), half_window)
+        return tf.transpose(tf.matmul(tf.cast(tf.nn.softmax(scores, axis=-1), value.dtype), values), heads_first)
+
+    count = (width + chunk - 1) // chunk
+    outputs = tf.TensorArray(query.dtype, size=count, infer_shape=False)
+    _, outputs = tf.while_loop(lambda i, _: i < count, lambda i, out: (i + 1, out.write(i, piece(i))), (0, outputs))
+    attended = tf.transpose(outputs.concat(), [1, 2, 0, 3])  # [T, B, H, D] -> [B, H, T, D]
+    attended.set_shape([*query.shape[:3], value.shape[3]])  # what the TensorArray forgot: heads and their size
+    return attended
+
+
 def _backward(q, k, v, b, upstream, pieces, forward, scale, rate):
     """Each piece's weights recomputed once the gradient arrives; d_q by piece, d_k and d_v summed over pieces."""
     width = q.shape[2]

@@ -57,6 +57,49 @@ def test_pieces_of_queries_give_full_attentions_numbers_and_gradients(half_windo
             np.testing.assert_allclose(tf.reshape(mine, want.shape).numpy(), want.numpy(), rtol=0, atol=5e-5)
 
 
+@pytest.mark.parametrize("half_window", [None, 4])
+@pytest.mark.parametrize("chunk", [7, 16, 40])
+def test_at_a_width_known_only_at_run_time_the_looped_pieces_give_full_attentions_numbers(half_window, chunk):
+    """Serving and evaluation cut each batch to its longest text, so the traced width is unknown."""
+    q, k, v, bias = _inputs()
+    relative = tf.constant(np.random.default_rng(1).normal(size=(1, H, T, T)), tf.float32)
+    any_width = tf.TensorSpec([B, H, None, D], tf.float32)
+    for b, bias_spec in ((bias, [B, 1, 1, None]), (bias + relative, [B, H, None, None])):
+        looped = tf.function(
+            lambda q, k, v, b: long_attention.looped_attention(q, k, v, b, half_window, chunk=chunk),
+            input_signature=[any_width, any_width, any_width, tf.TensorSpec(bias_spec)],
+        )
+        traced = looped.get_concrete_function()
+        assert any(op.type.endswith("While") for op in traced.graph.get_operations())
+        assert traced.output_shapes.as_list() == [B, H, None, D]  # merge_heads reads H and D statically
+        want = _full(q, k, v, b, half_window) * REAL
+        np.testing.assert_allclose((looped(q, k, v, b) * REAL).numpy(), want.numpy(), rtol=0, atol=2e-6)
+
+
+def test_inference_at_a_run_time_width_past_query_chunk_takes_the_pieces(monkeypatch):
+    """scaled_dot_attention outside training: the looped pieces past QUERY_CHUNK, [T, T] at once within it."""
+    from models.encoders.layers import scaled_dot_attention
+
+    monkeypatch.setattr(long_attention, "QUERY_CHUNK", 16)
+    q, k, v, bias = _inputs()
+    taken = []
+    looped = long_attention.looped_attention
+    monkeypatch.setattr(long_attention, "looped_attention", lambda *a, **kw: taken.append(1) or looped(*a, **kw))
+    any_width = tf.TensorSpec([B, H, None, D], tf.float32)
+
+    @tf.function(input_signature=[any_width, any_width, any_width, tf.TensorSpec([B, 1, 1, None])])
+    def attend(q, k, v, b):
+        return scaled_dot_attention(q, k, v, b, tf.keras.layers.Dropout(0.1), False, 4)
+
+    for width in (T, 12):  # past QUERY_CHUNK, within it
+        cut = [t[:, :, :width] for t in (q, k, v)]
+        want = _full(*cut, bias[..., :width], 4)[:, :, :width] if width == T else None
+        got = attend(*cut, bias[..., :width])
+        if want is not None:
+            np.testing.assert_allclose((got * REAL).numpy(), (want * REAL).numpy(), rtol=0, atol=2e-6)
+    assert taken  # traced once, its cond holding both ways
+
+
 def test_local_pieces_read_only_their_band_of_keys():
     assert long_attention.chunks(40, 16, None) == [(0, 16, 0, 40), (16, 32, 0, 40), (32, 40, 0, 40)]
     assert long_attention.chunks(40, 16, 4) == [(0, 16, 0, 20), (16, 32, 12, 36), (32, 40, 28, 40)]
