@@ -29,6 +29,13 @@ def chunks(width: int, chunk: int, half_window: int | None) -> list[tuple[int, i
     return pieces
 
 
+def _piece_probabilities(q, k, bias, piece, half_window: int | None, scale: float) -> tf.Tensor:
+    """softmax over a piece's keys of its queries' scores plus bias (and band): [B, H, queries, keys] float32."""
+    start, end, key_start, key_end = piece
+    scores = tf.cast(tf.matmul(q[:, :, start:end], k[:, :, key_start:key_end], transpose_b=True), tf.float32)
+    return tf.nn.softmax(scores * scale + _piece_bias(bias, piece, half_window), axis=-1)
+
+
 def _piece_bias(bias: tf.Tensor, piece: tuple[int, int, int, int], half_window: int | None) -> tf.Tensor:
     """The bias of a piece's query rows and key columns, plus its band where the attention is local."""
     start, end, key_start, key_end = piece
@@ -57,9 +64,7 @@ def chunked_attention(
     scale = 1.0 / math.sqrt(query.shape[-1])
 
     def forward(q, k, v, b, index):
-        start, end, key_start, key_end = pieces[index]
-        scores = tf.cast(tf.matmul(q[:, :, start:end], k[:, :, key_start:key_end], transpose_b=True), tf.float32)
-        probabilities = tf.nn.softmax(scores * scale + _piece_bias(b, pieces[index], half_window), axis=-1)
+        probabilities = _piece_probabilities(q, k, b, pieces[index], half_window, scale)
         keep = None
         if rate > 0:
             keep = tf.random.stateless_uniform(tf.shape(probabilities), seed + tf.constant([0, index])) >= rate
@@ -105,10 +110,9 @@ def looped_attention(
         end = tf.minimum(width, start + chunk)
         key_start, key_end = (0, width) if half_window is None else (
             tf.maximum(0, start - half_window), tf.minimum(width, end + half_window))  # fmt: skip
-        keys, values = key[:, :, key_start:key_end], value[:, :, key_start:key_end]
-        scores = tf.cast(tf.matmul(query[:, :, start:end], keys, transpose_b=True), tf.float32) * scale
-        scores += _piece_bias(bias, (start, end, key_start, key_end), half_window)
-        return tf.transpose(tf.matmul(tf.cast(tf.nn.softmax(scores, axis=-1), value.dtype), values), heads_first)
+        probabilities = _piece_probabilities(query, key, bias, (start, end, key_start, key_end), half_window, scale)
+        attended = tf.matmul(tf.cast(probabilities, value.dtype), value[:, :, key_start:key_end])
+        return tf.transpose(attended, heads_first)
 
     count = (width + chunk - 1) // chunk
     outputs = tf.TensorArray(query.dtype, size=count, infer_shape=False)
