@@ -112,7 +112,9 @@ def _fresh_model(files, policy="float32"):
     """The classifier built anew under `policy`, seeded alike for every variant compared."""
     tf_keras.mixed_precision.set_global_policy(policy)
     tf_keras.utils.set_random_seed(0)
-    return build_classifier(files, ["rotten", "fresh"])[0]
+    model = build_classifier(files, ["rotten", "fresh"])[0]
+    model.bound_width(MAX_LEN)  # as the Trainer bounds it
+    return model
 
 
 def _plain_keras_rate(files, examples, steps: int) -> float:

@@ -132,7 +132,7 @@ def profile_steps(steps: int, warmup_steps: int = 30) -> StepProfile:
     import tensorflow as tf
     import tf_keras
 
-    from benchmarks.bench import trainer_batches, training_examples
+    from benchmarks.bench import MAX_LEN, trainer_batches, training_examples
     from components.trainer.module import compile_for_training
     from components.trainer.training_meter import TrainingMeter, record_batch_shapes
     from models.encoders.from_folder import build_classifier
@@ -145,6 +145,7 @@ def profile_steps(steps: int, warmup_steps: int = 30) -> StepProfile:
     data = trainer_batches(examples, training)
     tf_keras.utils.set_random_seed(0)
     model = build_classifier(files, ["rotten", "fresh"])[0]
+    model.bound_width(MAX_LEN)  # as the Trainer bounds it
     compile_for_training(model, training, steps + warmup_steps)
     model.fit(data, steps_per_epoch=warmup_steps, epochs=1, verbose=0)
     shape = EncoderShape.from_config(model.config)

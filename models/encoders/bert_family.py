@@ -20,6 +20,7 @@ import tf_keras
 
 from models.encoders import packed_rows
 from models.encoders.layers import (
+    BoundedWidth,
     TorchParam,
     UnsupportedConfigError,
     activation,
@@ -265,7 +266,7 @@ class Embeddings(tf_keras.layers.Layer):
         yield from norm_params(f"{prefix}.LayerNorm", self.norm)
 
 
-class Block(tf_keras.layers.Layer):
+class Block(BoundedWidth, tf_keras.layers.Layer):
     """Self-attention, add & LayerNorm, feed-forward, add & LayerNorm (post-norm)."""
 
     def __init__(self, sizes: Sizes, names: dict[str, str], feed_forward_dropout: bool = True, **kwargs):
@@ -285,7 +286,9 @@ class Block(tf_keras.layers.Layer):
     def call(self, x, bias, training=False):
         heads = self.sizes.heads
         q, k, v = (split_heads(layer(x), heads) for layer in (self.query, self.key, self.value))
-        return self.after_attention(x, scaled_dot_attention(q, k, v, bias, self.attention_dropout, training), training)
+        return self.after_attention(
+            x, scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, widest=self.widest), training
+        )
 
     def after_attention(self, x, attended, training):
         """[B, T, H] block input and [B, H, T, D] attention output -> the block's output (what every post-norm

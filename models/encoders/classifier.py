@@ -20,7 +20,7 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import bert_family, checkpoint_file, deberta_v2, eurobert, gte, modernbert, packed_rows
-from models.encoders.layers import TorchParam, UnsupportedConfigError, activation
+from models.encoders.layers import TorchParam, UnsupportedConfigError, activation, bound_width
 from models.errors import UserError
 
 # model_type -> (module computing it, transformers' sequence-classification class it stands for)
@@ -137,6 +137,7 @@ class SequenceClassifier(tf_keras.Model):
             **hf_config, num_labels=len(label_names), feed_forward_matrices=module.FEED_FORWARD_MATRICES
         )
         self.label_names, self.multi_label = list(label_names), multi_label
+        self.widest: int | None = None  # bound_width's
         self.encoder = module.Encoder(config, name="encoder")
         self.head = module.Head(config, len(label_names), name="head")
 
@@ -163,6 +164,12 @@ class SequenceClassifier(tf_keras.Model):
         set before the training step is traced, and only where can_recompute_blocks says it is exact."""
         self.encoder.recompute_blocks = True
 
+    def bound_width(self, widest: int) -> None:
+        """No batch or request wider than `widest` tokens (the run's max_seq_length): attention leaves out the ways
+        of computing that cannot happen then (layers.scaled_dot_attention); set before a step or signature is traced."""
+        self.widest = widest
+        bound_width(self, widest)
+
     def torch_params(self) -> list[TorchParam]:
         return [*self.encoder.torch_params(), *self.head.torch_params()]
 
@@ -174,6 +181,8 @@ class SequenceClassifier(tf_keras.Model):
         dropped = ("architectures", "id2label", "label2id", "dtype")
         config = {k: v for k, v in self.hf_config.items() if k not in dropped}
         copy = SequenceClassifier(config, self.label_names, self.multi_label)
+        if self.widest is not None:  # served as trained: requests cut to max_seq_length
+            copy.bound_width(self.widest)
         copy.build_weights()
         return copy
 

@@ -91,3 +91,30 @@ def test_bfloat16_checkpoints_read_as_float32(tmp_path):
     save_file({"w": tf.constant([[1.5, -2.25]], tf.bfloat16)}, str(tmp_path / "model.safetensors"))
     read = classifier.read_safetensors(tmp_path / "model.safetensors")
     assert read["w"].dtype == np.float32 and read["w"].tolist() == [[1.5, -2.25]]
+
+
+_ROTARY = {k: v for k, v in MODERNBERT.items() if k not in ("model_type", "local_attention")}
+SCALED_DOT_FAMILIES = {  # each family that attends through layers.scaled_dot_attention
+    "bert": BERT,
+    "modernbert": MODERNBERT,
+    "gte": {**_ROTARY, "model_type": "gte", "type_vocab_size": 2},
+    "eurobert": {**_ROTARY, "model_type": "eurobert", "num_key_value_heads": 1},
+}
+
+
+@pytest.mark.parametrize("config", SCALED_DOT_FAMILIES.values(), ids=SCALED_DOT_FAMILIES)
+def test_the_trainers_bound_on_widths_reaches_every_layers_attention(config):
+    """A training step at a run-time width (the Trainer's batches cut to their bucket) switches between ways of
+    attending in every layer; bound_width(max_seq_length) leaves none where only one can happen."""
+    import tensorflow as tf
+
+    def switches(model) -> int:
+        spec = {name: tf.TensorSpec([4, None], tf.int64) for name in IDS}
+        step = tf.function(lambda inputs: model(inputs, training=True), input_signature=[spec])
+        graph = step.get_concrete_function().graph
+        return sum(op.type in ("Case", "StatelessCase") for op in graph.get_operations())
+
+    model = classifier.build(config, ["a", "b"])
+    assert switches(model) == model.config.num_hidden_layers
+    model.bound_width(16)
+    assert switches(model) == 0

@@ -17,6 +17,7 @@ import tf_keras
 
 from models.encoders import packed_rows
 from models.encoders.layers import (
+    BoundedWidth,
     TorchParam,
     UnsupportedConfigError,
     activation,
@@ -110,7 +111,7 @@ class RMSNorm(tf_keras.layers.Layer):
         return tf.cast(normed, x.dtype) * tf.cast(self.weight, x.dtype)
 
 
-class Block(tf_keras.layers.Layer):
+class Block(BoundedWidth, tf_keras.layers.Layer):
     def __init__(self, sizes: Sizes, **kwargs):
         super().__init__(**kwargs)
         self.sizes = sizes
@@ -135,7 +136,9 @@ class Block(tf_keras.layers.Layer):
         v = split_heads(self.value(normed), sizes.kv_heads)
         shared = sizes.heads // sizes.kv_heads  # transformers' repeat_kv: each key/value head for `shared` heads
         k, v = tf.repeat(k, shared, axis=1), tf.repeat(v, shared, axis=1)
-        x = x + self.attention_out(merge_heads(scaled_dot_attention(q, k, v, bias, self.attention_dropout, training)))
+        x = x + self.attention_out(
+            merge_heads(scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, widest=self.widest))
+        )
         normed = self.attention_norm(x)
         return x + self.down(self.act(self.gate(normed)) * self.up(normed))
 

@@ -17,6 +17,7 @@ import tf_keras
 
 from models.encoders import packed_rows
 from models.encoders.layers import (
+    BoundedWidth,
     TorchParam,
     activation,
     attention_bias,
@@ -85,7 +86,7 @@ def describe(sizes: Sizes) -> str:
     return f", rotary positions (theta {sizes.theta:,.0f}), gated feed-forward, post-norm, tanh pooler"
 
 
-class Block(tf_keras.layers.Layer):
+class Block(BoundedWidth, tf_keras.layers.Layer):
     """In the checkpoint's own layout (what the hub ships and transformers 5 writes back): q, k and v in one matrix,
     up and gate in another."""
 
@@ -107,7 +108,9 @@ class Block(tf_keras.layers.Layer):
         heads = self.sizes.heads
         q, k, v = (split_heads(t, heads) for t in tf.split(self.qkv(x), 3, axis=-1))
         q, k = rotate(q, *rotary), rotate(k, *rotary)
-        attended = merge_heads(scaled_dot_attention(q, k, v, bias, self.attention_dropout, training))
+        attended = merge_heads(
+            scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, widest=self.widest)
+        )
         x = self.attention_norm(x + self.dropouts[0](self.attention_out(attended), training=training))
         up, gate = tf.split(self.up_gate(x), 2, axis=-1)
         inner = self.dropouts[1](self.act(gate) * up, training=training)

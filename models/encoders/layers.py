@@ -141,11 +141,11 @@ def window_mask(width: tf.Tensor, half_window: int) -> tf.Tensor:
 RECOMPUTE_ABOVE_BYTES = 256 * 2**20
 
 
-def keeps_too_much(query: tf.Tensor) -> bool:
-    """Whether a training step would keep more than RECOMPUTE_ABOVE_BYTES of this layer's attention (static shapes:
-    the Trainer's batches are; with an unknown shape, kept as Keras keeps it)."""
-    batch, heads, width, _ = query.shape
-    return None not in (batch, width) and 16 * batch * heads * width * width > RECOMPUTE_ABOVE_BYTES
+def kept_bytes(shape) -> int | tf.Tensor:
+    """What a training step keeps of one layer's [B, H, T, T] attention for the backward pass, from q's shape
+    [B, H, T, D] (static, or a tensor where batches are cut to their width)."""
+    batch, heads, width = shape[0], shape[1], shape[2]
+    return 16 * batch * heads * width * width
 
 
 @in_attention_scope
@@ -157,33 +157,71 @@ def scaled_dot_attention(
     dropout: tf_keras.layers.Dropout,
     training,
     half_window: int | None = None,
+    widest: int | None = None,
 ) -> tf.Tensor:
     """softmax(q k^T / sqrt(d) + bias) v over [B, H, T, D]; scores and softmax in float32 under mixed precision,
     as transformers computes them; `half_window`: local attention, a query seeing keys at most that far away.
-    Over QUERY_CHUNK tokens it runs in pieces of queries and no [T, T] tensor exists (long_attention.py): at a static
-    width, and outside training at one known only at run time (each served or evaluated batch cut to its longest).
-    Otherwise a training step whose weights would take more than RECOMPUTE_ABOVE_BYTES keeps only q, k, v and the
-    bias for the backward pass (recomputed_attention); else Keras' dropout and autodiff."""
+    Over QUERY_CHUNK tokens it runs in pieces of queries and no [T, T] tensor exists (long_attention.py). Within
+    them, a training step whose weights would take more than RECOMPUTE_ABOVE_BYTES keeps only q, k, v and the bias
+    for the backward pass (recomputed_attention); else Keras' dropout and autodiff. Where batches are cut to their
+    width (the Trainer's buckets, serving's longest text) the width is known only at run time: a switch_case then
+    chooses among the ways `widest` (the widest batch the model is given: BoundedWidth) leaves possible."""
+    arguments = (query, key, value, bias, dropout, training, half_window)
     width = query.shape[2]
-    if width is not None and width > long_attention.QUERY_CHUNK:
-        rate = float(dropout.rate) if training else 0.0
-        # the same masks forward and backward; no random op at all where nothing is dropped (serving)
-        seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32) if rate > 0 else None
-        return long_attention.chunked_attention(query, key, value, bias, half_window, seed, rate)
-    if width is None and (training is None or training is False):  # serving, evaluation: a run-time width
-        return tf.cond(
-            tf.shape(query)[2] > long_attention.QUERY_CHUNK,
-            lambda: long_attention.looped_attention(query, key, value, bias, half_window),
-            lambda: _whole_attention(query, key, value, bias, dropout, training, half_window),
-        )
-    return _whole_attention(query, key, value, bias, dropout, training, half_window)
+    if width is None:
+        return _at_run_time_width(arguments, widest)
+    if width > long_attention.QUERY_CHUNK:
+        return _attention_in_pieces(long_attention.chunked_attention, *arguments)
+    known = None not in query.shape[:3]  # a batch of unknown size (no drop_remainder) is kept, as Keras keeps it
+    recompute = bool(training) and known and kept_bytes(query.shape) > RECOMPUTE_ABOVE_BYTES
+    return _whole_attention(*arguments, recompute=recompute)
 
 
-def _whole_attention(query, key, value, bias, dropout, training, half_window) -> tf.Tensor:
-    """scaled_dot_attention at a width within QUERY_CHUNK (or unknown while training): [B, H, T, T] at once."""
+def _at_run_time_width(arguments, widest: int | None) -> tf.Tensor:
+    """scaled_dot_attention's choice made per batch, among the branches that can happen: no op at all where only one
+    can (a cond in every layer costs the default run's Trainer 4-5% of its step). One switch_case, not nested conds:
+    the gradient of a cond within a cond fails an assertion in cond_v2."""
+    query, training, chunk = arguments[0], arguments[5], long_attention.QUERY_CHUNK
+    whole_at_most = min(widest or chunk, chunk)
+    branches, branch = [lambda: _whole_attention(*arguments, recompute=False)], tf.constant(0)
+    if training and (None in query.shape[:2] or kept_bytes([*query.shape[:2], whole_at_most]) > RECOMPUTE_ABOVE_BYTES):
+        branches.append(lambda: _whole_attention(*arguments, recompute=True))
+        branch = tf.cast(kept_bytes(tf.shape(query, tf.int64)) > RECOMPUTE_ABOVE_BYTES, tf.int32)
+    if widest is None or widest > chunk:
+        branches.append(lambda: _attention_in_pieces(long_attention.looped_attention, *arguments))
+        branch = tf.where(tf.shape(query)[2] > chunk, len(branches) - 1, branch)
+    return branches[0]() if len(branches) == 1 else tf.switch_case(branch, branches)
+
+
+class BoundedWidth:
+    """What a layer calling scaled_dot_attention mixes in: the widest batch it is given, set on every such layer of a
+    model by bound_width (the Trainer: the run's max_seq_length) before its steps and signatures are traced."""
+
+    widest: int | None = None
+
+
+def bound_width(model: tf_keras.layers.Layer, widest: int) -> None:
+    """Every BoundedWidth layer of `model` told the widest batch it will see."""
+    for layer in model.submodules:
+        if isinstance(layer, BoundedWidth):
+            layer.widest = widest
+
+
+def _attention_in_pieces(pieces, query, key, value, bias, dropout, training, half_window) -> tf.Tensor:
+    """long_attention's chunked_attention (static width) or looped_attention (run-time width), with Keras' dropout
+    rate while training: a stateless mask from one seed, the same forward and backward; no random op where nothing
+    is dropped (serving)."""
+    rate = float(dropout.rate) if training else 0.0
+    seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32) if rate > 0 else None
+    return pieces(query, key, value, bias, half_window, seed, rate)
+
+
+def _whole_attention(query, key, value, bias, dropout, training, half_window, *, recompute: bool) -> tf.Tensor:
+    """scaled_dot_attention within QUERY_CHUNK tokens: [B, H, T, T] at once; with `recompute` (a training step that
+    would keep more than RECOMPUTE_ABOVE_BYTES) the weights are recomputed in the backward pass instead of kept."""
     if half_window is not None:
         bias = bias + attention_bias(window_mask(tf.shape(query)[2], half_window))
-    if training and keeps_too_much(query):
+    if recompute:
         seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32)  # the same mask forward and backward
         return recomputed_attention(query, key, value, bias, seed, float(dropout.rate))
     scale = 1.0 / math.sqrt(query.shape[-1])
@@ -209,7 +247,8 @@ def recomputed_attention(query, key, value, bias, seed, rate: float) -> tf.Tenso
 
     @tf.custom_gradient
     def attend(q, k, v, b):
-        # from stopped inputs, or an enclosing GradientTape records these ops and keeps their weights (long_attention)
+        # from stopped inputs, or an enclosing GradientTape records these ops and keeps their weights; the backward
+        # pass reads them too (long_attention.chunked_attention says why)
         q_, k_, v_, b_ = (tf.stop_gradient(t) for t in (q, k, v, b))
         _, _, weights = forward(q_, k_, v_, b_)
 
@@ -217,15 +256,15 @@ def recomputed_attention(query, key, value, bias, seed, rate: float) -> tf.Tenso
             # Recomputed only once this layer's gradient arrives: without the dependency TensorFlow's executor may
             # recompute every layer's weights as soon as q, k and v exist, all of them alive at once.
             with tf.control_dependencies([upstream]):
-                probabilities, keep, weights = forward(tf.identity(q), tf.identity(k), v, b)
-            d_weights = tf.cast(tf.matmul(upstream, v, transpose_b=True), tf.float32)
+                probabilities, keep, weights = forward(tf.identity(q_), tf.identity(k_), v_, b_)
+            d_weights = tf.cast(tf.matmul(upstream, v_, transpose_b=True), tf.float32)
             d_v = tf.matmul(weights, upstream, transpose_a=True)
             if keep is not None:
                 d_weights = tf.where(keep, d_weights / (1 - rate), 0.0)
             d_scores = probabilities * (d_weights - tf.reduce_sum(d_weights * probabilities, axis=-1, keepdims=True))
-            d_q = tf.matmul(tf.cast(d_scores * scale, q.dtype), k)
-            d_k = tf.matmul(tf.cast(d_scores * scale, k.dtype), q, transpose_a=True)
-            return d_q, d_k, d_v, _sum_to_shape(d_scores, b)
+            d_q = tf.matmul(tf.cast(d_scores * scale, q.dtype), k_)
+            d_k = tf.matmul(tf.cast(d_scores * scale, k.dtype), q_, transpose_a=True)
+            return d_q, d_k, d_v, _sum_to_shape(d_scores, b_)
 
         return tf.matmul(weights, v_), backward
 

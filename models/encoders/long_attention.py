@@ -29,6 +29,15 @@ def chunks(width: int, chunk: int, half_window: int | None) -> list[tuple[int, i
     return pieces
 
 
+def piece_at(index: tf.Tensor, width: tf.Tensor, chunk: int, half_window: int | None) -> tuple[tf.Tensor, ...]:
+    """chunks' piece number `index` at a width known only at run time: the same bounds, as scalar tensors."""
+    start = index * chunk
+    end = tf.minimum(width, start + chunk)
+    if half_window is None:
+        return start, end, 0, width
+    return start, end, tf.maximum(0, start - half_window), tf.minimum(width, end + half_window)
+
+
 def _piece_probabilities(q, k, bias, piece, half_window: int | None, scale: float) -> tf.Tensor:
     """softmax over a piece's keys of its queries' scores plus bias (and band): [B, H, queries, keys] float32."""
     start, end, key_start, key_end = piece
@@ -36,7 +45,7 @@ def _piece_probabilities(q, k, bias, piece, half_window: int | None, scale: floa
     return tf.nn.softmax(scores * scale + _piece_bias(bias, piece, half_window), axis=-1)
 
 
-def _piece_bias(bias: tf.Tensor, piece: tuple[int, int, int, int], half_window: int | None) -> tf.Tensor:
+def _piece_bias(bias: tf.Tensor, piece, half_window: int | None) -> tf.Tensor:
     """The bias of a piece's query rows and key columns, plus its band where the attention is local."""
     start, end, key_start, key_end = piece
     rows = bias if bias.shape[2] == 1 else bias[:, :, start:end]
@@ -45,6 +54,38 @@ def _piece_bias(bias: tf.Tensor, piece: tuple[int, int, int, int], half_window: 
         return sliced
     distance = tf.abs(tf.range(start, end)[:, tf.newaxis] - tf.range(key_start, key_end)[tf.newaxis, :])
     return sliced + tf.where(distance <= half_window, 0.0, _MASKED)[tf.newaxis, tf.newaxis]
+
+
+def _piece_weights(q, k, v, bias, piece, index, half_window: int | None, scale: float, seed, rate: float):
+    """A piece's (probabilities, dropout's keep mask or None, dropped weights in v's dtype). The mask is stateless,
+    drawn from `seed` and the piece's number: the backward pass draws the same one."""
+    probabilities = _piece_probabilities(q, k, bias, piece, half_window, scale)
+    keep = None
+    if rate > 0:
+        keep = tf.random.stateless_uniform(tf.shape(probabilities), seed + tf.stack([0, index])) >= rate
+    weights = probabilities if keep is None else tf.where(keep, probabilities / (1 - rate), 0.0)
+    return probabilities, keep, tf.cast(weights, v.dtype)
+
+
+def _piece_gradients(q, k, bias, piece, width, probabilities, keep, d_weights, rate: float, scale: float):
+    """A piece's d_q, and its parts of d_k (padded to the width) and of the bias' gradient, from its recomputed
+    probabilities and the gradient of its dropped weights (`d_weights`, float32)."""
+    start, end, key_start, key_end = piece
+    if keep is not None:
+        d_weights = tf.where(keep, d_weights / (1 - rate), 0.0)
+    d_scores = probabilities * (d_weights - tf.reduce_sum(d_weights * probabilities, axis=-1, keepdims=True))
+    d_q = tf.matmul(tf.cast(d_scores * scale, q.dtype), k[:, :, key_start:key_end])
+    d_k = tf.matmul(tf.cast(d_scores * scale, k.dtype), q[:, :, start:end], transpose_a=True)
+    return (
+        d_q,
+        _at_keys(d_k, key_start, key_end, width),
+        _bias_gradient_of_piece(d_scores, bias, key_start, width - key_end),
+    )
+
+
+def _at_keys(values: tf.Tensor, key_start, key_end, width) -> tf.Tensor:
+    """A piece's [B, H, keys, D] placed at its keys' rows of [B, H, T, D] (zeros elsewhere)."""
+    return tf.pad(values, [[0, 0], [0, 0], [key_start, width - key_end], [0, 0]])
 
 
 def chunked_attention(
@@ -64,17 +105,14 @@ def chunked_attention(
     scale = 1.0 / math.sqrt(query.shape[-1])
 
     def forward(q, k, v, b, index):
-        probabilities = _piece_probabilities(q, k, b, pieces[index], half_window, scale)
-        keep = None
-        if rate > 0:
-            keep = tf.random.stateless_uniform(tf.shape(probabilities), seed + tf.constant([0, index])) >= rate
-        weights = probabilities if keep is None else tf.where(keep, probabilities / (1 - rate), 0.0)
-        return probabilities, keep, tf.cast(weights, v.dtype)
+        return _piece_weights(q, k, v, b, pieces[index], index, half_window, scale, seed, rate)
 
     @tf.custom_gradient
     def attend(q, k, v, b):
         # The forward pass from stopped inputs: an enclosing GradientTape records every op of a custom gradient's
-        # function (and holds its tensors for the backward pass it will not run) unless its inputs are stopped.
+        # function (and holds its tensors for the backward pass it will not run) unless its inputs are stopped. The
+        # backward pass reads them too: the arguments may belong to an enclosing graph (a branch of a tf.cond within
+        # a tf.function), whose tensors a cond's gradient cannot capture (an assertion in cond_v2).
         q_, k_, v_, b_ = (tf.stop_gradient(t) for t in (q, k, v, b))
         outputs = []
         for index, (_, _, key_start, key_end) in enumerate(pieces):
@@ -84,11 +122,14 @@ def chunked_attention(
                 outputs.append(tf.matmul(forward(q_, k_, v_, b_, index)[2], v_[:, :, key_start:key_end]))
 
         def backward(upstream):
-            return _backward(q, k, v, b, upstream, pieces, forward, scale, rate)
+            return _backward(q_, k_, v_, b_, upstream, pieces, forward, scale, rate)
 
         return tf.concat(outputs, axis=2), backward
 
     return attend(query, key, value, bias)
+
+
+_ROWS_FIRST, _ROWS_BACK = [2, 0, 1, 3], [1, 2, 0, 3]  # [B, H, T, X] <-> [T, B, H, X]: a TensorArray concatenates rows
 
 
 def looped_attention(
@@ -97,36 +138,85 @@ def looped_attention(
     value: tf.Tensor,
     bias: tf.Tensor,
     half_window: int | None = None,
+    seed: tf.Tensor | None = None,
+    rate: float = 0.0,
     chunk: int | None = None,
 ) -> tf.Tensor:
-    """chunked_attention's pieces where the width is known only at run time (serving and evaluation cut each batch
-    to its longest text: models/serving/signatures.py), in a tf.while_loop, without dropout or a gradient: the same
-    numbers, a piece's [B, H, QUERY_CHUNK, T] weights at a time instead of [B, H, T, T]."""
-    width, heads_first, chunk = tf.shape(query)[2], [2, 0, 1, 3], chunk or QUERY_CHUNK
+    """chunked_attention at a width known only at run time: the Trainer cuts each batch to its bucket's width, serving
+    and evaluation to its longest text (models/serving/signatures.py). The same pieces, dropout and backward pass,
+    each in a tf.while_loop that runs one piece at a time: a piece's [B, H, QUERY_CHUNK, T] weights alive, never
+    [B, H, T, T]."""
+    chunk = chunk or QUERY_CHUNK
     scale = 1.0 / math.sqrt(query.shape[-1])
 
-    def piece(index):
-        start = index * chunk
-        end = tf.minimum(width, start + chunk)
-        key_start, key_end = (0, width) if half_window is None else (
-            tf.maximum(0, start - half_window), tf.minimum(width, end + half_window))  # fmt: skip
-        probabilities = _piece_probabilities(query, key, bias, (start, end, key_start, key_end), half_window, scale)
-        attended = tf.matmul(tf.cast(probabilities, value.dtype), value[:, :, key_start:key_end])
-        return tf.transpose(attended, heads_first)
+    def weights_of(q, k, v, b, index, width):
+        piece = piece_at(index, width, chunk, half_window)
+        return piece, *_piece_weights(q, k, v, b, piece, index, half_window, scale, seed, rate)
 
+    @tf.custom_gradient
+    def attend(q, k, v, b):
+        q_, k_, v_, b_ = (tf.stop_gradient(t) for t in (q, k, v, b))  # as in chunked_attention
+        width = tf.shape(q_)[2]
+
+        def step(index, outputs):
+            (_, _, key_start, key_end), _, _, weights = weights_of(q_, k_, v_, b_, index, width)
+            attended = tf.matmul(weights, v_[:, :, key_start:key_end])
+            return index + 1, outputs.write(index, tf.transpose(attended, _ROWS_FIRST))
+
+        outputs = _over_pieces(
+            width, chunk, step, tf.TensorArray(q.dtype, size=0, dynamic_size=True, infer_shape=False)
+        )
+        attended = tf.transpose(outputs.concat(), _ROWS_BACK)
+        attended.set_shape([*q.shape[:3], v.shape[3]])  # what the TensorArray forgot: heads and their size
+
+        def backward(upstream):
+            return _looped_backward(q_, k_, v_, b_, upstream, width, chunk, weights_of, scale, rate)
+
+        return attended, backward
+
+    return attend(query, key, value, bias)
+
+
+def _over_pieces(width, chunk: int, step, *state):
+    """`step(index, *state)` for each piece of `width` in turn (parallel_iterations=1: never two pieces' weights)."""
     count = (width + chunk - 1) // chunk
-    outputs = tf.TensorArray(query.dtype, size=count, infer_shape=False)
-    _, outputs = tf.while_loop(lambda i, _: i < count, lambda i, out: (i + 1, out.write(i, piece(i))), (0, outputs))
-    attended = tf.transpose(outputs.concat(), [1, 2, 0, 3])  # [T, B, H, D] -> [B, H, T, D]
-    attended.set_shape([*query.shape[:3], value.shape[3]])  # what the TensorArray forgot: heads and their size
-    return attended
+    _, *state = tf.while_loop(lambda index, *_: index < count, step, (0, *state), parallel_iterations=1)
+    return state[0] if len(state) == 1 else state
+
+
+def _looped_backward(q, k, v, b, upstream, width, chunk, weights_of, scale, rate):
+    """_backward in a tf.while_loop: each piece's weights recomputed, d_q by piece, d_k, d_v (and a broadcast bias'
+    gradient) summed over pieces."""
+    rows_broadcast = b.shape[2] == 1
+
+    def step(index, d_q, d_k, d_v, d_b):
+        piece, probabilities, keep, weights = weights_of(q, k, v, b, index, width)
+        start, end, key_start, key_end = piece
+        up = upstream[:, :, start:end]
+        d_weights = tf.cast(tf.matmul(up, v[:, :, key_start:key_end], transpose_b=True), tf.float32)
+        d_q_piece, d_k_piece, d_b_piece = _piece_gradients(
+            q, k, b, piece, width, probabilities, keep, d_weights, rate, scale
+        )
+        d_v += _at_keys(tf.matmul(weights, up, transpose_a=True), key_start, key_end, width)
+        d_b = d_b + d_b_piece if rows_broadcast else d_b.write(index, tf.transpose(d_b_piece, _ROWS_FIRST))
+        return index + 1, d_q.write(index, tf.transpose(d_q_piece, _ROWS_FIRST)), d_k + d_k_piece, d_v, d_b
+
+    def rows() -> tf.TensorArray:
+        return tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False)
+
+    d_b = tf.zeros_like(b) if rows_broadcast else rows()
+    d_q, d_k, d_v, d_b = _over_pieces(width, chunk, step, rows(), tf.zeros_like(k), tf.zeros_like(v), d_b)
+    d_q = tf.transpose(d_q.concat(), _ROWS_BACK)
+    d_bias = d_b if rows_broadcast else tf.transpose(d_b.concat(), _ROWS_BACK)
+    return tf.cast(d_q, q.dtype), d_k, d_v, tf.reshape(d_bias, tf.shape(b))
 
 
 def _backward(q, k, v, b, upstream, pieces, forward, scale, rate):
     """Each piece's weights recomputed once the gradient arrives; d_q by piece, d_k and d_v summed over pieces."""
     width = q.shape[2]
     d_q, d_k, d_v, d_b = [], tf.zeros_like(k), tf.zeros_like(v), []
-    for index, (start, end, key_start, key_end) in enumerate(pieces):
+    for index, piece in enumerate(pieces):
+        start, end, key_start, key_end = piece
         up = upstream[:, :, start:end]
         # Not before this layer's gradient exists (see layers.py), and only once every use of the piece before is
         # done (its d_q, and its parts of d_k, d_v and the bias' gradient): the executor would otherwise run ahead
@@ -134,18 +224,16 @@ def _backward(q, k, v, b, upstream, pieces, forward, scale, rate):
         # The weights' gradient too: built outside, it depends only on the upstream gradient and v, and the executor
         # computes every piece's at once ([B, H, T, T] in all) as soon as the backward pass starts.
         done_before = [d_q[-1], d_k, d_v, d_b[-1]] if d_q else []
-        keys, values = k[:, :, key_start:key_end], v[:, :, key_start:key_end]
         with tf.control_dependencies([up, *done_before]):
             probabilities, keep, weights = forward(tf.identity(q), tf.identity(k), tf.identity(v), b, index)
-            d_weights = tf.cast(tf.matmul(up, values, transpose_b=True), tf.float32)
-        if keep is not None:
-            d_weights = tf.where(keep, d_weights / (1 - rate), 0.0)
-        d_scores = probabilities * (d_weights - tf.reduce_sum(d_weights * probabilities, axis=-1, keepdims=True))
-        d_q.append(tf.matmul(tf.cast(d_scores * scale, q.dtype), keys))
-        around = [[0, 0], [0, 0], [key_start, width - key_end], [0, 0]]
-        d_k += tf.pad(tf.matmul(tf.cast(d_scores * scale, k.dtype), q[:, :, start:end], transpose_a=True), around)
-        d_v += tf.pad(tf.matmul(weights, up, transpose_a=True), around)
-        d_b.append(_bias_gradient_of_piece(d_scores, b, key_start, width - key_end))
+            d_weights = tf.cast(tf.matmul(up, v[:, :, key_start:key_end], transpose_b=True), tf.float32)
+        d_q_piece, d_k_piece, d_b_piece = _piece_gradients(
+            q, k, b, piece, width, probabilities, keep, d_weights, rate, scale
+        )
+        d_q.append(d_q_piece)
+        d_k += d_k_piece
+        d_v += _at_keys(tf.matmul(weights, up, transpose_a=True), key_start, key_end, width)
+        d_b.append(d_b_piece)
     rows_broadcast = b.shape[2] == 1
     d_bias = tf.add_n(d_b) if rows_broadcast else tf.concat(d_b, axis=2)
     return tf.concat(d_q, axis=2), d_k, d_v, tf.reshape(d_bias, tf.shape(b))

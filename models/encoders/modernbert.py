@@ -19,6 +19,7 @@ import tf_keras
 
 from models.encoders import packed_rows
 from models.encoders.layers import (
+    BoundedWidth,
     TorchParam,
     UnsupportedConfigError,
     activation,
@@ -122,7 +123,7 @@ def describe(sizes: Sizes) -> str:
     )
 
 
-class Block(tf_keras.layers.Layer):
+class Block(BoundedWidth, tf_keras.layers.Layer):
     def __init__(self, sizes: Sizes, index: int, **kwargs):
         super().__init__(**kwargs)
         self.sizes, self.index, self.kind = sizes, index, sizes.layer_types[index]
@@ -146,7 +147,9 @@ class Block(tf_keras.layers.Layer):
         q, k, v = (split_heads(t, heads) for t in (q, k, v))
         q, k = rotate(q, *rotary), rotate(k, *rotary)
         half_window = self.sizes.half_window if self.kind == SLIDING else None
-        attended = merge_heads(scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, half_window))
+        attended = merge_heads(
+            scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, half_window, self.widest)
+        )
         x = x + self.out_dropout(self.wo(attended), training=training)
         inner, gate = tf.split(self.wi(self.mlp_norm(x)), 2, axis=-1)
         return x + self.mlp_wo(self.mlp_dropout(self.act(inner) * gate, training=training))
