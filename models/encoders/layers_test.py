@@ -75,6 +75,34 @@ def test_a_model_trains_the_same_with_its_attention_recomputed(monkeypatch, jit_
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-6)
 
 
+def test_past_query_chunk_a_static_width_loops_over_pieces_and_under_xla_unrolls_them(monkeypatch):
+    """The loop holds one piece at a time; XLA (a TPU) compiles only static slices, so it gets the unrolled pieces.
+    Both give the gradients of attention computed whole."""
+    from models.encoders import classifier, long_attention
+
+    config = {
+        "model_type": "bert", "vocab_size": 50, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "max_position_embeddings": 20, "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0,
+    }  # fmt: skip
+    model = classifier.build(config, ["a", "b"])
+    ids = tf.constant(np.random.default_rng(0).integers(1, 50, (4, 12)))
+    inputs = {"input_ids": ids, "attention_mask": tf.concat([tf.ones([4, 9], tf.int64), tf.zeros([4, 3], tf.int64)], 1)}
+
+    def gradients():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(inputs, training=True) ** 2)
+        return [tf.convert_to_tensor(g) for g in tape.gradient(loss, model.trainable_variables)]
+
+    whole = tf.function(gradients)()
+    monkeypatch.setattr(long_attention, "QUERY_CHUNK", 5)  # 12 tokens: three pieces
+    looped = tf.function(gradients)
+    assert any(op.type in ("While", "StatelessWhile") for op in looped.get_concrete_function().graph.get_operations())
+    for pieces in (looped(), tf.function(gradients, jit_compile=True)()):
+        for ours, theirs in zip(pieces, whole, strict=True):
+            np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-6)
+
+
 @pytest.mark.parametrize("pieces", [False, True], ids=["whole", "in-pieces"])
 def test_recomputed_blocks_give_the_kept_blocks_gradients(pieces, monkeypatch):
     """layers.run_block: a training step that keeps only each block's input gets the same loss and gradients as one

@@ -98,8 +98,9 @@ def chunked_attention(
     rate: float = 0.0,
     chunk: int | None = None,
 ) -> tf.Tensor:
-    """softmax(q k^T / sqrt(d) + bias [+ band]) v over [B, H, T, D] with a static T, in pieces of `chunk` queries;
-    `bias` is [B|1, H|1, T|1, T] float32; `rate` > 0 drops weights with a stateless mask from `seed`."""
+    """softmax(q k^T / sqrt(d) + bias [+ band]) v over [B, H, T, D] with a static T, in pieces of `chunk` queries
+    unrolled into static slices (what XLA compiles: a TPU); `bias` is [B|1, H|1, T|1, T] float32; `rate` > 0 drops
+    weights with a stateless mask from `seed`."""
     width = query.shape[2]
     pieces = chunks(width, chunk or QUERY_CHUNK, half_window)
     scale = 1.0 / math.sqrt(query.shape[-1])
@@ -142,10 +143,10 @@ def looped_attention(
     rate: float = 0.0,
     chunk: int | None = None,
 ) -> tf.Tensor:
-    """chunked_attention at a width known only at run time: the Trainer cuts each batch to its bucket's width, serving
-    and evaluation to its longest text (models/serving/signatures.py). The same pieces, dropout and backward pass,
-    each in a tf.while_loop that runs one piece at a time: a piece's [B, H, QUERY_CHUNK, T] weights alive, never
-    [B, H, T, T]."""
+    """chunked_attention's pieces, dropout and backward pass, each in a tf.while_loop that runs one piece at a time:
+    a piece's [B, H, QUERY_CHUNK, T] weights alive, never [B, H, T, T]. Any width, also one known only at run time
+    (the Trainer cuts each batch to its bucket's width, serving and evaluation to its longest text:
+    models/serving/signatures.py); outside XLA it is the way pieces run (layers.scaled_dot_attention)."""
     chunk = chunk or QUERY_CHUNK
     scale = 1.0 / math.sqrt(query.shape[-1])
 

@@ -5,19 +5,20 @@ from the run, minutes in).
 A layer keeps s·b·h·(34 + 5·a·s/h) bytes of activations in 16-bit (Korthikanti et al. 2022, "Reducing Activation
 Recomputation in Large Transformer Models"), twice that in fp32; the attention part (5·a·s² per sequence) is not
 kept where the encoders recompute it (models/encoders/layers.py: past RECOMPUTE_ABOVE_BYTES a layer), but one
-layer's weights still live while it runs (16 bytes a pair), and past QUERY_CHUNK tokens a few pieces of queries'
+layer's weights still live while it runs (16 bytes a pair), and past QUERY_CHUNK tokens one piece of queries'
 weights and their gradients (models/encoders/long_attention.py). Training holds 16 bytes a parameter (value, gradient,
 AdamW's two moments), calibrated by ACTIVATION_FACTOR and PIECES_ALIVE below. Against measured peaks (peak RSS of
 the measuring process): MiniLM at width 512, batch 32: ~9.6 GiB estimated vs 7.4 measured (attention recomputed);
 the ModernBERT-base shape at 512, batch 2: ~8.7 vs 5.9; at 8,192, batch 1: ~25 vs killed past 21.5 on a 24 GiB
-machine, and with its blocks recomputed ~8.8 vs 8.4-8.6. It errs high where it errs, as a warning should.
+machine, and with its blocks recomputed ~7.3 vs 5.9 (the step alone; 6.4 in the Trainer of a whole `hftfx run`).
+It errs high where it errs, as a warning should.
 
-Of those 8.4 GiB, TensorFlow's own count of live tensors peaks at 4.5 (tf.config.experimental.get_memory_info;
-2.6 after the step: the weights, AdamW's moments and what the step keeps); the rest is the process (0.6 for
-TensorFlow itself) and the pool oneDNN's CPU allocator grows and never gives back (RSS stays at the peak after the
-step). Measured 2026-11-28: glibc's malloc instead (TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1) peaks the same (8.5) with a
-first step 1.7x slower, TensorFlow without oneDNN the same (8.6) at 1.9x; 3, 9 and 22 layers peak at 3.8, 5.3 and
-8.4 GiB (live 1.9, -, 4.5).
+With the pieces unrolled (the way XLA takes them) that step peaked at 8.4 GiB, of which TensorFlow's own count of
+live tensors was 4.5 (tf.config.experimental.get_memory_info; 2.6 after the step: the weights, AdamW's moments and
+what the step keeps); the rest is the process (0.6 for TensorFlow itself) and the pool oneDNN's CPU allocator grows
+and never gives back (RSS stays at the peak after the step). Measured 2026-11-28: glibc's malloc instead
+(TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1) peaked the same (8.5) with a first step 1.7x slower, TensorFlow without oneDNN
+the same (8.6) at 1.9x.
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ PROCESS_BASE_BYTES = 3 * GIB  # TensorFlow, TFX and the Trainer's input pipeline
 FITS_SHARE = 0.9  # of the machine's memory a step may take: the kernel, page cache and the rest keep the remainder
 # Measured against the formula: our layers keep 1.5-2x Korthikanti's count (dropout masks and float32 copies of Keras'
 # layers; the ModernBERT-base shape at 8,192 tokens kept 0.6 GiB a layer over its first seven), and training past
-# QUERY_CHUNK holds about three pieces' weights and gradients at once (the backward pass' recomputation, d_k and d_v)
-# on two cores. The high end: that shape's 22 layers at 8,192, batch 1, were killed at 21.5 GiB in fit.
-ACTIVATION_FACTOR, PIECES_ALIVE = 2.0, 3
+# QUERY_CHUNK holds one piece's weights and gradients at a time (long_attention.looped_attention; the unrolled pieces
+# held about three). The high end: that shape's 22 layers at 8,192, batch 1, were killed at 21.5 GiB in fit.
+ACTIVATION_FACTOR, PIECES_ALIVE = 2.0, 1
 # With blocks recomputed (layers.run_block), the backward pass holds a block's recomputed activations and their
-# gradients. Measured: the ModernBERT-base shape at 8,192 tokens, batch 1, peaked at 8.4-8.6 GiB (estimate 8.8); 11.2
-# before the pieces' backward pass stopped computing every piece's weight gradient at once (long_attention.py).
+# gradients. Measured: the ModernBERT-base shape at 8,192 tokens, batch 1, peaked at 5.9 GiB (estimate 7.3); 8.4-8.6
+# with the pieces unrolled, 11.2 before their backward pass stopped computing every piece's weight gradient at once.
 BLOCKS_ALIVE_RECOMPUTED = 1
 
 
@@ -47,7 +48,7 @@ BLOCKS_ALIVE_RECOMPUTED = 1
 class StepMemory:
     weights: int  # parameters with their gradients and AdamW's moments
     activations: int  # what every layer keeps for the backward pass
-    attention: int  # attention weights: every layer's where kept, one layer's where recomputed, a few pieces
+    attention: int  # attention weights: every layer's where kept, one layer's where recomputed, or one piece's
 
     @property
     def total(self) -> int:
@@ -76,7 +77,7 @@ def step_memory(shape: EncoderShape, batch: int, width: int, recompute_blocks: b
         activations = layers * 4 * width * batch * h + BLOCKS_ALIVE_RECOMPUTED * one_block
     else:
         activations = layers * one_block
-    if width > long_attention.QUERY_CHUNK:  # in pieces of queries: a few pieces' weights and gradients at a time
+    if width > long_attention.QUERY_CHUNK:  # in pieces of queries: PIECES_ALIVE pieces' weights and gradients
         pieces = PIECES_ALIVE * 16 * batch * heads * long_attention.QUERY_CHUNK * width
         return StepMemory(16 * parameters, int(activations), pieces)
     one_layer_attention = 16 * batch * heads * width * width
