@@ -97,9 +97,11 @@ def render(results: list[tuple[str, dict]], documents: int, seconds: float, note
         f"Measured on {platform.node()} ({os.cpu_count()} cores) in {seconds:.0f} s: {documents:,} pages (plot "
         "synopsis, then one review of the movie; label: the review's verdict, half fresh), split by the pipeline's "
         "hash; MiniLM-L6, the default recipe, one whole run per policy. Training TFLOP: the loop's model FLOPs "
-        "(padding included); wall x peak: the run's seconds times the fp32 matmul peak measured in it."
+        "(padding included); wall x peak: the run's seconds times the fp32 matmul peak measured in it; peak GiB: the "
+        "whole run's peak memory (its summary's)."
     )
     columns = ["policy", "test accuracy", "AUC", "training TFLOP", "wall s", "peak GFLOP/s", "wall x peak TFLOP"]
+    columns.append("peak GiB")
     rows = [
         [
             policy,
@@ -109,10 +111,12 @@ def render(results: list[tuple[str, dict]], documents: int, seconds: float, note
             f"{r['wall_seconds']:.0f}",
             f"{r['peak_gflops']:.0f}",
             f"{r['wall_x_peak_tflop']:.0f}",
+            f"{r['peak_gib']:.1f}" if r["peak_gib"] else "-",
         ]
         for policy, r in results
     ]
     rows, kept = merged(rows, previous)
+    rows = [row + ["-"] * (len(columns) - len(row)) for row in rows]  # rows kept from before the column existed
     return table_section(SECTION, [text], columns, ["---"] + ["---:"] * (len(columns) - 1), rows, [*notes, *kept])
 
 

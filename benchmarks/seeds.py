@@ -58,6 +58,7 @@ def row(seed: int, summary: dict) -> dict:
         "wall_seconds": summary["wall_seconds"],
         "peak_gflops": peak,
         "wall_x_peak_tflop": summary["wall_seconds"] * peak / 1e3,
+        "peak_gib": (summary.get("peak_rss_bytes") or 0) / 2**30,  # the whole run's (0: not measured)
     }
 
 
