@@ -63,12 +63,53 @@ def embedding_params(name: str, layer: tf_keras.layers.Embedding) -> Iterator[To
     yield TorchParam(f"{name}.weight", layer.embeddings)
 
 
+def _keeping_only_the_input(derivative: Callable[[tf.Tensor], tf.Tensor]):
+    """An elementwise activation whose backward pass keeps its input alone and computes `derivative` from it.
+    tf.nn.gelu is Python arithmetic whose autodiff keeps its intermediates the size of the input (erfc's output, half
+    the input, ...): through six GELUs 21 input-sized tensors were live at the peak against 9 (layers_test); MiniLM
+    at width 512, batch 32, trains at 6.6 GiB instead of 7.4, as fast."""
+
+    def decorate(activation: Callable[[tf.Tensor], tf.Tensor]) -> Callable[[tf.Tensor], tf.Tensor]:
+        @tf.custom_gradient
+        def computed(x):
+            x_ = tf.stop_gradient(
+                x
+            )  # an enclosing tape would keep the forward's ops (long_attention.chunked_attention)
+            return activation(x_), lambda upstream: upstream * derivative(x_)
+
+        return computed
+
+    return decorate
+
+
+_SQRT_HALF, _INV_SQRT_2PI, _TANH_SCALE, _TANH_CUBIC = (
+    0.7071067811865476,
+    0.3989422804014327,
+    0.7978845608028654,
+    0.044715,
+)
+
+
+def _gelu_derivative(x: tf.Tensor) -> tf.Tensor:
+    """d/dx x·Φ(x) = Φ(x) + x·φ(x)."""
+    return 0.5 * tf.math.erfc(-x * _SQRT_HALF) + x * tf.exp(-0.5 * x * x) * _INV_SQRT_2PI
+
+
+def _tanh_gelu_derivative(x: tf.Tensor) -> tf.Tensor:
+    """d/dx 0.5·x·(1 + tanh(u)), u = k·(x + c·x³)."""
+    t = tf.tanh(_TANH_SCALE * (x + _TANH_CUBIC * x * x * x))
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _TANH_SCALE * (1 + 3 * _TANH_CUBIC * x * x)
+
+
+gelu = _keeping_only_the_input(_gelu_derivative)(lambda x: tf.nn.gelu(x, approximate=False))
+tanh_gelu = _keeping_only_the_input(_tanh_gelu_derivative)(lambda x: tf.nn.gelu(x, approximate=True))
+
 # transformers' ACT2FN names -> TensorFlow; "gelu" is the exact (erf) GELU there, the tanh forms are approximations.
 ACTIVATIONS: dict[str, Callable[[tf.Tensor], tf.Tensor]] = {
-    "gelu": lambda x: tf.nn.gelu(x, approximate=False),
-    "gelu_new": lambda x: tf.nn.gelu(x, approximate=True),
-    "gelu_pytorch_tanh": lambda x: tf.nn.gelu(x, approximate=True),
-    "gelu_fast": lambda x: tf.nn.gelu(x, approximate=True),
+    "gelu": gelu,
+    "gelu_new": tanh_gelu,
+    "gelu_pytorch_tanh": tanh_gelu,
+    "gelu_fast": tanh_gelu,
     "relu": tf.nn.relu,
     "silu": tf.nn.silu,
     "swish": tf.nn.silu,
