@@ -72,9 +72,8 @@ def _keeping_only_the_input(derivative: Callable[[tf.Tensor], tf.Tensor]):
     def decorate(activation: Callable[[tf.Tensor], tf.Tensor]) -> Callable[[tf.Tensor], tf.Tensor]:
         @tf.custom_gradient
         def computed(x):
-            x_ = tf.stop_gradient(
-                x
-            )  # an enclosing tape would keep the forward's ops (long_attention.chunked_attention)
+            # from a stopped input: an enclosing tape would keep the forward's ops (long_attention.chunked_attention)
+            x_ = tf.stop_gradient(x)
             return activation(x_), lambda upstream: upstream * derivative(x_)
 
         return computed
