@@ -63,8 +63,9 @@ def embedding_params(name: str, layer: tf_keras.layers.Embedding) -> Iterator[To
     yield TorchParam(f"{name}.weight", layer.embeddings)
 
 
-def _keeping_only_the_input(derivative: Callable[[tf.Tensor], tf.Tensor]):
-    """An elementwise activation whose backward pass keeps its input alone and computes `derivative` from it.
+def _keeping_only_the_input(derivative: Callable[[tf.Tensor], tf.Tensor], scope: str):
+    """An elementwise activation whose backward pass keeps its input alone and computes `derivative` from it, in
+    `scope` (tf.nn.gelu's own name scope: benchmarks/step_profile.py sorts ops by it).
     tf.nn.gelu is Python arithmetic whose autodiff keeps its intermediates the size of the input (erfc's output, half
     the input, ...): through six GELUs 21 input-sized tensors were live at the peak against 9 (layers_test); MiniLM
     at width 512, batch 32, trains at 6.6 GiB instead of 7.4, as fast."""
@@ -74,7 +75,14 @@ def _keeping_only_the_input(derivative: Callable[[tf.Tensor], tf.Tensor]):
         def computed(x):
             # from a stopped input: an enclosing tape would keep the forward's ops (long_attention.chunked_attention)
             x_ = tf.stop_gradient(x)
-            return activation(x_), lambda upstream: upstream * derivative(x_)
+            # named as autodiff names a gradient (gradient_tape/ and the forward op's scope): how a profile sorts ops
+            gradient_scope = "/".join(filter(None, ("gradient_tape", tf.get_current_name_scope(), scope))) + "/"
+
+            def backward(upstream):
+                with tf.name_scope(gradient_scope):
+                    return upstream * derivative(x_)
+
+            return activation(x_), backward
 
         return computed
 
@@ -100,8 +108,8 @@ def _tanh_gelu_derivative(x: tf.Tensor) -> tf.Tensor:
     return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _TANH_SCALE * (1 + 3 * _TANH_CUBIC * x * x)
 
 
-gelu = _keeping_only_the_input(_gelu_derivative)(lambda x: tf.nn.gelu(x, approximate=False))
-tanh_gelu = _keeping_only_the_input(_tanh_gelu_derivative)(lambda x: tf.nn.gelu(x, approximate=True))
+gelu = _keeping_only_the_input(_gelu_derivative, "Gelu")(lambda x: tf.nn.gelu(x, approximate=False))
+tanh_gelu = _keeping_only_the_input(_tanh_gelu_derivative, "Gelu")(lambda x: tf.nn.gelu(x, approximate=True))
 
 # transformers' ACT2FN names -> TensorFlow; "gelu" is the exact (erf) GELU there, the tanh forms are approximations.
 ACTIVATIONS: dict[str, Callable[[tf.Tensor], tf.Tensor]] = {
