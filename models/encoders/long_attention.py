@@ -202,11 +202,11 @@ def _looped_backward(q, k, v, b, upstream, width, chunk, weights_of, scale, rate
         d_b = d_b + d_b_piece if rows_broadcast else d_b.write(index, tf.transpose(d_b_piece, _ROWS_FIRST))
         return index + 1, d_q.write(index, tf.transpose(d_q_piece, _ROWS_FIRST)), d_k + d_k_piece, d_v, d_b
 
-    def rows() -> tf.TensorArray:
-        return tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False)
+    def rows(dtype) -> tf.TensorArray:
+        return tf.TensorArray(dtype, size=0, dynamic_size=True, infer_shape=False)
 
-    d_b = tf.zeros_like(b) if rows_broadcast else rows()
-    d_q, d_k, d_v, d_b = _over_pieces(width, chunk, step, rows(), tf.zeros_like(k), tf.zeros_like(v), d_b)
+    d_b = tf.zeros_like(b) if rows_broadcast else rows(b.dtype)
+    d_q, d_k, d_v, d_b = _over_pieces(width, chunk, step, rows(q.dtype), tf.zeros_like(k), tf.zeros_like(v), d_b)
     d_q = tf.transpose(d_q.concat(), _ROWS_BACK)
     d_bias = d_b if rows_broadcast else tf.transpose(d_b.concat(), _ROWS_BACK)
     return tf.cast(d_q, q.dtype), d_k, d_v, tf.reshape(d_bias, tf.shape(b))

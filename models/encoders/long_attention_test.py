@@ -223,3 +223,21 @@ def test_the_widest_batch_leaves_out_the_branches_that_cannot_happen(widest, tra
     graph = _at_run_time_width(attend, [B, 1, 1, None]).get_concrete_function().graph
     conds = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
     assert len(conds) == (ways > 1)
+
+
+@pytest.mark.parametrize("pieces", ["chunked", "looped"])
+def test_under_bfloat16_the_pieces_train_as_in_float32(pieces):
+    """Mixed precision: q, k, v in bfloat16, scores, softmax and the bias in float32 (as transformers computes them)."""
+    q, k, v, bias = _inputs()
+    function = getattr(long_attention, f"{pieces}_attention")
+
+    def attend(q, k, v, b):
+        return tf.cast(function(q, k, v, b, 4, chunk=16), tf.float32)
+
+    half = [tf.cast(t, tf.bfloat16) for t in (q, k, v)]
+    (ours, our_grads), (theirs, their_grads) = (
+        tf.function(lambda *t: _with_gradients(attend, *t))(*args, bias) for args in (half, (q, k, v))
+    )
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=0, atol=0.05)
+    for mine, want in zip(our_grads, their_grads, strict=True):
+        np.testing.assert_allclose(tf.cast(mine, tf.float32).numpy(), want.numpy(), rtol=0.1, atol=0.1)
