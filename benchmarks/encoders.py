@@ -3,8 +3,8 @@ long pages want.
 
 - MiniLM (packaged, real weights), the Trainer's loop (batch widths, AdamW schedule), fp32: our BERT encoder, best
   of --repeats, as model FLOP/s against the fp32 matmul peak measured in the same run.
-- MiniLM at width 512, batch 32, in a fresh process each: training's peak memory with attention in pieces recomputed
-  in the backward pass (models/encoders/layers.py) against its weights kept, and its cost in step time.
+- MiniLM at width 512, batch 32, in a fresh process each: training's peak memory with the attention weights
+  recomputed in the backward pass (models/encoders/layers.py) against kept, and its cost in step time.
 - Each family's base shape (BERT, GTE, EuroBERT, mmBERT; random weights) at width 128, batch 16, in a fresh process
   each: examples/s and share of the peak, beside BERT-base's.
 - ModernBERT-base's shape (22 layers, hidden 768, GeGLU 1152, local window 128, random weights: no pretrained one is
@@ -117,8 +117,8 @@ def one_width(width: int, batch: int, steps: int, family: str = "") -> dict:
 
 
 def one_memory(width: int, batch: int, recompute: int) -> dict:
-    """One process: MiniLM (packaged) trained 2 steps at `width` with attention in pieces recomputed in the
-    backward pass (`recompute` 1) or its weights kept (0); seconds per step and the process's peak memory."""
+    """One process: MiniLM (packaged) trained 2 steps at `width` with the attention weights recomputed in the
+    backward pass (`recompute` 1) or kept (0); seconds per step and the process's peak memory."""
     import numpy as np
     import tensorflow as tf
 
@@ -157,7 +157,7 @@ def _memory_rows(width: int, batch: int) -> list[list[str]]:
         results[recompute] = json.loads(done.stdout.strip().splitlines()[-1])
     ours, kept = results[1], results[0]
     return [
-        [f"MiniLM-L6 training at width {width}, batch {batch}: peak GiB, attention in pieces vs kept",
+        [f"MiniLM-L6 training at width {width}, batch {batch}: peak GiB, attention recomputed vs kept",
          f"{ours['peak_gib']:.1f}", f"{kept['peak_gib']:.1f}", f"{ours['peak_gib'] / kept['peak_gib']:.2f}x"],
         ["· the same: seconds per step", f"{ours['seconds']:.1f}", f"{kept['seconds']:.1f}",
          f"{ours['seconds'] / kept['seconds']:.2f}x"],
