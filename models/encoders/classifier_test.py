@@ -112,7 +112,7 @@ def test_the_trainers_bound_on_widths_reaches_every_layers_attention(config):
         spec = {name: tf.TensorSpec([4, None], tf.int64) for name in IDS}
         step = tf.function(lambda inputs: model(inputs, training=True), input_signature=[spec])
         graph = step.get_concrete_function().graph
-        return sum(op.type in ("If", "StatelessIf") for op in graph.get_operations())
+        return sum(op.type in ("Case", "StatelessCase") for op in graph.get_operations())
 
     model = classifier.build(config, ["a", "b"])
     assert switches(model) == model.config.num_hidden_layers

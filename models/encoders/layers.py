@@ -185,9 +185,8 @@ def window_mask(width: tf.Tensor, half_window: int) -> tf.Tensor:
 
 
 # Past this size, one layer's attention weights and what their backward pass needs (scores, softmax, dropout mask,
-# dropped weights: 16 bytes a pair in float32) are not kept: attention runs in pieces of queries, each piece's
-# weights within this size and recomputed in the backward pass. MiniLM at width 512, batch 32 would keep 1.6 GB a
-# layer (pieces of 80 queries: 0.25); the default run's widths (up to 64) keep 25 MB and stay as they were.
+# dropped weights: 16 bytes a pair in float32) are recomputed in the backward pass instead of kept. MiniLM at width
+# 512, batch 32 keeps 1.6 GB a layer; the default run's widths (up to 64) keep 25 MB and stay as they were.
 RECOMPUTE_ABOVE_BYTES = 256 * 2**20
 
 
@@ -196,16 +195,6 @@ def kept_bytes(shape) -> int | tf.Tensor:
     [B, H, T, D] (static, or a tensor where batches are cut to their width)."""
     batch, heads, width = shape[0], shape[1], shape[2]
     return 16 * batch * heads * width * width
-
-
-def piece_rows(batch: int | None, heads: int, width: int) -> int:
-    """Queries a piece of attention takes at `width` keys: as many as keep its weights and their gradients within
-    RECOMPUTE_ABOVE_BYTES (a multiple of 16, at least 16), at most QUERY_CHUNK (QUERY_CHUNK with a batch of unknown
-    size). The ModernBERT-base shape at 8,192 tokens, batch 1: 160; MiniLM at 512, batch 32: 80."""
-    if batch is None:
-        return long_attention.QUERY_CHUNK
-    rows = RECOMPUTE_ABOVE_BYTES // (16 * batch * heads * width) // 16 * 16
-    return min(long_attention.QUERY_CHUNK, max(16, rows))
 
 
 @in_attention_scope
@@ -221,39 +210,36 @@ def scaled_dot_attention(
 ) -> tf.Tensor:
     """softmax(q k^T / sqrt(d) + bias) v over [B, H, T, D]; scores and softmax in float32 under mixed precision,
     as transformers computes them; `half_window`: local attention, a query seeing keys at most that far away.
-    Over QUERY_CHUNK tokens, and in a training step whose weights would take more than RECOMPUTE_ABOVE_BYTES, it runs
-    in pieces of queries (piece_rows) recomputed in the backward pass, and no [T, T] tensor exists
-    (long_attention.py); else at once, with Keras' dropout and autodiff."""
+    Over QUERY_CHUNK tokens it runs in pieces of queries and no [T, T] tensor exists (long_attention.py). Within
+    them, a training step whose weights would take more than RECOMPUTE_ABOVE_BYTES keeps only q, k, v and the bias
+    for the backward pass (recomputed_attention); else Keras' dropout and autodiff. Where batches are cut to their
+    width (the Trainer's buckets, serving's longest text) the width is known only at run time: a switch_case then
+    chooses among the ways `widest` (the widest batch the model is given: BoundedWidth) leaves possible."""
     arguments = (query, key, value, bias, dropout, training, half_window)
-    batch, heads, width = query.shape[:3]
+    width = query.shape[2]
     if width is None:
         return _at_run_time_width(arguments, widest)
-    too_much = bool(training) and batch is not None and kept_bytes(query.shape) > RECOMPUTE_ABOVE_BYTES
-    if width <= long_attention.QUERY_CHUNK and not too_much:
-        return _whole_attention(*arguments)
-    return _attention_in_pieces(_pieces_at_static_width(), *arguments, rows=piece_rows(batch, heads, width))
+    if width > long_attention.QUERY_CHUNK:
+        return _attention_in_pieces(_pieces_at_static_width(), *arguments)
+    known = None not in query.shape[:3]  # a batch of unknown size (no drop_remainder) is kept, as Keras keeps it
+    recompute = bool(training) and known and kept_bytes(query.shape) > RECOMPUTE_ABOVE_BYTES
+    return _whole_attention(*arguments, recompute=recompute)
 
 
 def _at_run_time_width(arguments, widest: int | None) -> tf.Tensor:
-    """scaled_dot_attention where batches are cut to their width (the Trainer's buckets, serving's longest text):
-    a tf.cond per batch, where `widest` (the widest batch the model is given: BoundedWidth) leaves both ways possible;
-    none where it does not (a cond in every layer costs the default run's Trainer 4-5% of its step)."""
+    """scaled_dot_attention's choice made per batch, among the branches that can happen: no op at all where only one
+    can (a cond in every layer costs the default run's Trainer 4-5% of its step). One switch_case, not nested conds:
+    the gradient of a cond within a cond fails an assertion in cond_v2."""
     query, training, chunk = arguments[0], arguments[5], long_attention.QUERY_CHUNK
-    batch, heads = query.shape[:2]
     whole_at_most = min(widest or chunk, chunk)
-    too_much = bool(training) and (batch is None or kept_bytes([batch, heads, whole_at_most]) > RECOMPUTE_ABOVE_BYTES)
-    if not too_much and widest is not None and widest <= chunk:
-        return _whole_attention(*arguments)
-    run_time = tf.shape(query, tf.int64)
-    in_pieces = run_time[2] > chunk
-    if too_much:
-        in_pieces = tf.logical_or(in_pieces, kept_bytes(run_time) > RECOMPUTE_ABOVE_BYTES)
-    rows = piece_rows(batch, heads, widest or chunk)
-    return tf.cond(
-        in_pieces,
-        lambda: _attention_in_pieces(long_attention.looped_attention, *arguments, rows=rows),
-        lambda: _whole_attention(*arguments),
-    )
+    branches, branch = [lambda: _whole_attention(*arguments, recompute=False)], tf.constant(0)
+    if training and (None in query.shape[:2] or kept_bytes([*query.shape[:2], whole_at_most]) > RECOMPUTE_ABOVE_BYTES):
+        branches.append(lambda: _whole_attention(*arguments, recompute=True))
+        branch = tf.cast(kept_bytes(tf.shape(query, tf.int64)) > RECOMPUTE_ABOVE_BYTES, tf.int32)
+    if widest is None or widest > chunk:
+        branches.append(lambda: _attention_in_pieces(long_attention.looped_attention, *arguments))
+        branch = tf.where(tf.shape(query)[2] > chunk, len(branches) - 1, branch)
+    return branches[0]() if len(branches) == 1 else tf.switch_case(branch, branches)
 
 
 class BoundedWidth:
@@ -271,30 +257,81 @@ def bound_width(model: tf_keras.layers.Layer, widest: int) -> None:
 
 
 def _pieces_at_static_width():
-    """long_attention's loop, one piece at a time: at the ModernBERT-base shape and 8,192 tokens, pieces of 512
-    queries, a training step peaked at 5.9 GiB in 51 s against 8.6 GiB in 55 s unrolled (`make bench-encoders`, one
-    process each). Under XLA (a TPU, jit_compile) the unrolled pieces: their slices are static, the loop's are not."""
+    """long_attention's loop, one piece at a time: at the ModernBERT-base shape and 8,192 tokens a training step
+    peaked at 5.9 GiB in 51 s against 8.6 GiB in 55 s for the unrolled pieces (`make bench-encoders`, one process
+    each). Under XLA (a TPU, jit_compile) the unrolled pieces: their slices are static, the loop's are not."""
     in_xla = control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
     return long_attention.chunked_attention if in_xla else long_attention.looped_attention
 
 
-def _attention_in_pieces(pieces, query, key, value, bias, dropout, training, half_window, *, rows: int) -> tf.Tensor:
-    """long_attention's chunked_attention (under XLA) or looped_attention, in pieces of `rows` queries, with Keras'
-    dropout rate while training: a stateless mask from one seed, the same forward and backward; no random op where
-    nothing is dropped (serving)."""
+def _attention_in_pieces(pieces, query, key, value, bias, dropout, training, half_window) -> tf.Tensor:
+    """long_attention's chunked_attention (static width) or looped_attention (run-time width), with Keras' dropout
+    rate while training: a stateless mask from one seed, the same forward and backward; no random op where nothing
+    is dropped (serving)."""
     rate = float(dropout.rate) if training else 0.0
     seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32) if rate > 0 else None
-    return pieces(query, key, value, bias, half_window, seed, rate, chunk=rows)
+    return pieces(query, key, value, bias, half_window, seed, rate)
 
 
-def _whole_attention(query, key, value, bias, dropout, training, half_window) -> tf.Tensor:
-    """scaled_dot_attention at once: [B, H, T, T] weights, kept for the backward pass by autodiff."""
+def _whole_attention(query, key, value, bias, dropout, training, half_window, *, recompute: bool) -> tf.Tensor:
+    """scaled_dot_attention within QUERY_CHUNK tokens: [B, H, T, T] at once; with `recompute` (a training step that
+    would keep more than RECOMPUTE_ABOVE_BYTES) the weights are recomputed in the backward pass instead of kept."""
     if half_window is not None:
         bias = bias + attention_bias(window_mask(tf.shape(query)[2], half_window))
+    if recompute:
+        seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32)  # the same mask forward and backward
+        return recomputed_attention(query, key, value, bias, seed, float(dropout.rate))
     scale = 1.0 / math.sqrt(query.shape[-1])
     scores = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32) * scale + bias
     weights = tf.cast(tf.nn.softmax(scores, axis=-1), value.dtype)
     return tf.matmul(dropout(weights, training=training), value)
+
+
+def recomputed_attention(query, key, value, bias, seed, rate: float) -> tf.Tensor:
+    """Attention whose [B, H, T, T] weights live only while their layer runs: the backward pass recomputes them
+    from q, k, v, the bias and the dropout seed (a stateless mask, so the same one), so a training step keeps
+    O(T) per layer instead of O(T^2). Hand-written because neither TensorFlow nor tf_keras has a memory-efficient
+    attention for CPUs; tf.recompute_grad would draw a different dropout mask on recomputation."""
+    scale = 1.0 / math.sqrt(query.shape[-1])
+
+    def forward(q, k, v, b):
+        probabilities = tf.nn.softmax(tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32) * scale + b, axis=-1)
+        keep = None
+        if rate > 0:
+            keep = tf.random.stateless_uniform(tf.shape(probabilities), seed) >= rate
+        weights = probabilities if keep is None else tf.where(keep, probabilities / (1 - rate), 0.0)
+        return probabilities, keep, tf.cast(weights, v.dtype)
+
+    @tf.custom_gradient
+    def attend(q, k, v, b):
+        # from stopped inputs, or an enclosing GradientTape records these ops and keeps their weights; the backward
+        # pass reads them too (long_attention.chunked_attention says why)
+        q_, k_, v_, b_ = (tf.stop_gradient(t) for t in (q, k, v, b))
+        _, _, weights = forward(q_, k_, v_, b_)
+
+        def backward(upstream):
+            # Recomputed only once this layer's gradient arrives: without the dependency TensorFlow's executor may
+            # recompute every layer's weights as soon as q, k and v exist, all of them alive at once.
+            with tf.control_dependencies([upstream]):
+                probabilities, keep, weights = forward(tf.identity(q_), tf.identity(k_), v_, b_)
+            d_weights = tf.cast(tf.matmul(upstream, v_, transpose_b=True), tf.float32)
+            d_v = tf.matmul(weights, upstream, transpose_a=True)
+            if keep is not None:
+                d_weights = tf.where(keep, d_weights / (1 - rate), 0.0)
+            d_scores = probabilities * (d_weights - tf.reduce_sum(d_weights * probabilities, axis=-1, keepdims=True))
+            d_q = tf.matmul(tf.cast(d_scores * scale, q.dtype), k_)
+            d_k = tf.matmul(tf.cast(d_scores * scale, k.dtype), q_, transpose_a=True)
+            return d_q, d_k, d_v, _sum_to_shape(d_scores, b_)
+
+        return tf.matmul(weights, v_), backward
+
+    return attend(query, key, value, bias)
+
+
+def _sum_to_shape(gradient: tf.Tensor, like: tf.Tensor) -> tf.Tensor:
+    """The gradient of a broadcast input: summed over the axes it was broadcast along ([B|1, H|1, T|1, T])."""
+    axes = [i for i in range(4) if like.shape[i] == 1]
+    return tf.reshape(tf.reduce_sum(gradient, axis=axes, keepdims=True), tf.shape(like)) if axes else gradient
 
 
 def run_block(block, x: tf.Tensor, *args, training, recompute: bool) -> tf.Tensor:

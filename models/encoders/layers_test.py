@@ -1,5 +1,5 @@
-"""Attention in pieces gives plain attention's forward and gradients, dropout mask included; recomputed blocks'
-gradients are kept blocks'; GELU's values and gradients are TensorFlow's, keeping less."""
+"""The recomputed attention's forward and gradients are plain attention's, dropout mask included; recomputed blocks'
+gradients are kept blocks'."""
 
 import math
 
@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from models.encoders import long_attention
+from models.encoders.layers import _sum_to_shape, recomputed_attention
 
 
 def _plain(q, k, v, bias, seed, rate):
@@ -20,23 +20,16 @@ def _plain(q, k, v, bias, seed, rate):
     return tf.matmul(probabilities, v)
 
 
-@pytest.mark.parametrize("pieces", ["chunked", "looped"])
 @pytest.mark.parametrize("rate", [0.0, 0.3])
 @pytest.mark.parametrize("bias_shape", [(2, 1, 1, 6), (2, 3, 6, 6), (1, 3, 6, 6)], ids=["mask", "full", "shared"])
-def test_forward_and_gradients_match_autodiff(pieces, rate, bias_shape):
-    """One piece (its mask drawn from the seed itself) against autodiff with the same mask, every bias shape."""
+def test_forward_and_gradients_match_autodiff(rate, bias_shape):
     rng = np.random.default_rng(0)
     q, k, v = (tf.constant(rng.normal(size=(2, 3, 6, 4)), tf.float32) for _ in range(3))
     bias = tf.constant(rng.normal(size=bias_shape), tf.float32)
     seed = tf.constant([7, 11])
     upstream = tf.constant(rng.normal(size=(2, 3, 6, 4)), tf.float32)
     answers = []
-    function = getattr(long_attention, f"{pieces}_attention")
-
-    def in_pieces(q, k, v, bias, seed, rate):
-        return function(q, k, v, bias, None, seed, rate, chunk=8)
-
-    for attend in (in_pieces, _plain):
+    for attend in (recomputed_attention, _plain):
         with tf.GradientTape() as tape:
             tape.watch([q, k, v, bias])
             out = attend(q, k, v, bias, seed, rate)
@@ -47,12 +40,45 @@ def test_forward_and_gradients_match_autodiff(pieces, rate, bias_shape):
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("forced_by", ["weights-too-big", "past-query-chunk"])
-def test_attention_in_pieces_trains_as_attention_at_once_and_under_xla_unrolls_them(forced_by, monkeypatch):
-    """Through a whole encoder (dropout off, so both ways compute the same function): pieces forced by the weights a
-    step would keep, or by a width past QUERY_CHUNK (12 tokens: three pieces of 5). Outside XLA the loop, one piece
-    at a time; under XLA (a TPU) the unrolled pieces, XLA compiling only static slices."""
+def test_a_broadcast_gradient_is_summed_back_to_its_input_shape():
+    gradient = tf.ones([2, 3, 4, 4])
+    assert _sum_to_shape(gradient, tf.zeros([2, 1, 1, 4])).numpy().tolist() == [[[[12.0] * 4]]] * 2
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+def test_a_model_trains_the_same_with_its_attention_recomputed(monkeypatch, jit_compile):
+    """Through a whole encoder (dropout off, so both ways compute the same function), eager and under XLA."""
     from models.encoders import classifier, layers
+
+    config = {
+        "model_type": "bert", "vocab_size": 50, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "max_position_embeddings": 20, "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0,
+    }  # fmt: skip
+    model = classifier.build(config, ["a", "b"])
+    ids = tf.constant(np.random.default_rng(0).integers(1, 50, (4, 12)))
+    inputs = {"input_ids": ids, "attention_mask": tf.concat([tf.ones([4, 9], tf.int64), tf.zeros([4, 3], tf.int64)], 1)}
+
+    @tf.function(jit_compile=jit_compile)
+    def gradients():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(inputs, training=True) ** 2)
+        return [tf.convert_to_tensor(g) for g in tape.gradient(loss, model.trainable_variables)]
+
+    kept = gradients()
+    monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 0)
+    assert layers.kept_bytes([4, 2, 12, 8]) > layers.RECOMPUTE_ABOVE_BYTES
+    recomputed = (
+        gradients.python_function() if not jit_compile else tf.function(gradients.python_function, jit_compile=True)()
+    )
+    for ours, theirs in zip(recomputed, kept, strict=True):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_past_query_chunk_a_static_width_loops_over_pieces_and_under_xla_unrolls_them(monkeypatch):
+    """The loop holds one piece at a time; XLA (a TPU) compiles only static slices, so it gets the unrolled pieces.
+    Both give the gradients of attention computed whole."""
+    from models.encoders import classifier, long_attention
 
     config = {
         "model_type": "bert", "vocab_size": 50, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
@@ -69,10 +95,7 @@ def test_attention_in_pieces_trains_as_attention_at_once_and_under_xla_unrolls_t
         return [tf.convert_to_tensor(g) for g in tape.gradient(loss, model.trainable_variables)]
 
     whole = tf.function(gradients)()
-    if forced_by == "weights-too-big":
-        monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 0)
-    else:
-        monkeypatch.setattr(long_attention, "QUERY_CHUNK", 5)
+    monkeypatch.setattr(long_attention, "QUERY_CHUNK", 5)  # 12 tokens: three pieces
     looped = tf.function(gradients)
     assert any(op.type in ("While", "StatelessWhile") for op in looped.get_concrete_function().graph.get_operations())
     for pieces in (looped(), tf.function(gradients, jit_compile=True)()):

@@ -91,12 +91,12 @@ def test_at_a_width_known_only_at_run_time_the_looped_pieces_give_full_attention
 
 @pytest.mark.parametrize("training", [False, True])
 def test_at_a_run_time_width_past_query_chunk_attention_takes_the_pieces(training, monkeypatch):
-    """scaled_dot_attention at a run-time width: the looped pieces past QUERY_CHUNK (in training also where [T, T]
-    would keep too much), at once otherwise, one traced function holding both, gradients included."""
+    """scaled_dot_attention at a run-time width: the looped pieces past QUERY_CHUNK, [T, T] at once within it (in
+    training recomputed where it would keep too much), one traced function holding both, gradients included."""
     from models.encoders import layers
 
     monkeypatch.setattr(long_attention, "QUERY_CHUNK", 16)
-    monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 16 * B * H * 13 * 13)  # in pieces from 13 tokens
+    monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 16 * B * H * 13 * 13)  # recomputed from 13 tokens
     q, k, v, bias = _inputs()
     taken = []
     looped = long_attention.looped_attention
@@ -108,7 +108,7 @@ def test_at_a_run_time_width_past_query_chunk_attention_takes_the_pieces(trainin
     traced = _at_run_time_width(attend, [B, 1, 1, None])
     ours = tf.function(lambda q, k, v, b: _with_gradients(traced, q, k, v, b)) if training else traced
     full = functools.partial(_full, half_window=4)
-    for width in (T, 14, 12):  # past QUERY_CHUNK; within it, in pieces (in training) and at once
+    for width in (T, 14, 12):  # past QUERY_CHUNK; within it, recomputed (in training) and kept
         cut = [t[..., :width, :] for t in (q, k, v)] + [bias[..., :width]]
         if training:
             (got, got_grads), (want, want_grads) = ours(*cut), _with_gradients(full, *cut)
@@ -199,17 +199,17 @@ def test_the_backward_pass_never_holds_every_pieces_weights_at_once(pieces):
 
 
 @pytest.mark.parametrize(
-    ("widest", "training", "ways"),
+    ("widest", "training", "branches"),
     [
-        (None, True, 2),  # unbounded: at once, or in pieces
-        (None, False, 2),  # serving: at once within QUERY_CHUNK, in pieces past it
-        (24, True, 2),  # past QUERY_CHUNK (16 here)
-        (12, True, 1),  # within QUERY_CHUNK, never too much to keep: no cond at all (a cond costs 4-5% of a step)
-        (16, True, 2),  # pieces from 13 tokens on
+        (None, True, 3),  # unbounded: kept, recomputed, pieces
+        (None, False, 2),  # serving: kept, pieces
+        (24, True, 3),  # past QUERY_CHUNK (16 here), recomputed from 13 tokens
+        (12, True, 1),  # never recomputed, never in pieces: no switch at all (a cond costs 4-5% of a MiniLM step)
+        (16, True, 2),  # kept or recomputed
         (16, False, 1),
     ],
 )
-def test_the_widest_batch_leaves_out_the_branches_that_cannot_happen(widest, training, ways, monkeypatch):
+def test_the_widest_batch_leaves_out_the_branches_that_cannot_happen(widest, training, branches, monkeypatch):
     """bound_width: with the widest batch known (the Trainer's max_seq_length), a run-time width switches only among
     the ways of attending that it can take."""
     from models.encoders import layers
@@ -221,8 +221,10 @@ def test_the_widest_batch_leaves_out_the_branches_that_cannot_happen(widest, tra
         return layers.scaled_dot_attention(q, k, v, b, tf.keras.layers.Dropout(0.0), training, 4, widest)
 
     graph = _at_run_time_width(attend, [B, 1, 1, None]).get_concrete_function().graph
-    conds = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
-    assert len(conds) == (ways > 1)
+    cases = [op for op in graph.get_operations() if op.type in ("Case", "StatelessCase")]
+    assert len(cases) == (branches > 1)
+    if cases:
+        assert len(cases[0].get_attr("branches")) == branches
 
 
 @pytest.mark.parametrize("pieces", ["chunked", "looped"])

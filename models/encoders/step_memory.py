@@ -4,14 +4,15 @@ from the run, minutes in).
 
 A layer keeps s·b·h·(34 + 5·a·s/h) bytes of activations in 16-bit (Korthikanti et al. 2022, "Reducing Activation
 Recomputation in Large Transformer Models"), twice that in fp32; the attention part (5·a·s² per sequence) is not
-kept where the encoders run it in pieces (models/encoders/layers.py: past RECOMPUTE_ABOVE_BYTES a layer, and past
-QUERY_CHUNK tokens): one piece of queries' weights and their gradients live at a time (long_attention.py).
-Training holds 16 bytes a parameter (value, gradient, AdamW's two moments), calibrated by ACTIVATION_FACTOR and
-PIECES_ALIVE below. Against measured peaks (peak RSS of the measuring process): MiniLM at width 512, batch 32:
-~8.3 GiB estimated vs 6.1 measured (in pieces of 80 queries; 7.4 with the layer's weights recomputed whole and
-GELU's autodiff keeping its intermediates); the ModernBERT-base shape at 512, batch 2: ~8.7 vs 5.9; at 8,192, batch
-1: ~25 vs killed past 21.5 on a 24 GiB machine, and with its blocks recomputed ~6.8 vs 5.4 (pieces of 160 queries;
-5.9 with 512, 6.4 in the Trainer of a whole `hftfx run` with 512). It errs high where it errs, as a warning should.
+kept where the encoders recompute it (models/encoders/layers.py: past RECOMPUTE_ABOVE_BYTES a layer), but one
+layer's weights still live while it runs (16 bytes a pair), and past QUERY_CHUNK tokens one piece of queries'
+weights and their gradients (models/encoders/long_attention.py). Training holds 16 bytes a parameter (value, gradient,
+AdamW's two moments), calibrated by ACTIVATION_FACTOR and PIECES_ALIVE below. Against measured peaks (peak RSS of
+the measuring process): MiniLM at width 512, batch 32: ~9.6 GiB estimated vs 6.6 measured (attention recomputed;
+7.4 before GELU's backward pass kept its input alone: layers.gelu);
+the ModernBERT-base shape at 512, batch 2: ~8.7 vs 5.9; at 8,192, batch 1: ~25 vs killed past 21.5 on a 24 GiB
+machine, and with its blocks recomputed ~7.3 vs 5.9 (the step alone; 6.4 in the Trainer of a whole `hftfx run`).
+It errs high where it errs, as a warning should.
 
 With the pieces unrolled (the way XLA takes them) that step peaked at 8.4 GiB, of which TensorFlow's own count of
 live tensors was 4.5 (tf.config.experimental.get_memory_info; 2.6 after the step: the weights, AdamW's moments and
@@ -27,7 +28,7 @@ import dataclasses
 from pathlib import Path
 
 from models.encoders import long_attention
-from models.encoders.layers import RECOMPUTE_ABOVE_BYTES, kept_bytes, piece_rows
+from models.encoders.layers import RECOMPUTE_ABOVE_BYTES
 from models.hardware.flops import EncoderShape
 
 GIB = 2**30
@@ -39,7 +40,7 @@ FITS_SHARE = 0.9  # of the machine's memory a step may take: the kernel, page ca
 # held about three). The high end: that shape's 22 layers at 8,192, batch 1, were killed at 21.5 GiB in fit.
 ACTIVATION_FACTOR, PIECES_ALIVE = 2.0, 1
 # With blocks recomputed (layers.run_block), the backward pass holds a block's recomputed activations and their
-# gradients. Measured: the ModernBERT-base shape at 8,192 tokens, batch 1, peaked at 5.4 GiB (estimate 6.8); 8.4-8.6
+# gradients. Measured: the ModernBERT-base shape at 8,192 tokens, batch 1, peaked at 5.9 GiB (estimate 7.3); 8.4-8.6
 # with the pieces unrolled, 11.2 before their backward pass stopped computing every piece's weight gradient at once.
 BLOCKS_ALIVE_RECOMPUTED = 1
 
@@ -48,7 +49,7 @@ BLOCKS_ALIVE_RECOMPUTED = 1
 class StepMemory:
     weights: int  # parameters with their gradients and AdamW's moments
     activations: int  # what every layer keeps for the backward pass
-    attention: int  # attention weights: every layer's where kept, else one piece's
+    attention: int  # attention weights: every layer's where kept, one layer's where recomputed, or one piece's
 
     @property
     def total(self) -> int:
@@ -77,10 +78,13 @@ def step_memory(shape: EncoderShape, batch: int, width: int, recompute_blocks: b
         activations = layers * 4 * width * batch * h + BLOCKS_ALIVE_RECOMPUTED * one_block
     else:
         activations = layers * one_block
-    if width > long_attention.QUERY_CHUNK or kept_bytes([batch, heads, width]) > RECOMPUTE_ABOVE_BYTES:
-        pieces = PIECES_ALIVE * 16 * batch * heads * piece_rows(batch, heads, width) * width  # layers.py: in pieces
+    if width > long_attention.QUERY_CHUNK:  # in pieces of queries: PIECES_ALIVE pieces' weights and gradients
+        pieces = PIECES_ALIVE * 16 * batch * heads * long_attention.QUERY_CHUNK * width
         return StepMemory(16 * parameters, int(activations), pieces)
-    return StepMemory(16 * parameters, int(activations), layers * 2 * 5 * heads * width * width * batch)
+    one_layer_attention = 16 * batch * heads * width * width
+    kept = one_layer_attention <= RECOMPUTE_ABOVE_BYTES
+    attention = layers * 2 * 5 * heads * width * width * batch if kept else one_layer_attention
+    return StepMemory(16 * parameters, int(activations), attention)
 
 
 def machine_memory() -> int:
