@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+from models.encoders import long_attention
 from models.encoders.layers import _sum_to_shape, recomputed_attention
 
 
@@ -45,10 +46,10 @@ def test_a_broadcast_gradient_is_summed_back_to_its_input_shape():
     assert _sum_to_shape(gradient, tf.zeros([2, 1, 1, 4])).numpy().tolist() == [[[[12.0] * 4]]] * 2
 
 
-@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
-def test_a_model_trains_the_same_with_its_attention_recomputed(monkeypatch, jit_compile):
-    """Through a whole encoder (dropout off, so both ways compute the same function), eager and under XLA."""
-    from models.encoders import classifier, layers
+def _tiny_bert_gradients():
+    """A 2-layer BERT without dropout (both ways of attending compute the same function) and a function of its
+    training gradients on 4 texts of 12 tokens (3 of them padding)."""
+    from models.encoders import classifier
 
     config = {
         "model_type": "bert", "vocab_size": 50, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
@@ -59,12 +60,20 @@ def test_a_model_trains_the_same_with_its_attention_recomputed(monkeypatch, jit_
     ids = tf.constant(np.random.default_rng(0).integers(1, 50, (4, 12)))
     inputs = {"input_ids": ids, "attention_mask": tf.concat([tf.ones([4, 9], tf.int64), tf.zeros([4, 3], tf.int64)], 1)}
 
-    @tf.function(jit_compile=jit_compile)
     def gradients():
         with tf.GradientTape() as tape:
             loss = tf.reduce_sum(model(inputs, training=True) ** 2)
         return [tf.convert_to_tensor(g) for g in tape.gradient(loss, model.trainable_variables)]
 
+    return gradients
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+def test_a_model_trains_the_same_with_its_attention_recomputed(monkeypatch, jit_compile):
+    """Through a whole encoder, eager and under XLA."""
+    from models.encoders import layers
+
+    gradients = tf.function(_tiny_bert_gradients(), jit_compile=jit_compile)
     kept = gradients()
     monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 0)
     assert layers.kept_bytes([4, 2, 12, 8]) > layers.RECOMPUTE_ABOVE_BYTES
@@ -78,22 +87,7 @@ def test_a_model_trains_the_same_with_its_attention_recomputed(monkeypatch, jit_
 def test_past_query_chunk_a_static_width_loops_over_pieces_and_under_xla_unrolls_them(monkeypatch):
     """The loop holds one piece at a time; XLA (a TPU) compiles only static slices, so it gets the unrolled pieces.
     Both give the gradients of attention computed whole."""
-    from models.encoders import classifier, long_attention
-
-    config = {
-        "model_type": "bert", "vocab_size": 50, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
-        "num_attention_heads": 2, "max_position_embeddings": 20, "hidden_dropout_prob": 0.0,
-        "attention_probs_dropout_prob": 0.0,
-    }  # fmt: skip
-    model = classifier.build(config, ["a", "b"])
-    ids = tf.constant(np.random.default_rng(0).integers(1, 50, (4, 12)))
-    inputs = {"input_ids": ids, "attention_mask": tf.concat([tf.ones([4, 9], tf.int64), tf.zeros([4, 3], tf.int64)], 1)}
-
-    def gradients():
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(model(inputs, training=True) ** 2)
-        return [tf.convert_to_tensor(g) for g in tape.gradient(loss, model.trainable_variables)]
-
+    gradients = _tiny_bert_gradients()
     whole = tf.function(gradients)()
     monkeypatch.setattr(long_attention, "QUERY_CHUNK", 5)  # 12 tokens: three pieces
     looped = tf.function(gradients)
