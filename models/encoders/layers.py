@@ -265,9 +265,9 @@ def _pieces_at_static_width():
 
 
 def _attention_in_pieces(pieces, query, key, value, bias, dropout, training, half_window) -> tf.Tensor:
-    """long_attention's chunked_attention (static width) or looped_attention (run-time width), with Keras' dropout
-    rate while training: a stateless mask from one seed, the same forward and backward; no random op where nothing
-    is dropped (serving)."""
+    """long_attention's looped_attention (or chunked_attention under XLA: _pieces_at_static_width), with Keras'
+    dropout rate while training: a stateless mask from one seed, the same forward and backward; no random op where
+    nothing is dropped (serving)."""
     rate = float(dropout.rate) if training else 0.0
     seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32) if rate > 0 else None
     return pieces(query, key, value, bias, half_window, seed, rate)
