@@ -21,6 +21,7 @@ import tf_keras
 from models.encoders import packed_rows
 from models.encoders.layers import (
     BoundedWidth,
+    DenseAfterActivation,
     TorchParam,
     UnsupportedConfigError,
     activation,
@@ -34,6 +35,7 @@ from models.encoders.layers import (
     norm_params,
     scaled_dot_attention,
     split_heads,
+    truncated_normal,
 )
 from models.names import POSITION_IDS
 
@@ -277,11 +279,13 @@ class Block(BoundedWidth, tf_keras.layers.Layer):
         self.attention_out = dense(h, "attention_out", std=std)
         self.attention_norm = layer_norm(sizes.epsilon, "attention_LayerNorm")
         self.up = dense(sizes.intermediate, "up", std=std)
-        self.down = dense(h, "down", std=std)
+        # down(act(up(x))): the activation is down's, whose backward pass keeps up's output alone
+        self.down = DenseAfterActivation(
+            h, activation(sizes.activation), kernel_initializer=truncated_normal(std), name="down"
+        )
         self.output_norm = layer_norm(sizes.epsilon, "output_LayerNorm")
         self.attention_dropout = tf_keras.layers.Dropout(sizes.attention_dropout)
         self.hidden_dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
-        self.act = activation(sizes.activation)
 
     def call(self, x, bias, training=False):
         heads = self.sizes.heads
@@ -294,7 +298,7 @@ class Block(BoundedWidth, tf_keras.layers.Layer):
         """[B, T, H] block input and [B, H, T, D] attention output -> the block's output (what every post-norm
         block shares; DeBERTa's differs only in how it attends)."""
         x = self.attention_norm(x + self.hidden_dropout(self.attention_out(merge_heads(attended)), training=training))
-        inner = self.down(self.act(self.up(x)))
+        inner = self.down(self.up(x), training=training)
         if self.feed_forward_dropout:
             inner = self.hidden_dropout(inner, training=training)
         return self.output_norm(x + inner)

@@ -191,3 +191,114 @@ def test_gelus_backward_pass_keeps_its_input_alone():
         peaks[which] = json.loads(done.stdout.strip().splitlines()[-1])
     one = 2048 * 4096 * 4
     assert peaks["ours"] <= peaks["tensorflow"] - 6 * one, {k: v / one for k, v in peaks.items()}
+
+
+@pytest.mark.parametrize("name", ["gelu", "gelu_pytorch_tanh", "relu"])
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_dense_after_activation_gives_denses_values_and_gradients(name, policy, monkeypatch):
+    """DenseAfterActivation(x) against Dense(act(x)) with the same weights: outputs and the gradients of x, the
+    kernel and the bias, in a traced training step as the Trainer runs it, recomputing at any size (relu: not
+    recomputed, Dense's own path)."""
+    import tf_keras
+
+    from models.encoders import layers
+    from models.encoders.layers import DenseAfterActivation, activation
+
+    monkeypatch.setattr(layers, "RECOMPUTE_ACTIVATION_ABOVE_BYTES", 0)
+    previous = tf_keras.mixed_precision.global_policy()
+    tf_keras.mixed_precision.set_global_policy(policy)
+    try:
+        ours, theirs = DenseAfterActivation(8, activation(name), name="down"), tf_keras.layers.Dense(8, name="down")
+        x = tf.cast(tf.random.stateless_normal([3, 5, 16], seed=[1, 2]), ours.compute_dtype)
+        ours(x), theirs(x)
+        theirs.set_weights(ours.get_weights())
+        results = []
+        assert ours.recomputes(x, training=True) == (name != "relu")
+        for layer, call in ((ours, lambda t: ours(t, training=True)), (theirs, lambda t: theirs(activation(name)(t)))):
+
+            @tf.function
+            def step(layer=layer, call=call):
+                with tf.GradientTape() as tape:
+                    tape.watch(x)
+                    y = call(x)
+                    loss = tf.reduce_sum(tf.cast(y, tf.float32) ** 2)
+                return [y, *tape.gradient(loss, [x, *layer.trainable_variables])]
+
+            results.append([tf.cast(t, tf.float32).numpy() for t in step()])
+    finally:
+        tf_keras.mixed_precision.set_global_policy(previous)
+    tolerance = 1e-5 if policy == "float32" else 2e-2
+    assert len(results[0]) == 4
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance)
+
+
+_LIVE_PEAK_OF_FEED_FORWARDS = """
+import json, sys
+import tensorflow as tf, tf_keras
+from models.encoders import layers
+from models.encoders.layers import DenseAfterActivation, gelu
+layers.RECOMPUTE_ACTIVATION_ABOVE_BYTES = 0  # at this small size too
+x = tf.Variable(tf.random.normal([2048, 1024]))
+ups = [tf_keras.layers.Dense(4096) for _ in range(4)]
+downs = [DenseAfterActivation(1024, gelu) if sys.argv[1] == "ours" else tf_keras.layers.Dense(1024) for _ in range(4)]
+
+@tf.function
+def gradient():
+    with tf.GradientTape() as tape:
+        hidden = x
+        for up, down in zip(ups, downs):  # four feed-forwards, as a network's layers stack them
+            hidden = down(up(hidden), training=True) if sys.argv[1] == "ours" else down(gelu(up(hidden)))
+        loss = tf.reduce_sum(hidden)
+    # the kernels' too: only down's kernel gradient reads GELU's output
+    return tape.gradient(loss, [x, *(v for layer in ups + downs for v in layer.trainable_variables)])
+
+gradient()
+print(json.dumps(tf.config.experimental.get_memory_info("CPU:0")["peak"]))
+"""
+
+
+def test_dense_after_activation_keeps_the_activations_input_alone():
+    """Each feed-forward keeps up's output (32 MiB here) and no longer GELU's output of the same size: through four,
+    at least three such tensors fewer at TensorFlow's own peak of live tensors, in a fresh process each."""
+    import json
+    import subprocess
+    import sys
+
+    peaks = {}
+    for which in ("ours", "dense"):
+        script = _LIVE_PEAK_OF_FEED_FORWARDS
+        done = subprocess.run([sys.executable, "-c", script, which], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        peaks[which] = json.loads(done.stdout.strip().splitlines()[-1])
+    one = 2048 * 4096 * 4
+    assert peaks["ours"] <= peaks["dense"] - 3 * one, {k: v / one for k, v in peaks.items()}
+
+
+def test_dense_after_activation_recomputes_where_its_activation_would_be_large():
+    """At the widest batch the Trainer bounds it to: MiniLM's 1,536-wide activation at 32 x 512 (100 MB) is
+    recomputed, at 32 x 128 (25 MB: the default run) kept; a batch of unknown size recomputes; serving never does."""
+    from models.encoders.layers import RECOMPUTE_ACTIVATION_ABOVE_BYTES, DenseAfterActivation, activation, bound_width
+
+    layer, shape = DenseAfterActivation(384, activation("gelu")), [32, None, 1536]
+    spec = tf.TensorSpec(shape, tf.float32)
+    assert layer.recomputes(spec, training=True)  # not bound: the width is not known
+    for widest, recomputes in ((512, True), (128, False)):
+        bound_width(tf_keras_model_holding(layer), widest)
+        assert layer.widest == widest and layer.recomputes(spec, training=True) is recomputes
+        assert not layer.recomputes(spec, training=False)
+    assert 32 * 128 * 1536 * 4 < RECOMPUTE_ACTIVATION_ABOVE_BYTES < 32 * 512 * 1536 * 4
+    assert layer.recomputes(tf.TensorSpec([None, None, 1536], tf.float32), training=True)
+    assert not DenseAfterActivation(384, activation("relu")).recomputes(spec, training=True)
+
+
+def tf_keras_model_holding(layer):
+    """A model whose submodules hold `layer`, as an encoder holds its blocks' layers."""
+    import tf_keras
+
+    class Holder(tf_keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.inner = layer
+
+    return Holder()

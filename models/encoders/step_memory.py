@@ -8,8 +8,9 @@ kept where the encoders recompute it (models/encoders/layers.py: past RECOMPUTE_
 layer's weights still live while it runs (16 bytes a pair), and past QUERY_CHUNK tokens one piece of queries'
 weights and their gradients (models/encoders/long_attention.py). Training holds 16 bytes a parameter (value, gradient,
 AdamW's two moments), calibrated by ACTIVATION_FACTOR and PIECES_ALIVE below. Against measured peaks (peak RSS of
-the measuring process): MiniLM at width 512, batch 32: ~9.6 GiB estimated vs 6.6 measured (attention recomputed;
-7.4 before GELU's backward pass kept its input alone: layers.gelu);
+the measuring process): MiniLM at width 512, batch 32: ~9.6 GiB estimated vs 6.0 measured (attention recomputed,
+and the feed-forward's activation: layers.DenseAfterActivation; 6.6 before that, 7.4 before GELU's backward pass kept
+its input alone: layers.gelu);
 the ModernBERT-base shape at 512, batch 2: ~8.7 vs 5.9; at 8,192, batch 1: ~25 vs killed past 21.5 on a 24 GiB
 machine, and with its blocks recomputed ~7.3 vs 5.9 (the step alone; 6.4 in the Trainer of a whole `hftfx run`).
 It errs high where it errs, as a warning should.
