@@ -9,14 +9,16 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import long_attention
-from models.encoders.layers import _sum_to_shape, recomputed_attention
+from models.encoders.layers import _sum_to_shape, head_seed, of_head, recomputed_attention
 
 
 def _plain(q, k, v, bias, seed, rate):
-    """Attention as autodiff sees it, with the same stateless mask."""
+    """Attention as autodiff sees it, with the same stateless mask (drawn a head at a time, as it runs them)."""
     probabilities = tf.nn.softmax(tf.matmul(q, k, transpose_b=True) / math.sqrt(q.shape[-1]) + bias, axis=-1)
     if rate:
-        keep = tf.cast(tf.random.stateless_uniform(tf.shape(probabilities), seed) >= rate, tf.float32) / (1 - rate)
+        shape = tf.shape(of_head(probabilities, 0))
+        uniform = tf.concat([tf.random.stateless_uniform(shape, head_seed(seed, h)) for h in range(q.shape[1])], 1)
+        keep = tf.cast(uniform >= rate, tf.float32) / (1 - rate)
         probabilities *= keep
     return tf.matmul(probabilities, v)
 
