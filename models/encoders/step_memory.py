@@ -5,14 +5,14 @@ from the run, minutes in).
 A layer keeps s·b·h·(34 + 5·a·s/h) bytes of activations in 16-bit (Korthikanti et al. 2022, "Reducing Activation
 Recomputation in Large Transformer Models"), twice that in fp32; the attention part (5·a·s² per sequence) is not
 kept where the encoders recompute it (models/encoders/layers.py: past RECOMPUTE_ABOVE_BYTES a layer), but one
-layer's weights still live while it runs (16 bytes a pair), and past QUERY_CHUNK tokens one piece of queries'
+head's weights still live while it runs (16 bytes a pair), and past QUERY_CHUNK tokens one piece of queries'
 weights and their gradients (models/encoders/long_attention.py). Training holds 16 bytes a parameter (value, gradient,
 AdamW's two moments), calibrated by ACTIVATION_FACTOR and PIECES_ALIVE below. Against measured peaks (peak RSS of
-the measuring process): MiniLM at width 512, batch 32: ~9.6 GiB estimated vs 6.0 measured (attention recomputed,
-and the feed-forward's activation: layers.DenseAfterActivation; 6.6 before that, 7.4 before GELU's backward pass kept
-its input alone: layers.gelu);
-the ModernBERT-base shape at 512, batch 2: ~8.7 vs 5.9; at 8,192, batch 1: ~25 vs killed past 21.5 on a 24 GiB
-machine, and with its blocks recomputed ~7.3 vs 5.9 (the step alone; 6.4 in the Trainer of a whole `hftfx run`).
+the measuring process): MiniLM at width 512, batch 32: ~6.1 GiB estimated vs 4.5 measured (attention recomputed a
+head at a time, and the feed-forward's activation: layers.DenseAfterActivation; 6.0 with every head at once, 6.6
+before the activation was recomputed, 7.4 before GELU's backward pass kept its input alone: layers.gelu);
+the ModernBERT-base shape at 512, batch 2: ~7.7 vs 5.9; at 8,192, batch 1: ~24 vs killed past 21.5 on a 24 GiB
+machine, and with its blocks recomputed ~6.3 vs 5.9 (the step alone; 6.4 in the Trainer of a whole `hftfx run`).
 It errs high where it errs, as a warning should.
 
 With the pieces unrolled (the way XLA takes them) that step peaked at 8.4 GiB, of which TensorFlow's own count of
@@ -29,11 +29,13 @@ import dataclasses
 from pathlib import Path
 
 from models.encoders import long_attention
-from models.encoders.layers import RECOMPUTE_ABOVE_BYTES
+from models.encoders.layers import RECOMPUTE_ABOVE_BYTES, RECOMPUTE_ACTIVATION_ABOVE_BYTES
 from models.hardware.flops import EncoderShape
 
 GIB = 2**30
-PROCESS_BASE_BYTES = 3 * GIB  # TensorFlow, TFX and the Trainer's input pipeline around the model's steps
+# TensorFlow, TFX and the Trainer's input pipeline around the model's steps: the LocalDagRunner process held 1.6-1.9
+# GiB as the Trainer's first step began (600 long pages, MiniLM, 2026-11-28)
+PROCESS_BASE_BYTES = 2 * GIB
 FITS_SHARE = 0.9  # of the machine's memory a step may take: the kernel, page cache and the rest keep the remainder
 # Measured against the formula: our layers keep 1.5-2x Korthikanti's count (dropout masks and float32 copies of Keras'
 # layers; the ModernBERT-base shape at 8,192 tokens kept 0.6 GiB a layer over its first seven), and training past
@@ -41,7 +43,7 @@ FITS_SHARE = 0.9  # of the machine's memory a step may take: the kernel, page ca
 # held about three). The high end: that shape's 22 layers at 8,192, batch 1, were killed at 21.5 GiB in fit.
 ACTIVATION_FACTOR, PIECES_ALIVE = 2.0, 1
 # With blocks recomputed (layers.run_block), the backward pass holds a block's recomputed activations and their
-# gradients. Measured: the ModernBERT-base shape at 8,192 tokens, batch 1, peaked at 5.9 GiB (estimate 7.3); 8.4-8.6
+# gradients. Measured: the ModernBERT-base shape at 8,192 tokens, batch 1, peaked at 5.9 GiB (estimate 6.3); 8.4-8.6
 # with the pieces unrolled, 11.2 before their backward pass stopped computing every piece's weight gradient at once.
 BLOCKS_ALIVE_RECOMPUTED = 1
 
@@ -69,12 +71,20 @@ def texts_of(batch: int) -> str:
     return "one text" if batch == 1 else f"{batch:,} texts"
 
 
+def kept_per_value(shape: EncoderShape, batch: int, width: int) -> int:
+    """Korthikanti's 34 bytes a token and hidden unit in 16-bit, less the 8 of GELU's output where a two-matrix
+    feed-forward computes it again (layers.DenseAfterActivation, past RECOMPUTE_ACTIVATION_ABOVE_BYTES a layer)."""
+    activation_bytes = 4 * batch * width * shape.intermediate
+    recomputed = shape.feed_forward_matrices == 2 and activation_bytes > RECOMPUTE_ACTIVATION_ABOVE_BYTES
+    return 26 if recomputed else 34
+
+
 def step_memory(shape: EncoderShape, batch: int, width: int, recompute_blocks: bool = False) -> StepMemory:
     """A fp32 training step's peak at `batch` texts of `width` tokens; with `recompute_blocks` (layers.run_block)
     every block keeps its input (4 bytes a value) and a few blocks at a time their activations."""
     h, layers, heads = shape.hidden, shape.layers, shape.heads
     parameters = shape.layer_matrix_weights + shape.vocab * h
-    one_block = ACTIVATION_FACTOR * 2 * width * batch * h * 34
+    one_block = ACTIVATION_FACTOR * 2 * width * batch * h * kept_per_value(shape, batch, width)
     if recompute_blocks:
         activations = layers * 4 * width * batch * h + BLOCKS_ALIVE_RECOMPUTED * one_block
     else:
@@ -84,7 +94,8 @@ def step_memory(shape: EncoderShape, batch: int, width: int, recompute_blocks: b
         return StepMemory(16 * parameters, int(activations), pieces)
     one_layer_attention = 16 * batch * heads * width * width
     kept = one_layer_attention <= RECOMPUTE_ABOVE_BYTES
-    attention = layers * 2 * 5 * heads * width * width * batch if kept else one_layer_attention
+    # recomputed: one head at a time (layers.recomputed_attention)
+    attention = layers * 2 * 5 * heads * width * width * batch if kept else one_layer_attention // heads
     return StepMemory(16 * parameters, int(activations), attention)
 
 

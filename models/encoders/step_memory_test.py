@@ -15,7 +15,7 @@ MODERNBERT_BASE = EncoderShape(
 @pytest.mark.parametrize(
     ("shape", "batch", "width", "recompute_blocks", "measured_gib"),
     [
-        (MINILM, 32, 512, False, 6.6),
+        (MINILM, 32, 512, False, 4.5),
         (MODERNBERT_BASE, 1, 2048, False, 7.3),
         (MODERNBERT_BASE, 2, 512, False, 5.9),
         (MODERNBERT_BASE, 1, 8192, True, 5.9),
@@ -23,7 +23,8 @@ MODERNBERT_BASE = EncoderShape(
 )
 def test_the_estimate_errs_high_by_at_most_a_half(shape, batch, width, recompute_blocks, measured_gib):
     """Measured before attention ran in pieces past 512 tokens (the 2,048 row): the estimate counts pieces now.
-    8,192 tokens: in the loop over pieces, blocks recomputed (make bench-encoders, 2026-11-28)."""
+    8,192 tokens: in the loop over pieces, blocks recomputed (make bench-encoders, 2026-11-28). MiniLM: attention
+    recomputed a head at a time and GELU's output for the down matrix (2026-11-28)."""
     estimated = step_memory(shape, batch, width, recompute_blocks).total / GIB
     assert measured_gib * 0.95 <= estimated <= measured_gib * 1.5, estimated
 

@@ -34,7 +34,7 @@ def test_a_step_past_this_machines_memory_is_warned_with_the_batch_or_width_that
 
 
 def test_blocks_are_recomputed_where_kept_they_would_not_fit_and_that_is_exact():
-    """ModernBERT-base's shape at 8,192 tokens: ~25 GiB with every block's activations kept; its blocks hold no
+    """ModernBERT-base's shape at 8,192 tokens: ~22 GiB with every block's activations kept; its blocks hold no
     dropout, so the Trainer recomputes them and the step fits. With dropout in its blocks, the warning names
     training.dropout 0 as the way to the same."""
     (line,) = memory_lines(_chosen(MODERNBERT_BASE, 1, 8192, block_dropout=0.0))
