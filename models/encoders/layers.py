@@ -374,6 +374,34 @@ def of_head(t: tf.Tensor, head: int) -> tf.Tensor:
     return t if t.shape[1] == 1 else t[:, head : head + 1]
 
 
+def _head_weights(q, k, v, b, seed, rate: float, head: int):
+    """One head's softmax probabilities, its dropout mask (None without dropout) and the dropped weights."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    probabilities = tf.nn.softmax(tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32) * scale + b, axis=-1)
+    keep = None
+    if rate > 0:
+        keep = tf.random.stateless_uniform(tf.shape(probabilities), head_seed(seed, head)) >= rate
+    weights = probabilities if keep is None else tf.where(keep, probabilities / (1 - rate), 0.0)
+    return probabilities, keep, tf.cast(weights, v.dtype)
+
+
+def _head_gradients(q, k, v, b, upstream, seed, rate: float, head: int, after: list[tf.Tensor]):
+    """One head's d_q, d_k, d_v and bias gradient, its weights recomputed once `after` (the upstream gradient and
+    the head before's gradients) exist: without the dependency TensorFlow's executor may recompute every layer's
+    weights as soon as q, k and v exist, all of them alive at once."""
+    with tf.control_dependencies(after):
+        probabilities, keep, weights = _head_weights(tf.identity(q), tf.identity(k), v, b, seed, rate, head)
+    d_weights = tf.cast(tf.matmul(upstream, v, transpose_b=True), tf.float32)
+    d_v = tf.matmul(weights, upstream, transpose_a=True)
+    if keep is not None:
+        d_weights = tf.where(keep, d_weights / (1 - rate), 0.0)
+    d_scores = probabilities * (d_weights - tf.reduce_sum(d_weights * probabilities, axis=-1, keepdims=True))
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    d_q = tf.matmul(tf.cast(d_scores * scale, q.dtype), k)
+    d_k = tf.matmul(tf.cast(d_scores * scale, k.dtype), q, transpose_a=True)
+    return d_q, d_k, d_v, _sum_to_shape(d_scores, b)
+
+
 def recomputed_attention(query, key, value, bias, seed, rate: float) -> tf.Tensor:
     """Attention whose [B, H, T, T] weights live only while their layer runs: the backward pass recomputes them
     from q, k, v, the bias and the dropout seed (a stateless mask, so the same one), so a training step keeps
@@ -381,15 +409,7 @@ def recomputed_attention(query, key, value, bias, seed, rate: float) -> tf.Tenso
     instead of every head's (MiniLM at width 512, batch 32: 134 MB against 1.6 GB). Hand-written because neither
     TensorFlow nor tf_keras has a memory-efficient attention for CPUs; tf.recompute_grad would draw a different
     dropout mask on recomputation."""
-    scale, heads = 1.0 / math.sqrt(query.shape[-1]), query.shape[1]
-
-    def forward(q, k, v, b, head: int):
-        probabilities = tf.nn.softmax(tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32) * scale + b, axis=-1)
-        keep = None
-        if rate > 0:
-            keep = tf.random.stateless_uniform(tf.shape(probabilities), head_seed(seed, head)) >= rate
-        weights = probabilities if keep is None else tf.where(keep, probabilities / (1 - rate), 0.0)
-        return probabilities, keep, tf.cast(weights, v.dtype)
+    heads = query.shape[1]
 
     @tf.custom_gradient
     def attend(q, k, v, b):
@@ -399,28 +419,15 @@ def recomputed_attention(query, key, value, bias, seed, rate: float) -> tf.Tenso
         outputs = []
         for head in range(heads):
             with tf.control_dependencies(outputs[-1:]):  # after the head before: one head's weights at a time
-                _, _, weights = forward(*(of_head(t, head) for t in (q_, k_, v_, b_)), head)
+                _, _, weights = _head_weights(*(of_head(t, head) for t in (q_, k_, v_, b_)), seed, rate, head)
                 outputs.append(tf.matmul(weights, of_head(v_, head)))
 
         def backward(upstream):
             gradients = []
             for head in range(heads):
-                q_h, k_h, v_h, b_h, up_h = (of_head(t, head) for t in (q_, k_, v_, b_, upstream))
-                # Recomputed only once this layer's gradient arrives and the head before is done: without the
-                # dependency TensorFlow's executor may recompute every layer's weights as soon as q, k and v exist,
-                # all of them alive at once.
-                with tf.control_dependencies([upstream, *(gradients[-1] if gradients else [])]):
-                    probabilities, keep, weights = forward(tf.identity(q_h), tf.identity(k_h), v_h, b_h, head)
-                d_weights = tf.cast(tf.matmul(up_h, v_h, transpose_b=True), tf.float32)
-                d_v = tf.matmul(weights, up_h, transpose_a=True)
-                if keep is not None:
-                    d_weights = tf.where(keep, d_weights / (1 - rate), 0.0)
-                d_scores = probabilities * (
-                    d_weights - tf.reduce_sum(d_weights * probabilities, axis=-1, keepdims=True)
-                )
-                d_q = tf.matmul(tf.cast(d_scores * scale, q.dtype), k_h)
-                d_k = tf.matmul(tf.cast(d_scores * scale, k.dtype), q_h, transpose_a=True)
-                gradients.append((d_q, d_k, d_v, _sum_to_shape(d_scores, b_h)))
+                parts = (of_head(t, head) for t in (q_, k_, v_, b_, upstream))
+                after = [upstream, *(gradients[-1] if gradients else [])]
+                gradients.append(_head_gradients(*parts, seed, rate, head, after))
             d_q, d_k, d_v, d_b = ([g[i] for g in gradients] for i in range(4))
             shared_bias = b_.shape[1] == 1  # every head's gradient adds up in it
             d_b = tf.add_n(d_b) if shared_bias else tf.concat(d_b, axis=1)
