@@ -168,7 +168,21 @@ def _matmul_of_activated(value_and_derivative: Callable[[tf.Tensor], tuple[tf.Te
 RECOMPUTE_ACTIVATION_ABOVE_BYTES = 64 * 2**20
 
 
-class DenseAfterActivation(tf_keras.layers.Dense):
+class BoundedWidth:
+    """What a layer whose way of computing depends on the batch's width mixes in (those calling scaled_dot_attention,
+    DenseAfterActivation): the widest batch it is given, set on every such layer of a model by bound_width (the
+    Trainer: the run's max_seq_length) before its steps and signatures are traced."""
+
+    widest: int | None = None
+
+
+def activation_recomputed(activation_bytes: int) -> bool:
+    """Whether a training step computes a feed-forward's activation of that size again rather than keep it
+    (DenseAfterActivation; step_memory counts the same)."""
+    return activation_bytes > RECOMPUTE_ACTIVATION_ABOVE_BYTES
+
+
+class DenseAfterActivation(BoundedWidth, tf_keras.layers.Dense):
     """Dense(act(x)): a feed-forward's second matrix with the activation before it. Where the activation is one of
     _RECOMPUTABLE and what it would keep exceeds RECOMPUTE_ACTIVATION_ABOVE_BYTES at the widest batch (bound_width:
     its `widest`), the backward pass keeps x alone and computes act(x) again for the kernel's gradient instead of
@@ -177,7 +191,6 @@ class DenseAfterActivation(tf_keras.layers.Dense):
     def __init__(self, units: int, before: Callable[[tf.Tensor], tf.Tensor], **kwargs):
         super().__init__(units, **kwargs)
         self.before = before
-        self.widest: int | None = None  # bound_width's
 
     def recomputes(self, inputs: tf.Tensor, training) -> bool:
         """Whether this step computes the activation again: in training, past RECOMPUTE_ACTIVATION_ABOVE_BYTES, or
@@ -189,7 +202,7 @@ class DenseAfterActivation(tf_keras.layers.Dense):
             leading[1] = self.widest
         if None in leading:
             return True
-        return math.prod(leading) * inputs.shape[-1] * inputs.dtype.size > RECOMPUTE_ACTIVATION_ABOVE_BYTES
+        return activation_recomputed(math.prod(leading) * inputs.shape[-1] * inputs.dtype.size)
 
     def call(self, inputs, training=None):
         if not self.recomputes(inputs, training):
@@ -319,17 +332,10 @@ def _at_run_time_width(arguments, widest: int | None) -> tf.Tensor:
     return branches[0]() if len(branches) == 1 else tf.switch_case(branch, branches)
 
 
-class BoundedWidth:
-    """What a layer calling scaled_dot_attention mixes in: the widest batch it is given, set on every such layer of a
-    model by bound_width (the Trainer: the run's max_seq_length) before its steps and signatures are traced."""
-
-    widest: int | None = None
-
-
 def bound_width(model: tf_keras.layers.Layer, widest: int) -> None:
-    """Every BoundedWidth and DenseAfterActivation layer of `model` told the widest batch it will see."""
+    """Every BoundedWidth layer of `model` told the widest batch it will see."""
     for layer in model.submodules:
-        if isinstance(layer, BoundedWidth | DenseAfterActivation):
+        if isinstance(layer, BoundedWidth):
             layer.widest = widest
 
 

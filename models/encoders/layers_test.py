@@ -158,6 +158,20 @@ def test_gelu_gives_tensorflows_values_and_gradients(name, approximate, dtype):
     )
 
 
+def _live_peaks(script: str, *variants: str) -> dict[str, int]:
+    """TensorFlow's own peak of live tensors (bytes) as `script` prints it for each variant, a fresh process each."""
+    import json
+    import subprocess
+    import sys
+
+    peaks = {}
+    for which in variants:
+        done = subprocess.run([sys.executable, "-c", script, which], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        peaks[which] = json.loads(done.stdout.strip().splitlines()[-1])
+    return peaks
+
+
 _LIVE_PEAK_OF_GELU = """
 import json, sys
 import tensorflow as tf
@@ -182,15 +196,7 @@ print(json.dumps(tf.config.experimental.get_memory_info("CPU:0")["peak"]))
 def test_gelus_backward_pass_keeps_its_input_alone():
     """tf.nn.gelu's autodiff keeps several intermediates the size of its input; ours keeps the input. Through six
     of them, as TensorFlow's own peak of live tensors, in a fresh process each."""
-    import json
-    import subprocess
-    import sys
-
-    peaks = {}
-    for which in ("ours", "tensorflow"):
-        done = subprocess.run([sys.executable, "-c", _LIVE_PEAK_OF_GELU, which], capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr[-2000:]
-        peaks[which] = json.loads(done.stdout.strip().splitlines()[-1])
+    peaks = _live_peaks(_LIVE_PEAK_OF_GELU, "ours", "tensorflow")
     one = 2048 * 4096 * 4
     assert peaks["ours"] <= peaks["tensorflow"] - 6 * one, {k: v / one for k, v in peaks.items()}
 
@@ -263,16 +269,7 @@ print(json.dumps(tf.config.experimental.get_memory_info("CPU:0")["peak"]))
 def test_dense_after_activation_keeps_the_activations_input_alone():
     """Each feed-forward keeps up's output (32 MiB here) and no longer GELU's output of the same size: through four,
     at least three such tensors fewer at TensorFlow's own peak of live tensors, in a fresh process each."""
-    import json
-    import subprocess
-    import sys
-
-    peaks = {}
-    for which in ("ours", "dense"):
-        script = _LIVE_PEAK_OF_FEED_FORWARDS
-        done = subprocess.run([sys.executable, "-c", script, which], capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr[-2000:]
-        peaks[which] = json.loads(done.stdout.strip().splitlines()[-1])
+    peaks = _live_peaks(_LIVE_PEAK_OF_FEED_FORWARDS, "ours", "dense")
     one = 2048 * 4096 * 4
     assert peaks["ours"] <= peaks["dense"] - 3 * one, {k: v / one for k, v in peaks.items()}
 

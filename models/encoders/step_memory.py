@@ -29,7 +29,7 @@ import dataclasses
 from pathlib import Path
 
 from models.encoders import long_attention
-from models.encoders.layers import RECOMPUTE_ABOVE_BYTES, RECOMPUTE_ACTIVATION_ABOVE_BYTES
+from models.encoders.layers import RECOMPUTE_ABOVE_BYTES, activation_recomputed
 from models.hardware.flops import EncoderShape
 
 GIB = 2**30
@@ -74,8 +74,7 @@ def texts_of(batch: int) -> str:
 def kept_per_value(shape: EncoderShape, batch: int, width: int) -> int:
     """Korthikanti's 34 bytes a token and hidden unit in 16-bit, less the 8 of GELU's output where a two-matrix
     feed-forward computes it again (layers.DenseAfterActivation, past RECOMPUTE_ACTIVATION_ABOVE_BYTES a layer)."""
-    activation_bytes = 4 * batch * width * shape.intermediate
-    recomputed = shape.feed_forward_matrices == 2 and activation_bytes > RECOMPUTE_ACTIVATION_ABOVE_BYTES
+    recomputed = shape.feed_forward_matrices == 2 and activation_recomputed(4 * batch * width * shape.intermediate)
     return 26 if recomputed else 34
 
 
