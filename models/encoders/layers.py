@@ -287,6 +287,12 @@ def kept_bytes(shape) -> int | tf.Tensor:
     return 16 * batch * heads * width * width
 
 
+def attention_recomputed(shape) -> bool | tf.Tensor:
+    """Whether a training step recomputes one layer's attention weights rather than keep them, from q's shape
+    [B, H, T, D] (static, or a tensor where batches are cut to their width; step_memory counts the same)."""
+    return kept_bytes(shape) > RECOMPUTE_ABOVE_BYTES
+
+
 @in_attention_scope
 def scaled_dot_attention(
     query: tf.Tensor,
@@ -312,7 +318,7 @@ def scaled_dot_attention(
     if width > long_attention.QUERY_CHUNK:
         return _attention_in_pieces(_pieces_at_static_width(), *arguments)
     known = None not in query.shape[:3]  # a batch of unknown size (no drop_remainder) is kept, as Keras keeps it
-    recompute = bool(training) and known and kept_bytes(query.shape) > RECOMPUTE_ABOVE_BYTES
+    recompute = bool(training) and known and attention_recomputed(query.shape)
     return _whole_attention(*arguments, recompute=recompute)
 
 
@@ -323,9 +329,9 @@ def _at_run_time_width(arguments, widest: int | None) -> tf.Tensor:
     query, training, chunk = arguments[0], arguments[5], long_attention.QUERY_CHUNK
     whole_at_most = min(widest or chunk, chunk)
     branches, branch = [lambda: _whole_attention(*arguments, recompute=False)], tf.constant(0)
-    if training and (None in query.shape[:2] or kept_bytes([*query.shape[:2], whole_at_most]) > RECOMPUTE_ABOVE_BYTES):
+    if training and (None in query.shape[:2] or attention_recomputed([*query.shape[:2], whole_at_most])):
         branches.append(lambda: _whole_attention(*arguments, recompute=True))
-        branch = tf.cast(kept_bytes(tf.shape(query, tf.int64)) > RECOMPUTE_ABOVE_BYTES, tf.int32)
+        branch = tf.cast(attention_recomputed(tf.shape(query, tf.int64)), tf.int32)
     if widest is None or widest > chunk:
         branches.append(lambda: _attention_in_pieces(long_attention.looped_attention, *arguments))
         branch = tf.where(tf.shape(query)[2] > chunk, len(branches) - 1, branch)

@@ -29,7 +29,7 @@ import dataclasses
 from pathlib import Path
 
 from models.encoders import long_attention
-from models.encoders.layers import RECOMPUTE_ABOVE_BYTES, activation_recomputed
+from models.encoders.layers import activation_recomputed, attention_recomputed, kept_bytes
 from models.hardware.flops import EncoderShape
 
 GIB = 2**30
@@ -91,8 +91,8 @@ def step_memory(shape: EncoderShape, batch: int, width: int, recompute_blocks: b
     if width > long_attention.QUERY_CHUNK:  # in pieces of queries: PIECES_ALIVE pieces' weights and gradients
         pieces = PIECES_ALIVE * 16 * batch * heads * long_attention.QUERY_CHUNK * width
         return StepMemory(16 * parameters, int(activations), pieces)
-    one_layer_attention = 16 * batch * heads * width * width
-    kept = one_layer_attention <= RECOMPUTE_ABOVE_BYTES
+    one_layer_attention = kept_bytes([batch, heads, width])
+    kept = not attention_recomputed([batch, heads, width])
     # recomputed: one head at a time (layers.recomputed_attention)
     attention = layers * 2 * 5 * heads * width * width * batch if kept else one_layer_attention // heads
     return StepMemory(16 * parameters, int(activations), attention)
