@@ -271,7 +271,8 @@ def build_and_compile(fn_args, plan: TrainingPlan, weights):
         dropout = "the checkpoint's" if training.dropout is None else f"{training.dropout} (training.dropout)"
         embeddings = "frozen (training.freeze_embeddings)" if training.freeze_embeddings else "trained"
         print(f"[Trainer] {report.describe()}; dropout {dropout}; input embeddings {embeddings}", flush=True)
-        model.bound_width(settings.model.max_seq_length)  # batches are cut to widths up to it (data.py)
+        # batches are cut to widths up to it (data.py); packed, a replica's batch of texts fills at most as many rows
+        model.bound_width(settings.model.max_seq_length, most_rows=training.batch_size)
         recompute_blocks_where_needed(model, settings)
         exports = [fn_args.model_run_dir, fn_args.serving_model_dir]  # none in a tuning trial
         check_disk_space(model, [directory for directory in exports if directory])

@@ -291,7 +291,7 @@ class Block(BoundedWidth, tf_keras.layers.Layer):
         heads = self.sizes.heads
         q, k, v = (split_heads(layer(x), heads) for layer in (self.query, self.key, self.value))
         return self.after_attention(
-            x, scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, widest=self.widest), training
+            x, scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, bounds=self), training
         )
 
     def after_attention(self, x, attended, training):

@@ -164,11 +164,13 @@ class SequenceClassifier(tf_keras.Model):
         set before the training step is traced, and only where can_recompute_blocks says it is exact."""
         self.encoder.recompute_blocks = True
 
-    def bound_width(self, widest: int) -> None:
-        """No batch or request wider than `widest` tokens (the run's max_seq_length): attention leaves out the ways
-        of computing that cannot happen then (layers.scaled_dot_attention); set before a step or signature is traced."""
+    def bound_width(self, widest: int, most_rows: int | None = None) -> None:
+        """No batch or request wider than `widest` tokens (the run's max_seq_length), nor with more than `most_rows`
+        rows where their number is known only at run time (packed rows): attention and the feed-forward leave out
+        the ways of computing that cannot happen then (layers.scaled_dot_attention, DenseAfterActivation); set
+        before a step or signature is traced."""
         self.widest = widest
-        bound_width(self, widest)
+        bound_width(self, widest, most_rows)
 
     def torch_params(self) -> list[TorchParam]:
         return [*self.encoder.torch_params(), *self.head.torch_params()]

@@ -137,7 +137,7 @@ class Block(BoundedWidth, tf_keras.layers.Layer):
         shared = sizes.heads // sizes.kv_heads  # transformers' repeat_kv: each key/value head for `shared` heads
         k, v = tf.repeat(k, shared, axis=1), tf.repeat(v, shared, axis=1)
         x = x + self.attention_out(
-            merge_heads(scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, widest=self.widest))
+            merge_heads(scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, bounds=self))
         )
         normed = self.attention_norm(x)
         return x + self.down(self.act(self.gate(normed)) * self.up(normed))

@@ -109,7 +109,7 @@ class Block(BoundedWidth, tf_keras.layers.Layer):
         q, k, v = (split_heads(t, heads) for t in tf.split(self.qkv(x), 3, axis=-1))
         q, k = rotate(q, *rotary), rotate(k, *rotary)
         attended = merge_heads(
-            scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, widest=self.widest)
+            scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, bounds=self)
         )
         x = self.attention_norm(x + self.dropouts[0](self.attention_out(attended), training=training))
         up, gate = tf.split(self.up_gate(x), 2, axis=-1)

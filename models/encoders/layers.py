@@ -169,11 +169,13 @@ RECOMPUTE_ACTIVATION_ABOVE_BYTES = 64 * 2**20
 
 
 class BoundedWidth:
-    """What a layer whose way of computing depends on the batch's width mixes in (those calling scaled_dot_attention,
-    DenseAfterActivation): the widest batch it is given, set on every such layer of a model by bound_width (the
-    Trainer: the run's max_seq_length) before its steps and signatures are traced."""
+    """What a layer whose way of computing depends on the batch's size mixes in (those calling scaled_dot_attention,
+    DenseAfterActivation): the widest batch it is given and, where rows arrive in numbers known only at run time
+    (packed rows), the most; set on every such layer of a model by bound_width (the Trainer: the run's
+    max_seq_length and a replica's batch) before its steps and signatures are traced."""
 
     widest: int | None = None
+    most_rows: int | None = None
 
 
 def activation_recomputed(activation_bytes: int) -> bool:
@@ -198,8 +200,8 @@ class DenseAfterActivation(BoundedWidth, tf_keras.layers.Dense):
         if not training or self.before not in _RECOMPUTABLE:
             return False
         leading = list(inputs.shape[:-1])
-        if self.widest and len(leading) == 2:  # [batch, width, K]: at the widest batch
-            leading[1] = self.widest
+        if len(leading) == 2:  # [batch, width, K]: at the widest batch, with the most rows
+            leading = [leading[0] or self.most_rows, self.widest or leading[1]]
         if None in leading:
             return True
         return activation_recomputed(math.prod(leading) * inputs.shape[-1] * inputs.dtype.size)
@@ -302,47 +304,47 @@ def scaled_dot_attention(
     dropout: tf_keras.layers.Dropout,
     training,
     half_window: int | None = None,
-    widest: int | None = None,
+    bounds: BoundedWidth | None = None,
 ) -> tf.Tensor:
     """softmax(q k^T / sqrt(d) + bias) v over [B, H, T, D]; scores and softmax in float32 under mixed precision,
     as transformers computes them; `half_window`: local attention, a query seeing keys at most that far away.
     Over QUERY_CHUNK tokens it runs in pieces of queries and no [T, T] tensor exists (long_attention.py). Within
     them, a training step whose weights would take more than RECOMPUTE_ABOVE_BYTES keeps only q, k, v and the bias
     for the backward pass (recomputed_attention); else Keras' dropout and autodiff. Where batches are cut to their
-    width (the Trainer's buckets, serving's longest text) the width is known only at run time: a switch_case then
-    chooses among the ways `widest` (the widest batch the model is given: BoundedWidth) leaves possible."""
+    width (the Trainer's buckets, serving's longest text) or arrive in rows counted only at run time (packed), a
+    switch_case chooses among the ways the calling layer's `bounds` (BoundedWidth: widest batch, most rows) leave
+    possible."""
     arguments = (query, key, value, bias, dropout, training, half_window)
     width = query.shape[2]
-    if width is None:
-        return _at_run_time_width(arguments, widest)
-    if width > long_attention.QUERY_CHUNK:
+    if width is not None and width > long_attention.QUERY_CHUNK:
         return _attention_in_pieces(_pieces_at_static_width(), *arguments)
-    known = None not in query.shape[:3]  # a batch of unknown size (no drop_remainder) is kept, as Keras keeps it
-    recompute = bool(training) and known and attention_recomputed(query.shape)
-    return _whole_attention(*arguments, recompute=recompute)
+    if None in query.shape[:3]:
+        return _at_run_time_shape(arguments, bounds or BoundedWidth())
+    return _whole_attention(*arguments, recompute=bool(training) and attention_recomputed(query.shape))
 
 
-def _at_run_time_width(arguments, widest: int | None) -> tf.Tensor:
+def _at_run_time_shape(arguments, bounds: BoundedWidth) -> tf.Tensor:
     """scaled_dot_attention's choice made per batch, among the branches that can happen: no op at all where only one
     can (a cond in every layer costs the default run's Trainer 4-5% of its step). One switch_case, not nested conds:
     the gradient of a cond within a cond fails an assertion in cond_v2."""
     query, training, chunk = arguments[0], arguments[5], long_attention.QUERY_CHUNK
-    whole_at_most = min(widest or chunk, chunk)
+    width, widest, rows = query.shape[2], bounds.widest, query.shape[0] or bounds.most_rows
+    whole_at_most = min(width or widest or chunk, chunk)
     branches, branch = [lambda: _whole_attention(*arguments, recompute=False)], tf.constant(0)
-    if training and (None in query.shape[:2] or attention_recomputed([*query.shape[:2], whole_at_most])):
+    if training and (rows is None or attention_recomputed([rows, query.shape[1], whole_at_most])):
         branches.append(lambda: _whole_attention(*arguments, recompute=True))
         branch = tf.cast(attention_recomputed(tf.shape(query, tf.int64)), tf.int32)
-    if widest is None or widest > chunk:
+    if width is None and (widest is None or widest > chunk):
         branches.append(lambda: _attention_in_pieces(long_attention.looped_attention, *arguments))
         branch = tf.where(tf.shape(query)[2] > chunk, len(branches) - 1, branch)
     return branches[0]() if len(branches) == 1 else tf.switch_case(branch, branches)
 
 
-def bound_width(model: tf_keras.layers.Layer, widest: int) -> None:
-    """Every BoundedWidth layer of `model` told the widest batch it will see."""
+def bound_width(model: tf_keras.layers.Layer, widest: int, most_rows: int | None = None) -> None:
+    """Every BoundedWidth layer of `model` told the widest batch it will see (and the most rows, where known)."""
     for layer in model.submodules:
         if isinstance(layer, BoundedWidth):
-            layer.widest = widest
+            layer.widest, layer.most_rows = widest, most_rows
 
 
 def _pieces_at_static_width():

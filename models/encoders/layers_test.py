@@ -276,7 +276,8 @@ def test_dense_after_activation_keeps_the_activations_input_alone():
 
 def test_dense_after_activation_recomputes_where_its_activation_would_be_large():
     """At the widest batch the Trainer bounds it to: MiniLM's 1,536-wide activation at 32 x 512 (100 MB) is
-    recomputed, at 32 x 128 (25 MB: the default run) kept; a batch of unknown size recomputes; serving never does."""
+    recomputed, at 32 x 128 (25 MB: the default run) kept; a batch of unknown size recomputes unless its most rows
+    keep little (packed rows: bound_width's most_rows); serving never does."""
     from models.encoders.layers import RECOMPUTE_ACTIVATION_ABOVE_BYTES, DenseAfterActivation, activation, bound_width
 
     layer, shape = DenseAfterActivation(384, activation("gelu")), [32, None, 1536]
@@ -287,7 +288,11 @@ def test_dense_after_activation_recomputes_where_its_activation_would_be_large()
         assert layer.widest == widest and layer.recomputes(spec, training=True) is recomputes
         assert not layer.recomputes(spec, training=False)
     assert 32 * 128 * 1536 * 4 < RECOMPUTE_ACTIVATION_ABOVE_BYTES < 32 * 512 * 1536 * 4
-    assert layer.recomputes(tf.TensorSpec([None, None, 1536], tf.float32), training=True)
+    rows_at_run_time = tf.TensorSpec([None, None, 1536], tf.float32)  # packed: as many rows as the texts fill
+    assert layer.recomputes(rows_at_run_time, training=True)
+    for most_rows, recomputes in ((32, False), (128, True)):  # at most 32 x 128 (the bound above): kept
+        bound_width(tf_keras_model_holding(layer), 128, most_rows)
+        assert layer.recomputes(rows_at_run_time, training=True) is recomputes
     assert not DenseAfterActivation(384, activation("relu")).recomputes(spec, training=True)
 
 

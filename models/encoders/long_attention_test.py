@@ -218,9 +218,69 @@ def test_the_widest_batch_leaves_out_the_branches_that_cannot_happen(widest, tra
     monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 16 * B * H * 13 * 13)
 
     def attend(q, k, v, b):
-        return layers.scaled_dot_attention(q, k, v, b, tf.keras.layers.Dropout(0.0), training, 4, widest)
+        return layers.scaled_dot_attention(q, k, v, b, tf.keras.layers.Dropout(0.0), training, 4, _bounds(widest))
 
-    graph = _at_run_time_width(attend, [B, 1, 1, None]).get_concrete_function().graph
+    _assert_branches(_at_run_time_width(attend, [B, 1, 1, None]), branches)
+
+
+@pytest.mark.parametrize(
+    ("most_rows", "training", "branches"),
+    [
+        (None, True, 2),  # unbounded: kept or recomputed (kept alone, packed rows trained MiniLM at 512 in 10 GiB)
+        (2 * B, True, 2),  # 12 tokens in 2B rows would keep more than 13 tokens in B: kept or recomputed
+        (B, True, 1),  # never recomputed: no switch
+        (None, False, 1),  # serving keeps
+    ],
+)
+def test_rows_counted_at_run_time_switch_only_where_the_most_rows_may_keep_too_much(
+    most_rows, training, branches, monkeypatch
+):
+    """Packed batches: their width is the run's, their rows known only at run time (as many as the texts need).
+    bound_width's most_rows (a replica's batch) leaves out recomputation where even that many rows keep little."""
+    from models.encoders import layers
+
+    monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 16 * B * H * 13 * 13)
+    rows = tf.TensorSpec([None, H, 12, D], tf.float32)
+
+    def attend(q, k, v, b):
+        dropout = tf.keras.layers.Dropout(0.0)
+        return layers.scaled_dot_attention(q, k, v, b, dropout, training, None, _bounds(12, most_rows))
+
+    traced = tf.function(attend, input_signature=[rows, rows, rows, tf.TensorSpec([None, 1, 12, 12])])
+    _assert_branches(traced, branches)
+    if branches > 1:  # each batch takes its way (few rows kept, many recomputed), both exact
+        for count in (B, 3 * B):
+            rng = np.random.default_rng(count)
+            q, k, v = (tf.constant(rng.normal(size=(count, H, 12, D)), tf.float32) for _ in "qkv")
+            no_bias = tf.zeros([count, 1, 12, 12])
+            got, want = (_sum_of_squares_and_gradients(f, q, k, v, no_bias) for f in (traced, _full_attention))
+            for mine, theirs in zip(got, want, strict=True):
+                np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5, atol=5e-5)
+
+
+def _full_attention(q, k, v, bias):
+    return _full(q, k, v, bias, None)
+
+
+def _sum_of_squares_and_gradients(function, q, k, v, bias):
+    with tf.GradientTape() as tape:
+        tape.watch([q, k, v])
+        loss = tf.reduce_sum(tf.square(function(q, k, v, bias)))
+    return [loss, *tape.gradient(loss, [q, k, v])]
+
+
+def _bounds(widest=None, most_rows=None):
+    """What a layer calling scaled_dot_attention passes as its bounds (bound_width sets them on the model's layers)."""
+    from models.encoders.layers import BoundedWidth
+
+    bounds = BoundedWidth()
+    bounds.widest, bounds.most_rows = widest, most_rows
+    return bounds
+
+
+def _assert_branches(traced, branches: int) -> None:
+    """The traced attention has one switch of `branches` ways, or none where only one way can happen."""
+    graph = traced.get_concrete_function().graph
     cases = [op for op in graph.get_operations() if op.type in ("Case", "StatelessCase")]
     assert len(cases) == (branches > 1)
     if cases:

@@ -148,7 +148,7 @@ class Block(BoundedWidth, tf_keras.layers.Layer):
         q, k = rotate(q, *rotary), rotate(k, *rotary)
         half_window = self.sizes.half_window if self.kind == SLIDING else None
         attended = merge_heads(
-            scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, half_window, self.widest)
+            scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, half_window, self)
         )
         x = x + self.out_dropout(self.wo(attended), training=training)
         inner, gate = tf.split(self.wi(self.mlp_norm(x)), 2, axis=-1)
