@@ -36,7 +36,8 @@ bench-scale: setup
 	bin/in-env python -m benchmarks.scale $(ARGS)
 
 # The default run at five training seeds, each a whole run (about 20 min on a 2-core machine at a ~300 GFLOP/s
-# fp32 peak): test accuracy mean and spread beside training FLOPs; ARGS="--set KEY=VALUE" changes the recipe.
+# fp32 peak): test accuracy mean and spread beside training FLOPs; ARGS="--set KEY=VALUE" changes the recipe,
+# ARGS="--seeds 11,12 --add" adds seeds to the recipe's table.
 bench-seeds: setup
 	bin/in-env python -m benchmarks.seeds $(ARGS)
 

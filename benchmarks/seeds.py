@@ -4,7 +4,8 @@ One seed's accuracy says little about a recipe: the default gave 0.8354 at seed 
 others, so "at least 0.83 in fewer FLOPs" is a statement about a distribution. Each seed is a whole `hftfx run`
 in its own process and pipeline root (no baseline, no cache shared between seeds), so each row is a default
 run; `--set KEY=VALUE` changes the recipe of every seed (run it with and without to compare two recipes).
-Results replace the recipe's "Seeds" section of BENCHMARKS.md (one section per recipe).
+Results replace the recipe's "Seeds" section of BENCHMARKS.md (one section per recipe); `--add` adds the seeds to
+it instead (its rows kept, the mean taken over all), so a recipe gains seeds without running the old ones again.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.reference import publish_sections, table_section
+from benchmarks.reference import publish_sections, read, table_section
 from pipeline.config.pipeline_config import PipelineConfig
 
 SECTION = "## Seeds: the default run's accuracy over training seeds (`make bench-seeds`)"
@@ -119,12 +120,39 @@ def render(rows: list[dict], overrides: list[str], seconds: float) -> dict:
     return table_section(heading(overrides), [text], columns, ["---:"] * len(columns), table, [note])
 
 
+def recorded(overrides: list[str]) -> dict | None:
+    """The recipe's section as reference.json holds it, or None."""
+    return next((s for s in read().get("sections", []) if s["heading"] == heading(overrides)), None)
+
+
+def recorded_rows(section: dict) -> list[dict]:
+    """A section's seed rows back as row() gives them, from the cells as shown (accuracy to 4 decimals)."""
+    names = ["accuracy", "auc", "training_tflop", "utilization", "wall_seconds", "peak_gflops", "wall_x_peak_tflop"]
+    rows = []
+    for seed, *cells in (cells for cells in section["rows"] if cells[0].isdigit()):
+        values = [float(c.rstrip("%")) / 100 if c.endswith("%") else float(c) for c in cells]
+        rows.append({"seed": int(seed), **dict(zip(names, values, strict=True))})
+    return rows
+
+
+def added(section: dict, rows: list[dict], overrides: list[str], seconds: float) -> dict:
+    """`section` with `rows` after its own: its paragraphs kept, one more saying where the new seeds ran."""
+    merged = render(recorded_rows(section) + rows, overrides, seconds)
+    seeds = ", ".join(str(r["seed"]) for r in rows)
+    merged["text"] = [*section["text"], f"Seeds {seeds} added: {merged['text'][0]}"]
+    return merged
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", default=f"{PipelineConfig().training.seed},1,2,3,7")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe change, every seed")
     parser.add_argument("--out", default="BENCHMARKS.md")
+    parser.add_argument("--add", action="store_true", help="add the seeds to the recipe's section, not replace it")
     args = parser.parse_args(argv)
+    section = recorded(args.set) if args.add else None
+    if args.add and section is None:
+        raise SystemExit(f"bench-seeds --add: BENCHMARKS.md has no section for {heading(args.set)!r} to add to")
     started = time.monotonic()
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-seeds-") as scratch:
@@ -137,7 +165,9 @@ def main(argv=None) -> int:
                 "peak",
                 flush=True,
             )
-    publish_sections([render(rows, args.set, time.monotonic() - started)], Path(args.out))
+    seconds = time.monotonic() - started
+    result = added(section, rows, args.set, seconds) if section else render(rows, args.set, seconds)
+    publish_sections([result], Path(args.out))
     return 0
 
 
