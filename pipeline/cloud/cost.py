@@ -185,5 +185,6 @@ def checked_run_cost(chosen) -> TrainingCost | None:
     if not config.cloud.project or config.cloud.orchestrator != "vertex" or chosen.encoder is None or not examples:
         return None
     epochs = choose_epochs(config.training.epochs, examples).epochs
-    flops = epoch_flops(chosen.trained_lengths, examples, chosen.buckets.buckets, chosen.encoder) * epochs
+    flops = epoch_flops(chosen.trained_lengths, examples, chosen.buckets.buckets, chosen.encoder, chosen.packed_padding)
+    flops *= epochs
     return job_cost(config, flops, examples, epochs)

@@ -1,10 +1,10 @@
 """How long the default run should take on this machine, from the matmul peak measured on it.
 
-The training loop's share is its model FLOPs (models/hardware/flops.py over the train split, padded as the Trainer's
-batch widths pad it) at the utilization the default run reaches; the rest of the run (ExampleGen,
-statistics, Transform, validation and export, Evaluator: Beam and TF on the CPU) is scaled by the ratio of
-peaks. Both figures come from the latest default run, as `make bench` recorded it in default_run.json beside
-this module (package data: installed images read it too).
+The training loop's share is its model FLOPs (models/hardware/flops.py over the train split, padded as the Trainer
+pads it: at its batch widths, or packed in rows of the width) at the utilization the default run reaches; the rest
+of the run (ExampleGen, statistics, Transform, validation and export, Evaluator: Beam and TF on the CPU) is scaled
+by the ratio of peaks. Both figures come from the latest default run, as `make bench` recorded it in
+default_run.json beside this module (package data: installed images read it too).
 """
 
 from __future__ import annotations
@@ -62,29 +62,38 @@ def padded_widths(token_counts, max_seq_length: int, batch_widths, special_token
     return [next(w for w in widths if w >= length) for length in tokens]
 
 
-def padded_shapes(lengths, batch_widths):
+def padded_shapes(lengths, batch_widths, packed_padding: float | None = None):
     """The texts of `lengths` (a lengths.WidthChoice) as the Trainer pads them: each at the smallest of its
-    batch widths that holds it, at most the chosen width (flops.BatchShapes)."""
+    batch widths that holds it, at most the chosen width; or, where it packs (`packed_padding`: the share of
+    padding its rows keep, models.training.packing.PackingChoice.padding_after), in rows of the chosen width
+    (flops.BatchShapes)."""
     from models.hardware.flops import BatchShapes
 
     shapes = BatchShapes()
+    if packed_padding is not None:
+        tokens = sum(min(length, lengths.width) for length in lengths.profile.lengths)
+        rows = tokens / (lengths.width * (1 - packed_padding))
+        shapes.add(batch=rows, width=lengths.width, real_tokens=tokens, texts=len(lengths.profile.lengths))
+        return shapes
     for width in padded_widths(lengths.profile.lengths, lengths.width, batch_widths, special_tokens=0):
         shapes.add(batch=1, width=width, real_tokens=0)
     return shapes
 
 
-def epoch_flops(lengths, examples: int, batch_widths, encoder) -> float:
+def epoch_flops(lengths, examples: int, batch_widths, encoder, packed_padding: float | None = None) -> float:
     """Model FLOPs of one epoch over `examples` texts at `lengths.width`: the sampled texts (`lengths`, a
     models.training.lengths.WidthChoice) padded as the Trainer pads them, scaled to `examples`."""
     sampled = len(lengths.profile.lengths)
     if not sampled:
         return 0.0
-    return padded_shapes(lengths, batch_widths).training_flops(encoder) * examples / sampled
+    return padded_shapes(lengths, batch_widths, packed_padding).training_flops(encoder) * examples / sampled
 
 
-def epoch_seconds(lengths, examples: int, batch_widths, encoder, peak_gflops: float) -> float:
+def epoch_seconds(
+    lengths, examples: int, batch_widths, encoder, peak_gflops: float, packed_padding: float | None = None
+) -> float:
     """Seconds one epoch takes on a machine of `peak_gflops`, at the utilization the default run reached."""
-    flops = epoch_flops(lengths, examples, batch_widths, encoder)
+    flops = epoch_flops(lengths, examples, batch_widths, encoder, packed_padding)
     return flops / (Reference.read().trainer_utilization * peak_gflops * 1e9)
 
 
@@ -120,11 +129,18 @@ def training_work(config) -> TrainingWork:
     from models.hub.pretrained import resolve_model_dir
     from models.training.epochs import choose_epochs
     from models.training.lengths import choose_buckets
+    from models.training.packing import choose_packing, why_not_packed
 
     lengths = train_split_lengths(config)
     texts = len(lengths.profile.lengths)
-    buckets = choose_buckets(lengths.profile, lengths.width, config.training.batch_widths).buckets
-    shapes = padded_shapes(lengths, buckets)
+    buckets = choose_buckets(lengths.profile, lengths.width, config.training.batch_widths)
+    training, windows = config.training, config.model.long_texts == "windows"
+    cannot = why_not_packed(replicas=training.cpu_replicas, windows=windows, width=lengths.width)
+    packing = choose_packing(
+        training.packing, lengths.profile.lengths, training.batch_size, lengths.width, buckets.padded_share,
+        cannot=cannot,
+    )  # fmt: skip
+    shapes = padded_shapes(lengths, buckets.buckets, packing.padding_after if packing.packed else None)
     model_dir = resolve_model_dir(config.model.name, config.model.revision)
     shape = encoder_shape(model_dir, embeddings_trained=not config.training.freeze_embeddings)
     steps = texts // config.training.batch_size

@@ -55,3 +55,23 @@ def test_an_epochs_cost_follows_the_chosen_width_the_examples_and_the_peak():
     assert seconds > 8 * estimate.epoch_seconds(short, 1000, (32,), minilm, 100.0)  # 8x the tokens, and attention
     assert estimate.epoch_seconds(long, 2000, (32,), minilm, 100.0) == pytest.approx(2 * seconds)
     assert estimate.epoch_seconds(long, 1000, (32,), minilm, 200.0) == pytest.approx(seconds / 2)
+
+
+def test_a_packed_epoch_is_costed_as_rows_of_the_width_holding_the_texts_and_the_padding_left():
+    """The default run packs (training.packing: auto): its epoch is the texts' tokens in rows of the chosen width,
+    with the padding the packed rows keep, not each text at its batch width."""
+    from models.hardware.flops import EncoderShape
+    from models.training.lengths import LengthProfile, choose_width
+
+    minilm = EncoderShape(layers=6, hidden=384, intermediate=1536, heads=12, num_labels=2)
+    reviews = choose_width(LengthProfile.of([10, 20, 30, 40] * 50), 64, 512)
+    packed = estimate.padded_shapes(reviews, (32,), packed_padding=0.25)
+    assert packed.examples == 200 and packed.real_tokens == 5000
+    assert packed.padded_tokens == pytest.approx(5000 / 0.75)  # rows of 64 tokens, a quarter of them padding
+    bucketed = estimate.padded_shapes(reviews, (32,))
+    assert bucketed.padded_tokens == 32 * 150 + 64 * 50  # each text at the narrowest of 32 and 64 that holds it
+    ratio = estimate.epoch_seconds(reviews, 1000, (32,), minilm, 100.0, packed_padding=0.25) / estimate.epoch_seconds(
+        reviews, 1000, (32,), minilm, 100.0
+    )
+    assert ratio == pytest.approx(packed.training_flops(minilm) / bucketed.training_flops(minilm))
+    assert ratio < 1

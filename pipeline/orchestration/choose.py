@@ -71,6 +71,11 @@ class Choices:
         return round(texts * len(self.windows.trained.lengths) / max(1, len(self.lengths.profile.lengths)))
 
     @property
+    def packed_padding(self) -> float | None:
+        """The padding share of the Trainer's packed rows, or None where it does not pack (estimate.padded_shapes)."""
+        return self.packing.padding_after if self.packing and self.packing.packed else None
+
+    @property
     def trained_lengths(self) -> WidthChoice:
         """The token lengths of what trains: the texts, or with long_texts: windows, their windows (one example per
         window, as many per text as the sample has)."""
@@ -248,8 +253,9 @@ def lengths_with_cost(chosen: Choices) -> str:
     trained = chosen.trained_lengths
     scale = len(trained.profile.lengths) / max(1, len(chosen.lengths.profile.lengths))
     seconds = epoch_seconds(
-        trained, round((examples or 1000) * scale), chosen.buckets.buckets, chosen.encoder, peak.gflops
-    )
+        trained, round((examples or 1000) * scale), chosen.buckets.buckets, chosen.encoder, peak.gflops,
+        chosen.packed_padding,
+    )  # fmt: skip
     return f"{text}; training ~{seconds:,.0f} s per epoch of {per} on this machine ({peak.gflops:,.0f} GFLOP/s fp32)"
 
 
