@@ -38,6 +38,11 @@ class PackingChoice:
     padding_before: float  # share of the trained tokens, one text a row at the batch widths
     padding_after: float | None = None  # packed, where it was estimated
 
+    @property
+    def packed_padding(self) -> float | None:
+        """The padding share of the packed rows, or None where the run does not pack (what time estimates cost)."""
+        return self.padding_after if self.packed else None
+
     def describe(self) -> str:
         if not self.packed:
             return f"packing off ({self.reason}): {self.padding_before:.0%} of the trained tokens are padding"

@@ -65,7 +65,7 @@ def padded_widths(token_counts, max_seq_length: int, batch_widths, special_token
 def padded_shapes(lengths, batch_widths, packed_padding: float | None = None):
     """The texts of `lengths` (a lengths.WidthChoice) as the Trainer pads them: each at the smallest of its
     batch widths that holds it, at most the chosen width; or, where it packs (`packed_padding`: the share of
-    padding its rows keep, models.training.packing.PackingChoice.padding_after), in rows of the chosen width
+    padding its rows keep, models.training.packing.PackingChoice.packed_padding), in rows of the chosen width
     (flops.BatchShapes)."""
     from models.hardware.flops import BatchShapes
 
@@ -129,18 +129,14 @@ def training_work(config) -> TrainingWork:
     from models.hub.pretrained import resolve_model_dir
     from models.training.epochs import choose_epochs
     from models.training.lengths import choose_buckets
-    from models.training.packing import choose_packing, why_not_packed
+    from pipeline.orchestration.choose import expected_packing  # which imports this module
 
     lengths = train_split_lengths(config)
     texts = len(lengths.profile.lengths)
     buckets = choose_buckets(lengths.profile, lengths.width, config.training.batch_widths)
-    training, windows = config.training, config.model.long_texts == "windows"
-    cannot = why_not_packed(replicas=training.cpu_replicas, windows=windows, width=lengths.width)
-    packing = choose_packing(
-        training.packing, lengths.profile.lengths, training.batch_size, lengths.width, buckets.padded_share,
-        cannot=cannot,
-    )  # fmt: skip
-    shapes = padded_shapes(lengths, buckets.buckets, packing.padding_after if packing.packed else None)
+    windowed = config.model.long_texts == "windows"
+    packing = expected_packing(config, lengths.profile, lengths.width, buckets, windowed=windowed)
+    shapes = padded_shapes(lengths, buckets.buckets, packing.packed_padding)
     model_dir = resolve_model_dir(config.model.name, config.model.revision)
     shape = encoder_shape(model_dir, embeddings_trained=not config.training.freeze_embeddings)
     steps = texts // config.training.batch_size

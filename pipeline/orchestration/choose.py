@@ -73,7 +73,7 @@ class Choices:
     @property
     def packed_padding(self) -> float | None:
         """The padding share of the Trainer's packed rows, or None where it does not pack (estimate.padded_shapes)."""
-        return self.packing.padding_after if self.packing and self.packing.packed else None
+        return self.packing.packed_padding if self.packing else None
 
     @property
     def trained_lengths(self) -> WidthChoice:
