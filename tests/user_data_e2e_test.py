@@ -169,7 +169,8 @@ def integer_labels(tmp_path_factory, tiny_bert_dir):
     workdir = tmp_path_factory.mktemp("jsonl")
     pattern = user_datasets.write_int_label_jsonl(workdir / "data", per_class=110)
     # training.dropout and training.freeze_embeddings set: the Trainer builds the model with every dropout layer
-    # at 0 and its input embeddings frozen (the other runs keep the checkpoint's rates and train everything).
+    # at 0 and its input embeddings frozen (the other runs keep the checkpoint's rates and train everything);
+    # training.packing false: one text a row at the batch widths, where the other one-replica runs pack.
     config = run_config(
         workdir,
         tiny_bert_dir,
@@ -180,6 +181,7 @@ def integer_labels(tmp_path_factory, tiny_bert_dir):
             "training.dropout": 0.0,
             "training.freeze_embeddings": "true",
             "training.precision": "bf16",
+            "training.packing": "false",
             "model.max_seq_length": "auto",
             "model.long_texts": "head_tail",
         },
@@ -199,6 +201,8 @@ def test_integer_labels_from_jsonl_glob(integer_labels):
     # the Trainer froze the embeddings and counted its FLOPs without the gradients it then skips
     assert summary.throughput["encoder"]["embeddings_trained"] is False
     assert summary.throughput["matmul_peak_dtype"] == "bfloat16"  # trained under mixed_bfloat16
+    assert "packing off (training.packing: false)" in summary.lengths
+    assert summary.throughput["padding_share_one_per_row"] is None  # not packed: no other padding to compare
     # auto's width, from the texts, is the one the Transform tokenized to and the summary states
     width = int(re.search(r"max_seq_length (\d+) \(auto: ", summary.lengths).group(1))
     assert width % 16 == 0 and width <= 128 and "sampled texts: median" in summary.lengths
