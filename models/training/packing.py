@@ -91,3 +91,10 @@ def why_not_packed(*, replicas: int, windows: bool, width: int, fixed_shapes: bo
     if width > WIDEST_PACKED:
         return f"width {width} attends in pieces, where a packed row's mask would be the step's largest tensor"
     return None
+
+
+def configured_packing(training, lengths: Sequence[int], width: int, padded_share: float, *, windowed: bool):
+    """What the Trainer will decide of `training` (a TrainingConfig) on one machine's replicas: the preflight's
+    expectation and the time estimates' (a cloud Trainer decides again where it runs: on a TPU it does not pack)."""
+    cannot = why_not_packed(replicas=training.cpu_replicas, windows=windowed, width=width)
+    return choose_packing(training.packing, lengths, training.batch_size, width, padded_share, cannot=cannot)

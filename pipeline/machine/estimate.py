@@ -129,13 +129,15 @@ def training_work(config) -> TrainingWork:
     from models.hub.pretrained import resolve_model_dir
     from models.training.epochs import choose_epochs
     from models.training.lengths import choose_buckets
-    from pipeline.orchestration.choose import expected_packing  # which imports this module
+    from models.training.packing import configured_packing
 
     lengths = train_split_lengths(config)
     texts = len(lengths.profile.lengths)
     buckets = choose_buckets(lengths.profile, lengths.width, config.training.batch_widths)
     windowed = config.model.long_texts == "windows"
-    packing = expected_packing(config, lengths.profile, lengths.width, buckets, windowed=windowed)
+    packing = configured_packing(
+        config.training, lengths.profile.lengths, lengths.width, buckets.padded_share, windowed=windowed
+    )
     shapes = padded_shapes(lengths, buckets.buckets, packing.packed_padding)
     model_dir = resolve_model_dir(config.model.name, config.model.revision)
     shape = encoder_shape(model_dir, embeddings_trained=not config.training.freeze_embeddings)

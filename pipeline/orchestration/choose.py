@@ -27,7 +27,7 @@ from models.training.lengths import (
     choose_windows,
     token_lengths,
 )
-from models.training.packing import PackingChoice, choose_packing, why_not_packed
+from models.training.packing import PackingChoice, configured_packing
 from models.training.recipe import RecipeChoice, choose_recipe
 from models.training.warm_start import asks_for_blessed, describe_warm_recipe
 from pipeline.config.pipeline_config import PipelineConfig
@@ -233,11 +233,7 @@ def expected_packing(
 ) -> PackingChoice:
     """What the Trainer will decide of training.packing on this machine (it decides again where it runs: a cloud
     Trainer on a TPU does not pack); `true` where this run cannot pack is refused here, before any component."""
-    training = config.training
-    cannot = why_not_packed(replicas=training.cpu_replicas, windows=windowed, width=width)
-    return choose_packing(
-        training.packing, trained.lengths, training.batch_size, width, buckets.padded_share, cannot=cannot
-    )
+    return configured_packing(config.training, trained.lengths, width, buckets.padded_share, windowed=windowed)
 
 
 def lengths_with_cost(chosen: Choices) -> str:
