@@ -306,3 +306,42 @@ def tf_keras_model_holding(layer):
             self.inner = layer
 
     return Holder()
+
+
+@pytest.mark.parametrize("center", [True, False], ids=["with_beta", "without_beta"])
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_layer_norm_gives_keras_values_and_gradients(center, policy):
+    """Our LayerNorm (its gradient written out) against tf_keras' LayerNormalization with the same weights and BERT's
+    epsilon: outputs and the gradients of x, gamma and beta in a traced step, on inputs far from zero mean."""
+    from models.encoders.layers import layer_norm
+
+    previous = tf_keras.mixed_precision.global_policy()
+    tf_keras.mixed_precision.set_global_policy(policy)
+    try:
+        ours = layer_norm(1e-12, "LayerNorm", center=center)
+        theirs = tf_keras.layers.LayerNormalization(epsilon=1e-12, center=center, name="LayerNorm")
+        x = tf.cast(3.0 + 2.0 * tf.random.stateless_normal([3, 5, 16], seed=[3, 4]), ours.compute_dtype)
+        upstream = tf.random.stateless_normal([3, 5, 16], seed=[5, 6])
+        ours(x), theirs(x)
+        ours.set_weights([tf.random.stateless_normal(w.shape, seed=[7, i]) for i, w in enumerate(ours.weights)])
+        theirs.set_weights(ours.get_weights())
+        results, dtypes = [], []
+        for layer in (ours, theirs):
+
+            @tf.function
+            def step(layer=layer):
+                with tf.GradientTape() as tape:
+                    tape.watch(x)
+                    y = layer(x)
+                    loss = tf.reduce_sum(tf.cast(y, tf.float32) * upstream)
+                return [y, *tape.gradient(loss, [x, *layer.trainable_variables])]
+
+            computed = step()
+            dtypes.append(computed[0].dtype)
+            results.append([tf.cast(t, tf.float32).numpy() for t in computed])
+    finally:
+        tf_keras.mixed_precision.set_global_policy(previous)
+    assert dtypes[0] == dtypes[1] and len(results[0]) == (4 if center else 3)
+    tolerance = 1e-5 if policy == "float32" else 2e-2
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance)
