@@ -19,6 +19,7 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import packed_rows
+from models.encoders.dropout import Dropout
 from models.encoders.layers import (
     BoundedWidth,
     DenseAfterActivation,
@@ -240,7 +241,7 @@ class Embeddings(tf_keras.layers.Layer):
         types = sizes.token_types
         self.token_types = embedding(types, width, "token_type_embeddings", std=std) if types else None
         self.norm = layer_norm(sizes.epsilon, "LayerNorm")
-        self.dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
+        self.dropout = Dropout(sizes.hidden_dropout)
         wider = flavor.always_project or sizes.embedding != sizes.hidden
         self.project = dense(sizes.hidden, "embeddings_project", std=sizes.init_std) if wider else None
 
@@ -284,8 +285,8 @@ class Block(BoundedWidth, tf_keras.layers.Layer):
             h, activation(sizes.activation), kernel_initializer=truncated_normal(std), name="down"
         )
         self.output_norm = layer_norm(sizes.epsilon, "output_LayerNorm")
-        self.attention_dropout = tf_keras.layers.Dropout(sizes.attention_dropout)
-        self.hidden_dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
+        self.attention_dropout = Dropout(sizes.attention_dropout)
+        self.hidden_dropout = Dropout(sizes.hidden_dropout)
 
     def call(self, x, bias, training=False):
         heads = self.sizes.heads
@@ -367,7 +368,7 @@ class Head(tf_keras.layers.Layer):
         super().__init__(**kwargs)
         sizes, self.flavor = Sizes.of(config), FLAVORS[config["model_type"]]
         self.kind = self.flavor.head
-        self.dropout = tf_keras.layers.Dropout(sizes.classifier_dropout)
+        self.dropout = Dropout(sizes.classifier_dropout)
         self.inner = dense(sizes.hidden, "inner", std=sizes.init_std)
         self.out = dense(num_labels, "classifier", std=sizes.init_std)
 

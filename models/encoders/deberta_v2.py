@@ -20,6 +20,7 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import bert_family, packed_rows
+from models.encoders.dropout import Dropout
 from models.encoders.layers import (
     TorchParam,
     UnsupportedConfigError,
@@ -164,7 +165,7 @@ class Block(bert_family.Block):
         relative = sizes.relative_attention and not sizes.share_att_key
         self.pos_key = dense(h, "pos_key_proj", std=std) if relative and C2P in sizes.pos_att_type else None
         self.pos_query = dense(h, "pos_query_proj", std=std) if relative and P2C in sizes.pos_att_type else None
-        self.position_dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
+        self.position_dropout = Dropout(sizes.hidden_dropout)
 
     def call(self, x, allowed, relative, rel_embeddings, training=False):
         sizes, heads = self.sizes, self.sizes.heads
@@ -228,7 +229,7 @@ class Encoder(tf_keras.layers.Layer):
         )
         self.project = dense(sizes.hidden, "embed_proj", use_bias=False) if sizes.embedding != sizes.hidden else None
         self.embedding_norm = layer_norm(sizes.epsilon, "embeddings_LayerNorm")
-        self.embedding_dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
+        self.embedding_dropout = Dropout(sizes.hidden_dropout)
         self.relative = table(2 * sizes.span, sizes.hidden, "rel_embeddings") if sizes.relative_attention else None
         self.relative_norm = layer_norm(sizes.epsilon, "rel_LayerNorm") if sizes.norm_rel_ebd else None
         self.blocks = [Block(sizes, name=f"layer_{i}") for i in range(sizes.layers)]
@@ -285,9 +286,9 @@ class Head(tf_keras.layers.Layer):
     def __init__(self, config: dict, num_labels: int, **kwargs):
         super().__init__(**kwargs)
         self.sizes = sizes = Sizes.of(config)
-        self.pooler_dropout = tf_keras.layers.Dropout(sizes.pooler_dropout)
+        self.pooler_dropout = Dropout(sizes.pooler_dropout)
         self.pooler = dense(sizes.hidden, "pooler", std=sizes.init_std)
-        self.dropout = tf_keras.layers.Dropout(sizes.classifier_dropout)
+        self.dropout = Dropout(sizes.classifier_dropout)
         self.classifier = dense(num_labels, "classifier", std=sizes.init_std)
         self.act = activation(sizes.pooler_activation)
 

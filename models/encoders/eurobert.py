@@ -16,6 +16,7 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import packed_rows
+from models.encoders.dropout import Dropout
 from models.encoders.layers import (
     BoundedWidth,
     TorchParam,
@@ -125,7 +126,7 @@ class Block(BoundedWidth, tf_keras.layers.Layer):
         self.gate = dense(sizes.intermediate, "gate_proj", use_bias=sizes.mlp_bias, std=std)
         self.up = dense(sizes.intermediate, "up_proj", use_bias=sizes.mlp_bias, std=std)
         self.down = dense(sizes.hidden, "down_proj", use_bias=sizes.mlp_bias, std=std)
-        self.attention_dropout = tf_keras.layers.Dropout(sizes.attention_dropout)
+        self.attention_dropout = Dropout(sizes.attention_dropout)
         self.act = activation(sizes.activation)
 
     def call(self, x, bias, rotary, training=False):

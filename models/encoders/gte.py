@@ -16,6 +16,7 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import packed_rows
+from models.encoders.dropout import Dropout
 from models.encoders.layers import (
     BoundedWidth,
     TorchParam,
@@ -100,8 +101,8 @@ class Block(BoundedWidth, tf_keras.layers.Layer):
         self.up_gate = dense(2 * sizes.intermediate, "up_gate_proj", use_bias=False, std=std)
         self.down = dense(h, "down_proj", std=std)
         self.mlp_norm = layer_norm(sizes.epsilon, "mlp_ln")
-        self.attention_dropout = tf_keras.layers.Dropout(sizes.attention_dropout)
-        self.dropouts = [tf_keras.layers.Dropout(sizes.hidden_dropout) for _ in range(3)]
+        self.attention_dropout = Dropout(sizes.attention_dropout)
+        self.dropouts = [Dropout(sizes.hidden_dropout) for _ in range(3)]
         self.act = activation(sizes.activation)
 
     def call(self, x, bias, rotary, training=False):
@@ -132,7 +133,7 @@ class Encoder(tf_keras.layers.Layer):
         self.words = embedding(sizes.vocab, sizes.hidden, "word_embeddings", std=sizes.init_std)
         self.types = embedding(sizes.type_vocab, sizes.hidden, "token_type_embeddings") if sizes.type_vocab else None
         self.embedding_norm = layer_norm(sizes.epsilon, "embeddings_layernorm")
-        self.embedding_dropout = tf_keras.layers.Dropout(sizes.hidden_dropout)
+        self.embedding_dropout = Dropout(sizes.hidden_dropout)
         self.blocks = [Block(sizes, name=f"layer_{i}") for i in range(sizes.layers)]
         self.recompute_blocks = False  # set by the Trainer where a step would not fit (layers.run_block)
 
@@ -168,7 +169,7 @@ class Head(tf_keras.layers.Layer):
         super().__init__(**kwargs)
         sizes = Sizes.of(config)
         self.pooler = dense(sizes.hidden, "pooler", std=sizes.init_std)
-        self.dropout = tf_keras.layers.Dropout(sizes.classifier_dropout)
+        self.dropout = Dropout(sizes.classifier_dropout)
         self.classifier = dense(num_labels, "classifier", std=sizes.init_std)
 
     def call(self, hidden, attention_mask=None, training=False):

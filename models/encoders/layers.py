@@ -19,6 +19,7 @@ import tf_keras
 from tensorflow.python.ops import control_flow_util  # no public way to ask whether XLA compiles this graph
 
 from models.encoders import long_attention
+from models.encoders.dropout import Dropout, apply_mask, fresh_seed, keep_mask
 from models.errors import UserError
 
 
@@ -351,7 +352,7 @@ def scaled_dot_attention(
     key: tf.Tensor,
     value: tf.Tensor,
     bias: tf.Tensor,
-    dropout: tf_keras.layers.Dropout,
+    dropout: Dropout,
     training,
     half_window: int | None = None,
     bounds: BoundedWidth | None = None,
@@ -410,7 +411,7 @@ def _attention_in_pieces(pieces, query, key, value, bias, dropout, training, hal
     dropout rate while training: a stateless mask from one seed, the same forward and backward; no random op where
     nothing is dropped (serving)."""
     rate = float(dropout.rate) if training else 0.0
-    seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32) if rate > 0 else None
+    seed = fresh_seed() if rate > 0 else None
     return pieces(query, key, value, bias, half_window, seed, rate)
 
 
@@ -420,7 +421,7 @@ def _whole_attention(query, key, value, bias, dropout, training, half_window, *,
     if half_window is not None:
         bias = bias + attention_bias(window_mask(tf.shape(query)[2], half_window))
     if recompute:
-        seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32)  # the same mask forward and backward
+        seed = fresh_seed()  # the same mask forward and backward
         return recomputed_attention(query, key, value, bias, seed, float(dropout.rate))
     scale = 1.0 / math.sqrt(query.shape[-1])
     scores = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32) * scale + bias
@@ -444,8 +445,8 @@ def _head_weights(q, k, v, b, seed, rate: float, head: int):
     probabilities = tf.nn.softmax(tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32) * scale + b, axis=-1)
     keep = None
     if rate > 0:
-        keep = tf.random.stateless_uniform(tf.shape(probabilities), head_seed(seed, head)) >= rate
-    weights = probabilities if keep is None else tf.where(keep, probabilities / (1 - rate), 0.0)
+        keep = keep_mask(tf.shape(probabilities), head_seed(seed, head), rate)
+    weights = probabilities if keep is None else apply_mask(probabilities, keep, rate)
     return probabilities, keep, tf.cast(weights, v.dtype)
 
 
@@ -458,7 +459,7 @@ def _head_gradients(q, k, v, b, upstream, seed, rate: float, head: int, after: l
     d_weights = tf.cast(tf.matmul(upstream, v, transpose_b=True), tf.float32)
     d_v = tf.matmul(weights, upstream, transpose_a=True)
     if keep is not None:
-        d_weights = tf.where(keep, d_weights / (1 - rate), 0.0)
+        d_weights = apply_mask(d_weights, keep, rate)
     d_scores = probabilities * (d_weights - tf.reduce_sum(d_weights * probabilities, axis=-1, keepdims=True))
     scale = 1.0 / math.sqrt(q.shape[-1])
     d_q = tf.matmul(tf.cast(d_scores * scale, q.dtype), k)

@@ -9,6 +9,7 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import long_attention
+from models.encoders.dropout import drawn_rate, keep_mask
 from models.encoders.layers import _sum_to_shape, head_seed, of_head, recomputed_attention
 
 
@@ -17,9 +18,8 @@ def _plain(q, k, v, bias, seed, rate):
     probabilities = tf.nn.softmax(tf.matmul(q, k, transpose_b=True) / math.sqrt(q.shape[-1]) + bias, axis=-1)
     if rate:
         shape = tf.shape(of_head(probabilities, 0))
-        uniform = tf.concat([tf.random.stateless_uniform(shape, head_seed(seed, h)) for h in range(q.shape[1])], 1)
-        keep = tf.cast(uniform >= rate, tf.float32) / (1 - rate)
-        probabilities *= keep
+        keep = tf.concat([keep_mask(shape, head_seed(seed, h), rate) for h in range(q.shape[1])], 1)
+        probabilities *= tf.cast(keep, tf.float32) / (1 - drawn_rate(rate))
     return tf.matmul(probabilities, v)
 
 

@@ -15,6 +15,8 @@ import math
 
 import tensorflow as tf
 
+from models.encoders.dropout import apply_mask, keep_mask
+
 QUERY_CHUNK = 512  # queries a piece: [B, H, 512, T] float32 weights, 192 MiB at ModernBERT-base's 12 heads and 8,192
 _MASKED = -1e9  # what attention_bias adds where a key is not allowed (models/encoders/layers.py)
 
@@ -62,8 +64,8 @@ def _piece_weights(q, k, v, bias, piece, index, half_window: int | None, scale: 
     probabilities = _piece_probabilities(q, k, bias, piece, half_window, scale)
     keep = None
     if rate > 0:
-        keep = tf.random.stateless_uniform(tf.shape(probabilities), seed + tf.stack([0, index])) >= rate
-    weights = probabilities if keep is None else tf.where(keep, probabilities / (1 - rate), 0.0)
+        keep = keep_mask(tf.shape(probabilities), seed + tf.stack([0, index]), rate)
+    weights = probabilities if keep is None else apply_mask(probabilities, keep, rate)
     return probabilities, keep, tf.cast(weights, v.dtype)
 
 
@@ -72,7 +74,7 @@ def _piece_gradients(q, k, bias, piece, width, probabilities, keep, d_weights, r
     probabilities and the gradient of its dropped weights (`d_weights`, float32)."""
     start, end, key_start, key_end = piece
     if keep is not None:
-        d_weights = tf.where(keep, d_weights / (1 - rate), 0.0)
+        d_weights = apply_mask(d_weights, keep, rate)
     d_scores = probabilities * (d_weights - tf.reduce_sum(d_weights * probabilities, axis=-1, keepdims=True))
     d_q = tf.matmul(tf.cast(d_scores * scale, q.dtype), k[:, :, key_start:key_end])
     d_k = tf.matmul(tf.cast(d_scores * scale, k.dtype), q[:, :, start:end], transpose_a=True)

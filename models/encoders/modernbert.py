@@ -18,6 +18,7 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import packed_rows
+from models.encoders.dropout import Dropout
 from models.encoders.layers import (
     BoundedWidth,
     TorchParam,
@@ -135,9 +136,9 @@ class Block(BoundedWidth, tf_keras.layers.Layer):
         self.mlp_norm = layer_norm(sizes.epsilon, "mlp_norm", center=sizes.norm_bias)
         self.wi = dense(2 * sizes.intermediate, "Wi", use_bias=sizes.mlp_bias, std=std)
         self.mlp_wo = dense(h, "mlp_Wo", use_bias=sizes.mlp_bias, std=out_std)
-        self.attention_dropout = tf_keras.layers.Dropout(sizes.attention_dropout)
-        self.out_dropout = tf_keras.layers.Dropout(sizes.attention_dropout)
-        self.mlp_dropout = tf_keras.layers.Dropout(sizes.mlp_dropout)
+        self.attention_dropout = Dropout(sizes.attention_dropout)
+        self.out_dropout = Dropout(sizes.attention_dropout)
+        self.mlp_dropout = Dropout(sizes.mlp_dropout)
         self.act = activation(sizes.activation)
 
     def call(self, x, bias, rotary, training=False):
@@ -170,7 +171,7 @@ class Encoder(tf_keras.layers.Layer):
         self.sizes = sizes = Sizes.of(config)
         self.words = embedding(sizes.vocab, sizes.hidden, "tok_embeddings", std=sizes.init_std)
         self.embedding_norm = layer_norm(sizes.epsilon, "embeddings_norm", center=sizes.norm_bias)
-        self.embedding_dropout = tf_keras.layers.Dropout(sizes.embedding_dropout)
+        self.embedding_dropout = Dropout(sizes.embedding_dropout)
         self.blocks = [Block(sizes, i, name=f"layer_{i}") for i in range(sizes.layers)]
         self.recompute_blocks = False  # set by the Trainer where a step would not fit (layers.run_block)
         self.final_norm = layer_norm(sizes.epsilon, "final_norm", center=sizes.norm_bias)
@@ -207,7 +208,7 @@ class Head(tf_keras.layers.Layer):
         out_std = sizes.init_std / math.sqrt(2.0 * sizes.layers)
         self.dense = dense(sizes.hidden, "head_dense", use_bias=sizes.classifier_bias, std=out_std)
         self.norm = layer_norm(sizes.epsilon, "head_norm", center=sizes.norm_bias)
-        self.dropout = tf_keras.layers.Dropout(sizes.classifier_dropout)
+        self.dropout = Dropout(sizes.classifier_dropout)
         self.classifier = dense(num_labels, "classifier", std=sizes.hidden**-0.5)
         self.act = activation(sizes.classifier_activation)
 
