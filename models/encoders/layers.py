@@ -237,9 +237,10 @@ def activation_recomputed(activation_bytes: int) -> bool:
 
 class DenseAfterActivation(BoundedWidth, tf_keras.layers.Dense):
     """Dense(act(x)): a feed-forward's second matrix with the activation before it. Where the activation is one of
-    _RECOMPUTABLE and what it would keep exceeds RECOMPUTE_ACTIVATION_ABOVE_BYTES at the widest batch (bound_width:
-    its `widest`), the backward pass keeps x alone and computes act(x) again for the kernel's gradient instead of
-    keeping both. The variables are Dense's, under Dense's names."""
+    _RECOMPUTABLE and what it would keep exceeds RECOMPUTE_ACTIVATION_ABOVE_BYTES at the batch's width (the widest
+    batch, bound_width's `widest`, where the width is known only at run time), the backward pass keeps x alone and
+    computes act(x) again for the kernel's gradient instead of keeping both. The variables are Dense's, under Dense's
+    names."""
 
     def __init__(self, units: int, before: Callable[[tf.Tensor], tf.Tensor], **kwargs):
         super().__init__(units, **kwargs)
@@ -251,8 +252,8 @@ class DenseAfterActivation(BoundedWidth, tf_keras.layers.Dense):
         if not training or self.before not in _RECOMPUTABLE:
             return False
         leading = list(inputs.shape[:-1])
-        if len(leading) == 2:  # [batch, width, K]: at the widest batch, with the most rows
-            leading = [leading[0] or self.most_rows, self.widest or leading[1]]
+        if len(leading) == 2:  # [batch, width, K]: a narrower batch width keeps what the widest would recompute
+            leading = [leading[0] or self.most_rows, leading[1] or self.widest]
         if None in leading:
             return True
         return activation_recomputed(math.prod(leading) * inputs.shape[-1] * inputs.dtype.size)

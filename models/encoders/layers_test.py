@@ -275,9 +275,10 @@ def test_dense_after_activation_keeps_the_activations_input_alone():
 
 
 def test_dense_after_activation_recomputes_where_its_activation_would_be_large():
-    """At the widest batch the Trainer bounds it to: MiniLM's 1,536-wide activation at 32 x 512 (100 MB) is
-    recomputed, at 32 x 128 (25 MB: the default run) kept; a batch of unknown size recomputes unless its most rows
-    keep little (packed rows: bound_width's most_rows); serving never does."""
+    """At the widest batch the Trainer bounds it to where the width is known only at run time, else at the batch's
+    own width: MiniLM's 1,536-wide activation at 32 x 512 (100 MB) is recomputed, at 32 x 128 (25 MB: the default
+    run) kept; a batch of unknown size recomputes unless its most rows keep little (packed rows: bound_width's
+    most_rows); serving never does."""
     from models.encoders.layers import RECOMPUTE_ACTIVATION_ABOVE_BYTES, DenseAfterActivation, activation, bound_width
 
     layer, shape = DenseAfterActivation(384, activation("gelu")), [32, None, 1536]
@@ -294,6 +295,9 @@ def test_dense_after_activation_recomputes_where_its_activation_would_be_large()
         bound_width(tf_keras_model_holding(layer), 128, most_rows)
         assert layer.recomputes(rows_at_run_time, training=True) is recomputes
     assert not DenseAfterActivation(384, activation("relu")).recomputes(spec, training=True)
+    bound_width(tf_keras_model_holding(layer), 512, 32)  # the Trainer's batch widths up to 512: each step its own
+    for width, recomputes in ((512, True), (384, True), (128, False)):
+        assert layer.recomputes(tf.TensorSpec([32, width, 1536], tf.float32), training=True) is recomputes
 
 
 def tf_keras_model_holding(layer):
