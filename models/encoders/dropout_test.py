@@ -60,3 +60,22 @@ def test_apply_mask_keeps_the_inputs_dtype():
     out = apply_mask(x, keep, 0.5)
     assert out.dtype == tf.bfloat16
     np.testing.assert_array_equal(tf.cast(out, tf.float32), [2.0, 0.0] * 4)
+
+
+def test_under_xla_the_same_seed_draws_the_same_mask_and_the_gradient_follows_it():
+    """A TPU compiles the whole step with XLA: the mask must compile and be the graph's own for a seed."""
+    shape, seed = tf.constant([9, 11]), tf.constant([1, 2])
+    compiled = tf.function(lambda: keep_mask(shape, seed, 0.5), jit_compile=True)()
+    np.testing.assert_array_equal(compiled, keep_mask(shape, seed, 0.5))
+    layer = Dropout(0.1)
+
+    @tf.function(jit_compile=True)
+    def step(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = layer(x, training=True)
+        return y, tape.gradient(y, x)
+
+    y, gradient = step(tf.ones([3, 7, 5]))
+    np.testing.assert_array_equal(y.numpy() != 0, gradient.numpy() != 0)
+    assert 0 < np.mean(y.numpy() == 0) < 0.5
