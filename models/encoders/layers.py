@@ -45,6 +45,12 @@ def embedding(rows: int, width: int, name: str, *, std: float = 0.02) -> tf_kera
     return tf_keras.layers.Embedding(rows, width, embeddings_initializer=truncated_normal(std), name=name)
 
 
+def _gradient_scope(*inner: str) -> str:
+    """The absolute name scope a custom gradient's ops go in: as autodiff names a gradient (gradient_tape/ and the
+    forward op's scope, here the current one and `inner`), which is how benchmarks/step_profile.py sorts ops."""
+    return "/".join(filter(None, ("gradient_tape", tf.get_current_name_scope(), *inner))) + "/"
+
+
 def _standardized(x: tf.Tensor, epsilon: float) -> tf.Tensor:
     """(x - mean) / sqrt(variance + epsilon) over the last axis, with its gradient written out:
     (g - mean(g) - n·mean(g·n)) / sqrt(variance + epsilon). TensorFlow's autodiff of tf.nn.moments and
@@ -54,7 +60,7 @@ def _standardized(x: tf.Tensor, epsilon: float) -> tf.Tensor:
     @tf.custom_gradient
     def computed(x):
         x_ = tf.stop_gradient(x)  # as _keeping_only_the_input: an enclosing tape keeps none of the forward's ops
-        gradient_scope = "/".join(filter(None, ("gradient_tape", tf.get_current_name_scope()))) + "/"
+        gradient_scope = _gradient_scope()
         mean, variance = tf.nn.moments(x_, axes=[-1], keepdims=True)
         inverse_deviation = tf.math.rsqrt(variance + epsilon)
         normalized = (x_ - mean) * inverse_deviation
@@ -121,8 +127,7 @@ def _keeping_only_the_input(derivative: Callable[[tf.Tensor], tf.Tensor], scope:
         def computed(x):
             # from a stopped input: an enclosing tape would keep the forward's ops (long_attention.chunked_attention)
             x_ = tf.stop_gradient(x)
-            # named as autodiff names a gradient (gradient_tape/ and the forward op's scope): how a profile sorts ops
-            gradient_scope = "/".join(filter(None, ("gradient_tape", tf.get_current_name_scope(), scope))) + "/"
+            gradient_scope = _gradient_scope(scope)
 
             def backward(upstream):
                 with tf.name_scope(gradient_scope):
@@ -191,7 +196,7 @@ def _matmul_of_activated(value_and_derivative: Callable[[tf.Tensor], tuple[tf.Te
     @tf.custom_gradient
     def computed(x, kernel):
         x_, kernel_ = tf.stop_gradient(x), tf.stop_gradient(kernel)  # stopped: as _keeping_only_the_input says
-        gradient_scope = "/".join(filter(None, ("gradient_tape", tf.get_current_name_scope()))) + "/"
+        gradient_scope = _gradient_scope()
 
         def flat(t: tf.Tensor) -> tf.Tensor:
             return tf.reshape(t, [-1, t.shape[-1]])
