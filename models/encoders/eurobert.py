@@ -27,6 +27,7 @@ from models.encoders.layers import (
     dense_params,
     embedding,
     embedding_params,
+    gelu,
     merge_heads,
     run_block,
     scaled_dot_attention,
@@ -195,14 +196,14 @@ class Head(tf_keras.layers.Layer):
     def call(self, hidden, attention_mask=None, training=False):
         mask = tf.cast(attention_mask, hidden.dtype)[:, :, tf.newaxis]
         if self.sizes.pooling == "late":
-            logits = self.classifier(tf.nn.gelu(self.dense(hidden), approximate=False))
+            logits = self.classifier(gelu(self.dense(hidden)))
             return tf.reduce_sum(logits * tf.cast(mask, logits.dtype), axis=1) / tf.cast(
                 tf.reduce_sum(mask, axis=1), logits.dtype
             )
         pooled = (
             hidden[:, 0] if self.sizes.pooling == "bos" else tf.reduce_sum(hidden * mask, 1) / tf.reduce_sum(mask, 1)
         )
-        return self.classifier(tf.nn.gelu(self.dense(pooled), approximate=False))
+        return self.classifier(gelu(self.dense(pooled)))
 
     def torch_params(self) -> Iterator[TorchParam]:
         yield from dense_params("dense", self.dense)
