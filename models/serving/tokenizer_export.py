@@ -60,8 +60,9 @@ def check_read_back(tokenizer_dir: str | Path, exported: str | Path, texts: Sequ
         ) from error
     ours = {"in-graph": _in_graph_ids(tokenizer_spec(tokenizer_dir), texts)}
     theirs = {"in-graph": _in_graph_ids(exported_spec, texts)}
-    ours["transformers"] = load_hf_tokenizer(tokenizer_dir)(texts)["input_ids"]
-    theirs["transformers"] = load_hf_tokenizer(exported)(texts)["input_ids"]
+    ours["transformers"] = _transformers_ids(tokenizer_dir, texts)
+    theirs["transformers"] = _transformers_ids(exported, texts)
+    _check_same_as_transformers(tokenizer_dir, texts, ours["in-graph"], ours["transformers"])
     for reader, ids in ours.items():
         differing = [i for i, (a, b) in enumerate(zip(ids, theirs[reader], strict=True)) if a != b]
         if differing:
@@ -74,12 +75,30 @@ def check_read_back(tokenizer_dir: str | Path, exported: str | Path, texts: Sequ
             )
 
 
+def _check_same_as_transformers(tokenizer_dir, texts: Sequence[str], in_graph: list, transformers: list) -> None:
+    """The in-graph ids are transformers' own: comparing only in-graph with in-graph would not see a tokenizer file
+    that both read wrong (a vocab changed under the temp folder)."""
+    differing = [i for i, (a, b) in enumerate(zip(in_graph, transformers, strict=True)) if a != b]
+    if differing:
+        first = differing[0]
+        raise TokenizerExportError(
+            f"the in-graph tokenizer of {tokenizer_dir} gives other ids than transformers' on {len(differing)} of "
+            f"{len(texts)} texts, first {texts[first][:80]!r}: {in_graph[first][:12]} vs {transformers[first][:12]}: "
+            "the model would train and serve on ids its published tokenizer does not give. This is a defect of the "
+            "in-graph tokenizer (models/tokenizers/), found before training: please report it with the text"
+        )
+
+
 def check_round_trip(tokenizer_dir: str | Path, texts: Sequence[str], max_seq_length: int) -> None:
     """What the Trainer's export will write of the folder's tokenizer, written to a scratch folder and read back
     (check_read_back): `hftfx run --check`'s guarantee that the publisher can read what the Trainer writes."""
     with tempfile.TemporaryDirectory(prefix="tokenizer-round-trip-") as scratch:
         save_tokenizer(tokenizer_dir, max_seq_length, scratch)
         check_read_back(tokenizer_dir, scratch, texts)
+
+
+def _transformers_ids(tokenizer_dir: str | Path, texts: Sequence[str]) -> list[list[int]]:
+    return load_hf_tokenizer(tokenizer_dir)(list(texts), truncation=True, max_length=ROUND_TRIP_WIDTH)["input_ids"]
 
 
 def _in_graph_ids(spec, texts: Sequence[str]) -> list[list[int]]:

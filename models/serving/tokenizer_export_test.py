@@ -61,3 +61,12 @@ def test_an_export_giving_other_ids_is_refused_naming_the_text(family_model_dir,
     monkeypatch.setattr(tokenizer_export, "_in_graph_ids", drifting)
     with pytest.raises(TokenizerExportError, match=r"other in-graph ids .* first 'Café crème"):
         check_round_trip(folder, [], 64)
+
+
+def test_in_graph_ids_other_than_transformers_are_refused_even_when_both_reads_agree(family_model_dir, monkeypatch):
+    """A tokenizer file the folder's and the export's in-graph tokenizers both read wrong (a vocab changed under
+    the temp folder) gives the same wrong ids twice: only transformers' own ids show it."""
+    real = tokenizer_export._in_graph_ids
+    monkeypatch.setattr(tokenizer_export, "_in_graph_ids", lambda spec, texts: real(spec, [t.lower() for t in texts]))
+    with pytest.raises(TokenizerExportError, match=r"in-graph tokenizer of .* other ids than transformers' .*'Café"):
+        check_round_trip(family_model_dir("roberta"), [], 64)
