@@ -15,6 +15,8 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from models.tokenizers import ragged_rows
+
 _NO_RANK = 2**62
 
 # Merge rounds run until no pair of a word merges: one round per merge a word needs, so a word of n bytes costs up
@@ -141,7 +143,7 @@ class Merges:
         ids, row_ids, _ = tf.while_loop(
             lambda ids, row_ids, changed: changed,
             round_,
-            (symbols.flat_values, symbols.value_rowids(), tf.size(symbols.flat_values) > 1),
+            (symbols.flat_values, ragged_rows.row_ids(symbols), tf.size(symbols.flat_values) > 1),
             shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]), tf.TensorShape([])),
         )
         return tf.RaggedTensor.from_value_rowids(ids, row_ids, nrows=words, validate=False)
@@ -152,10 +154,10 @@ def pieces_of_long_words(words: tf.RaggedTensor, limit: int = MAX_WORD_BYTES, un
     unit "UTF8_CHAR", for a family whose symbols are characters)."""
     lengths = tf.strings.length(words.flat_values, unit=unit)
     counts = tf.maximum(1, (lengths + limit - 1) // limit)
-    owner = tf.repeat(tf.range(tf.size(lengths)), counts)
+    owner = ragged_rows.repeat_range(counts)
     starts = (tf.range(tf.reduce_sum(counts)) - tf.gather(tf.cumsum(counts, exclusive=True), owner)) * limit
     pieces = tf.strings.substr(tf.gather(words.flat_values, owner), starts, tf.fill(tf.shape(starts), limit), unit=unit)
-    row_counts = tf.math.unsorted_segment_sum(tf.cast(counts, tf.int64), words.value_rowids(), words.nrows())
+    row_counts = tf.math.unsorted_segment_sum(tf.cast(counts, tf.int64), ragged_rows.row_ids(words), words.nrows())
     return tf.RaggedTensor.from_row_lengths(pieces, row_counts, validate=False)
 
 

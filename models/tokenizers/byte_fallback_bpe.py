@@ -20,6 +20,7 @@ import tensorflow_text
 
 from models.tokenizers import bpe_merges
 from models.tokenizers.code_points import CodePoints, cut_words
+from models.tokenizers.ragged_rows import row_ids
 from models.tokenizers.tokenizer_errors import UnsupportedTokenizerError
 
 METASPACE = "\u2581"
@@ -152,7 +153,7 @@ class ByteFallbackBPE:
 
 def _fused(symbols: tf.RaggedTensor, unk_id: int) -> tf.RaggedTensor:
     """Consecutive unknown symbols of a word as one, as `tokenizers`' fuse_unk does."""
-    values, rows = symbols.flat_values, symbols.value_rowids()
+    values, rows = symbols.flat_values, row_ids(symbols)
     unknown = tf.equal(values, unk_id)
     repeat = unknown & tf.concat([[False], unknown[:-1] & tf.equal(rows[1:], rows[:-1])], axis=0)
     keep = tf.logical_not(repeat)

@@ -19,6 +19,8 @@ import dataclasses
 
 import tensorflow as tf
 
+from models.tokenizers.ragged_rows import row_ids
+
 # Unicode's White_Space property: what no family turns into a token of its own that carries text.
 _WHITESPACE = (
     *range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000,
@@ -71,7 +73,7 @@ def _cut_long(texts: tf.Tensor, budget: CharacterBudget) -> tf.Tensor:
         solid = tf.ones_like(flat, tf.int64)
     else:
         solid = tf.cast(tf.logical_not(tf.reduce_any(tf.equal(flat[:, tf.newaxis], _WHITESPACE), axis=1)), tf.int64)
-    rows, starts = points.value_rowids(), points.row_starts()
+    rows, starts = row_ids(points), points.row_starts()
     running = tf.cumsum(solid)
     before_row = tf.gather(tf.concat([[0], running], axis=0), starts)
     upto = running - tf.gather(before_row, rows)  # non-whitespace characters up to and including each one

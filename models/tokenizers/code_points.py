@@ -11,6 +11,7 @@ import dataclasses
 import tensorflow as tf
 
 from models.tokenizers import gpt2_classes
+from models.tokenizers.ragged_rows import row_ids
 
 _CLASS_TABLE = gpt2_classes.boundaries()
 
@@ -29,7 +30,7 @@ class CodePoints:
     @classmethod
     def of(cls, texts: tf.Tensor) -> CodePoints:
         points, offsets = tf.strings.unicode_decode_with_offsets(texts, "UTF-8")
-        point, row = points.flat_values, points.value_rowids()
+        point, row = points.flat_values, row_ids(points)
         boundaries, classes = (tf.constant(values, tf.int32) for values in _CLASS_TABLE)
         kind = tf.gather(classes, tf.searchsorted(boundaries, point, side="right") - 1)
         first = tf.concat([[True], tf.not_equal(row[1:], row[:-1])], axis=0)
@@ -71,7 +72,7 @@ def cut_words(texts: tf.Tensor, chars: CodePoints, starts_word: tf.Tensor) -> tf
     at = tf.where(starts_word)[:, 0]
     word_row = tf.gather(chars.row, at)
     text_bytes = tf.strings.bytes_split(texts)
-    byte_row = text_bytes.value_rowids()
+    byte_row = row_ids(text_bytes)
     total = tf.size(text_bytes.flat_values, out_type=tf.int64)
     begin = tf.gather(text_bytes.row_starts(), word_row) + tf.cast(tf.gather(chars.offsets.flat_values, at), tf.int64)
     word_of_byte = tf.cumsum(tf.math.unsorted_segment_sum(tf.ones_like(begin), begin, total)) - 1
