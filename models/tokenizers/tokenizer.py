@@ -267,21 +267,26 @@ class InGraphTokenizer:
         vocab_path: str | tf.Tensor | None = None,
         head_share: float | None = None,
         windows: tuple[float, int] | None = None,
-        whole_texts: bool = False,
+        counted_tokens: int | None = None,
     ):
         """`head_share`: a single text longer than the budget keeps that share of it from its start and the rest
         from its end (`model.long_texts: head_tail`); None keeps the start only, as HF's truncation does.
         `windows` (stride, count): a single text is split into `count` overlapping windows (`model.long_texts:
         windows`); each model input is then [N, count x max_seq_length] and WINDOW_MASK says which hold text.
-        Texts are first cut to `character_budget` (so a request's work is bounded); `whole_texts` tokenizes them
-        whole, for counting their tokens (the run's length choices and drift), never in a model's graph."""
+        Texts are first cut to `character_budget` (so a request's work is bounded). `counted_tokens`: texts are for
+        counting their tokens (the run's length choices and drift), never a model's graph: they are cut to the
+        budget reaching that many tokens instead, so counts up to it are exact and longer texts count past it."""
         self.spec = spec
         self.max_seq_length = max_seq_length
         self.head_share = head_share
         self.windows = (
             None if windows is None else Windows.over(max_seq_length, spec.layout.special_count(False), *windows)
         )
-        self.character_budget = None if whole_texts else character_budget(spec, max_seq_length, head_share, windows)
+        self.character_budget = (
+            character_budget(spec, counted_tokens, None, None)
+            if counted_tokens
+            else character_budget(spec, max_seq_length, head_share, windows)
+        )
         if spec.family == WORDPIECE:
             self._pieces = wordpiece.WordPiece(spec.pieces, vocab_path)
         elif spec.family == SENTENCEPIECE:

@@ -245,10 +245,22 @@ def choose_width(profile: LengthProfile, requested: SeqLength, position_limit: i
     return WidthChoice(wanted, reason, profile)
 
 
-def token_lengths(model_dir: Path, rows: Sequence, max_texts: int = LENGTH_SAMPLE) -> LengthProfile:
+UNKNOWN_POSITION_LIMIT = 8_192  # the widest a model without a stated position limit is counted for
+
+
+def counted_tokens(position_limit: int | None) -> int:
+    """The most tokens of one text any length choice looks at: auto's most windows at the widest width the model
+    takes. A text is counted up to it (past it, no width, window count or share cut changes), so a 100 MB text in a
+    sample costs what its first few MB do."""
+    return MAX_AUTO_WINDOWS * (position_limit or UNKNOWN_POSITION_LIMIT)
+
+
+def token_lengths(
+    model_dir: Path, rows: Sequence, position_limit: int | None, max_texts: int = LENGTH_SAMPLE
+) -> LengthProfile:
     """The lengths of `rows` (anything with .text and .text_pair) in the model's tokens, special tokens included
     (pairs: both texts and their separators), as the Transform counts them: the in-graph tokenizer, which
-    reproduces the model's own id for id."""
+    reproduces the model's own id for id; exact up to counted_tokens(position_limit), past it at least that."""
     import numpy as np
     import tensorflow as tf
 
@@ -258,7 +270,7 @@ def token_lengths(model_dir: Path, rows: Sequence, max_texts: int = LENGTH_SAMPL
     rows = list(rows[:max_texts])
     spec = tokenizer_spec(model_dir)
     pair = bool(rows) and rows[0].text_pair is not None
-    tokenizer = InGraphTokenizer(spec, WIDTH_MULTIPLE, whole_texts=True)
+    tokenizer = InGraphTokenizer(spec, WIDTH_MULTIPLE, counted_tokens=counted_tokens(position_limit))
     counts = [np.zeros([0], np.int64)]
     for start in range(0, len(rows), 1024):
         chunk = rows[start : start + 1024]

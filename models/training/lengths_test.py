@@ -9,6 +9,7 @@ from models.training.lengths import (
     LengthProfile,
     choose_buckets,
     choose_width,
+    counted_tokens,
     padded_tokens,
     padding_share,
     round_up,
@@ -44,10 +45,18 @@ def test_lengths_are_counted_in_the_models_tokens_with_its_special_tokens(packag
     texts = ["a gem.", "dull, flat and far too long for what it has to say", "", "x " * 200]
     rows = [SimpleNamespace(text=t, text_pair=None) for t in texts]
     want = [len(ids) for ids in AutoTokenizer.from_pretrained(packaged_model_dir)(texts)["input_ids"]]
-    assert token_lengths(packaged_model_dir, rows).lengths == tuple(sorted(want))
+    assert token_lengths(packaged_model_dir, rows, 512).lengths == tuple(sorted(want))
     pairs = [SimpleNamespace(text=t, text_pair="a plot.") for t in texts]
     want = [len(ids) for ids in AutoTokenizer.from_pretrained(packaged_model_dir)(texts, ["a plot."] * 4)["input_ids"]]
-    assert token_lengths(packaged_model_dir, pairs).lengths == tuple(sorted(want))
+    assert token_lengths(packaged_model_dir, pairs, 512).lengths == tuple(sorted(want))
+
+def test_a_text_past_what_any_choice_looks_at_is_counted_only_that_far(packaged_model_dir):
+    """A 10 MB text in the sample: counted as at least counted_tokens (every choice treats it the same), without
+    tokenizing all of it (its first characters, cut as the budget cuts)."""
+    rows = [SimpleNamespace(text="good " * 2_000_000, text_pair=None), SimpleNamespace(text="a gem.", text_pair=None)]
+    lengths = token_lengths(packaged_model_dir, rows, 512).lengths
+    assert lengths[0] == 5
+    assert counted_tokens(512) <= lengths[1] < 2_000_000
 
 
 def test_auto_buckets_pad_the_fewest_tokens_with_at_most_three_widths_below_the_width():

@@ -107,8 +107,9 @@ def train_split_lengths(config):
 
     model_dir = resolve_model_dir(config.model.name, config.model.revision)
     rows = dataset_pass(config.dataset, EVERY_ROW).placed.rows["train"]
-    profile = token_lengths(model_dir, rows, max_texts=len(rows))
-    return choose_width(profile, config.model.max_seq_length, position_limit(model_dir))
+    limit = position_limit(model_dir)
+    profile = token_lengths(model_dir, rows, limit, max_texts=len(rows))
+    return choose_width(profile, config.model.max_seq_length, limit)
 
 
 @dataclasses.dataclass(frozen=True)

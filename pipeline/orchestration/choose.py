@@ -192,7 +192,9 @@ def choose(found: Found) -> Choices:
     names = list(config.dataset.label_names)
     training_rows = placed.rows.get("train") or [row for rows in placed.rows.values() for row in rows]
     lengths = choose_width(
-        token_lengths(model.directory, training_rows), config.model.max_seq_length, model.position_limit
+        token_lengths(model.directory, training_rows, model.position_limit),
+        config.model.max_seq_length,
+        model.position_limit,
     )
     # A hub model pinned to the commit read here: a push to its repo during the run cannot mix files of two commits
     model_update: dict = {"max_seq_length": lengths.width, **({"revision": model.commit} if model.commit else {})}

@@ -77,15 +77,17 @@ def read_span(config: PipelineConfig, span: int) -> tuple[list[str], list[str]]:
 
 
 def token_counts(config: PipelineConfig, texts: list[str]) -> list[int]:
-    """Untruncated token counts by the model's in-graph tokenizer (the Transform's own)."""
+    """Untruncated token counts by the model's in-graph tokenizer (the Transform's own), up to the most any length
+    choice looks at (models.training.lengths.counted_tokens)."""
     import tensorflow as tf
 
+    from models.encoders.from_folder import position_limit
     from models.hub.pretrained import resolve_model_dir
     from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
+    from models.training.lengths import counted_tokens
 
-    tokenizer = InGraphTokenizer(
-        tokenizer_spec(resolve_model_dir(config.model.name, config.model.revision)), 8, whole_texts=True
-    )
+    model_dir = resolve_model_dir(config.model.name, config.model.revision)
+    tokenizer = InGraphTokenizer(tokenizer_spec(model_dir), 8, counted_tokens=counted_tokens(position_limit(model_dir)))
     counts = []
     for start in range(0, len(texts), 4096):
         counts += tokenizer(tf.constant(texts[start : start + 4096]))[TOKEN_COUNT].numpy().tolist()
