@@ -642,3 +642,28 @@ def test_serving_a_folder_with_no_savedmodel_is_one_line_naming_it(tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "not-a-model holds no SavedModel (saved_model.pb)" in done.stderr
     assert "serving_dir/<model name>" in done.stderr
+
+
+def test_a_label_column_of_ids_stops_check_naming_the_count_column_and_setting(tmp_path, tiny_bert_dir, capsys):
+    """100,000 rows whose label is each row's own id: refused as soon as the label set is known, before any split,
+    metric or model is built for it (it took --check to 23 GB and a silent kill)."""
+    from pipeline.cli import main
+
+    path = _csv(tmp_path, [(f"text {i}", f"id-{i}") for i in range(100_000)])
+    code = main([
+        "run", "--check", "--dataset", "csv", "--data-files", str(path), "--model", str(tiny_bert_dir),
+        "--pipeline-root", str(tmp_path / "root"), "--serving-dir", str(tmp_path / "s"),
+    ])  # fmt: skip
+    assert code == 2
+    error = capsys.readouterr().err
+    assert "label column 'label' has more than dataset.max_labels 1,000 distinct values" in error
+    assert "--set dataset.max_labels=N" in error
+
+
+def test_the_label_limit_is_a_setting(tmp_path, tiny_bert_dir):
+    rows = [(f"film {i}", f"genre-{i % 4}") for i in range(80)]
+    config = _config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(_csv(tmp_path, rows))], max_labels=3)
+    with pytest.raises(DatasetContentError, match=r"more than dataset.max_labels 3 distinct values \(4 found"):
+        checked_and_chosen(config)
+    config = _config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(_csv(tmp_path, rows))], max_labels=4)
+    assert checked_and_chosen(config).config.dataset.label_names == ("genre-0", "genre-1", "genre-2", "genre-3")

@@ -105,7 +105,8 @@ def read_rows(pipeline, read: sources.DatasetRead, label_names: Sequence[str]) -
 
 
 def distinct_label_values(pipeline, read: sources.DatasetRead, output_dir: str) -> list:
-    """One Beam pass over the label column: the distinct values, written as JSON to `output_dir` and returned."""
+    """One Beam pass over the label column: the distinct values, written as JSON to `output_dir` and returned; at
+    most one past dataset.max_labels (enough to refuse the set, never an id column's millions)."""
     import tensorflow as tf
 
     path = os.path.join(output_dir, "label_values.json")
@@ -115,7 +116,7 @@ def distinct_label_values(pipeline, read: sources.DatasetRead, output_dir: str) 
             | "Shards" >> beam.Create(list(read.shards))
             | "ReadLabels" >> beam.ParDo(ReadLabelValues(read.config))
             | "Distinct" >> beam.Distinct()
-            | "ToList" >> beam.combiners.ToList()
+            | "AtMost" >> beam.combiners.Sample.FixedSizeGlobally(read.config.max_labels + 1)
             | "Write" >> beam.Map(_write_json, path)
         )
     with tf.io.gfile.GFile(path) as f:

@@ -91,6 +91,11 @@ class DatasetConfig(ConfigSection):
         description="the label set in id order; empty: the ClassLabel names, else the sorted distinct values",
         json_schema_extra=flag("--label-names"),
     )
+    max_labels: PositiveInt = Field(
+        1_000,
+        description="the most distinct labels a run accepts, checked as soon as the label set is known: past it the "
+        "label column is likely an id or free text, and per-class metrics grow with the square of the count",
+    )
     split_sources: dict[Split, str] = Field(
         default_factory=lambda: {"train": "train", "eval": "validation", "test": "test"},
         description="TFX split -> dataset split; TFX splits whose dataset split is missing are carved from train",

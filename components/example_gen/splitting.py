@@ -175,6 +175,16 @@ def names_from_values(values: Iterable[object], column: str = "label") -> list[s
 
 
 def check_label_count(names: Sequence[str], config: DatasetConfig) -> None:
+    """At least two labels, at most dataset.max_labels (the distinct-values pass keeps one past it)."""
+    if len(names) > config.max_labels:
+        column = f"columns {list(config.label_columns)}" if config.label_columns else f"column '{config.label_column}'"
+        raise DatasetContentError(
+            f"the label {column} has more than dataset.max_labels {config.max_labels:,} distinct values "
+            f"({len(names):,} found, first {list(names[:5])}): a column of ids or free text rather than classes? "
+            "Every class needs examples in each split, and the Evaluator's per-class metrics and confusion matrix "
+            "grow with the square of the count. Point dataset.label_column (--label-column) at the column of "
+            "classes, or raise the limit (--set dataset.max_labels=N)"
+        )
     if len(names) < 2:
         raise DatasetContentError(
             f"the label column '{config.label_column}' has {len(names)} distinct value(s) {list(names)}; "
