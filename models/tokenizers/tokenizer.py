@@ -25,6 +25,7 @@ from models.hub.pretrained import ModelFilesError
 from models.names import MODEL_INPUT_FEATURES, TOKEN_COUNT, TOKEN_TYPE_IDS, TRUNCATED, WINDOW_MASK
 from models.tokenizers import byte_fallback_bpe, byte_level_bpe, special_tokens, spm_tokenizer, wordpiece
 from models.tokenizers.character_budget import CharacterBudget, cut_texts
+from models.tokenizers.combining_marks import limit_combining_runs
 from models.tokenizers.tokenizer_errors import TokenizerFilesDisagree, UnsupportedTokenizerError
 from models.tokenizers.windows import Windows
 
@@ -300,6 +301,8 @@ class InGraphTokenizer:
         if self.character_budget is not None:
             texts = cut_texts(texts, self.character_budget)
             text_pairs = None if text_pairs is None else cut_texts(text_pairs, self.character_budget)
+        texts = limit_combining_runs(texts)  # before any family normalizes them (quadratic in a run's length)
+        text_pairs = None if text_pairs is None else limit_combining_runs(text_pairs)
         first = self._pieces(texts)
         pair = text_pairs is not None
         budget = self.max_seq_length - self.spec.layout.special_count(pair)
