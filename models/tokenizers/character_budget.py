@@ -26,6 +26,9 @@ _WHITESPACE = (
     *range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000,
 )  # fmt: skip
 MARGIN = 2  # characters kept per character the model's tokens can reach
+# The most characters one token counts for: GPT-2's longest entries are 128 bytes, WordPiece's default longest word
+# 100; a folder with longer entries (one of 1 MB turned the budget off) is counted at this, and `--check` says so.
+TOKEN_CHARS_CAP = 128
 
 
 @dataclasses.dataclass(frozen=True)

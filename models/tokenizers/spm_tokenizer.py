@@ -72,7 +72,7 @@ def _pre_normalizer(step: dict) -> tuple[str, ...]:
         pattern = step["pattern"]
         if "String" in pattern:
             return ("replace", pattern["String"], step["content"])
-        return ("regex", _unicode_classes(pattern["Regex"]), step["content"])
+        return ("regex", _compiled_by_re2(_unicode_classes(pattern["Regex"])), step["content"])
     if kind in ("NFKD", "NFKC", "NFD", "NFC"):
         return (kind.lower(),)
     if kind == "StripAccents":
@@ -82,6 +82,22 @@ def _pre_normalizer(step: dict) -> tuple[str, ...]:
     if kind == "Strip":
         return ("strip", str(step.get("strip_left", True)), str(step.get("strip_right", True)))
     raise UnsupportedTokenizerError(f"normalizer step {kind}")
+
+
+def _compiled_by_re2(pattern: str) -> str:
+    """`pattern` once RE2, TensorFlow's regex engine, has compiled it: one it refuses (Oniguruma, which tokenizers
+    runs, takes more) is named now, not as an op error at the first text (checked where the spec is read eagerly, as
+    the preflight reads it; inside a graph being traced nothing would run)."""
+    try:
+        with tf.init_scope():
+            if tf.executing_eagerly():
+                tf.strings.regex_replace(tf.constant([""]), pattern, "")
+    except (tf.errors.InvalidArgumentError, ValueError) as error:
+        message = getattr(error, "message", str(error)).splitlines()[0]
+        raise UnsupportedTokenizerError(
+            f"normalizer Replace with the regex {pattern!r}, which RE2 cannot compile ({message})"
+        ) from None
+    return pattern
 
 
 def _unicode_classes(pattern: str) -> str:

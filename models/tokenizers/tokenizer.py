@@ -21,10 +21,17 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from models.hub.pretrained import ModelFilesError
+from models.hub.pretrained import ModelFilesError, read_config
 from models.names import MODEL_INPUT_FEATURES, TOKEN_COUNT, TOKEN_TYPE_IDS, TRUNCATED, WINDOW_MASK
-from models.tokenizers import byte_fallback_bpe, byte_level_bpe, special_tokens, spm_tokenizer, wordpiece
-from models.tokenizers.character_budget import CharacterBudget, cut_texts
+from models.tokenizers import (
+    byte_fallback_bpe,
+    byte_level_bpe,
+    declared_limits,
+    special_tokens,
+    spm_tokenizer,
+    wordpiece,
+)
+from models.tokenizers.character_budget import TOKEN_CHARS_CAP, CharacterBudget, cut_texts
 from models.tokenizers.combining_marks import limit_combining_runs
 from models.tokenizers.tokenizer_errors import TokenizerFilesDisagree, UnsupportedTokenizerError
 from models.tokenizers.windows import Windows
@@ -59,8 +66,19 @@ class TokenizerSpec:
     unk_id: int
     model_input_names: tuple[str, ...]
     # The most characters of text one token stands for: the longest vocab entry, or WordPiece's longest word
-    # it splits (a longer word is one [UNK]); it bounds what a text keeps (models/tokenizers/character_budget.py).
+    # it splits (a longer word is one [UNK]), at most TOKEN_CHARS_CAP; it bounds what a text keeps
+    # (models/tokenizers/character_budget.py). `longest_token_chars`: the same before the cap.
     token_chars: int = 100
+    longest_token_chars: int = 100
+
+    def budget_note(self) -> str:
+        """What `--check` says when the cap applies, else nothing."""
+        if self.longest_token_chars <= self.token_chars:
+            return ""
+        return (
+            f"its longest vocab entry is {self.longest_token_chars:,} characters; texts are cut counting at most "
+            f"{self.token_chars} a token"
+        )
 
     @property
     def takes_token_type_ids(self) -> bool:
@@ -107,8 +125,13 @@ def _files_stamp(directory: Path) -> tuple[tuple[str, int, int], ...]:
 
 @functools.lru_cache(maxsize=8)
 def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
+    tokenizer_json, vocab_size = model_dir / "tokenizer.json", _model_vocab_size(model_dir)
+    if tokenizer_json.is_file():  # before transformers reads it: its counts and ids decide what reading costs
+        declared_limits.read_checked(tokenizer_json, vocab_size)
     hf = _load_fast_tokenizer(model_dir)
     declared = json.loads(hf.backend_tokenizer.to_str())
+    if not tokenizer_json.is_file():  # built by transformers from the folder's vocab files
+        declared_limits.check_declared(declared, model_dir / "(its vocab files)", vocab_size)
     family = _family(declared, model_dir)
     unk_id = hf.unk_token_id if hf.unk_token_id is not None else -1
     if getattr(hf, "padding_side", "right") != "right":
@@ -132,16 +155,28 @@ def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
         ) from error
     except FileNotFoundError as error:
         raise ModelFilesError(str(error)) from error
+    longest = max(max(map(len, hf.get_vocab()), default=1), getattr(pieces, "max_input_chars_per_word", 0))
+    layout = special_tokens.read_layout(hf.backend_tokenizer)
+    declared_limits.check_special_count(max(layout.special_count(False), layout.special_count(True)), tokenizer_json)
     return TokenizerSpec(
         family=family,
         pieces=pieces,
-        layout=special_tokens.read_layout(hf.backend_tokenizer),
+        layout=layout,
         vocab_size=len(hf),
         pad_id=hf.pad_token_id if hf.pad_token_id is not None else 0,
         unk_id=unk_id,
         model_input_names=tuple(hf.model_input_names),
-        token_chars=max(max(map(len, hf.get_vocab()), default=1), getattr(pieces, "max_input_chars_per_word", 0)),
+        token_chars=min(longest, TOKEN_CHARS_CAP),
+        longest_token_chars=longest,
     )
+
+
+def _model_vocab_size(model_dir: Path) -> int | None:
+    """config.json's vocab_size: the embeddings every id must index (None: no config.json, or none stated)."""
+    if not (model_dir / "config.json").is_file():
+        return None
+    size = read_config(model_dir).get("vocab_size")
+    return size if isinstance(size, int) and size > 0 else None
 
 
 def load_hf_tokenizer(model_dir: str | Path, **kwargs):
@@ -164,7 +199,11 @@ def _load_fast_tokenizer(model_dir: Path):
         raise ModelFilesError(f"the tokenizer in {model_dir} has no vocabulary file. {_TOKENIZER_FILES_HINT}")
     try:
         hf = load_hf_tokenizer(model_dir)
-    except Exception as error:  # the tokenizers library reports a file it cannot parse as a bare Exception
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    # tokenizers reports a file it cannot parse as a bare Exception, and panics (pyo3's PanicException, a
+    # BaseException) on some of what it reads
+    except BaseException as error:
         raise ModelFilesError(
             f"cannot read the tokenizer in {model_dir}: {type(error).__name__}: {error}. {_TOKENIZER_FILES_HINT}"
         ) from error
@@ -277,6 +316,12 @@ class InGraphTokenizer:
         Texts are first cut to `character_budget` (so a request's work is bounded). `counted_tokens`: texts are for
         counting their tokens (the run's length choices and drift), never a model's graph: they are cut to the
         budget reaching that many tokens instead, so counts up to it are exact and longer texts count past it."""
+        specials = spec.layout.special_count(pair=True)
+        if specials >= max_seq_length:
+            raise UnsupportedTokenizerError(
+                f"the tokenizer puts {specials} special tokens around a pair of texts, which leaves no room for text "
+                f"at width {max_seq_length}: use a wider model.max_seq_length or the model's own tokenizer"
+            )
         self.spec = spec
         self.max_seq_length = max_seq_length
         self.head_share = head_share

@@ -113,6 +113,7 @@ def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
     tokenizer = tokenizer_spec(directory)
     if architecture:
         architecture += f"; {tokenizer.family} tokenizer, in-graph"
+        architecture += f" ({note})" if (note := tokenizer.budget_note()) else ""
     if weights or not (directory / "config.json").is_file():
         check_weights(model_files(directory))  # the header against config.json: nothing is built or read
     limit = position_limit(directory)
