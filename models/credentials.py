@@ -19,10 +19,19 @@ _TOKENS = (
     ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
     ("a service account key", re.compile(r'"private_key(?:_id)?"\s*:')),
     ("a password in a URL", re.compile(r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)),
-    # a URL's query carrying what grants access: a GCS / S3 signed URL, an Azure SAS, an OAuth token
-    ("a signed URL", re.compile(r"[?&]X-(?:Goog|Amz)-(?:Signature|Credential)=", re.IGNORECASE)),
-    ("an Azure SAS token", re.compile(r"[?&]sig=[^&\s]+", re.IGNORECASE)),
-    ("an access token in a URL", re.compile(r"[?&](?:access_token|token|api_key|key)=[^&\s]+", re.IGNORECASE)),
+    # a URL's query (or fragment: OAuth's implicit flow) carrying what grants access: a GCS / S3 signed URL (V4's
+    # X-Goog-/X-Amz- parameters, V2's GoogleAccessId / AWSAccessKeyId with Signature), an Azure SAS, a token
+    (
+        "a signed URL",
+        re.compile(
+            r"[?&#](?:X-(?:Goog|Amz)-(?:Signature|Credential)|GoogleAccessId|AWSAccessKeyId|Signature)=", re.I
+        ),
+    ),
+    ("an Azure SAS token", re.compile(r"[?&#]sig=[^&\s]+", re.IGNORECASE)),
+    (
+        "an access token in a URL",
+        re.compile(r"[?&#](?:access_token|id_token|token|api_key|key)=[^&\s]+", re.IGNORECASE),
+    ),
 )
 # Option names whose value is a credential whatever it looks like (builder options, storage options).
 _SECRET_NAMES = re.compile(r"(?:^|_)(?:password|passwd|secret|token|api_?key|access_?key|credentials?)$", re.I)

@@ -242,6 +242,12 @@ def test_names_that_reach_job_ids_labels_filters_and_paths_are_checked_at_load(o
         ({"dataset.name": "https://storage.googleapis.com/b/x.csv?X-Goog-Signature=ab12"}, "a signed URL"),
         ({"dataset.name": "https://a.blob.core.windows.net/c/x.csv?sv=2024&sig=abc%2Bdef"}, "an Azure SAS token"),
         ({"dataset.name": "https://data.example.com/x.csv?access_token=opaque123"}, "an access token in a URL"),
+        ({"dataset.name": "https://data.example.com/x.csv#access_token=opaque123"}, "an access token in a URL"),
+        (
+            {"dataset.name": "https://storage.googleapis.com/b/x.csv?GoogleAccessId=sa@p.iam&Expires=1&Signature=a%2B"},
+            "a signed URL",
+        ),
+        ({"dataset.name": "https://b.s3.amazonaws.com/x.csv?AWSAccessKeyId=A&Expires=1&Signature=c"}, "a signed URL"),
     ],
 )
 def test_values_that_look_like_credentials_are_refused_at_load(overrides, kind):
