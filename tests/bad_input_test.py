@@ -614,6 +614,46 @@ def test_a_2_gb_tensor_no_weight_reads_is_refused_without_being_read(tmp_path, t
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 500_000  # KiB: far less than 2 GB
 
 
+def _overlapping(header):
+    """The second tensor's bytes start inside the first's (its span's length kept)."""
+    tensors = sorted((v["data_offsets"][0], k) for k, v in header.items() if k != "__metadata__")
+    (_, first), (_, second) = tensors[0], tensors[1]
+    begin, end = header[second]["data_offsets"]
+    shift = begin - header[first]["data_offsets"][0] - 4
+    header[second]["data_offsets"] = [begin - shift, end - shift]
+    return header
+
+
+def _as_int32(header):
+    header["embeddings.word_embeddings.weight"]["dtype"] = "I32"
+    return header
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (_overlapping, r"model\.safetensors's tensors '.+' and '.+' overlap \(bytes"),
+        (_as_int32, r"holds 'embeddings\.word_embeddings\.weight' as I32, where the model reads .* floating-point"),
+    ],
+)
+def test_a_header_that_reads_bytes_twice_or_as_integers_is_refused(tmp_path, tiny_bert_dir, change, said):
+    copy = shutil.copytree(tiny_bert_dir, tmp_path / "model")
+    _rewrite_header(copy, change)
+    _check_exits_2(copy, tmp_path, said)
+
+
+def test_a_nan_weight_is_named_before_anything_trains(tmp_path, tiny_bert_dir):
+    """It trained to NaN from the first step; --check reads every weight the model reads, a tensor at a time."""
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+
+    copy = shutil.copytree(tiny_bert_dir, tmp_path / "model")
+    state = load_file(copy / "model.safetensors")
+    state["encoder.layer.1.output.dense.weight"][3, :2] = [np.nan, np.inf]
+    save_file(state, copy / "model.safetensors", metadata={"format": "pt"})
+    _check_exits_2(copy, tmp_path, r"tensor 'encoder\.layer\.1\.output\.dense\.weight' holds 2 NaN or infinite")
+
+
 def test_config_json_that_is_not_json_is_named(tmp_path, tiny_bert_dir):
     copy = shutil.copytree(tiny_bert_dir, tmp_path / "model")
     (copy / "config.json").write_text('{"model_type": "bert", ')

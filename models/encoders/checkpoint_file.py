@@ -9,6 +9,7 @@ header says everything needed to refuse a bad file in milliseconds, before the m
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 from collections.abc import Iterable
@@ -36,6 +37,12 @@ class TensorEntry:
     dtype: str
     shape: tuple[int, ...]
     nbytes: int
+    begin: int = 0  # its bytes within the data, after the header
+    end: int = 0
+
+    @property
+    def floating(self) -> bool:
+        return self.dtype.startswith(("F", "BF"))
 
 
 def read_header(path: Path) -> dict[str, TensorEntry]:
@@ -62,7 +69,20 @@ def read_header(path: Path) -> dict[str, TensorEntry]:
     if not isinstance(header, dict):
         raise CheckpointFileError(f"{path}'s header is not a JSON object: {_FIX}")
     header.pop("__metadata__", None)
-    return {name: _entry(path, name, value, size - 8 - length) for name, value in header.items()}
+    entries = {name: _entry(path, name, value, size - 8 - length) for name, value in header.items()}
+    _no_overlap(path, entries)
+    return entries
+
+
+def _no_overlap(path: Path, entries: dict[str, TensorEntry]) -> None:
+    """No two tensors share bytes (safetensors' own loader refuses it too): one byte read as two weights is a forged
+    or corrupted file."""
+    spans = sorted((entry.begin, entry.end, name) for name, entry in entries.items() if entry.nbytes)
+    for (_, end, first), (begin, _, second) in itertools.pairwise(spans):
+        if begin < end:
+            raise CheckpointFileError(
+                f"{path}'s tensors {first!r} and {second!r} overlap (bytes {begin:,} to {end:,}): {_FIX}"
+            )
 
 
 def _entry(path: Path, name: str, value, data_bytes: int) -> TensorEntry:
@@ -81,7 +101,17 @@ def _entry(path: Path, name: str, value, data_bytes: int) -> TensorEntry:
         raise CheckpointFileError(
             f"{path} is truncated: tensor {name!r} ends at byte {end:,} of its data, which holds {data_bytes:,}: {_FIX}"
         )
-    return TensorEntry(dtype, shape, nbytes)
+    return TensorEntry(dtype, shape, nbytes, begin, end)
+
+
+def check_finite(path: Path, names: Iterable[str]) -> None:
+    """Every value of the named tensors a finite number, read one tensor at a time: a NaN or Inf weight trains to NaN
+    from the first step, so `--check` names it instead."""
+    for name in names:
+        tensor = read_tensors(path, [name])[name]
+        if tensor.dtype.kind == "f" and not np.isfinite(tensor).all():
+            bad = int(np.size(tensor) - np.isfinite(tensor).sum())
+            raise CheckpointFileError(f"{path}'s tensor {name!r} holds {bad:,} NaN or infinite values: {_FIX}")
 
 
 def read_tensors(path: Path, names: Iterable[str]) -> dict[str, np.ndarray]:

@@ -266,6 +266,12 @@ def check_checkpoint(path: Path, config: dict, label_names: Sequence[str], multi
             f"{least_bytes:,} bytes; {path.name} is {path.stat().st_size:,}: the config is not this checkpoint's"
         )
     found = match(expected, {name: entry.shape for name, entry in header.items()})
+    for param, name in found.stored.items():
+        if not header[name].floating:
+            raise CheckpointError(
+                f"{path.name} holds {name!r} as {header[name].dtype}, where the model reads {param}'s weights as "
+                "floating-point numbers: not a model checkpoint (or a quantized one); use the unquantized weights"
+            )
     largest = max(math.prod(t.shape) * 4 for t in expected)
     for name in set(header) - set(found.stored.values()):
         if header[name].nbytes > largest:

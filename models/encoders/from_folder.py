@@ -15,7 +15,7 @@ import types
 from collections.abc import Sequence
 from pathlib import Path
 
-from models.encoders import classifier
+from models.encoders import checkpoint_file, classifier
 from models.encoders.layers import UnsupportedConfigError
 from models.errors import UserError
 from models.hardware.flops import EncoderShape
@@ -143,6 +143,11 @@ def check_weights(files: ModelFiles, label_names: Sequence[str] = ("0", "1"), mu
         return classifier.check_checkpoint(files.weights, read_config(files.directory), label_names, multi_label)
     except classifier.CheckpointError as error:
         raise WeightsError(f"pretrained weights in {files.weights}: {error}") from error
+
+
+def check_weight_values(files: ModelFiles, found: classifier.Match) -> None:
+    """Every weight the model reads a finite number (`--check` reads them once, a tensor at a time)."""
+    checkpoint_file.check_finite(files.weights, found.stored.values())
 
 
 def freeze_input_embeddings(model) -> None:

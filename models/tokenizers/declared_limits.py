@@ -65,8 +65,8 @@ def check_declared(declared: object, path: Path, vocab_size: int | None) -> None
                 f"{path}: WordPiece max_input_chars_per_word {chars!r} is outside 1..{MAX_INPUT_CHARS_PER_WORD:,} "
                 "(transformers' default is 100)"
             )
-        unk = model.get("unk_token")
-        if not isinstance(vocab, dict) or unk not in vocab:
+        unk = model.get("unk_token")  # missing altogether, `tokenizers` names the field itself
+        if unk is not None and (not isinstance(vocab, dict) or unk not in vocab):
             raise TokenizerLimitError(
                 f"{path}: the WordPiece unk_token {unk!r} is not in its vocab: every word it cannot split would have "
                 "no id. Add the token to the vocab or name one that is there"

@@ -32,6 +32,7 @@ from components.tuner.config import Range
 from models.encoders.from_folder import (
     block_dropout,
     check_architecture,
+    check_weight_values,
     check_weights,
     encoder_shape,
     position_limit,
@@ -115,7 +116,8 @@ def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
         architecture += f"; {tokenizer.family} tokenizer, in-graph"
         architecture += f" ({note})" if (note := tokenizer.budget_note()) else ""
     if weights or not (directory / "config.json").is_file():
-        check_weights(model_files(directory))  # the header against config.json: nothing is built or read
+        files = model_files(directory)
+        check_weight_values(files, check_weights(files))  # the header against config.json, then the values read
     limit = position_limit(directory)
     requested = config.model.max_seq_length
     if limit is not None and requested != AUTO and requested > limit:
