@@ -491,6 +491,21 @@ def _raw_exchange(base: str, request: bytes, wait: float) -> tuple[bytes, float]
         return answer.split(b"\r\n")[0], time.monotonic() - started
 
 
+def _twice_set_example_request() -> dict:
+    """A tf.Example whose 'text' Feature holds an int64_list and then a bytes_list: protobuf keeps the last, so it
+    parses whole, while the signature's ParseExample fails the model call on it."""
+    import base64
+
+    import tensorflow as tf
+
+    ints = tf.train.Feature(int64_list=tf.train.Int64List(value=[7])).SerializeToString()
+    texts = tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"a film"])).SerializeToString()
+    entry = b"\x0a\x04text" + b"\x12" + bytes([len(ints + texts)]) + ints + texts
+    example = b"\x0a" + bytes([len(entry) + 2]) + b"\x0a" + bytes([len(entry)]) + entry
+    assert tf.train.Example.FromString(example).features.feature["text"].bytes_list.value == [b"a film"]
+    return {"signature_name": "serving_tf_example", "instances": [{"b64": base64.b64encode(example).decode()}]}
+
+
 def _refuses_bad_requests_with_their_reasons(container) -> None:
     """Each bad body a 4xx with its reason in bounded time; a normal request still answers after them."""
     import urllib.error
@@ -505,6 +520,7 @@ def _refuses_bad_requests_with_their_reasons(container) -> None:
         ({"examples": [{"text": 2**70}]}, 400, "examples"),
         ({"signature_name": "nope", "instances": ["a"]}, 400, "signature 'nope' is not served"),
         ([1, 2], 400, "must be a JSON object"),
+        (_twice_set_example_request(), 400, "sets its feature 'text' more than once"),
     ]
     for body, status, reason in bad:
         got, answer = vertex_container.http_json(predict, body)

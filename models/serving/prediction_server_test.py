@@ -182,3 +182,27 @@ def test_texts_reach_the_model_as_utf8_bytes():
     signature, columns = parse_request(json.dumps({"instances": ["café", {"b64": "/w=="}]}).encode(), ("text",), 256)
     assert signature == "serving_default"
     assert columns == {"text": ["café".encode(), b"\xff"]}
+
+
+def test_an_example_setting_its_text_twice_is_refused_before_it_joins_a_model_call():
+    """Protobuf keeps the last of a oneof set twice (an int64_list, then a bytes_list), so the Example parses whole;
+    TensorFlow's ParseExample fails the call on it, and every request sharing that call with it."""
+    import base64
+
+    ints = tf.train.Feature(int64_list=tf.train.Int64List(value=[7])).SerializeToString()
+    texts = tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"a film"])).SerializeToString()
+    entry = b"\x0a\x04text" + b"\x12" + bytes([len(ints + texts)]) + ints + texts
+    example = b"\x0a" + bytes([len(entry) + 2]) + b"\x0a" + bytes([len(entry)]) + entry
+    with pytest.raises(tf.errors.InvalidArgumentError):  # what the model call would meet
+        tf.io.parse_example([example], {"text": tf.io.FixedLenFeature([], tf.string)})
+    whole = tf.train.Example(features=tf.train.Features(feature={"text": tf.train.Feature(
+        bytes_list=tf.train.BytesList(value=[b"a film"]))})).SerializeToString()  # fmt: skip
+    for twice in (example, whole + whole):
+        body = json.dumps({"signature_name": "serving_tf_example", "instances": [
+            {"b64": base64.b64encode(whole).decode()}, {"b64": base64.b64encode(twice).decode()}]})  # fmt: skip
+        with pytest.raises(RequestError, match=r"example 1 sets its feature 'text' more than once") as refused:
+            parse_request(body.encode(), ("text",), 256)
+        assert refused.value.status == 400
+    one = {"signature_name": "serving_tf_example", "instances": [{"b64": base64.b64encode(whole).decode()}]}
+    body = json.dumps(one)
+    assert parse_request(body.encode(), ("text",), 256)[1] == {"examples": [whole]}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -157,7 +158,54 @@ def _checked(serialized: list[bytes], text_inputs: Sequence[str]) -> list[bytes]
         for name in text_inputs:
             if name not in features or len(features[name].bytes_list.value) != 1:
                 raise BadRequestError(f"example {index} must hold one string in its feature '{name}'")
+        if twice := _set_twice(value, text_inputs):
+            raise BadRequestError(f"example {index} sets its feature '{twice}' more than once")
     return serialized
+
+
+def _set_twice(serialized: bytes, text_inputs: Sequence[str]) -> str | None:
+    """The text input an Example sets more than once, on the wire, or None. Protobuf keeps the last of a map entry
+    or a oneof set twice, so the parsed Example looks whole, while TensorFlow's ParseExample fails the call on a
+    Feature holding an int64_list before its bytes_list; read as repeated fields, every occurrence shows."""
+    wanted, seen = set(text_inputs), set()
+    raw_example, raw_feature = _raw_classes()
+    for features in raw_example.FromString(serialized).features:
+        for entry in features.feature:
+            if entry.key in wanted:
+                kinds = [raw_feature.FromString(v) for v in entry.value]
+                occurrences = sum(len(k.bytes_list) + len(k.float_list) + len(k.int64_list) for k in kinds)
+                if entry.key in seen or len(entry.value) != 1 or occurrences != 1:
+                    return entry.key
+                seen.add(entry.key)
+    return None
+
+
+@functools.cache
+def _raw_classes() -> tuple[type, type]:
+    """tf.Example's wire layout with every field repeated (Example.features, Features' map entries, an entry's value
+    and each of a Feature's lists): messages whose parse keeps what protobuf's own merges."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    repeated, as_bytes, as_message = (
+        descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED,
+        descriptor_pb2.FieldDescriptorProto.TYPE_BYTES,
+        descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+    )
+    file = descriptor_pb2.FileDescriptorProto(name="hftfx_raw_example.proto", package="hftfx_raw", syntax="proto3")
+    feature = file.message_type.add(name="Feature")
+    for number, name in ((1, "bytes_list"), (2, "float_list"), (3, "int64_list")):
+        feature.field.add(name=name, number=number, label=repeated, type=as_bytes)
+    entry = file.message_type.add(name="Entry")
+    entry.field.add(name="key", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING)
+    entry.field.add(name="value", number=2, label=repeated, type=as_bytes)
+    features = file.message_type.add(name="Features")
+    features.field.add(name="feature", number=1, label=repeated, type=as_message, type_name=".hftfx_raw.Entry")
+    example = file.message_type.add(name="Example")
+    example.field.add(name="features", number=1, label=repeated, type=as_message, type_name=".hftfx_raw.Features")
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    get = message_factory.GetMessageClass
+    return get(pool.FindMessageTypeByName("hftfx_raw.Example")), get(pool.FindMessageTypeByName("hftfx_raw.Feature"))
 
 
 def _check_count(rows: int, max_rows: int | None) -> None:
