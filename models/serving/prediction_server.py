@@ -288,6 +288,9 @@ def serve(
         port=port,
         http=guarded_protocol(limits.connections),
         timeout_keep_alive=5,
+        # Clients take turns by the connection's own address: X-Forwarded-For is anyone's to write (uvicorn trusts it
+        # from loopback by default), and one client naming a new address each request took every turn.
+        proxy_headers=False,
         timeout_graceful_shutdown=30,
         log_level="warning",
     )
