@@ -7,7 +7,10 @@ Two figures, each a ratio of things measured in the same run, beside the fp32 ma
   its first budget's worth of letters (seconds: what a request of it costs a server). Whole, the same word is
   measured only up to --whole-chars, since its merge rounds grow with its length (minutes at 1.4 MB);
 - each family's tokenizer on 1.4 MB of spaces, newlines, NBSP and U+3000 beside 1.4 MB of letters: seconds and
-  each call's peak memory.
+  each call's peak memory;
+- "a a a ..." at the budget of a byte-level tokenizer whose longest vocab entry is 64 characters (GPT-2's and
+  Llama-3's splits), "a" followed by reversed runs of combining marks, and a 1 MB document among the length sample's
+  reviews (what `--check` counts), each beside ordinary text of the same size: seconds and each call's peak memory.
 """
 
 from __future__ import annotations
@@ -171,6 +174,110 @@ def whitespace_rows(letters: str, width: int) -> list[list[str]]:
     return rows
 
 
+LONG_ENTRY_FAMILIES = {"roberta": "GPT-2's split (RoBERTa, ModernBERT)", "llama-3": "Llama-3's split (EuroBERT)"}
+
+
+def _with_long_entry(family: str, chars: int):
+    """The tests' tokenizer of `family` with one more vocab entry of `chars` letters: it sets the character budget."""
+    import json
+
+    from models.tokenizers.tokenizer import tokenizer_spec
+    from tests.model_families import write_tokenizer
+
+    directory = Path(tempfile.mkdtemp(prefix=f"bench-{family}-"))
+    write_tokenizer(family, directory)
+    declared = json.loads((directory / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab = declared["model"]["vocab"]
+    vocab["x" * chars] = max(vocab.values()) + 1 + len(declared.get("added_tokens") or [])
+    (directory / "tokenizer.json").write_text(json.dumps(declared), encoding="utf-8")
+    return tokenizer_spec(directory)
+
+
+def one_letter_words_rows(letters: str, width: int) -> list[list[str]]:
+    """Byte-level BPE at `width` on "a a a ..." (the most words its budget holds) against the same bytes of letters,
+    with a 64-character vocab entry setting that budget."""
+    import tensorflow as tf
+
+    from models.tokenizers.tokenizer import InGraphTokenizer
+
+    rows = []
+    for family, split in LONG_ENTRY_FAMILIES.items():
+        tokenizer = InGraphTokenizer(_with_long_entry(family, 64), width)
+        tokenizer(tf.constant(["warm up the ops"]))
+        words = "a " * (len(letters) // 2)
+        seconds, mib = _peak_mib_of(lambda tok=tokenizer, t=words: tok(tf.constant([t])))
+        base_seconds, base_mib = _peak_mib_of(lambda tok=tokenizer: tok(tf.constant([letters])))
+        rows.append([
+            f"byte-level BPE, {split}, at width {width} with a 64-character entry (budget "
+            f"{tokenizer.character_budget.head:,}): {len(words.encode()) / 1e6:.1f} MB of \"a a a ...\" vs of letters "
+            "(s; peak MiB)",
+            f"{seconds:.2f}; {mib:,.0f}",
+            f"{base_seconds:.2f}; {base_mib:,.0f}",
+            f"{seconds / base_seconds:.2f}x",
+        ])  # fmt: skip
+    return rows
+
+
+def combining_marks_rows(letters: str, width: int) -> list[list[str]]:
+    """MiniLM's WordPiece (the served default) at `width` and with 4 windows on "a" + k x U+0301 + k x U+0316
+    (normalization reorders each run of marks), against the same bytes of letters."""
+    import tensorflow as tf
+
+    from models.hub.pretrained import resolve_model_dir
+    from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
+
+    spec = tokenizer_spec(resolve_model_dir("packaged:all-MiniLM-L6-v2", None))
+    marks = len(letters) // 4  # two bytes each, two runs
+    text = "a" + "\u0301" * marks + "\u0316" * marks
+    rows = []
+    for windows in (None, (0.5, 4)):
+        tokenizer = InGraphTokenizer(spec, width, windows=windows)
+        tokenizer(tf.constant(["warm up the ops"]))
+        seconds, mib = _peak_mib_of(lambda tok=tokenizer: tok(tf.constant([text])))
+        base_seconds, base_mib = _peak_mib_of(lambda tok=tokenizer: tok(tf.constant([letters])))
+        shape = f"width {width}" + (f", {windows[1]} windows" if windows else "")
+        rows.append([
+            f"WordPiece (MiniLM) at {shape}: {len(text.encode()) / 1e6:.1f} MB of a letter and two reversed runs of "
+            "combining marks vs of letters (s; peak MiB)",
+            f"{seconds:.2f}; {mib:,.0f}",
+            f"{base_seconds:.2f}; {base_mib:,.0f}",
+            f"{seconds / base_seconds:.2f}x",
+        ])  # fmt: skip
+    return rows
+
+
+def length_sample_rows(texts: list[str], position_limit: int) -> list[list[str]]:
+    """What `--check` counts: 1,023 reviews with a 1 MB document among them, against 1,024 reviews, through each
+    family's length sample (models.training.lengths.token_lengths) for a model of `position_limit` positions."""
+    from types import SimpleNamespace
+
+    from models.hub.pretrained import resolve_model_dir
+    from models.training.lengths import token_lengths
+    from tests.model_families import write_tokenizer
+
+    document = " ".join(texts)
+    document = (document * (1_000_000 // len(document) + 1))[:1_000_000]
+    folders = {"WordPiece (MiniLM)": resolve_model_dir("packaged:all-MiniLM-L6-v2", None)}
+    for family, kind in (("roberta", "byte-level BPE"), ("xlm-roberta", "SentencePiece")):
+        folders[kind] = Path(tempfile.mkdtemp(prefix=f"bench-{family}-"))
+        write_tokenizer(family, folders[kind])
+    rows = []
+    for kind, folder in folders.items():
+        reviews = [SimpleNamespace(text=t, text_pair=None) for t in texts[:1024]]
+        with_document = [SimpleNamespace(text=document, text_pair=None), *reviews[:1023]]
+        token_lengths(folder, reviews[:8], position_limit)  # builds the ops once
+        seconds, mib = _peak_mib_of(lambda f=folder, r=with_document: token_lengths(f, r, position_limit))
+        base_seconds, base_mib = _peak_mib_of(lambda f=folder, r=reviews: token_lengths(f, r, position_limit))
+        rows.append([
+            f"{kind}, --check's length sample for {position_limit} positions: a 1 MB document among 1,023 reviews "
+            "vs 1,024 reviews (s; peak MiB)",
+            f"{seconds:.2f}; {mib:,.0f}",
+            f"{base_seconds:.2f}; {base_mib:,.0f}",
+            f"{seconds / base_seconds:.2f}x",
+        ])  # fmt: skip
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from components.example_gen.sources import rotten_tomatoes_reviews
@@ -186,7 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     roberta = roberta_tokenizer()
     for width in (int(w) for w in args.widths.split(",")):
         rows.extend(hostile_word_rows(roberta, letters, width, args.whole_chars))
-    rows.extend(whitespace_rows(letters, max(int(w) for w in args.widths.split(","))))
+    widest = max(int(w) for w in args.widths.split(","))
+    rows.extend(whitespace_rows(letters, widest))
+    rows.extend(one_letter_words_rows(letters, widest))
+    rows.extend(combining_marks_rows(letters, widest))
+    rows.extend(length_sample_rows(texts, widest))
     section = reference.table_section(
         SECTION,
         [

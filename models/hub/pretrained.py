@@ -92,13 +92,36 @@ def resolve_model_dir(name: str, revision: str | None = None, weights: bool = Tr
     load_hub_token()  # a cloud component's token for private and gated repos, from Secret Manager
 
     try:
+        revision = _checked_hub_sizes(name, revision, weights)
         return Path(snapshot_download(name, revision=revision, allow_patterns=_hub_files(weights)))
+    except ModelFilesError:  # a file past its cap, named already (an OSError too)
+        raise
     except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as error:
         hint = " (HF_HUB_OFFLINE=1 is set: only cached models work)" if environment.offline_hub() else ""
         raise ModelFilesError(
             f"could not get model '{name}' from the Hugging Face hub{hint}: {error}. "
             "Use a hub id that exists, a local model directory, or packaged:all-MiniLM-L6-v2."
         ) from error
+
+
+def _checked_hub_sizes(name: str, revision: str | None, weights: bool) -> str | None:
+    """The commit whose file sizes the Hub reports, each within what a bucket copy takes of a file of its kind
+    (ModelFilesError naming the file otherwise, before a byte of it is downloaded); offline, the cache's files
+    and `revision` as given."""
+    if environment.offline_hub():
+        return revision
+    from huggingface_hub import HfApi
+
+    info = HfApi().model_info(name, revision=revision, files_metadata=True)
+    wanted = set(_hub_files(weights))
+    for sibling in info.siblings or ():
+        size = sibling.size if sibling.size is not None else getattr(sibling.lfs, "size", None)
+        if sibling.rfilename in wanted and size is not None and size > _max_bytes(sibling.rfilename):
+            raise ModelFilesError(
+                f"{name}'s {sibling.rfilename} is {size:,} bytes on the hub, over the "
+                f"{_max_bytes(sibling.rfilename):,} a file of its kind can need: not downloaded"
+            )
+    return info.sha or revision
 
 
 @functools.cache
