@@ -726,6 +726,123 @@ def test_connections_past_their_head_never_lock_the_server_out(first_run):
                 connection.close()
 
 
+def _pipelining_readers(container, count: int, requests_each: int) -> list:
+    """`count` connections that send `requests_each` pipelined GET /health as fast as the server takes them and read
+    nothing (a receive window of a few KB)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(container.base)
+    health = "/" + container.health.split("/", 3)[3]
+    requests = f"GET {health} HTTP/1.1\r\nHost: x\r\n\r\n".encode() * requests_each
+    opened = []
+    for _ in range(count):
+        connection = socket.socket()
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        connection.connect((url.hostname, url.port))
+        connection.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            connection.send(requests)  # what fits now: the server stops reading once its answers back up
+        opened.append(connection)
+    return opened
+
+
+def _answers_until_closed(connection, within: float) -> int:
+    """Reads what the server sent until it closed (EOF or reset): the number of answers; -1 if still open."""
+    import time
+
+    connection.setblocking(True)
+    connection.settimeout(within)
+    received, deadline = b"", time.monotonic() + within
+    try:
+        while time.monotonic() < deadline:
+            chunk = connection.recv(65536)
+            if not chunk:
+                return received.count(b"HTTP/1.1 200")
+            received += chunk
+    except (ConnectionResetError, BrokenPipeError):
+        return received.count(b"HTTP/1.1 200")
+    except TimeoutError:
+        pass
+    return -1
+
+
+def _health_seconds(container, times: int) -> list[float]:
+    import time
+
+    seconds = []
+    for _ in range(times):
+        started = time.monotonic()
+        assert vertex_container.http_json(container.health) == (200, {"status": "ready"})
+        seconds.append(time.monotonic() - started)
+    return seconds
+
+
+def test_readers_that_never_read_are_closed_by_their_write_deadline_or_request_bound(first_run):
+    """Connections that pipeline /health and never read: answers back up until the transport pauses, then the
+    connection has --write-timeout to take them and is aborted (it held the server for ever before); with fewer
+    requests than that, at most --max-requests-per-connection are answered, then the connection closes. A new
+    /health answers throughout (under 500 of them, after one turn of each)."""
+    import time
+
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--write-timeout", "2"]
+    with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
+        readers = _pipelining_readers(container, 8, 40_000)
+        try:
+            time.sleep(1)
+            during = _health_seconds(container, 5)
+            time.sleep(2 + 1)
+            answered = [_answers_until_closed(reader, 5) for reader in readers]
+        finally:
+            for reader in readers:
+                reader.close()
+        assert max(during) < 0.5, during
+        assert all(0 < n < 40_000 for n in answered), answered  # aborted with answers still queued
+        print(f"/health during 8 readers that never read: {max(during) * 1e3:.0f} ms at most")
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--max-requests-per-connection", "50"]
+    with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
+        readers = _pipelining_readers(container, 500, 200)  # and the /health probes: within the 512 connections
+        try:
+            during = _health_seconds(container, 5)
+            answered = [_answers_until_closed(reader, 10) for reader in readers]
+        finally:
+            for reader in readers:
+                reader.close()
+        # each of 500 connections gets a turn before a newcomer: one round of them (0.3-0.9 s measured here)
+        assert max(during) < 2, during
+        assert answered == [50] * 500
+        print(f"/health during 500 readers that never read: {max(during) * 1e3:.0f} ms at most")
+
+
+def test_combining_marks_at_the_body_limit_and_a_request_behind_them_answer_within_a_second(first_run):
+    """"a" and two reversed runs of combining marks, 1.4 MB (normalization reorders each run, quadratic in its
+    length: 3.9 s a body before runs were cut at 30 marks), three such bodies at once, then a one-word request."""
+    import concurrent.futures
+    import json
+    import time
+    import urllib.request
+
+    marks = 350_000
+    body = json.dumps({"instances": ["a" + "\u0301" * marks + "\u0316" * marks]}, ensure_ascii=False).encode()
+    assert 1_300_000 < len(body) <= 1_500_000
+    command = [sys.executable, "-m", "pipeline.cli", "serve"]
+    with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
+        assert vertex_container.http_json(container.predict, {"instances": ["warm up"]})[0] == 200
+
+        def timed(data: bytes) -> tuple[int, float]:
+            started = time.monotonic()
+            with urllib.request.urlopen(urllib.request.Request(container.predict, data=data), timeout=60) as answer:
+                return answer.status, time.monotonic() - started
+
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            marked = [pool.submit(timed, body) for _ in range(3)]
+            time.sleep(0.05)
+            word = pool.submit(timed, json.dumps({"instances": ["moving"]}).encode())
+            answers = [future.result() for future in (*marked, word)]
+    assert all(status == 200 for status, _ in answers), answers
+    assert max(seconds for _, seconds in answers) < 1, answers
+
+
 def test_run_report_has_every_section_with_embedded_plots(first_run, strict_run, tmp_path):
     import glob
 

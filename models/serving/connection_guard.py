@@ -9,6 +9,12 @@
 - Past max_connections, the oldest connection still waiting for a request head is closed to make room, else the
   oldest still waiting for a body; never the newcomer, and never one whose request is being answered (uvicorn's
   limit_concurrency instead answers every request 503, health checks included).
+- Answers must leave too: once the answers waiting to be sent pass the transport's high-water mark (the client
+  reads slower than it asks), the connection has write_timeout_s to take them, then it is aborted with what was
+  queued. A whole request had no deadline before: 512 readers that pipelined /health and never read held the
+  server 110 s, 100 s of CPU and 188 MB of send queue.
+- At most max_requests are answered on one connection, then it closes after the last answer (nginx's
+  keepalive_requests): pipelined requests a reader never takes cost at most that many answers each.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ class ConnectionLimits:
     read_timeout_s: float = 10.0  # to receive a whole body
     # Open connections beyond which the oldest one waiting for its request (head first) is closed.
     max_connections: int = 512
+    write_timeout_s: float = 10.0  # for a client to take answers queued past the transport's high-water mark
+    max_requests: int = 1_000  # answered on one connection, which then closes (a client reconnects)
 
 
 HEAD, BODY = "head", "body"
@@ -41,6 +49,9 @@ class GuardedProtocol(H11Protocol):
     limits: ConnectionLimits = ConnectionLimits()
     waiting: dict[GuardedProtocol, asyncio.TimerHandle]
     _phase: str | None = None
+    _write_deadline: asyncio.TimerHandle | None = None
+    _counted_cycle: object = None
+    _requests = 0
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
@@ -50,7 +61,32 @@ class GuardedProtocol(H11Protocol):
 
     def handle_events(self) -> None:
         super().handle_events()
+        if self.cycle is not None and self.cycle is not self._counted_cycle:  # a request has begun
+            self._counted_cycle, self._requests = self.cycle, self._requests + 1
+            if self._requests >= self.limits.max_requests:
+                self.cycle.keep_alive = False  # its answer is the connection's last
         self._follow_request()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._write_deadline is None:
+            self._write_deadline = self.loop.call_later(self.limits.write_timeout_s, self._abort_unread)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._cancel_write_deadline()
+
+    def _abort_unread(self) -> None:
+        """The client did not take its answers in time: the connection goes with what is queued for it (a close
+        would wait for the queue to drain)."""
+        self._write_deadline = None
+        self._disarm()
+        self.transport.abort()
+
+    def _cancel_write_deadline(self) -> None:
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -63,6 +99,7 @@ class GuardedProtocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._cancel_write_deadline()
         super().connection_lost(exc)
 
     def _follow_request(self) -> None:

@@ -196,6 +196,12 @@ def _add_serving_commands(commands, shared: SharedOptions) -> None:
     serve.add_argument("--max-instances", type=int, help="instances per request (default 256)")
     serve.add_argument("--header-timeout", type=float, help="seconds to receive a request's headers (default 10)")
     serve.add_argument("--read-timeout", type=float, help="seconds to receive a body (default 10)")
+    serve.add_argument(
+        "--write-timeout", type=float, help="seconds for a client to take answers queued for it (default 10)"
+    )
+    serve.add_argument(
+        "--max-requests-per-connection", type=int, help="answers on one connection before it closes (default 1000)"
+    )
     serve.add_argument("--max-queued-rows", type=int, help="rows waiting for the model before a 503 (default 1024)")
     serve.add_argument("--max-call-mb", type=float, help="text MB per model call (default 4)")
     serve.set_defaults(handler=cmd_serve)

@@ -412,6 +412,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "max_instances": args.max_instances,
         "header_timeout_s": args.header_timeout,
         "read_timeout_s": args.read_timeout,
+        "write_timeout_s": args.write_timeout,
+        "max_requests": args.max_requests_per_connection,
         "max_queued_rows": args.max_queued_rows,
         "max_call_bytes": None if args.max_call_mb is None else int(args.max_call_mb * 1e6),
     })  # fmt: skip
