@@ -120,3 +120,26 @@ def test_a_longer_entry_within_the_bounds_is_counted_at_the_cap_and_said(tiny_be
     spec = tokenizer_spec(_changed(tiny_bert_dir, tmp_path, long_entry))
     assert (spec.token_chars, spec.longest_token_chars) == (128, 500)
     assert spec.budget_note() == "its longest vocab entry is 500 characters; texts are cut counting at most 128 a token"
+
+
+def test_a_normalizer_regex_re2_cannot_compile_is_named_not_a_traceback(family_model_dir, tmp_path, capsys):
+    """Oniguruma (what tokenizers runs) takes a backreference; RE2, TensorFlow's engine, does not: --check names the
+    regex and exits 2 instead of failing at the first text in the graph."""
+    from pipeline.cli import main
+
+    def backreference(declared):
+        declared["normalizer"] = {
+            "type": "Sequence",
+            "normalizers": [{"type": "Replace", "pattern": {"Regex": "(a)\\1"}, "content": "a"}],
+        }
+        return {"tokenizer_class": "PreTrainedTokenizerFast"}
+
+    folder = _changed(family_model_dir("xlm-roberta"), tmp_path, backreference)
+    code = main([
+        "run", "--check", "--model", str(folder), "--pipeline-root", str(tmp_path / "root"),
+        "--serving-dir", str(tmp_path / "serve"),
+    ])  # fmt: skip
+    assert code == 2
+    error = capsys.readouterr().err
+    assert "normalizer Replace with the regex '(a)\\\\1', which RE2 cannot compile" in error, error
+    assert "Traceback" not in error
