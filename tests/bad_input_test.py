@@ -642,6 +642,18 @@ def test_a_header_that_reads_bytes_twice_or_as_integers_is_refused(tmp_path, tin
     _check_exits_2(copy, tmp_path, said)
 
 
+def test_a_tokenizer_json_id_past_the_vocabulary_stops_check_before_transformers_reads_it(tmp_path, tiny_bert_dir):
+    """An id of 4,000,000,000 took 68 s and 15 GB for transformers to read; each bound of
+    models/tokenizers/declared_limits.py is tested beside it."""
+    copy = shutil.copytree(tiny_bert_dir, tmp_path / "model")
+    declared = json.loads((copy / "tokenizer.json").read_text())
+    declared["model"]["vocab"]["zzz"] = 4_000_000_000
+    (copy / "tokenizer.json").write_text(json.dumps(declared))
+    (copy / "vocab.txt").unlink()
+    seconds = _check_exits_2(copy, tmp_path, r"tokenizer\.json: 'zzz' has id 4000000000, outside 0\.\.30,521")
+    assert seconds < 60
+
+
 def test_a_nan_weight_is_named_before_anything_trains(tmp_path, tiny_bert_dir):
     """It trained to NaN from the first step; --check reads every weight the model reads, a tensor at a time."""
     import numpy as np

@@ -317,7 +317,7 @@ class InGraphTokenizer:
         counting their tokens (the run's length choices and drift), never a model's graph: they are cut to the
         budget reaching that many tokens instead, so counts up to it are exact and longer texts count past it."""
         specials = spec.layout.special_count(pair=True)
-        if specials >= max_seq_length:
+        if specials >= max_seq_length and not counted_tokens:  # a count's width is arbitrary: no text is kept
             raise UnsupportedTokenizerError(
                 f"the tokenizer puts {specials} special tokens around a pair of texts, which leaves no room for text "
                 f"at width {max_seq_length}: use a wider model.max_seq_length or the model's own tokenizer"
