@@ -56,8 +56,10 @@ bench-tuning: setup
 bench-gate: setup
 	bin/in-env python -m benchmarks.gate $(ARGS)
 
-# What the bounds on one text cost: the tokenizer with the character budget vs without on the corpus, and a
-# 1.4 MB word of random letters through byte-level BPE vs its budget's worth (about 2 min on a 2-core machine).
+# What the bounds on one text cost: the tokenizer with the character budget vs without on the corpus; a 1.4 MB word
+# of letters, 1.4 MB of whitespace, "a a a ..." at a 64-character entry's budget and reversed runs of combining marks
+# through each family; a 1 MB document in --check's length sample: seconds and peak memory of each call (about 2 min
+# on a 2-core machine at a 157 GFLOP/s fp32 peak).
 bench-inputs: setup
 	bin/in-env python -m benchmarks.bounded_inputs $(ARGS)
 

@@ -207,10 +207,22 @@ def test_bench_inputs_runs_a_tiny_configuration(scratch_reference):
     argv = ["--corpus-rows", "256", "--repeats", "2", "--word-chars", "5000", "--whole-chars", "600", "--widths", "8"]
     assert bounded_inputs.main([*argv, "--out", str(scratch_reference)]) == 0
     (section,) = [s for s in reference.read()["sections"] if s["heading"] == bounded_inputs.SECTION]
-    assert [row[0].split(":")[0] for row in section["rows"]] == [
+    names = [row[0].split(":")[0] for row in section["rows"]]
+    assert names[:3] == [
         "MiniLM's WordPiece at width 128, 256 reviews",
         "byte-level BPE at width 8",
         "· its first 600 letters merged whole (no budget, no pieces) vs as served (s)",
+    ]
+    families = bounded_inputs.FAMILY_TOKENIZERS.values()
+    assert names[3:23] == [f"{kind} at width 8" for kind in families for _ in bounded_inputs.WHITESPACE_KINDS]
+    assert names[23:25] == [
+        f"byte-level BPE, {split}, at width 8 with a 64-character entry (budget 1,024)"
+        for split in bounded_inputs.LONG_ENTRY_FAMILIES.values()
+    ]
+    assert names[25:27] == ["WordPiece (MiniLM) at width 8", "WordPiece (MiniLM) at width 8, 4 windows"]
+    assert names[27:] == [
+        f"{kind}, --check's length sample for 8 positions"
+        for kind in ("WordPiece (MiniLM)", "byte-level BPE", "SentencePiece")
     ]
 
 
