@@ -15,8 +15,7 @@ import unicodedata
 
 import tensorflow as tf
 
-from models.tokenizers.code_points import latest_flagged
-from models.tokenizers.ragged_rows import row_ids
+from models.tokenizers.code_points import CodePoints, position_in_run
 
 MAX_NON_STARTERS = 30  # UAX #15, section 13 (Stream-Safe Text Format)
 _LAST_NON_STARTER_PLANE_END = 0x20000  # no code point past plane 1 has a combining class (Unicode 15.1)
@@ -50,20 +49,15 @@ def limit_combining_runs(texts: tf.Tensor, limit: int = MAX_NON_STARTERS) -> tf.
 
 
 def _limit_runs(texts: tf.Tensor, limit: int) -> tf.Tensor:
-    points = tf.strings.unicode_decode(texts, "UTF-8", errors="replace")
-    flat, row = points.flat_values, row_ids(points)
+    chars = CodePoints.of(texts)
     firsts, lasts = (tf.constant(values, tf.int32) for values in non_starter_ranges())
-    index = tf.searchsorted(firsts, flat, side="right") - 1
-    non_starter = (index >= 0) & (flat <= tf.gather(lasts, tf.maximum(index, 0)))
-    first_of_row = tf.concat([[True], tf.not_equal(row[1:], row[:-1])], axis=0)
-    after_non_starter = tf.concat([[False], non_starter[:-1]], axis=0) & tf.logical_not(first_of_row)
-    run_start = non_starter & tf.logical_not(after_non_starter)
-    positions = tf.range(tf.size(flat, out_type=tf.int64))
-    in_run = positions - tf.gather(positions, latest_flagged(run_start))
-    dropped = non_starter & (in_run >= limit)
-    rows_over = tf.math.unsorted_segment_max(tf.cast(dropped, tf.int32), row, tf.size(texts, out_type=tf.int64)) > 0
+    index = tf.searchsorted(firsts, chars.point, side="right") - 1
+    non_starter = (index >= 0) & (chars.point <= tf.gather(lasts, tf.maximum(index, 0)))
+    dropped = non_starter & (position_in_run(non_starter, chars) >= limit)
+    rows = tf.size(texts, out_type=tf.int64)
+    rows_over = tf.math.unsorted_segment_max(tf.cast(dropped, tf.int32), chars.row, rows) > 0
     keep = tf.logical_not(dropped)
     kept = tf.RaggedTensor.from_value_rowids(
-        tf.boolean_mask(flat, keep), tf.boolean_mask(row, keep), nrows=tf.size(texts, out_type=tf.int64), validate=False
+        tf.boolean_mask(chars.point, keep), tf.boolean_mask(chars.row, keep), nrows=rows, validate=False
     )
     return tf.where(rows_over, tf.strings.unicode_encode(kept, "UTF-8"), texts)
