@@ -784,7 +784,8 @@ def test_readers_that_never_read_are_closed_by_their_write_deadline_or_request_b
     """Connections that pipeline /health and never read: answers back up until the transport pauses, then the
     connection has --write-timeout to take them and is aborted (it held the server for ever before); with fewer
     requests than that, at most --max-requests-per-connection are answered, then the connection closes. A new
-    /health answers throughout (under 500 of them, after one turn of each)."""
+    /health answers throughout: within 20 ms behind 500 of them (0.3-0.9 s when each loop turn started every
+    connection's next pipelined request)."""
     import time
 
     command = [sys.executable, "-m", "pipeline.cli", "serve", "--write-timeout", "2"]
@@ -805,15 +806,15 @@ def test_readers_that_never_read_are_closed_by_their_write_deadline_or_request_b
     with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
         readers = _pipelining_readers(container, 500, 200)  # and the /health probes: within the 512 connections
         try:
-            during = _health_seconds(container, 5)
-            answered = [_answers_until_closed(reader, 10) for reader in readers]
+            time.sleep(1)  # their first requests are answered as they came, each a newcomer
+            during = _health_seconds(container, 9)
+            answered = [_answers_until_closed(reader, 30) for reader in readers]
         finally:
             for reader in readers:
                 reader.close()
-        # each of 500 connections gets a turn before a newcomer: one round of them (0.3-0.9 s measured here)
-        assert max(during) < 2, during
+        print(f"/health during 500 readers that never read: {[round(s * 1e3) for s in during]} ms")
+        assert sorted(during)[4] < 0.02 and max(during) < 0.2, during  # the median; a test worker runs beside
         assert answered == [50] * 500
-        print(f"/health during 500 readers that never read: {max(during) * 1e3:.0f} ms at most")
 
 
 def _combining_marks_answer_within_a_second(container) -> None:
