@@ -42,6 +42,7 @@ from models.names import SERVING_DEFAULT, SERVING_TF_EXAMPLE
 from models.serving import tf_serving
 from models.serving.batcher import Batcher, BatchLimits, NeverFits, Saturated
 from models.serving.connection_guard import ConnectionLimits, guarded_protocol
+from models.serving.prediction_log import LogSettings, PredictionLog
 from models.serving.pushed_model import load_serving_model, newest_complete_version
 
 DEFAULT_PORT = 8080
@@ -125,8 +126,8 @@ def retry_after() -> str:
 class PredictionRoutes:
     """The server's two routes: health, and predict through the Batcher, each request answered or refused alone."""
 
-    def __init__(self, model, limits: ServerLimits):
-        self.model, self.limits = model, limits
+    def __init__(self, model, limits: ServerLimits, log: PredictionLog | None = None):
+        self.model, self.limits, self.log = model, limits, log
         self.batcher = Batcher(model, limits.batching)
         self.names = tf_serving.text_inputs(model)
         self.parsing = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="parse")
@@ -176,6 +177,8 @@ class PredictionRoutes:
         client = request.client.host if request.client else ""
         predictions = await self._answer(signature, columns, rows, client)
         self.answered += 1
+        if self.log is not None:
+            self.log.record(signature, columns, predictions)
         return JSONResponse({"predictions": predictions})
 
     async def _answer(self, signature: str, columns, rows: int, client: str):
@@ -202,9 +205,10 @@ class PredictionRoutes:
     def closing_line(self) -> str:
         """What the server says when it stops: how many requests its model calls answered."""
         batcher = self.batcher
+        logged = f"; {self.log.closing_words()}" if self.log is not None else ""
         return (
             f"answered {self.answered} prediction requests in {batcher.calls} model calls (the largest "
-            f"{batcher.largest_call} rows)"
+            f"{batcher.largest_call} rows){logged}"
         )
 
 
@@ -222,15 +226,16 @@ async def _http_error(request, error):
     return JSONResponse({"error": f"{error.detail}: {request.method} {request.url.path}"}, error.status_code)
 
 
-def build_app(model, limits: ServerLimits, health_route: str, predict_route: str):
-    """The Starlette app: health, and predict through the Batcher; at shutdown it says what it answered."""
+def build_app(model, limits: ServerLimits, health_route: str, predict_route: str, log: PredictionLog | None = None):
+    """The Starlette app: health, and predict through the Batcher (each answer also to `log`); at shutdown it says
+    what it answered."""
     import contextlib
 
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.routing import Route
 
-    routes = PredictionRoutes(model, limits)
+    routes = PredictionRoutes(model, limits, log)
     served = [
         Route(health_route, routes.health, methods=["GET"]),
         Route(predict_route, routes.predict, methods=["POST"]),
@@ -239,6 +244,8 @@ def build_app(model, limits: ServerLimits, health_route: str, predict_route: str
     @contextlib.asynccontextmanager
     async def lifespan(app):
         yield
+        if log is not None:
+            log.close()
         print(routes.closing_line(), flush=True)
 
     return Starlette(routes=served, exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
@@ -258,10 +265,14 @@ def default_host() -> str:
 
 
 def serve(
-    model_uri: str | None = None, port: int | None = None, host: str | None = None, limits: ServerLimits | None = None
+    model_uri: str | None = None,
+    port: int | None = None,
+    host: str | None = None,
+    limits: ServerLimits | None = None,
+    log_settings: LogSettings | None = None,
 ) -> None:
     """Loads the model (AIP_STORAGE_URI unless given), replays its warm-up requests, then serves until SIGTERM
-    (in-flight requests are answered first)."""
+    (in-flight requests are answered first); with `log_settings`, sampled answers go to a prediction log."""
     import uvicorn
 
     limits = limits or ServerLimits()
@@ -272,18 +283,20 @@ def serve(
     version_uri = newest_complete_version(model_uri) if is_remote(model_uri) else model_uri
     version_dir, model = load_serving_model(localize(version_uri))
     replayed = tf_serving.replay_warmup_requests(model, str(version_dir))
+    log = PredictionLog(log_settings, version_dir.name) if log_settings is not None else None
     health_route = os.environ.get("AIP_HEALTH_ROUTE", DEFAULT_HEALTH_ROUTE)
     predict_route = os.environ.get("AIP_PREDICT_ROUTE", DEFAULT_PREDICT_ROUTE)
     host, port = host or default_host(), port or int(os.environ.get("AIP_HTTP_PORT", DEFAULT_PORT))
     print(
         f"serving {version_dir} ({replayed} warm-up requests replayed) on {host}:{port}: POST {predict_route}, "
         f"GET {health_route}; batches of up to {limits.batching.max_batch} rows, "
-        f"{limits.batching.batch_wait_s * 1e3:g} ms wait",
+        f"{limits.batching.batch_wait_s * 1e3:g} ms wait"
+        + (f"; logging {log_settings.sample:.0%} of rows to {log.folder}" if log is not None else ""),
         flush=True,
     )
     raise_open_files_limit(limits.connections.max_connections + limits.max_in_flight + 256)  # + the model's files
     uvicorn.run(
-        build_app(model, limits, health_route, predict_route),
+        build_app(model, limits, health_route, predict_route, log),
         host=host,
         port=port,
         http=guarded_protocol(limits.connections),

@@ -13,6 +13,7 @@ from pipeline.cli.commands import (
     cmd_compile,
     cmd_doctor,
     cmd_function_source,
+    cmd_monitor,
     cmd_predict,
     cmd_promote,
     cmd_report,
@@ -204,6 +205,14 @@ def _add_serving_commands(commands, shared: SharedOptions) -> None:
     )
     serve.add_argument("--max-queued-rows", type=int, help="rows waiting for the model before a 503 (default 1024)")
     serve.add_argument("--max-call-mb", type=float, help="text MB per model call (default 4)")
+    log = serve.add_argument_group("prediction log (what `hftfx monitor` reads; off unless --log-dir)")
+    log.add_argument("--log-dir", help="write sampled requests and answers here, a folder a model version")
+    log.add_argument("--log-sample", type=float, default=1.0, help="the share of rows logged (default 1)")
+    log.add_argument(
+        "--log-texts", choices=("full", "hash"), default="full", help="hash: keep each text's SHA-256, not the text"
+    )
+    log.add_argument("--log-max-mb", type=float, default=1024.0, help="the folder's size cap (default 1024)")
+    log.add_argument("--log-retention-days", type=float, default=30.0, help="shards older go (default 30)")
     serve.set_defaults(handler=cmd_serve)
 
 
@@ -274,6 +283,19 @@ def _add_retraining_commands(commands, shared: SharedOptions) -> None:
     trigger.add_argument("--cloud", action="store_true", help="decide from Vertex pipeline jobs and submit there")
     trigger.add_argument("--dry-run", action="store_true", help="--cloud: print the request, send nothing")
     trigger.set_defaults(handler=cmd_trigger)
+
+    monitor = commands.add_parser(
+        "monitor",
+        parents=[shared.run_config],
+        help="compare what a served model answered (its prediction log) with its training data; estimate accuracy",
+    )
+    monitor.add_argument("--logs", required=True, help="the prediction log folder (hftfx serve --log-dir)")
+    monitor.add_argument("--model", help="the served version's folder (default: serving_dir/model_name/<version>)")
+    monitor.add_argument("--version", help="the model version whose rows to read (default: the newest logged)")
+    monitor.add_argument("--since-hours", type=float, help="only rows of the last this many hours (default: all)")
+    monitor.add_argument("--min-rows", type=int, help="fewest rows a window may have (default 200)")
+    monitor.add_argument("--json", help="where the JSON goes (default <logs>/monitor/version=<v>/<time>.json)")
+    monitor.set_defaults(handler=cmd_monitor)
 
     runs = commands.add_parser(
         "runs",

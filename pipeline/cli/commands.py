@@ -403,6 +403,7 @@ def _forget_span(args: argparse.Namespace, overrides: dict) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from models.serving.prediction_log import LogSettings
     from models.serving.prediction_server import limits_from, serve
 
     limits = limits_from({
@@ -417,7 +418,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "max_queued_rows": args.max_queued_rows,
         "max_call_bytes": None if args.max_call_mb is None else int(args.max_call_mb * 1e6),
     })  # fmt: skip
-    serve(args.model, args.port, args.host, limits)
+    log = None
+    if args.log_dir:
+        log = LogSettings(args.log_dir, args.log_sample, args.log_texts, args.log_max_mb, args.log_retention_days)
+    serve(args.model, args.port, args.host, limits, log)
+    return 0
+
+
+def cmd_monitor(args: argparse.Namespace) -> int:
+    import datetime
+
+    from pipeline.monitoring.monitor import MIN_WINDOW_ROWS, monitor, write_json
+
+    config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
+    since = None
+    if args.since_hours is not None:
+        since = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=args.since_hours)
+    report = monitor(config, args.logs, args.model, args.version, since, args.min_rows or MIN_WINDOW_ROWS)
+    for line in report.lines():
+        print(line)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    written = write_json(report, args.json or f"{args.logs}/monitor/version={report.version}/{stamp}.json")
+    print(f"written: {written}")
     return 0
 
 
