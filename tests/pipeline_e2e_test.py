@@ -907,3 +907,53 @@ def test_run_report_has_every_section_with_embedded_plots(first_run, strict_run,
     model_run = sorted(glob.glob(f"{config.pipeline_root}/Trainer/model_run/*"))[-1]
     curves = training_series(model_run)
     assert curves["train/epoch_loss"] and curves["validation/evaluation_loss_vs_iterations"]
+
+
+def _split_texts(examples_uri: str, split: str) -> list[str]:
+    from pipeline.retraining.drift import read_examples
+
+    return read_examples(examples_uri, split)[0]
+
+
+def _served_and_logged(first_run, log_dir, texts: list[str]) -> list[str]:
+    """`hftfx serve --log-dir` answering `texts` 16 a request; the server's output once it stopped."""
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--log-dir", str(log_dir)]
+    with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
+        for start in range(0, len(texts), 16):
+            status, _ = vertex_container.http_json(container.predict, {"instances": texts[start : start + 16]})
+            assert status == 200
+    return container.output
+
+
+def _monitored(config, log_dir, *flags: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "pipeline.cli", "monitor", "--logs", str(log_dir), *flags]
+    overrides = ["--set", f"pipeline_root={config.pipeline_root}", "--set", f"serving_dir={config.serving_dir}"]
+    return subprocess.run(command + overrides, capture_output=True, text=True, timeout=600)
+
+
+def test_the_monitor_finds_no_drift_in_held_out_reviews_and_drift_in_another_script(first_run, tmp_path):
+    """Served with a prediction log: the test split's reviews are no drift and their estimated accuracy holds the
+    measured one; the same reviews in Cyrillic letters move the script, the tokens and the domain classifier."""
+    config, summary = first_run
+    reviews = _split_texts(summary.examples_uri, "test")
+    cyrillic = str.maketrans("abcdefghijklmnopqrstuvwxyz", "абцдефгхийклмнопярстужвьыз")
+    output = _served_and_logged(first_run, tmp_path / "in-domain", reviews)
+    assert any(f"logged {len(reviews)} rows to" in line for line in output if line.startswith("answered ")), output
+    _served_and_logged(first_run, tmp_path / "shifted", [review.lower().translate(cyrillic) for review in reviews])
+
+    too_few = _monitored(config, tmp_path / "in-domain")  # 160 rows, under the default 200
+    assert too_few.returncode == 2 and "needs at least 200 (40 more)" in too_few.stderr, too_few.stderr
+    in_domain = _monitored(config, tmp_path / "in-domain", "--min-rows", "100", "--json", str(tmp_path / "in.json"))
+    assert in_domain.returncode == 0, in_domain.stderr[-3000:]
+    print(in_domain.stdout)
+    assert "verdict: no drift" in in_domain.stdout
+    estimate = json.loads((tmp_path / "in.json").read_text())["estimated_accuracy"]
+    assert estimate["low"] <= summary.metrics["accuracy"] <= estimate["high"], (estimate, summary.metrics)
+    shifted = _monitored(config, tmp_path / "shifted", "--min-rows", "100")
+    assert shifted.returncode == 0, shifted.stderr[-3000:]
+    print(shifted.stdout)
+    verdict = next(line for line in shifted.stdout.splitlines() if line.startswith("verdict: "))
+    moved = set(verdict.removeprefix("verdict: drift: ").split(", "))
+    assert {"script", "texts (domain classifier)", "tokens per text"} <= moved, verdict
+    (written,) = (tmp_path / "shifted" / "monitor").rglob("*.json")
+    assert json.loads(written.read_text())["drift"] is True

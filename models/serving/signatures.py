@@ -6,7 +6,8 @@
   label_count [N].
 - `serving_tf_example`: serialized tf.Examples -> the same (TF Serving's classify/predict with examples).
 - `serving_evaluator`: tf.Examples -> `positive_score` (binary) or `probabilities` (multiclass), for TFMA.
-- `transform_features`: tf.Examples -> the Transform outputs TFMA slices on (length bucket, truncation).
+- `transform_features`: tf.Examples -> the Transform outputs TFMA slices on (length bucket, truncation) and the
+  unknown-token count `hftfx monitor` compares served texts by.
 Models trained on windows of long texts (model.long_texts: windows) answer every signature per text: the Transform
 splits each into windows, the model reads those that hold text, and a text's answer is their mean probability.
 The Transform graph and its vocab asset travel inside; loading needs `import tensorflow_text`.
@@ -32,6 +33,7 @@ from models.names import (
     TEXT_FEATURE,
     TEXT_PAIR_FEATURE,
     TRANSFORM_FEATURES,
+    UNKNOWN_TOKENS,
     WINDOW_MASK,
 )
 
@@ -189,7 +191,7 @@ class ServingModule(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=EXAMPLES_INPUT)])
     def transform_features(self, examples):
         transformed = self.tft_layer(self._parse(examples))
-        return {name: transformed[name] for name in SLICE_FEATURES if name in transformed}
+        return {name: transformed[name] for name in (*SLICE_FEATURES, UNKNOWN_TOKENS) if name in transformed}
 
     def signatures(self) -> dict:
         return {

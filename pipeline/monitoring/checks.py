@@ -1,0 +1,196 @@
+"""Has served traffic moved away from the data the model learned from? Each check is one distance between a reference
+and a window, and its threshold is the same distance between two samples of the training data's own splits (the
+train split's texts against the eval split's, or two halves of the eval split for the model's answers), so a window
+from the same source as the training data does not alarm whatever its size.
+
+Distances: TFDV's drift comparators (L-infinity for categories, Jensen-Shannon for numbers), as the span drift check
+uses; and for the texts themselves a domain classifier (Evidently's method): how well character n-grams tell the
+window from the reference, as a cross-validated AUC above 0.5.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import scipy.optimize
+
+from pipeline.monitoring.descriptors import Described
+
+# Thresholds are the in-domain distance times MARGIN, and never below the floor: a distance this small is noise
+# whatever the samples said. At 2, a two-class label mix alarms about 3 standard deviations out.
+MARGIN = 2.0
+IN_DOMAIN_DRAWS = 3  # bootstrap samples of the held-out split the in-domain distance is the largest of
+CLASSIFIER_ROWS = 2_000  # each side of the domain classifier, at most
+FOLDS = 3  # of its cross-validation
+CHANCE_SPREADS = 3  # the domain classifier's distance alarms only past this many of its spreads under the null
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckSpec:
+    name: str  # what a person reads
+    feature: str  # the column it measures
+    measure: str  # "L-infinity", "Jensen-Shannon" or "AUC - 0.5"
+    floor: float
+    reads_texts: bool = False  # needs the texts (or their tokens), not only what was served
+    of_answers: bool = False  # measures the model's answers: its reference is the held-out split
+
+
+CHECKS = (
+    CheckSpec("text length (characters)", "chars", "Jensen-Shannon", 0.03),
+    CheckSpec("tokens per text", "tokens", "Jensen-Shannon", 0.03, reads_texts=True),
+    CheckSpec("share of unknown tokens", "unknown_share", "Jensen-Shannon", 0.03, reads_texts=True),
+    CheckSpec("script", "script", "L-infinity", 0.05, reads_texts=True),
+    CheckSpec("predicted label mix", "predicted_label", "L-infinity", 0.05, of_answers=True),
+    CheckSpec("confidence", "confidence", "Jensen-Shannon", 0.03, of_answers=True),
+    CheckSpec("texts (domain classifier)", "texts", "AUC - 0.5", 0.05, reads_texts=True),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    name: str
+    measure: str
+    value: float | None  # None: not measurable on this window (only hashes of the texts were logged)
+    threshold: float
+    in_domain: float
+
+    @property
+    def moved(self) -> bool:
+        return self.value is not None and self.value > self.threshold
+
+    def line(self) -> str:
+        if self.value is None:
+            return f"  {self.name:<28} not measured: the log holds hashes of the texts, not the texts"
+        verdict = "MOVED" if self.moved else "ok"
+        return f"  {self.name:<28} {self.measure} {self.value:.3f} (threshold {self.threshold:.3f})  {verdict}"
+
+
+def frame(described: Described, label_names):
+    """The descriptors TFDV profiles, one row per text."""
+    import pandas as pd
+
+    columns = {"chars": described.chars}
+    if described.tokens is not None:
+        columns |= {"tokens": described.tokens, "unknown_share": described.unknown_share, "script": described.scripts}
+    if len(described.probabilities):
+        columns["predicted_label"] = [label_names[i] for i in described.probabilities.argmax(axis=1)]
+        columns["confidence"] = described.probabilities.max(axis=1)
+    return pd.DataFrame(columns)
+
+
+def tfdv_distances(reference, window, specs) -> dict[str, float]:
+    """Each spec's TFDV drift comparator distance between two frames."""
+    import tensorflow_data_validation as tfdv
+
+    features = [s for s in specs if s.feature in reference.columns and s.feature in window.columns]
+    if not features:
+        return {}
+    previous = tfdv.generate_statistics_from_dataframe(reference[[s.feature for s in features]])
+    current = tfdv.generate_statistics_from_dataframe(window[[s.feature for s in features]])
+    schema = tfdv.infer_schema(previous)
+    for spec in features:
+        comparator = tfdv.get_feature(schema, spec.feature).drift_comparator
+        if spec.measure == "L-infinity":
+            comparator.infinity_norm.threshold = 1.0
+        else:
+            comparator.jensen_shannon_divergence.threshold = 1.0
+    anomalies = tfdv.validate_statistics(current, schema, previous_statistics=previous)
+    measured = {info.path.step[0]: m.value for info in anomalies.drift_skew_info for m in info.drift_measurements}
+    return {spec.feature: float(measured.get(spec.feature, 0.0)) for spec in features}
+
+
+def domain_distance(
+    reference: tuple[str, ...], window: tuple[str, ...], seed: int = 0, most: int = CLASSIFIER_ROWS
+) -> float:
+    """How well character 2-4-grams tell the window's texts from the reference's: cross-validated AUC - 0.5, on at
+    most `most` texts a side, drawn without replacement (a text in two folds would be recognized, not told apart)."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_score
+
+    rows = min(len(reference), len(window), most)
+    if rows < 20:
+        return 0.0
+    draw = np.random.default_rng(seed)
+    ref = [reference[i] for i in draw.choice(len(reference), rows, replace=False)]
+    new = [window[i] for i in draw.choice(len(window), rows, replace=False)]
+    vectors = HashingVectorizer(analyzer="char_wb", ngram_range=(2, 4), n_features=2**18, alternate_sign=False)
+    features = vectors.transform(ref + new)
+    sides = np.array([0] * rows + [1] * rows)
+    with warnings.catch_warnings():  # scikit-learn's lbfgs passes SciPy an option SciPy 1.18 no longer knows
+        warnings.simplefilter("ignore", category=scipy.optimize.OptimizeWarning)
+        scores = cross_val_score(LogisticRegression(max_iter=300), features, sides, cv=FOLDS, scoring="roc_auc")
+    return max(0.0, float(np.mean(scores)) - 0.5)
+
+
+def chance_auc_spread(rows: int) -> float:
+    """The standard deviation of the domain classifier's distance when both sides come from one source: the AUC
+    of a fold under the null (Mann-Whitney's, with `rows` / FOLDS texts a side), averaged over FOLDS folds."""
+    side = max(min(rows, CLASSIFIER_ROWS) // FOLDS, 1)
+    return float(np.sqrt((2 * side + 1) / (12 * side**2)) / np.sqrt(FOLDS))
+
+
+def distances(reference: Described, window: Described, label_names, specs=CHECKS) -> dict[str, float]:
+    """Every spec's distance between two described samples (those the window can be measured on)."""
+    measured = tfdv_distances(frame(reference, label_names), frame(window, label_names), specs)
+    if any(s.feature == "texts" for s in specs) and reference.texts is not None and window.texts is not None:
+        measured["texts"] = domain_distance(reference.texts, window.texts)
+    return measured
+
+
+def _tfdv_specs(of_answers: bool) -> list[CheckSpec]:
+    return [s for s in CHECKS if s.of_answers == of_answers and s.feature != "texts"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """The training data as the served model sees it: a train-split sample (what the texts are compared with) and
+    the eval split halved (what the answers are compared with, and how far two in-domain samples lie apart)."""
+
+    train: Described
+    held_out: Described  # eval split, first half: the answers' reference
+    held_out_other: Described  # eval split, second half: in-domain windows are drawn from it
+    label_names: tuple[str, ...]
+
+    def references(self, spec: CheckSpec) -> Described:
+        return self.held_out if spec.of_answers else self.train
+
+
+def in_domain_distances(reference: Reference, window_rows: int, seed: int = 0) -> dict[str, float]:
+    """For each check, the largest distance of IN_DOMAIN_DRAWS held-out samples the window's size from its
+    reference: the training data's own split-to-split variation. Drawn with replacement, so a window larger than
+    the held-out split is matched in size, and a sample of nearly all of it still varies as a new one would."""
+    draw = np.random.default_rng(seed)
+    pool = reference.held_out_other
+    largest: dict[str, float] = {}
+    for turn in range(IN_DOMAIN_DRAWS):
+        sample = pool.take(draw.choice(len(pool), window_rows, replace=True))
+        for of_answers in (False, True):
+            base = reference.held_out if of_answers else reference.train
+            for feature, value in distances(base, sample, reference.label_names, _tfdv_specs(of_answers)).items():
+                largest[feature] = max(largest.get(feature, 0.0), value)
+        if reference.train.texts is not None and pool.texts is not None:
+            texts = domain_distance(reference.train.texts, pool.texts, seed + turn, most=window_rows)
+            largest["texts"] = max(largest.get("texts", 0.0), texts)
+    return largest
+
+
+def run_checks(reference: Reference, window: Described, seed: int = 0) -> list[CheckResult]:
+    """Every check of the window against the reference, with its threshold from the in-domain variation."""
+    in_domain = in_domain_distances(reference, len(window), seed)
+    measured: dict[str, float] = {}
+    for of_answers in (False, True):
+        specs = [s for s in CHECKS if s.of_answers == of_answers]
+        base = reference.held_out if of_answers else reference.train
+        measured |= distances(base, window, reference.label_names, specs)
+    results = []
+    for spec in CHECKS:
+        noise = in_domain.get(spec.feature, 0.0)
+        floor = spec.floor
+        if spec.feature == "texts":  # a small window's AUC is noisy whatever the held-out split said
+            floor = max(floor, CHANCE_SPREADS * chance_auc_spread(len(window)))
+        value = measured.get(spec.feature)
+        results.append(CheckResult(spec.name, spec.measure, value, max(floor, MARGIN * noise), noise))
+    return results

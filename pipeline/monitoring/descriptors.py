@@ -1,0 +1,115 @@
+"""What the monitor compares, per text: its length, its tokens by the served model's own tokenizer, the share of them
+the vocab could not represent, its script, and the model's answer (Evidently's text descriptors, and the model's
+outputs, which NannyML and Vertex's monitoring read)."""
+
+from __future__ import annotations
+
+import dataclasses
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from models.names import EXAMPLES_INPUT, SERVING_DEFAULT, TEXT_FEATURE, TOKEN_COUNT, TRANSFORM_FEATURES, UNKNOWN_TOKENS
+
+BATCH = 256  # texts per model call
+SCRIPT_CHARS = 2_000  # a text's script is read from its first characters: enough to name it, bounded per text
+NO_LETTERS = "none"
+
+
+@dataclasses.dataclass(frozen=True)
+class Described:
+    """One row per text; `tokens` and `unknown_share` are None where only hashes of the texts were logged."""
+
+    chars: np.ndarray
+    probabilities: np.ndarray  # [texts, labels]
+    tokens: np.ndarray | None = None
+    unknown_share: np.ndarray | None = None
+    scripts: tuple[str, ...] | None = None
+    texts: tuple[str, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self.chars)
+
+    def take(self, rows: np.ndarray) -> Described:
+        """The given rows, as another Described."""
+
+        def pick(value):
+            if value is None:
+                return None
+            return value[rows] if isinstance(value, np.ndarray) else tuple(value[i] for i in rows)
+
+        return Described(**{f.name: pick(getattr(self, f.name)) for f in dataclasses.fields(self)})
+
+
+def script(text: str) -> str:
+    """The script most of a text's letters are written in (the first word of their Unicode names: LATIN, CYRILLIC,
+    CJK, ARABIC, ...); NO_LETTERS when it has none."""
+    counts = Counter(
+        unicodedata.name(char, "?").split(" ", 1)[0] for char in text[:SCRIPT_CHARS] if char.isalpha()
+    )
+    return counts.most_common(1)[0][0] if counts else NO_LETTERS
+
+
+def _examples(texts: Sequence[str]) -> list[bytes]:
+    import tensorflow as tf
+
+    serialized = []
+    for text in texts:
+        example = tf.train.Example()
+        example.features.feature[TEXT_FEATURE].bytes_list.value.append(text.encode("utf-8"))
+        serialized.append(example.SerializeToString())
+    return serialized
+
+
+def token_descriptors(model, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens per text, share of them unknown to the vocab) by the served model's transform_features signature."""
+    import tensorflow as tf
+
+    tokens, unknown = [], []
+    signature = model.signatures[TRANSFORM_FEATURES]
+    for start in range(0, len(texts), BATCH):
+        out = signature(**{EXAMPLES_INPUT: tf.constant(_examples(texts[start : start + BATCH]))})
+        tokens.append(out[TOKEN_COUNT].numpy().reshape(-1))
+        unknown.append(out[UNKNOWN_TOKENS].numpy().reshape(-1) if UNKNOWN_TOKENS in out else tokens[-1] * 0)
+    count = np.concatenate(tokens).astype(np.int64) if tokens else np.zeros(0, np.int64)
+    share = np.concatenate(unknown) / np.maximum(count, 1) if unknown else np.zeros(0)
+    return count, np.minimum(share, 1.0)
+
+
+def model_probabilities(model, texts: Sequence[str]) -> np.ndarray:
+    """The served model's probabilities [texts, labels] through serving_default, as a client gets them."""
+    import tensorflow as tf
+
+    signature = model.signatures[SERVING_DEFAULT]
+    parts = [
+        signature(**{TEXT_FEATURE: tf.constant(list(texts[start : start + BATCH]))})["probabilities"].numpy()
+        for start in range(0, len(texts), BATCH)
+    ]
+    return np.concatenate(parts) if parts else np.zeros((0, 0))
+
+
+def describe_texts(model, texts: Sequence[str]) -> Described:
+    """Texts the model has not answered yet (the training data's): every descriptor, the answer computed here."""
+    tokens, unknown = token_descriptors(model, texts)
+    return Described(
+        chars=np.array([len(t) for t in texts], np.int64),
+        probabilities=model_probabilities(model, texts),
+        tokens=tokens,
+        unknown_share=unknown,
+        scripts=tuple(script(t) for t in texts),
+        texts=tuple(texts),
+    )
+
+
+def describe_logged(model, rows: Sequence[dict]) -> Described:
+    """Logged rows: the answer as it was served; the token descriptors only where the texts were logged."""
+    probabilities = np.array([row["probabilities"] for row in rows], np.float64)
+    chars = np.array([int(row.get("chars", 0)) for row in rows], np.int64)
+    if not rows or any(TEXT_FEATURE not in row for row in rows):
+        return Described(chars=chars, probabilities=probabilities)
+    texts = tuple(row[TEXT_FEATURE] for row in rows)
+    tokens, unknown = token_descriptors(model, texts)
+    scripts = tuple(script(t) for t in texts)
+    return Described(chars, probabilities, tokens, unknown, scripts, texts)

@@ -1,0 +1,165 @@
+"""`hftfx monitor`: a window of what one served model version answered, against the data it was trained on.
+
+The reference is the run that pushed that version, found in ML Metadata (else the newest blessed run, said so):
+its train split's texts and its eval split's texts and labels, all answered here by the same SavedModel. The
+window is the version's prediction log (models/serving/prediction_log.py). The result is one line per check, a
+verdict, and the accuracy estimated without labels; the same as JSON for a trigger.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+from pathlib import Path
+
+import numpy as np
+
+from models.errors import UserError
+from models.serving.prediction_log import LoggedWindow, read_window
+from pipeline.config.pipeline_config import PipelineConfig
+from pipeline.monitoring.accuracy_estimate import AccuracyEstimate, estimate_accuracy
+from pipeline.monitoring.checks import CheckResult, Reference, run_checks
+from pipeline.monitoring.descriptors import describe_logged, describe_texts
+from pipeline.reporting.run_summary import RunSummary
+
+MIN_WINDOW_ROWS = 200  # below this, distances between samples are mostly noise
+REFERENCE_ROWS = 4_000  # of each split: the distances settle long before this; the model answers them all here
+
+
+@dataclasses.dataclass(frozen=True)
+class MonitorReport:
+    version: str
+    rows: int
+    first: str
+    last: str
+    reference_run: str
+    reference_note: str
+    checks: tuple[CheckResult, ...]
+    estimate: AccuracyEstimate | None
+    skipped_lines: int
+    skipped_shards: int
+
+    @property
+    def moved(self) -> list[str]:
+        return [check.name for check in self.checks if check.moved]
+
+    @property
+    def verdict(self) -> str:
+        return f"drift: {', '.join(self.moved)}" if self.moved else "no drift"
+
+    def lines(self) -> list[str]:
+        skipped = ""
+        if self.skipped_lines or self.skipped_shards:
+            skipped = f"; skipped {self.skipped_lines} lines and {self.skipped_shards} shards that were not rows"
+        lines = [
+            f"model version {self.version}: {self.rows:,} served rows from {self.first} to {self.last}{skipped}",
+            f"against run {self.reference_run}'s training data{self.reference_note}",
+            *(check.line() for check in self.checks),
+            f"verdict: {self.verdict}",
+        ]
+        if self.estimate is not None:
+            lines.append(self.estimate.line())
+        return lines
+
+    def to_json(self) -> dict:
+        return {
+            "version": self.version,
+            "rows": self.rows,
+            "first": self.first,
+            "last": self.last,
+            "reference_run": self.reference_run,
+            "drift": bool(self.moved),
+            "verdict": self.verdict,
+            "checks": [
+                {**dataclasses.asdict(check), "moved": check.moved} for check in self.checks
+            ],
+            "estimated_accuracy": dataclasses.asdict(self.estimate) if self.estimate else None,
+            "skipped_lines": self.skipped_lines,
+            "skipped_shards": self.skipped_shards,
+        }
+
+
+def reference_run(config: PipelineConfig, version: str) -> tuple[RunSummary, str]:
+    """The run that pushed `version`, else the newest blessed one (and a note saying so)."""
+    from pipeline.reporting.metadata_reader import summarize_all
+
+    runs = summarize_all(config.metadata_sqlite, config.pipeline_name, with_metrics=False)
+    for run in reversed(runs):
+        if run.pushed_version == version and run.examples_uri:
+            return run, ""
+    for run in reversed(runs):
+        if run.blessed and run.examples_uri:
+            return run, f" (no run in {config.metadata_sqlite} pushed version {version}: the newest blessed run's)"
+    raise UserError(
+        f"no blessed run in {config.metadata_sqlite} to compare served traffic with: give the --config of the "
+        "pipeline that trained the served model"
+    )
+
+
+def build_reference(model, run: RunSummary) -> tuple[Reference, np.ndarray, np.ndarray]:
+    """The reference the checks compare with, and the eval split's answers and label ids (for the estimate)."""
+    from pipeline.retraining.drift import read_examples
+
+    train_texts, _ = read_examples(run.examples_uri, "train")
+    eval_texts, eval_labels = read_examples(run.examples_uri, "eval")
+    train = describe_texts(model, train_texts[:REFERENCE_ROWS])
+    held = describe_texts(model, eval_texts[: 2 * REFERENCE_ROWS])
+    half = len(held) // 2
+    names = tuple(run.label_names)
+    reference = Reference(train, held.take(np.arange(half)), held.take(np.arange(half, len(held))), names)
+    index = {name: i for i, name in enumerate(names)}
+    label_ids = np.array([index.get(label, -1) for label in eval_labels[: len(held)]])
+    return reference, held.probabilities, label_ids
+
+
+def _checked_window(window: LoggedWindow, min_rows: int) -> None:
+    if len(window.rows) < min_rows:
+        raise UserError(
+            f"the log holds {len(window.rows)} rows of model version {window.version} in this window; the monitor "
+            f"needs at least {min_rows} ({min_rows - len(window.rows)} more): wait for traffic, widen --since, or "
+            "lower --min-rows"
+        )
+
+
+def monitor(
+    config: PipelineConfig,
+    log_dir: str,
+    model_dir: str | None = None,
+    version: str | None = None,
+    since: datetime.datetime | None = None,
+    min_rows: int = MIN_WINDOW_ROWS,
+) -> MonitorReport:
+    from models.serving.pushed_model import load_serving_model
+
+    window = read_window(log_dir, version, since)
+    _checked_window(window, min_rows)
+    run, note = reference_run(config, window.version)
+    if run.task == "multi_label":
+        raise UserError("hftfx monitor compares single-label models; this one is multi-label")
+    _, model = load_serving_model(model_dir or f"{config.serving_dir.rstrip('/')}/{config.model_name}/{window.version}")
+    reference, eval_probabilities, eval_labels = build_reference(model, run)
+    served = describe_logged(model, window.rows)
+    checks = run_checks(reference, served)
+    known = eval_labels >= 0
+    estimate = estimate_accuracy(eval_probabilities[known], eval_labels[known], served.probabilities)
+    times = sorted(row["time"] for row in window.rows)
+    return MonitorReport(
+        window.version,
+        len(window.rows),
+        times[0],
+        times[-1],
+        run.run_id,
+        note,
+        tuple(checks),
+        estimate,
+        window.skipped_lines,
+        window.skipped_shards,
+    )
+
+
+def write_json(report: MonitorReport, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    return path
