@@ -204,8 +204,8 @@ class FakeVertex:
         )
 
     def update_endpoint(self, request, context):
-        """The fields the mask names; a traffic split must name deployed models and add up to 100, as Vertex
-        checks."""
+        """The fields the mask names (the traffic split, request-response logging); a traffic split must name
+        deployed models and add up to 100, as Vertex checks."""
         endpoint = _find(self.endpoints, request.endpoint.name, context)
         if "traffic_split" in request.update_mask.paths:
             split = dict(request.endpoint.traffic_split)
@@ -214,6 +214,8 @@ class FakeVertex:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad traffic split {split} for {sorted(deployed)}")
             endpoint.traffic_split.clear()
             endpoint.traffic_split.update(split)
+        if "predict_request_response_logging_config" in request.update_mask.paths:
+            endpoint.predict_request_response_logging_config = request.endpoint.predict_request_response_logging_config
         return endpoint
 
     def undeploy_model(self, request, context):

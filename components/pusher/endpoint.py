@@ -17,6 +17,8 @@ from tfx.extensions.google_cloud_ai_platform import constants as vertex_constant
 from models.errors import UserError
 
 KEEP_PREVIOUS_KEY = "hftfx_endpoint_keep_previous"  # our key in the Pusher's custom_config
+# {"sampling_rate": r, "bigquery_table": "bq://..." or ""}: the endpoint's request-response logging; absent: left as is
+REQUEST_LOGGING_KEY = "hftfx_endpoint_request_logging"
 
 
 def retire_previous_models(custom_config: dict[str, Any], pushed_model: str) -> list[str]:
@@ -25,17 +27,11 @@ def retire_previous_models(custom_config: dict[str, Any], pushed_model: str) -> 
 
     Runs after TFX's push, with aiplatform initialized by it (project and region of the endpoint).
     """
-    from google.cloud import aiplatform
-
-    endpoint_name = custom_config[vertex_constants.SERVING_ARGS_KEY]["endpoint_name"]
-    # Display names are not unique: the endpoint is the one TFX just deployed the pushed model to.
-    named = aiplatform.Endpoint.list(filter=f'display_name="{endpoint_name}"')
-    deployed = [(endpoint, endpoint.list_models()) for endpoint in named]
-    hosting = [(e, models) for e, models in deployed if any(_same_model(m.model, pushed_model) for m in models)]
-    if len(hosting) != 1:
-        logging.warning("%d endpoints named %s host %s: nothing undeployed", len(hosting), endpoint_name, pushed_model)
+    hosting = hosting_endpoint(custom_config, pushed_model)
+    if hosting is None:
         return []
-    endpoint, models = hosting[0]
+    endpoint, models = hosting
+    endpoint_name = endpoint.display_name
     serving = {key for key, share in endpoint.traffic_split.items() if share > 0}
     previous = [m for m in models if not _same_model(m.model, pushed_model) and m.id not in serving]
     previous.sort(key=lambda m: m.create_time, reverse=True)
@@ -45,6 +41,56 @@ def retire_previous_models(custom_config: dict[str, Any], pushed_model: str) -> 
         endpoint.undeploy(deployed_model_id=deployed.id, sync=True)
         retired.append(deployed.id)
     return retired
+
+
+def hosting_endpoint(custom_config: dict[str, Any], pushed_model: str):
+    """(the aiplatform Endpoint TFX just deployed `pushed_model` to, its deployed models), or None (logged) when
+    not exactly one endpoint of the configured name hosts it: display names are not unique."""
+    from google.cloud import aiplatform
+
+    endpoint_name = custom_config[vertex_constants.SERVING_ARGS_KEY]["endpoint_name"]
+    named = aiplatform.Endpoint.list(filter=f'display_name="{endpoint_name}"')
+    deployed = [(endpoint, endpoint.list_models()) for endpoint in named]
+    hosting = [(e, models) for e, models in deployed if any(_same_model(m.model, pushed_model) for m in models)]
+    if len(hosting) != 1:
+        logging.warning("%d endpoints named %s host %s: left as they are", len(hosting), endpoint_name, pushed_model)
+        return None
+    return hosting[0]
+
+
+def log_requests(custom_config: dict[str, Any], pushed_model: str) -> bool:
+    """Turns on the endpoint's request-response logging to BigQuery as custom_config[REQUEST_LOGGING_KEY] says
+    (what `hftfx monitor --bigquery` reads), when it is not on so already; True when it changed it.
+
+    TFX's Vertex Pusher creates the endpoint without it and aiplatform's `Endpoint.update` cannot set it, so the
+    endpoint service's own UpdateEndpoint is called with the one field in its mask."""
+    from google.cloud.aiplatform_v1.types import endpoint as endpoint_types
+    from google.cloud.aiplatform_v1.types import io as io_types
+    from google.protobuf import field_mask_pb2
+
+    wanted = custom_config.get(REQUEST_LOGGING_KEY)
+    hosting = hosting_endpoint(custom_config, pushed_model) if wanted else None
+    if hosting is None:
+        return False
+    endpoint = hosting[0]
+    config = endpoint_types.PredictRequestResponseLoggingConfig(
+        enabled=True,
+        sampling_rate=wanted["sampling_rate"],
+        bigquery_destination=io_types.BigQueryDestination(output_uri=wanted["bigquery_table"])
+        if wanted["bigquery_table"]
+        else None,
+    )
+    current = endpoint.gca_resource.predict_request_response_logging_config
+    if current.enabled and current.sampling_rate == config.sampling_rate and (
+        not wanted["bigquery_table"] or current.bigquery_destination.output_uri == wanted["bigquery_table"]
+    ):
+        return False
+    logging.info("Logging %.0f%% of %s's requests to BigQuery", 100 * config.sampling_rate, endpoint.display_name)
+    endpoint.api_client.update_endpoint(
+        endpoint=endpoint_types.Endpoint(name=endpoint.resource_name, predict_request_response_logging_config=config),
+        update_mask=field_mask_pb2.FieldMask(paths=["predict_request_response_logging_config"]),
+    )
+    return True
 
 
 def promote_newest(custom_config: dict[str, Any]) -> tuple[str, list[str]]:

@@ -11,7 +11,7 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, json_utils, proto_utils
 
 from components.pusher.bucket_push import push_to_bucket
-from components.pusher.endpoint import retire_previous_models
+from components.pusher.endpoint import log_requests, retire_previous_models
 from components.pusher.local_push import push_atomically
 from components.vertex_clients import VERTEX_CLIENT_KEY, configure_aiplatform
 
@@ -37,7 +37,7 @@ class Executor(pusher_executor.Executor):
 
 
 class EndpointExecutor(vertex_pusher_executor.Executor):
-    """TFX's Vertex Pusher executor, then `retire_previous_models` when a model was pushed."""
+    """TFX's Vertex Pusher executor, then `retire_previous_models` and `log_requests` when a model was pushed."""
 
     def Do(self, input_dict, output_dict, exec_properties):
         custom_config = json_utils.loads(exec_properties[standard_component_specs.CUSTOM_CONFIG_KEY])
@@ -46,4 +46,6 @@ class EndpointExecutor(vertex_pusher_executor.Executor):
         pushed = artifact_utils.get_single_instance(output_dict[standard_component_specs.PUSHED_MODEL_KEY])
         if not pushed.get_int_custom_property("pushed"):
             return
-        retire_previous_models(custom_config, pushed.get_string_custom_property("pushed_destination"))
+        model = pushed.get_string_custom_property("pushed_destination")
+        retire_previous_models(custom_config, model)
+        log_requests(custom_config, model)

@@ -167,3 +167,33 @@ def test_the_clean_up_finds_the_endpoint_it_pushed_to_among_endpoints_of_the_sam
             )
     assert len(retired) == 1
     assert len(fake.endpoints[0].deployed_models) == 1 and not fake.endpoints[1].deployed_models
+
+
+def test_a_push_turns_on_request_response_logging_to_bigquery_once(profile, vertex_api):
+    """cloud.endpoint_log_sample: after TFX's push (its endpoint has no logging), the endpoint service's
+    UpdateEndpoint names the one field; a second push finds it on and sends nothing more."""
+    from components.pusher.endpoint import log_requests
+
+    fake, address = vertex_api
+    table = "bq://my-gcp-project.serving_logs.text_classifier"
+    spec = compile_spec(at_api(profile, address, endpoint_log_sample=0.25, endpoint_log_table=table))
+    pushes = (push_to_endpoint(spec, version) for version in (1700000000, 1700000100))
+    changed = [log_requests(custom_config_of(spec, "Pusher"), model) for model in pushes]
+
+    assert changed == [True, False]
+    (updated,) = fake.requests("EndpointService/UpdateEndpoint")
+    assert list(updated.update_mask.paths) == ["predict_request_response_logging_config"]
+    assert updated.endpoint.name == fake.endpoints[0].name
+    logging = updated.endpoint.predict_request_response_logging_config
+    assert (logging.enabled, logging.sampling_rate, logging.bigquery_destination.output_uri) == (True, 0.25, table)
+    assert fake.endpoints[0].predict_request_response_logging_config == logging
+
+
+def test_without_a_log_sample_the_endpoint_is_left_as_tfx_made_it(profile, vertex_api):
+    from components.pusher.endpoint import REQUEST_LOGGING_KEY, log_requests
+
+    fake, address = vertex_api
+    spec = compile_spec(at_api(profile, address, endpoint_log_sample=0.0))
+    assert REQUEST_LOGGING_KEY not in custom_config_of(spec, "Pusher")
+    assert not log_requests(custom_config_of(spec, "Pusher"), push_to_endpoint(spec, 1700000000))
+    assert not fake.requests("EndpointService/UpdateEndpoint")

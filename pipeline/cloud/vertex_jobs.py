@@ -128,12 +128,13 @@ def vertex_serving_config(cloud: CloudConfig) -> dict:
     """The keys TFX's Vertex Pusher reads: a TF Serving prebuilt container behind an endpoint.
 
     Everything in serving args but the endpoint and project goes to `aiplatform.Model.deploy` as is;
-    KEEP_PREVIOUS_KEY is read by components/pusher/executor.py after the push, VERTEX_CLIENT_KEY before it
+    KEEP_PREVIOUS_KEY and REQUEST_LOGGING_KEY are read by components/pusher/executor.py after the push,
+    VERTEX_CLIENT_KEY before it
     (the CMEK key goes there: aiplatform applies it to the uploaded Model and a created Endpoint).
     """
     from tfx.extensions.google_cloud_ai_platform import constants as vertex_constants
 
-    from components.pusher.endpoint import KEEP_PREVIOUS_KEY
+    from components.pusher.endpoint import KEEP_PREVIOUS_KEY, REQUEST_LOGGING_KEY
 
     serving_args = {
         "project_id": cloud.project,
@@ -148,8 +149,10 @@ def vertex_serving_config(cloud: CloudConfig) -> dict:
         serving_args["accelerator_count"] = fixed_gpu_count(cloud.endpoint_machine_type) or 1
     if cloud.serving_service_account:
         serving_args["service_account"] = cloud.serving_service_account
+    logging = {"sampling_rate": cloud.endpoint_log_sample, "bigquery_table": cloud.endpoint_log_table}
     return {
         KEEP_PREVIOUS_KEY: cloud.endpoint_keep_previous,
+        **({REQUEST_LOGGING_KEY: logging} if cloud.endpoint_log_sample else {}),
         VERTEX_CLIENT_KEY: vertex_client_settings(cloud),
         vertex_constants.ENABLE_VERTEX_KEY: True,
         vertex_constants.VERTEX_REGION_KEY: cloud.region,

@@ -100,6 +100,18 @@ class CloudConfig(ConfigSection):
         description="models deployed before the pushed one that stay on the endpoint at 0% traffic for a quick "
         "rollback; older ones are undeployed after each push",
     )
+    endpoint_log_sample: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="the share of the endpoint's requests and answers Vertex logs to BigQuery (request-response "
+        "logging, what `hftfx monitor --bigquery` reads); 0: off",
+    )
+    endpoint_log_table: str = Field(
+        "",
+        description="bq://project.dataset.table the endpoint logs to; empty: the table Vertex names "
+        "(bq://<project>.logging_<endpoint>_<id>.request_response_logging)",
+    )
     notify_topic: str = Field(
         "",
         description="a Pub/Sub topic (projects/<project>/topics/<name>, or a name in cloud.project) that gets "
