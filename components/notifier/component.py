@@ -93,9 +93,9 @@ def read_blessing(job: str, api_endpoint: str, evaluator: str) -> tuple[bool | N
         return None, f"blessing not read ({type(error).__name__}: {error})"
 
 
-def publish(topic: str, outcome: RunOutcome) -> str:
-    """Sends the message with google-cloud-pubsub (PUBSUB_EMULATOR_HOST, its own setting, points it at an
-    emulator); returns the message id."""
+def publish(topic: str, outcome) -> str:
+    """Sends `outcome.message()` (a RunOutcome's, or `hftfx monitor`'s report) with google-cloud-pubsub
+    (PUBSUB_EMULATOR_HOST, its own setting, points it at an emulator); returns the message id."""
     from google.cloud import pubsub_v1
 
     data, attributes = outcome.message()

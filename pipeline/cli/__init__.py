@@ -13,6 +13,7 @@ from pipeline.cli.commands import (
     cmd_compile,
     cmd_doctor,
     cmd_function_source,
+    cmd_label,
     cmd_monitor,
     cmd_predict,
     cmd_promote,
@@ -295,7 +296,24 @@ def _add_retraining_commands(commands, shared: SharedOptions) -> None:
     monitor.add_argument("--since-hours", type=float, help="only rows of the last this many hours (default: all)")
     monitor.add_argument("--min-rows", type=int, help="fewest rows a window may have (default 200)")
     monitor.add_argument("--json", help="where the JSON goes (default <logs>/monitor/version=<v>/<time>.json)")
+    monitor.add_argument(
+        "--queue", type=int, default=0, help="also write the N served texts most worth labeling, for Label Studio"
+    )
+    monitor.add_argument("--queue-file", help="where (default <logs>/labeling/version=<v>/<time>.json)")
+    monitor.add_argument(
+        "--notify", help="a Pub/Sub topic told of a drifted window (default: cloud.notify_topic; 'none': no one)"
+    )
     monitor.set_defaults(handler=cmd_monitor)
+
+    label = commands.add_parser(
+        "label",
+        parents=[_config_options(about="YAML config; its dataset needs a {SPAN} pattern")],
+        help="import labeled texts (Label Studio's JSON export, or a CSV of text,label) as the next span",
+    )
+    label.add_argument("action", choices=["import"])
+    label.add_argument("file", help="Label Studio's JSON export, or a CSV with text and label columns")
+    label.add_argument("--span", type=int, help="the span to write (default: one past the newest)")
+    label.set_defaults(handler=cmd_label)
 
     runs = commands.add_parser(
         "runs",

@@ -428,18 +428,42 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_monitor(args: argparse.Namespace) -> int:
     import datetime
 
-    from pipeline.monitoring.monitor import MIN_WINDOW_ROWS, monitor, write_json
+    from pipeline.cloud.vertex_jobs import notify_topic_path
+    from pipeline.monitoring.monitor import MIN_WINDOW_ROWS, monitor, report_path, write_json
 
     config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
     since = None
     if args.since_hours is not None:
         since = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=args.since_hours)
-    report = monitor(config, args.logs, args.model, args.version, since, args.min_rows or MIN_WINDOW_ROWS)
+    report = monitor(
+        config, args.logs, args.model, args.version, since, args.min_rows or MIN_WINDOW_ROWS, args.queue
+    )
     for line in report.lines():
         print(line)
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    written = write_json(report, args.json or f"{args.logs}/monitor/version={report.version}/{stamp}.json")
+    now = datetime.datetime.now(datetime.UTC)
+    written = write_json(report, args.json or report_path(f"{args.logs}/monitor", report.version, now))
     print(f"written: {written}")
+    if args.queue:
+        from pipeline.monitoring.labeling_queue import CONFIG_FILE, write_queue
+
+        where = args.queue_file or report_path(f"{args.logs}/labeling", report.version, now)
+        queue = write_queue(where, list(report.queue), report.label_names)
+        print(f"labeling queue: {len(report.queue)} texts in {queue} (Label Studio tasks; its config: {CONFIG_FILE})")
+    topic = args.notify or notify_topic_path(config.cloud)
+    if report.moved and topic and topic != "none":
+        from components.notifier.component import publish
+
+        print(f"notified {topic} (message {publish(topic, report)})")
+    return 0
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    from pipeline.monitoring.label_import import import_labels
+
+    config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
+    span, path, rows, unlabeled = import_labels(config, args.file, args.span)
+    left = f" ({unlabeled} tasks without a label left out)" if unlabeled else ""
+    print(f"span {span}: {rows} labeled texts in {path}{left}; `hftfx trigger run` trains on it")
     return 0
 
 

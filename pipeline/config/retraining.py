@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from models.config_section import ConfigSection
 
@@ -15,10 +15,18 @@ Distance = Annotated[float, Field(gt=0, le=1)]
 
 
 class RetrainingConfig(ConfigSection):
-    """When `hftfx trigger` retrains: on every new span, or only on a new span whose data drifted."""
+    """When `hftfx trigger` retrains: on every new span, on a new span whose data drifted, or on a new span once the
+    served traffic drifted."""
 
-    policy: Literal["new_data", "drift"] = Field(
-        "new_data", description="new_data: every new span; drift: a new span whose data drifted past the bounds"
+    policy: Literal["new_data", "drift", "serving_drift"] = Field(
+        "new_data",
+        description="new_data: every new span; drift: a new span whose data drifted past the bounds; serving_drift: "
+        "a new span once `hftfx monitor` found the served model's traffic drifted (reports in monitor_reports); "
+        "unlabeled traffic alone never trains",
+    )
+    monitor_reports: str = Field(
+        "",
+        description="serving_drift: the folder `hftfx monitor` writes its reports to (<its --logs>/monitor)",
     )
     max_attempts: int = Field(3, ge=1, description="failed or interrupted runs of one span before triggers stop")
     event_service_account: str = Field(
@@ -52,3 +60,12 @@ class RetrainingConfig(ConfigSection):
     )
     max_text_length_jsd: Distance = Field(0.1, description="drift bound: Jensen-Shannon divergence of text lengths")
     max_token_count_jsd: Distance = Field(0.1, description="drift bound: Jensen-Shannon divergence of token counts")
+
+    @model_validator(mode="after")
+    def _reports_for_serving_drift(self):
+        if self.policy == "serving_drift" and not self.monitor_reports:
+            raise ValueError(
+                "retraining.policy serving_drift reads `hftfx monitor`'s reports: set retraining.monitor_reports "
+                "to <the monitor's --logs folder>/monitor"
+            )
+        return self

@@ -11,11 +11,10 @@ window from the reference, as a cross-validated AUC above 0.5.
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import numpy as np
-import scipy.optimize
 
+from pipeline.monitoring import domain_classifier
 from pipeline.monitoring.descriptors import Described
 
 # Thresholds are the in-domain distance times MARGIN, and never below the floor: a distance this small is noise
@@ -104,10 +103,8 @@ def tfdv_distances(reference, window, specs) -> dict[str, float]:
 def domain_distance(
     reference: tuple[str, ...], window: tuple[str, ...], seed: int = 0, most: int = CLASSIFIER_ROWS
 ) -> float:
-    """How well character 2-4-grams tell the window's texts from the reference's: cross-validated AUC - 0.5, on at
+    """How well the domain classifier tells the window's texts from the reference's: cross-validated AUC - 0.5, on at
     most `most` texts a side, drawn without replacement (a text in two folds would be recognized, not told apart)."""
-    from sklearn.feature_extraction.text import HashingVectorizer
-    from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import cross_val_score
 
     rows = min(len(reference), len(window), most)
@@ -116,12 +113,10 @@ def domain_distance(
     draw = np.random.default_rng(seed)
     ref = [reference[i] for i in draw.choice(len(reference), rows, replace=False)]
     new = [window[i] for i in draw.choice(len(window), rows, replace=False)]
-    vectors = HashingVectorizer(analyzer="char_wb", ngram_range=(2, 4), n_features=2**18, alternate_sign=False)
-    features = vectors.transform(ref + new)
+    features = domain_classifier.vectorizer().transform(ref + new)
     sides = np.array([0] * rows + [1] * rows)
-    with warnings.catch_warnings():  # scikit-learn's lbfgs passes SciPy an option SciPy 1.18 no longer knows
-        warnings.simplefilter("ignore", category=scipy.optimize.OptimizeWarning)
-        scores = cross_val_score(LogisticRegression(max_iter=300), features, sides, cv=FOLDS, scoring="roc_auc")
+    with domain_classifier.quiet_solver():
+        scores = cross_val_score(domain_classifier.classifier(), features, sides, cv=FOLDS, scoring="roc_auc")
     return max(0.0, float(np.mean(scores)) - 0.5)
 
 

@@ -16,8 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from models.errors import UserError
+from models.names import TEXT_FEATURE
 from models.serving.prediction_log import LoggedWindow, read_window
 from pipeline.config.pipeline_config import PipelineConfig
+from pipeline.monitoring import labeling_queue
 from pipeline.monitoring.accuracy_estimate import AccuracyEstimate, estimate_accuracy
 from pipeline.monitoring.checks import CheckResult, Reference, run_checks
 from pipeline.monitoring.descriptors import describe_logged, describe_texts
@@ -39,6 +41,8 @@ class MonitorReport:
     estimate: AccuracyEstimate | None
     skipped_lines: int
     skipped_shards: int
+    label_names: tuple[str, ...] = ()
+    queue: tuple[dict, ...] = ()  # Label Studio tasks of the texts most worth labeling (monitor's `queue`)
 
     @property
     def moved(self) -> list[str]:
@@ -61,6 +65,11 @@ class MonitorReport:
         if self.estimate is not None:
             lines.append(self.estimate.line())
         return lines
+
+    def message(self) -> tuple[bytes, dict[str, str]]:
+        """(data, attributes) of the Pub/Sub notice of a drifted window (components/notifier's publish)."""
+        event = "serving_drift" if self.moved else "no_drift"
+        return json.dumps(self.to_json()).encode(), {"event": event, "model_version": self.version}
 
     def to_json(self) -> dict:
         return {
@@ -129,11 +138,16 @@ def monitor(
     version: str | None = None,
     since: datetime.datetime | None = None,
     min_rows: int = MIN_WINDOW_ROWS,
+    queue: int = 0,
 ) -> MonitorReport:
+    """The window's checks and estimate; with `queue`, also the Label Studio tasks of its `queue` texts most worth
+    labeling."""
     from models.serving.pushed_model import load_serving_model
 
     window = read_window(log_dir, version, since)
     _checked_window(window, min_rows)
+    if queue and any(TEXT_FEATURE not in row for row in window.rows):
+        raise UserError("a labeling queue needs the texts, and this log holds hashes: serve with --log-texts full")
     run, note = reference_run(config, window.version)
     if run.task == "multi_label":
         raise UserError("hftfx monitor compares single-label models; this one is multi-label")
@@ -144,6 +158,10 @@ def monitor(
     known = eval_labels >= 0
     estimate = estimate_accuracy(eval_probabilities[known], eval_labels[known], served.probabilities)
     times = sorted(row["time"] for row in window.rows)
+    queued: list[dict] = []
+    if queue:
+        picked = labeling_queue.pick(served, reference.train.texts, queue)
+        queued = labeling_queue.tasks(window.rows, picked, served, reference.label_names, window.version)
     return MonitorReport(
         window.version,
         len(window.rows),
@@ -155,7 +173,26 @@ def monitor(
         estimate,
         window.skipped_lines,
         window.skipped_shards,
+        reference.label_names,
+        tuple(queued),
     )
+
+
+def report_path(reports_dir: str | Path, version: str, at: datetime.datetime) -> Path:
+    """Where a report goes: one folder a model version, one file a run of the monitor."""
+    return Path(reports_dir) / f"version={version}" / f"{at:%Y%m%dT%H%M%SZ}.json"
+
+
+def drifted_report(reports_dir: str | Path, version: str) -> str | None:
+    """The verdict of the newest report on `version` that found drift ("<file>: drift: ..."), or None."""
+    for path in sorted((Path(reports_dir) / f"version={version}").glob("*.json"), reverse=True):
+        try:
+            report = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(report, dict) and report.get("drift"):
+            return f"{path.name}: {report.get('verdict', 'drift')}"
+    return None
 
 
 def write_json(report: MonitorReport, path: str | Path) -> Path:

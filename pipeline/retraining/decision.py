@@ -97,8 +97,10 @@ def decide(
     runs: Sequence[RunRecord],
     rules: RetrainingConfig,
     drift_check: Callable[[int], DriftReport | None] | None = None,
+    served_drift: Callable[[str | None], str | None] | None = None,
 ) -> Decision:
-    """Whether to train the newest span, and why; `drift_check(span)` is asked only when it could matter.
+    """Whether to train the newest span, and why; `drift_check(span)` is asked only when it could matter, and
+    `served_drift(version)` (what the monitor found on the served version's traffic, or None) under serving_drift.
 
     A span is consumed by a complete run (blessed or not: the same data would give the same verdict).
     Failed or interrupted runs are retried up to `rules.max_attempts`. Older unconsumed spans are not trained
@@ -135,7 +137,22 @@ def decide(
     report = drift_check(newest) if drift_check else None
     if rules.policy == "drift":
         return _on_drift(newest, why, attempt, report)
+    if rules.policy == "serving_drift":
+        return _on_served_drift(newest, why, attempt, runs, served_drift)
     return Decision("train", newest, why, attempt, report)
+
+
+def _on_served_drift(newest: int, why: str, attempt: int, runs: Sequence[RunRecord], served_drift) -> Decision:
+    """retraining.policy: serving_drift: a new labeled span trains once the monitor found the served model's
+    traffic drifted (the first model trains on its first span: nothing is served yet)."""
+    served = next((r.pushed_version for r in reversed(runs) if r.outcome == COMPLETE and r.pushed_version), None)
+    if served is None:
+        return Decision("train", newest, f"{why}; no model served yet to monitor", attempt)
+    found = served_drift(served) if served_drift else None
+    if found is None:
+        quiet = f"span {newest} is new but the monitor found no drift in version {served}'s traffic"
+        return Decision("skip", newest, quiet, attempt)
+    return Decision("train", newest, f"{why}; the served version {served}'s traffic drifted: {found}", attempt)
 
 
 def _on_drift(newest: int, why: str, attempt: int, report: DriftReport | None) -> Decision:

@@ -1,5 +1,7 @@
 """The retraining rules on their own: which span, whether to train, and the reason a person reads."""
 
+import pytest
+
 from pipeline.config.pipeline_config import RetrainingConfig
 from pipeline.retraining.decision import DriftReport, FeatureDrift, RunRecord, decide
 
@@ -69,3 +71,26 @@ def test_a_decision_prints_its_action_reason_and_each_features_drift():
     assert lines[2] == "drift:     span 3 vs the training data of blessed run run-1"
     assert lines[3].split() == ["label_name", "L-infinity", "0.2500", "threshold", "0.1", "DRIFT"]
     assert decide([], [], RULES).lines() == ["decision:  skip", "reason:    no span of data exists yet"]
+
+
+def test_serving_drift_trains_a_new_span_only_once_the_served_traffic_drifted():
+    rules = RetrainingConfig(policy="serving_drift", monitor_reports="/logs/monitor")
+    served = [run(1, blessed=True, pushed_version="17")]
+    asked = []
+
+    def quiet(version):
+        asked.append(version)
+
+    first = decide([1], [], rules, served_drift=quiet)
+    assert first.train and "no model served yet" in first.reason
+    skipped = decide([1, 2], served, rules, served_drift=quiet)
+    assert not skipped.train and "no drift in version 17's traffic" in skipped.reason and asked == ["17"]
+    drifted = decide([1, 2], served, rules, served_drift=lambda version: "t.json: drift: script")
+    assert drifted.train and drifted.span == 2
+    assert "version 17's traffic drifted: t.json: drift: script" in drifted.reason
+    assert not decide([1], served, rules, served_drift=lambda version: "drift").train  # no new labels: nothing trains
+
+
+def test_serving_drift_needs_the_monitors_reports():
+    with pytest.raises(ValueError, match=r"set retraining\.monitor_reports"):
+        RetrainingConfig(policy="serving_drift")

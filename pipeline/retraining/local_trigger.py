@@ -63,7 +63,15 @@ def check(
         if span not in available:
             raise spans.SpanError(f"span {span} has no (ready) data; available spans: {sorted(available)}")
         available = {span: available[span]}
-    return decision.decide(available, run_records(config, lock_held), config.retraining, drift_check)
+    served_drift = None
+    if config.retraining.policy == "serving_drift":
+        from pipeline.monitoring.monitor import drifted_report
+
+        def served_drift(version: str | None):
+            return drifted_report(config.retraining.monitor_reports, version)
+
+    records = run_records(config, lock_held)
+    return decision.decide(available, records, config.retraining, drift_check, served_drift)
 
 
 @dataclasses.dataclass

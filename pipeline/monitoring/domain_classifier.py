@@ -1,0 +1,29 @@
+"""Telling served texts from training texts: logistic regression on hashed character 2-4-grams (Evidently's domain
+classifier for text). Hashing needs no vocabulary fit, so a text never seen costs nothing more than one seen."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+
+def vectorizer():
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    return HashingVectorizer(analyzer="char_wb", ngram_range=(2, 4), n_features=2**18, alternate_sign=False)
+
+
+def classifier():
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(max_iter=300)
+
+
+@contextlib.contextmanager
+def quiet_solver():
+    """scikit-learn 1.5's lbfgs passes SciPy an option SciPy 1.18 no longer knows: a warning per fit, no effect."""
+    import scipy.optimize
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=scipy.optimize.OptimizeWarning)
+        yield

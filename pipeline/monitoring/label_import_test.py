@@ -1,0 +1,97 @@
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from models.errors import UserError
+from pipeline.config import pipeline_config
+from pipeline.monitoring import labeling_queue
+from pipeline.monitoring.descriptors import Described
+from pipeline.monitoring.label_import import import_labels, read_labeled
+from pipeline.retraining import local_trigger
+
+REVIEWS = ["a moving, funny film", "dull and far too long", "the cast is wonderful", "I fell asleep twice"] * 25
+
+
+def _config(tmp_path, **dataset):
+    data = tmp_path / "data"
+    (data / "span-1").mkdir(parents=True)
+    with open(data / "span-1" / "a.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["review", "verdict"])
+        writer.writerows((f"{text}, take {i}", "fresh" if i % 2 == 0 else "rotten") for i, text in enumerate(REVIEWS))
+    (data / "span-1" / "_SUCCESS").write_text("")
+    overrides = {
+        "pipeline_root": str(tmp_path / "pipeline"),
+        "dataset": {
+            "name": "csv",
+            "data_files": [f"{data}/span-{{SPAN}}/*.csv"],
+            "text_column": "review",
+            "label_column": "verdict",
+            "label_names": ["rotten", "fresh"],
+            "ready_marker": "_SUCCESS",
+            "span_window": 2,  # a labeling round's few texts join the span before
+            **dataset,
+        },
+    }
+    return pipeline_config.load_config(overrides=overrides), data
+
+
+def _label_studio_export(queued: list[dict], labels: list[str]) -> list[dict]:
+    """What Label Studio exports once a person labeled the imported tasks (its JSON export format)."""
+    exported = []
+    for i, (task, label) in enumerate(zip(queued, labels, strict=True)):
+        region = {"from_name": "label", "to_name": "text", "type": "choices", "value": {"choices": [label]}}
+        annotations = [] if label is None else [{"id": i, "result": [region], "was_cancelled": False}]
+        exported.append({"id": i, "data": task["data"], "annotations": annotations, "predictions": task["predictions"]})
+    return exported
+
+
+def test_a_queue_labeled_in_label_studio_becomes_the_next_span_that_the_trigger_would_train(tmp_path):
+    config, data = _config(tmp_path)
+    texts = ("new gadget, broken on arrival", "great phone", "great phone", "a film about phones") * 5
+    probabilities = np.array([[0.5, 0.5], [0.9, 0.1], [0.9, 0.1], [0.6, 0.4]] * 5)
+    served = Described(chars=np.array([len(t) for t in texts]), probabilities=probabilities, texts=texts)
+    rows = [{"text": t, "time": "2026-11-29T10:00:00+00:00"} for t in texts]
+    picked = labeling_queue.pick(served, REVIEWS, 3)
+    assert texts[picked[0]] == "new gadget, broken on arrival"  # a tie, and unlike the training texts
+    assert len({texts[i] for i in picked}) == 3  # each text once
+    queued = labeling_queue.tasks(rows, picked, served, ("rotten", "fresh"), "17")
+    written = labeling_queue.write_queue(tmp_path / "queue.json", queued, ("rotten", "fresh"))
+    config_xml = (tmp_path / "labeling-config.xml").read_text()
+    assert '<Choice value="rotten"/>' in config_xml and 'toName="text"' in config_xml
+    assert json.loads(written.read_text())[0]["predictions"][0]["result"][0]["from_name"] == "label"
+
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps(_label_studio_export(queued, ["rotten", "fresh", None])))
+    span, path, count, unlabeled = import_labels(config, export)
+    assert (span, count, unlabeled) == (2, 2, 1)
+    assert path == data / "span-2" / "labeled.csv" and (data / "span-2" / "_SUCCESS").exists()
+    with open(path, newline="") as handle:
+        assert [row["verdict"] for row in csv.DictReader(handle)] == ["rotten", "fresh"]
+    decision = local_trigger.check(config)
+    assert decision.train and decision.span == 2
+
+
+def test_a_span_that_fails_the_examplegens_checks_is_removed_and_the_export_kept(tmp_path):
+    config, data = _config(tmp_path)
+    export = tmp_path / "labels.csv"
+    export.write_text("text,label\na fine film,fresh\nawful,terrible\n")
+    with pytest.raises(UserError, match="terrible"):
+        import_labels(config, export)
+    assert not (data / "span-2").exists() or not any((data / "span-2").iterdir())
+    assert export.read_text().endswith("awful,terrible\n")
+
+
+def test_bad_exports_are_refused_with_what_to_do(tmp_path):
+    (tmp_path / "x.json").write_text('{"not": "a list"}')
+    with pytest.raises(UserError, match="a JSON list of tasks"):
+        read_labeled(tmp_path / "x.json")
+    (tmp_path / "y.csv").write_text("review,stars\nok,5\n")
+    with pytest.raises(UserError, match="needs 'text' and 'label'"):
+        read_labeled(tmp_path / "y.csv")
+    config, _ = _config(tmp_path / "ds", data_files=[str(tmp_path / "flat.csv")])
+    (tmp_path / "z.csv").write_text("text,label\nok,fresh\n")
+    with pytest.raises(UserError, match=r"no \{SPAN\} pattern"):
+        import_labels(config, tmp_path / "z.csv")
