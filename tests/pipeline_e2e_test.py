@@ -28,7 +28,7 @@ from models.hardware.flops import EncoderShape
 from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 from pipeline.reporting.metadata_reader import open_store
-from tests import vertex_container
+from tests import fake_pubsub, vertex_container
 from tests.float_bounds import probability_bound
 from tests.hf_export_check import BUCKET_TEXTS, hf_probabilities, serving_probabilities
 from tests.pipeline_nodes import COMPONENTS
@@ -925,10 +925,15 @@ def _served_and_logged(first_run, log_dir, texts: list[str]) -> list[str]:
     return container.output
 
 
-def _monitored(config, log_dir, *flags: str) -> subprocess.CompletedProcess:
+def _monitored(config, log_dir, *flags: str, pubsub: str = "") -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "pipeline.cli", "monitor", "--logs", str(log_dir), *flags]
     overrides = ["--set", f"pipeline_root={config.pipeline_root}", "--set", f"serving_dir={config.serving_dir}"]
-    return subprocess.run(command + overrides, capture_output=True, text=True, timeout=600)
+    notify = ["--set", f"cloud.notify_topic={NOTICES}"]
+    env = {**os.environ, **({"PUBSUB_EMULATOR_HOST": pubsub} if pubsub else {})}
+    return subprocess.run(command + overrides + notify, capture_output=True, text=True, timeout=600, env=env)
+
+
+NOTICES = "projects/my-gcp-project/topics/hftfx-serving"
 
 
 def test_the_monitor_finds_no_drift_in_held_out_reviews_and_drift_in_another_script(first_run, tmp_path):
@@ -943,17 +948,27 @@ def test_the_monitor_finds_no_drift_in_held_out_reviews_and_drift_in_another_scr
 
     too_few = _monitored(config, tmp_path / "in-domain")  # 160 rows, under the default 200
     assert too_few.returncode == 2 and "needs at least 200 (40 more)" in too_few.stderr, too_few.stderr
-    in_domain = _monitored(config, tmp_path / "in-domain", "--min-rows", "100", "--json", str(tmp_path / "in.json"))
-    assert in_domain.returncode == 0, in_domain.stderr[-3000:]
-    print(in_domain.stdout)
+    pubsub = fake_pubsub.FakePubSub({NOTICES})
+    with fake_pubsub.serve(pubsub) as emulator:
+        in_json = str(tmp_path / "in.json")
+        flags = ("--min-rows", "100", "--json", in_json, "--queue", "20")
+        in_domain = _monitored(config, tmp_path / "in-domain", *flags, pubsub=emulator)
+        assert in_domain.returncode == 0, in_domain.stderr[-3000:]
+        assert not pubsub.received  # no drift: nobody is told
+        shifted = _monitored(config, tmp_path / "shifted", "--min-rows", "100", pubsub=emulator)
+    print(in_domain.stdout, shifted.stdout)
     assert "verdict: no drift" in in_domain.stdout
+    (queue,) = (tmp_path / "in-domain" / "labeling").rglob("*.json")
+    tasks = json.loads(queue.read_text())
+    assert len(tasks) == len({task["data"]["text"] for task in tasks}) == 20 and set(tasks[0]["data"]) >= {"text"}
+    assert (queue.parent / "labeling-config.xml").exists()
     estimate = json.loads((tmp_path / "in.json").read_text())["estimated_accuracy"]
     assert estimate["low"] <= summary.metrics["accuracy"] <= estimate["high"], (estimate, summary.metrics)
-    shifted = _monitored(config, tmp_path / "shifted", "--min-rows", "100")
     assert shifted.returncode == 0, shifted.stderr[-3000:]
-    print(shifted.stdout)
     verdict = next(line for line in shifted.stdout.splitlines() if line.startswith("verdict: "))
     moved = set(verdict.removeprefix("verdict: drift: ").split(", "))
     assert {"script", "texts (domain classifier)", "tokens per text"} <= moved, verdict
     (written,) = (tmp_path / "shifted" / "monitor").rglob("*.json")
     assert json.loads(written.read_text())["drift"] is True
+    ((message,),) = [request.messages for request in pubsub.received]
+    assert message.attributes["event"] == "serving_drift" and json.loads(message.data)["verdict"] == verdict[9:]
