@@ -329,6 +329,27 @@ def serving_load(serving_dir: Path, seconds: float) -> list[Row]:
     return [Row(*row) for row in serving_load.rows(str(serving_dir), corpus(2000), seconds)]
 
 
+def monitor_throughput(run_config, serving_dir: Path) -> list[Row]:
+    """benchmarks/monitoring.py's row: `hftfx monitor` over 100,000 logged rows, time and peak memory."""
+    from benchmarks import monitoring
+    from models.serving.pushed_model import resolve_version_dir
+
+    try:
+        resolve_version_dir(serving_dir)
+    except FileNotFoundError:
+        return [Row(f"monitor: no pushed model under {serving_dir} (run `make run` first)", "-", "-", "-")]
+    peak = matmul_peak("float32")
+    seconds, gib = monitoring.measure(run_config, str(serving_dir), corpus())
+    return [
+        Row(
+            f"hftfx monitor over {monitoring.ROWS:,} logged rows with a queue of 50: time, peak memory",
+            f"{seconds:.0f} s, {gib:.2f} GiB",
+            f"{peak.gflops:.0f} GFLOP/s fp32 peak",
+            f"{monitoring.ROWS / seconds:,.0f} rows/s",
+        )
+    ]
+
+
 def _useful_forward_flops(model_dir: Path, texts: list[str], max_length: int) -> float:
     """Forward FLOPs of the texts at their own token counts (no padding): the work any scorer must do."""
     from transformers import AutoConfig, AutoTokenizer
@@ -484,7 +505,9 @@ def bench_table(rows: list[Row], seconds: float) -> dict:
     return {"machine": machine, "seconds": round(seconds), "rows": [dataclasses.asdict(r) for r in rows]}
 
 
-SECTIONS = ("tokenization", "serving", "serving-load", "batch-prediction", "trainer", "step-profile", "pipeline")
+SECTIONS = (
+    "tokenization", "serving", "serving-load", "monitor", "batch-prediction", "trainer", "step-profile", "pipeline"
+)
 
 
 def merged_bench(previous: dict | None, fresh: dict, sections: list[str]) -> dict:
@@ -528,6 +551,7 @@ def main(argv=None) -> int:
         "tokenization": lambda: tokenization_throughput(args.corpus_rows),
         "serving": lambda: serving_latency(Path(args.serving_dir), args.repeats),
         "serving-load": lambda: serving_load(Path(args.serving_dir), args.load_seconds),
+        "monitor": lambda: monitor_throughput(run_config, Path(args.serving_dir)),
         "batch-prediction": lambda: batch_prediction_throughput(Path(args.serving_dir), args.batch_rows),
         "trainer": lambda: trainer_throughput(args.steps),
         "step-profile": lambda: step_breakdown(args.profiled_steps),

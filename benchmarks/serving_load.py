@@ -1,6 +1,7 @@
 """`hftfx serve` under load: 1, 8 and 32 clients sending one-text requests for a fixed time, against the same
-server making one model call per request (`--max-batch 1`, the former design), both started in this run as
-Vertex starts the container (its variables, a fresh process). Requests/s, p50 and p99 latency, errors."""
+server making one model call per request (`--max-batch 1`, the former design), and at 32 clients against itself
+logging every row (`--log-dir`), all started in this run as Vertex starts the container (its variables, a fresh
+process). Requests/s, p50 and p99 latency, errors."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import contextlib
 import json
 import statistics
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -66,13 +68,23 @@ def load(url: str, clients: int, seconds: float, texts: list[str]) -> dict:
     }
 
 
+LOGGED_CLIENTS = 32  # the prediction log's cost is measured where the server is busiest
+
+
 def measure(model_dir: str, texts: list[str], seconds: float) -> dict[str, dict[int, dict]]:
-    """{"batched" | "one call per request": {clients: figures}}, the servers one after the other."""
+    """{"batched" | "one call per request" | "logging every row": {clients: figures}}, the servers one after
+    the other (the logging one at LOGGED_CLIENTS only)."""
     results: dict[str, dict[int, dict]] = {}
-    for name, flags in (("batched", ()), ("one call per request", ("--max-batch", "1"))):
-        with started(model_dir, *flags) as url:
-            load(url, 4, 2.0, texts)  # warm both paths up
-            results[name] = {clients: load(url, clients, seconds, texts) for clients in CLIENTS}
+    with tempfile.TemporaryDirectory(prefix="hftfx-bench-log-") as logs:
+        servers = (
+            ("batched", (), CLIENTS),
+            ("one call per request", ("--max-batch", "1"), CLIENTS),
+            ("logging every row", ("--log-dir", logs), (LOGGED_CLIENTS,)),
+        )
+        for name, flags, client_counts in servers:
+            with started(model_dir, *flags) as url:
+                load(url, 4, 2.0, texts)  # warm every path up
+                results[name] = {clients: load(url, clients, seconds, texts) for clients in client_counts}
     return results
 
 
@@ -84,13 +96,21 @@ def describe(figures: dict) -> str:
 def rows(model_dir: str, texts: list[str], seconds: float = 10.0):
     """(name, value, baseline, ratio) per client count."""
     results = measure(model_dir, texts, seconds)
-    batched, single = results["batched"], results["one call per request"]
+    batched, single, logged = results["batched"], results["one call per request"], results["logging every row"]
     return [
+        *(
+            (
+                f"serving load, {clients} client(s), one text per request: hftfx serve vs one model call per request",
+                describe(batched[clients]),
+                describe(single[clients]),
+                f"{batched[clients]['rps'] / single[clients]['rps']:.2f}x",
+            )
+            for clients in CLIENTS
+        ),
         (
-            f"serving load, {clients} client(s), one text per request: hftfx serve vs one model call per request",
-            describe(batched[clients]),
-            describe(single[clients]),
-            f"{batched[clients]['rps'] / single[clients]['rps']:.2f}x",
-        )
-        for clients in CLIENTS
+            f"serving load, {LOGGED_CLIENTS} clients: logging every row (--log-dir) vs not logging",
+            describe(logged[LOGGED_CLIENTS]),
+            describe(batched[LOGGED_CLIENTS]),
+            f"{logged[LOGGED_CLIENTS]['rps'] / batched[LOGGED_CLIENTS]['rps']:.2f}x",
+        ),
     ]
