@@ -28,7 +28,7 @@ from models.hardware.flops import EncoderShape
 from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 from pipeline.reporting.metadata_reader import open_store
-from tests import fake_pubsub, vertex_container
+from tests import fake_pubsub, monitored_serving, vertex_container
 from tests.float_bounds import probability_bound
 from tests.hf_export_check import BUCKET_TEXTS, hf_probabilities, serving_probabilities
 from tests.pipeline_nodes import COMPONENTS
@@ -909,55 +909,29 @@ def test_run_report_has_every_section_with_embedded_plots(first_run, strict_run,
     assert curves["train/epoch_loss"] and curves["validation/evaluation_loss_vs_iterations"]
 
 
-def _split_texts(examples_uri: str, split: str) -> list[str]:
-    from pipeline.retraining.drift import read_examples
-
-    return read_examples(examples_uri, split)[0]
-
-
-def _served_and_logged(first_run, log_dir, texts: list[str]) -> list[str]:
-    """`hftfx serve --log-dir` answering `texts` 16 a request; the server's output once it stopped."""
-    command = [sys.executable, "-m", "pipeline.cli", "serve", "--log-dir", str(log_dir)]
-    with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
-        for start in range(0, len(texts), 16):
-            status, _ = vertex_container.http_json(container.predict, {"instances": texts[start : start + 16]})
-            assert status == 200
-    return container.output
-
-
-def _monitored(config, log_dir, *flags: str, pubsub: str = "") -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "pipeline.cli", "monitor", "--logs", str(log_dir), *flags]
-    overrides = ["--set", f"pipeline_root={config.pipeline_root}", "--set", f"serving_dir={config.serving_dir}"]
-    notify = ["--set", f"cloud.notify_topic={NOTICES}"]
-    env = {**os.environ, **({"PUBSUB_EMULATOR_HOST": pubsub} if pubsub else {})}
-    return subprocess.run(command + overrides + notify, capture_output=True, text=True, timeout=600, env=env)
-
-
-NOTICES = "projects/my-gcp-project/topics/hftfx-serving"
-
-
 def test_the_monitor_finds_no_drift_in_held_out_reviews_and_drift_in_another_script(first_run, tmp_path):
     """Served with a prediction log: the test split's reviews are no drift and their estimated accuracy holds the
     measured one; the same reviews in Cyrillic letters move the script, the tokens and the domain classifier."""
     config, summary = first_run
-    reviews = _split_texts(summary.examples_uri, "test")
-    cyrillic = str.maketrans("abcdefghijklmnopqrstuvwxyz", "абцдефгхийклмнопярстужвьыз")
-    output = _served_and_logged(first_run, tmp_path / "in-domain", reviews)
+    reviews = monitored_serving.split_texts(summary.examples_uri, "test")
+    output = monitored_serving.served_and_logged(summary.pushed_dir, tmp_path / "in-domain", reviews)
     assert any(f"logged {len(reviews)} rows to" in line for line in output if line.startswith("answered ")), output
-    _served_and_logged(first_run, tmp_path / "shifted", [review.lower().translate(cyrillic) for review in reviews])
+    shifted_texts = monitored_serving.in_cyrillic(reviews)
+    monitored_serving.served_and_logged(summary.pushed_dir, tmp_path / "shifted", shifted_texts)
 
-    too_few = _monitored(config, tmp_path / "in-domain")  # 160 rows, under the default 200
+    too_few = monitored_serving.monitored(config, tmp_path / "in-domain")  # 160 rows, under the default 200
     assert too_few.returncode == 2 and "needs at least 200 (40 more)" in too_few.stderr, too_few.stderr
-    pubsub = fake_pubsub.FakePubSub({NOTICES})
+    pubsub = fake_pubsub.FakePubSub({monitored_serving.NOTICES})
     with fake_pubsub.serve(pubsub) as emulator:
         in_json = str(tmp_path / "in.json")
         flags = ("--min-rows", "100", "--json", in_json, "--queue", "20")
-        in_domain = _monitored(config, tmp_path / "in-domain", *flags, pubsub=emulator)
+        in_domain = monitored_serving.monitored(config, tmp_path / "in-domain", *flags, pubsub=emulator)
         assert in_domain.returncode == 0, in_domain.stderr[-3000:]
         assert not pubsub.received  # no drift: nobody is told
-        shifted = _monitored(config, tmp_path / "shifted", "--min-rows", "100", pubsub=emulator)
+        shifted = monitored_serving.monitored(config, tmp_path / "shifted", "--min-rows", "100", pubsub=emulator)
     print(in_domain.stdout, shifted.stdout)
     assert "verdict: no drift" in in_domain.stdout
+    _the_same_window_read_from_bigquery_is_no_drift(config, summary, tmp_path, in_domain.stdout)
     (queue,) = (tmp_path / "in-domain" / "labeling").rglob("*.json")
     tasks = json.loads(queue.read_text())
     assert len(tasks) == len({task["data"]["text"] for task in tasks}) == 20 and set(tasks[0]["data"]) >= {"text"}
@@ -972,3 +946,28 @@ def test_the_monitor_finds_no_drift_in_held_out_reviews_and_drift_in_another_scr
     assert json.loads(written.read_text())["drift"] is True
     ((message,),) = [request.messages for request in pubsub.received]
     assert message.attributes["event"] == "serving_drift" and json.loads(message.data)["verdict"] == verdict[9:]
+
+
+def _the_same_window_read_from_bigquery_is_no_drift(config, summary, tmp_path, from_files: str) -> None:
+    """`hftfx monitor --bigquery`: the window as a Vertex endpoint logs it, read with google-cloud-bigquery from a
+    fake BigQuery (credentials from a fake metadata server, as on a VM), checks as the files did."""
+    from models.serving.prediction_log import read_window
+    from models.serving.pushed_model import resolve_version_dir
+    from tests import fake_bigquery, fake_vertex
+
+    table = "my-gcp-project.logging_hf_text_classifier_1.request_response_logging"
+    rows = read_window(str(tmp_path / "in-domain")).rows
+    fake = fake_bigquery.FakeBigQuery(table, monitored_serving.as_vertex_logs(rows))
+    version_dir = str(resolve_version_dir(summary.pushed_dir))
+    with (
+        fake_bigquery.serve(fake) as address,
+        fake_vertex.serve_metadata_server("my-gcp-project", "monitor@my-gcp-project.iam.gserviceaccount.com") as host,
+    ):
+        env = {"BIGQUERY_EMULATOR_HOST": address, "GCE_METADATA_HOST": host, "GCE_METADATA_IP": host}
+        flags = ("--bigquery", f"bq://{table}", "--model", version_dir, "--min-rows", "100")
+        done = monitored_serving.monitored(config, None, *flags, "--json", str(tmp_path / "bq.json"), env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"model version 8571: {len(rows)} served rows" in done.stdout
+    checks = lambda out: [line for line in out.splitlines() if line.startswith("  ")]  # noqa: E731
+    assert checks(done.stdout) == checks(from_files)
+    assert len(fake.received) == 1 and fake.received[0]["queryParameters"][0]["name"] == "since"

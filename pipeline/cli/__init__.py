@@ -290,16 +290,26 @@ def _add_retraining_commands(commands, shared: SharedOptions) -> None:
         parents=[shared.run_config],
         help="compare what a served model answered (its prediction log) with its training data; estimate accuracy",
     )
-    monitor.add_argument("--logs", required=True, help="the prediction log folder (hftfx serve --log-dir)")
-    monitor.add_argument("--model", help="the served version's folder (default: serving_dir/model_name/<version>)")
-    monitor.add_argument("--version", help="the model version whose rows to read (default: the newest logged)")
+    source = monitor.add_mutually_exclusive_group(required=True)
+    source.add_argument("--logs", help="the prediction log folder (hftfx serve --log-dir)")
+    source.add_argument(
+        "--bigquery", help="a Vertex endpoint's request-response log table, bq://project.dataset.table (with --model)"
+    )
+    monitor.add_argument(
+        "--model", help="the served version's folder, local or gs:// (default: serving_dir/model_name/<version>)"
+    )
+    monitor.add_argument(
+        "--version", help="the model version (with --bigquery: the deployed model id) to read (default: the newest)"
+    )
     monitor.add_argument("--since-hours", type=float, help="only rows of the last this many hours (default: all)")
     monitor.add_argument("--min-rows", type=int, help="fewest rows a window may have (default 200)")
-    monitor.add_argument("--json", help="where the JSON goes (default <logs>/monitor/version=<v>/<time>.json)")
+    monitor.add_argument(
+        "--json", help="where the JSON goes (default <logs, or .>/monitor/version=<v>/<time>.json)"
+    )
     monitor.add_argument(
         "--queue", type=int, default=0, help="also write the N served texts most worth labeling, for Label Studio"
     )
-    monitor.add_argument("--queue-file", help="where (default <logs>/labeling/version=<v>/<time>.json)")
+    monitor.add_argument("--queue-file", help="where (default <logs, or .>/labeling/version=<v>/<time>.json)")
     monitor.add_argument(
         "--notify", help="a Pub/Sub topic told of a drifted window (default: cloud.notify_topic; 'none': no one)"
     )

@@ -436,17 +436,18 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     if args.since_hours is not None:
         since = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=args.since_hours)
     report = monitor(
-        config, args.logs, args.model, args.version, since, args.min_rows or MIN_WINDOW_ROWS, args.queue
+        config, args.logs, args.model, args.version, since, args.min_rows or MIN_WINDOW_ROWS, args.queue, args.bigquery
     )
+    beside = args.logs or "."
     for line in report.lines():
         print(line)
     now = datetime.datetime.now(datetime.UTC)
-    written = write_json(report, args.json or report_path(f"{args.logs}/monitor", report.version, now))
+    written = write_json(report, args.json or report_path(f"{beside}/monitor", report.version, now))
     print(f"written: {written}")
     if args.queue:
         from pipeline.monitoring.labeling_queue import CONFIG_FILE, write_queue
 
-        where = args.queue_file or report_path(f"{args.logs}/labeling", report.version, now)
+        where = args.queue_file or report_path(f"{beside}/labeling", report.version, now)
         queue = write_queue(where, list(report.queue), report.label_names)
         print(f"labeling queue: {len(report.queue)} texts in {queue} (Label Studio tasks; its config: {CONFIG_FILE})")
     topic = args.notify or notify_topic_path(config.cloud)

@@ -131,27 +131,45 @@ def _checked_window(window: LoggedWindow, min_rows: int) -> None:
         )
 
 
+def _served_window(log_dir, bigquery, model_dir, version, since) -> tuple[LoggedWindow, str]:
+    """(the window, the pushed version it was served by): from a prediction log folder, or from an endpoint's
+    BigQuery log, whose rows name a deployed model, not a version (so --model names the version's folder)."""
+    if bigquery is None:
+        window = read_window(log_dir, version, since)
+        return window, window.version
+    from pipeline.monitoring.bigquery_log import read_bigquery_window
+
+    if not model_dir:
+        raise UserError(
+            "--bigquery needs --model: the pushed version folder the endpoint serves (gs://.../Pusher/pushed_model/N)"
+        )
+    return read_bigquery_window(bigquery, version, since), model_dir.rstrip("/").rsplit("/", 1)[-1]
+
+
 def monitor(
     config: PipelineConfig,
-    log_dir: str,
+    log_dir: str | None,
     model_dir: str | None = None,
     version: str | None = None,
     since: datetime.datetime | None = None,
     min_rows: int = MIN_WINDOW_ROWS,
     queue: int = 0,
+    bigquery: str | None = None,
 ) -> MonitorReport:
     """The window's checks and estimate; with `queue`, also the Label Studio tasks of its `queue` texts most worth
-    labeling."""
+    labeling. The window is `log_dir`'s rows, or `bigquery`'s (a Vertex endpoint's request-response log table)."""
+    from models.hub.remote_folder import is_remote, localize
     from models.serving.pushed_model import load_serving_model
 
-    window = read_window(log_dir, version, since)
+    window, served_version = _served_window(log_dir, bigquery, model_dir, version, since)
     _checked_window(window, min_rows)
     if queue and any(TEXT_FEATURE not in row for row in window.rows):
         raise UserError("a labeling queue needs the texts, and this log holds hashes: serve with --log-texts full")
-    run, note = reference_run(config, window.version)
+    run, note = reference_run(config, served_version)
     if run.task == "multi_label":
         raise UserError("hftfx monitor compares single-label models; this one is multi-label")
-    _, model = load_serving_model(model_dir or f"{config.serving_dir.rstrip('/')}/{config.model_name}/{window.version}")
+    folder = model_dir or f"{config.serving_dir.rstrip('/')}/{config.model_name}/{served_version}"
+    _, model = load_serving_model(localize(folder) if is_remote(folder) else folder)
     reference, eval_probabilities, eval_labels = build_reference(model, run)
     served = describe_logged(model, window.rows)
     checks = run_checks(reference, served)
