@@ -40,7 +40,7 @@ def monitored(config, log_dir, *flags: str, pubsub: str = "", env: dict | None =
     source = ["--logs", str(log_dir)] if log_dir is not None else []
     command = [sys.executable, "-m", "pipeline.cli", "monitor", *source, *flags]
     overrides = ["--set", f"pipeline_root={config.pipeline_root}", "--set", f"serving_dir={config.serving_dir}"]
-    notify = ["--set", f"cloud.notify_topic={NOTICES}"]
+    notify = ["--set", f"cloud.notify_topic={NOTICES}"] if pubsub else []
     env = {**os.environ, **(env or {}), **({"PUBSUB_EMULATOR_HOST": pubsub} if pubsub else {})}
     return subprocess.run(command + overrides + notify, capture_output=True, text=True, timeout=1800, env=env)
 

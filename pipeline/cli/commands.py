@@ -454,7 +454,12 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     if report.moved and topic and topic != "none":
         from components.notifier.component import publish
 
-        print(f"notified {topic} (message {publish(topic, report)})")
+        try:
+            print(f"notified {topic} (message {publish(topic, report)})")
+        except Exception as error:  # the report is written: say why nobody was told, in one line
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            print(f"hftfx: drift found and written, but {topic} was not told: {reason}", file=sys.stderr)
+            return 1
     return 0
 
 
