@@ -14,9 +14,9 @@ CYRILLIC = str.maketrans("abcdefghijklmnopqrstuvwxyz", "абцдефгхийкл
 
 
 def split_texts(examples_uri: str, split: str) -> list[str]:
-    from pipeline.retraining.drift import read_examples
+    from components.example_gen.written_examples import read_written
 
-    return read_examples(examples_uri, split)[0]
+    return read_written(examples_uri, split, 1_000_000)[0]
 
 
 def in_cyrillic(texts: list[str]) -> list[str]:

@@ -108,10 +108,10 @@ def reference_run(config: PipelineConfig, version: str) -> tuple[RunSummary, str
 
 def build_reference(model, run: RunSummary) -> tuple[Reference, np.ndarray, np.ndarray]:
     """The reference the checks compare with, and the eval split's answers and label ids (for the estimate)."""
-    from pipeline.retraining.drift import read_examples
+    from components.example_gen.written_examples import read_written
 
-    train_texts, _ = read_examples(run.examples_uri, "train")
-    eval_texts, eval_labels = read_examples(run.examples_uri, "eval")
+    train_texts, _ = read_written(run.examples_uri, "train", REFERENCE_ROWS)
+    eval_texts, eval_labels = read_written(run.examples_uri, "eval", 2 * REFERENCE_ROWS)
     train = describe_texts(model, train_texts[:REFERENCE_ROWS])
     held = describe_texts(model, eval_texts[: 2 * REFERENCE_ROWS])
     half = len(held) // 2

@@ -8,14 +8,11 @@ train split the ExampleGen wrote for the run that produced the latest blessed mo
 from __future__ import annotations
 
 import dataclasses
-import glob
-import heapq
-import os
 
 from components.example_gen.config import TFX_SPLITS
 from components.example_gen.dataset_pass import EVERY_ROW, dataset_pass
-from components.example_gen.splitting import unit_hash
-from models.names import LABEL_NAME_FEATURE, TEXT_FEATURE, TOKEN_COUNT
+from components.example_gen.written_examples import read_written
+from models.names import LABEL_NAME_FEATURE, TOKEN_COUNT
 from pipeline.config.pipeline_config import PipelineConfig
 from pipeline.config.retraining import RetrainingConfig
 from pipeline.reporting.metadata_reader import summarize_all
@@ -45,23 +42,8 @@ DRIFT_SAMPLE_ROWS = 20_000
 
 
 def read_examples(examples_uri: str, split: str = "train") -> tuple[list[str], list[str]]:
-    """Texts and label names of one split the ExampleGen wrote: all of them, or a sample of
-    DRIFT_SAMPLE_ROWS chosen by a hash of their content (uniform, and the same on every read)."""
-    import tensorflow as tf
-
-    files = sorted(glob.glob(os.path.join(examples_uri, f"Split-{split}", "*.gz")))
-
-    def pairs():
-        for record in tf.data.TFRecordDataset(files, compression_type="GZIP").as_numpy_iterator():
-            features = tf.train.Example.FromString(record).features.feature
-            yield (
-                features[TEXT_FEATURE].bytes_list.value[0].decode("utf-8"),
-                # A multi-label row's labels as one value, as read_span joins them
-                ",".join(name.decode("utf-8") for name in features[LABEL_NAME_FEATURE].bytes_list.value),
-            )
-
-    kept = heapq.nsmallest(DRIFT_SAMPLE_ROWS, pairs(), key=lambda pair: unit_hash(0, "drift", pair))
-    return [text for text, _ in kept], [label for _, label in kept]
+    """Texts and label names of one split the ExampleGen wrote, at most DRIFT_SAMPLE_ROWS of them."""
+    return read_written(examples_uri, split, DRIFT_SAMPLE_ROWS)
 
 
 def read_span(config: PipelineConfig, span: int) -> tuple[list[str], list[str]]:
