@@ -520,6 +520,21 @@ def merged_bench(previous: dict | None, fresh: dict, sections: list[str]) -> dic
     return {**previous, "machine": note, "rows": [*kept, *by_name.values()]}
 
 
+def _sections(args, run_config) -> dict:
+    """Each section's rows, measured when called."""
+    serving_dir = Path(args.serving_dir)
+    return {
+        "tokenization": lambda: tokenization_throughput(args.corpus_rows),
+        "serving": lambda: serving_latency(serving_dir, args.repeats),
+        "serving-load": lambda: serving_load(serving_dir, args.load_seconds),
+        "monitor": lambda: monitor_throughput(run_config, serving_dir),
+        "batch-prediction": lambda: batch_prediction_throughput(serving_dir, args.batch_rows),
+        "trainer": lambda: trainer_throughput(args.steps),
+        "step-profile": lambda: step_breakdown(args.profiled_steps),
+        "pipeline": lambda: pipeline_figures(run_config),
+    }
+
+
 def main(argv=None) -> int:
     defaults = PipelineConfig()  # pydantic keeps field defaults on instances, not on the class
     parser = argparse.ArgumentParser(description=__doc__)
@@ -547,16 +562,7 @@ def main(argv=None) -> int:
         write_reference(run_config)
         return 0
     started = time.perf_counter()
-    sections = {
-        "tokenization": lambda: tokenization_throughput(args.corpus_rows),
-        "serving": lambda: serving_latency(Path(args.serving_dir), args.repeats),
-        "serving-load": lambda: serving_load(Path(args.serving_dir), args.load_seconds),
-        "monitor": lambda: monitor_throughput(run_config, Path(args.serving_dir)),
-        "batch-prediction": lambda: batch_prediction_throughput(Path(args.serving_dir), args.batch_rows),
-        "trainer": lambda: trainer_throughput(args.steps),
-        "step-profile": lambda: step_breakdown(args.profiled_steps),
-        "pipeline": lambda: pipeline_figures(run_config),
-    }
+    sections = _sections(args, run_config)
     chosen = args.sections.split(",") if args.sections else list(sections)
     rows = []
     for name in chosen:

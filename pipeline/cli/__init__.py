@@ -95,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_serving_commands,
         _add_cloud_commands,
         _add_retraining_commands,
+        _add_monitoring_commands,
     ):
         add(commands, shared)
     return parser
@@ -285,6 +286,33 @@ def _add_retraining_commands(commands, shared: SharedOptions) -> None:
     trigger.add_argument("--dry-run", action="store_true", help="--cloud: print the request, send nothing")
     trigger.set_defaults(handler=cmd_trigger)
 
+    runs = commands.add_parser(
+        "runs",
+        parents=[shared.run_config],
+        help="list past runs from ML Metadata: spans, outcome, metrics, pushed version",
+    )
+    runs.add_argument("--json", action="store_true", help="print every run summary as JSON")
+    runs.set_defaults(handler=cmd_runs)
+
+    schedule = commands.add_parser(
+        "schedule",
+        parents=[
+            _config_options("configs/vertex-retraining.yaml", "config with a cloud profile"),
+            _template_option("create: "),
+            shared.dry_run,
+        ],
+        help="Vertex AI schedules of the compiled pipeline",
+    )
+    schedule.add_argument("action", choices=["create", "list", "pause", "resume", "delete"])
+    schedule.add_argument("schedule", nargs="?", help="pause/resume/delete: schedule id or resource name")
+    schedule.add_argument("--cron", help="create: e.g. 'TZ=Europe/Paris 0 3 * * 1' (Mondays 03:00)")
+    schedule.add_argument("--max-concurrent-runs", type=int, default=1, help="create: runs at once (default 1)")
+    schedule.add_argument("--max-runs", type=int, help="create: stop after this many runs")
+    schedule.set_defaults(handler=cmd_schedule)
+
+
+def _add_monitoring_commands(commands, shared: SharedOptions) -> None:
+    """`hftfx monitor`, `label`: what a served model answers against its training data, and labels coming back."""
     monitor = commands.add_parser(
         "monitor",
         parents=[shared.run_config],
@@ -324,30 +352,6 @@ def _add_retraining_commands(commands, shared: SharedOptions) -> None:
     label.add_argument("file", help="Label Studio's JSON export, or a CSV with text and label columns")
     label.add_argument("--span", type=int, help="the span to write (default: one past the newest)")
     label.set_defaults(handler=cmd_label)
-
-    runs = commands.add_parser(
-        "runs",
-        parents=[shared.run_config],
-        help="list past runs from ML Metadata: spans, outcome, metrics, pushed version",
-    )
-    runs.add_argument("--json", action="store_true", help="print every run summary as JSON")
-    runs.set_defaults(handler=cmd_runs)
-
-    schedule = commands.add_parser(
-        "schedule",
-        parents=[
-            _config_options("configs/vertex-retraining.yaml", "config with a cloud profile"),
-            _template_option("create: "),
-            shared.dry_run,
-        ],
-        help="Vertex AI schedules of the compiled pipeline",
-    )
-    schedule.add_argument("action", choices=["create", "list", "pause", "resume", "delete"])
-    schedule.add_argument("schedule", nargs="?", help="pause/resume/delete: schedule id or resource name")
-    schedule.add_argument("--cron", help="create: e.g. 'TZ=Europe/Paris 0 3 * * 1' (Mondays 03:00)")
-    schedule.add_argument("--max-concurrent-runs", type=int, default=1, help="create: runs at once (default 1)")
-    schedule.add_argument("--max-runs", type=int, help="create: stop after this many runs")
-    schedule.set_defaults(handler=cmd_schedule)
 
 
 def main(argv: list[str] | None = None) -> int:
