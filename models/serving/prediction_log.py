@@ -13,10 +13,12 @@ crash ends in a partial line, which the reader skips and counts like any line th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import hashlib
 import json
+import logging
 import os
 import queue
 import random
@@ -97,7 +99,8 @@ class PredictionLog:
         self.root = Path(settings.log_dir)
         self.folder = self.root / f"version={model_version}"
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.logged = self.dropped = 0
+        self.logged = self.dropped = self.unwritten = 0
+        self.failure = ""
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._queued_rows = self._queued_bytes = 0
         self._lock = threading.Lock()
@@ -131,18 +134,35 @@ class PredictionLog:
 
     def closing_words(self) -> str:
         dropped = f", {self.dropped} dropped with the queue full" if self.dropped else ""
-        return f"logged {self.logged} rows to {self.folder}{dropped}"
+        failed = f", {self.unwritten} not written ({self.failure})" if self.unwritten else ""
+        return f"logged {self.logged} rows to {self.folder}{dropped}{failed}"
 
     def _write_all(self) -> None:
+        """Writes until closed; a write that fails (a full disk, a folder removed) costs its rows, counted, and
+        the writer goes on: logging never stops serving, and a disk that frees up is written to again."""
         while True:
             item = self._queue.get()
             if item is None:
                 break
-            self._write(*item)
-            if self._queue.empty() and self._file is not None:
-                self._file.flush()
+            try:
+                self._write(*item)
+                if self._queue.empty() and self._file is not None:
+                    self._file.flush()
+            except (OSError, ValueError) as error:
+                self._failed(len(item[3]), error)
         if self._file is not None:
-            self._file.close()
+            with contextlib.suppress(OSError):
+                self._file.close()
+
+    def _failed(self, rows: int, error: Exception) -> None:
+        if not self.unwritten:
+            logging.getLogger(__name__).warning("the prediction log could not write to %s: %s", self.folder, error)
+        self.unwritten += rows
+        self.failure = f"{type(error).__name__}: {error}"
+        if self._file is not None:  # the next rows start a new shard
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
 
     def _write(self, at: float, signature: str, columns: dict, predictions: list[dict], size: int) -> None:
         with self._lock:

@@ -97,3 +97,20 @@ def test_settings_are_checked():
         LogSettings("x", sample=0)
     with pytest.raises(UserError, match="--log-texts"):
         LogSettings("x", texts="some")
+
+
+def test_a_write_that_fails_costs_its_rows_counted_and_the_writer_goes_on(tmp_path):
+    import shutil
+
+    log = PredictionLog(LogSettings(str(tmp_path)), "1")
+    shutil.rmtree(log.folder)
+    log.folder.write_text("not a folder")  # the next shard cannot be made under it
+    log.record("serving_default", *_request(["lost"]))
+    deadline = time.monotonic() + 10
+    while not log.unwritten and time.monotonic() < deadline:
+        time.sleep(0.01)
+    log.folder.unlink()  # the disk is fine again
+    log.record("serving_default", *_request(["kept"]))
+    log.close()
+    assert log.unwritten == 1 and "not written" in log.closing_words()
+    assert [row["text"] for row in read_window(str(tmp_path)).rows] == ["kept"]
