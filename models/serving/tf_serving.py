@@ -78,7 +78,8 @@ def unsupported_ops(ops: Iterable[str]) -> list[str]:
     return sorted(op for op in ops if not is_core_op(op) and op not in TEXT_OPS_IN_TF_SERVING)
 
 
-def _example(features: dict[str, Any]) -> bytes:
+def serialized_example(features: dict[str, Any]) -> bytes:
+    """A tf.Example of string or integer features, serialized: what serving_tf_example and transform_features take."""
     feature = {}
     for key, value in features.items():
         values = value if isinstance(value, list) else [value]
@@ -122,7 +123,7 @@ def request_rows(
             raise BadRequestError('"examples" must be a list of {feature: value} objects')
         _check_count(len(examples), max_rows)
         try:
-            serialized = [_example(e) for e in examples]
+            serialized = [serialized_example(e) for e in examples]
         except (TypeError, ValueError) as error:
             raise BadRequestError(f'an "examples" feature is not a string or a list of strings: {error}') from None
         signature = payload.get("signature_name", SERVING_TF_EXAMPLE)
@@ -290,7 +291,7 @@ def warmup_logs(
     batches = [
         (SERVING_DEFAULT, {name: [texts[0]] for name in text_inputs}),
         (SERVING_DEFAULT, {name: [texts[i % len(texts)] for i in range(32)] for name in text_inputs}),
-        (SERVING_TF_EXAMPLE, {EXAMPLES_INPUT: [_example({name: texts[0] for name in text_inputs})]}),
+        (SERVING_TF_EXAMPLE, {EXAMPLES_INPUT: [serialized_example({name: texts[0] for name in text_inputs})]}),
     ]
     for signature, inputs in batches:
         request = predict_pb2.PredictRequest(model_spec=model_pb2.ModelSpec(signature_name=signature))

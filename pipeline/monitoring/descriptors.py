@@ -52,25 +52,17 @@ def script(text: str) -> str:
     return counts.most_common(1)[0][0] if counts else NO_LETTERS
 
 
-def _examples(texts: Sequence[str]) -> list[bytes]:
-    import tensorflow as tf
-
-    serialized = []
-    for text in texts:
-        example = tf.train.Example()
-        example.features.feature[TEXT_FEATURE].bytes_list.value.append(text.encode("utf-8"))
-        serialized.append(example.SerializeToString())
-    return serialized
-
-
 def token_descriptors(model, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """(tokens per text, share of them unknown to the vocab) by the served model's transform_features signature."""
     import tensorflow as tf
 
+    from models.serving.tf_serving import serialized_example
+
     tokens, unknown = [], []
     signature = model.signatures[TRANSFORM_FEATURES]
     for start in range(0, len(texts), BATCH):
-        out = signature(**{EXAMPLES_INPUT: tf.constant(_examples(texts[start : start + BATCH]))})
+        examples = [serialized_example({TEXT_FEATURE: text}) for text in texts[start : start + BATCH]]
+        out = signature(**{EXAMPLES_INPUT: tf.constant(examples)})
         tokens.append(out[TOKEN_COUNT].numpy().reshape(-1))
         unknown.append(out[UNKNOWN_TOKENS].numpy().reshape(-1) if UNKNOWN_TOKENS in out else tokens[-1] * 0)
     count = np.concatenate(tokens).astype(np.int64) if tokens else np.zeros(0, np.int64)
@@ -90,17 +82,16 @@ def model_probabilities(model, texts: Sequence[str]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros((0, 0))
 
 
+def _described(model, texts: Sequence[str], chars: np.ndarray, probabilities: np.ndarray) -> Described:
+    """`texts` with every descriptor read from them, beside their lengths and answers."""
+    tokens, unknown = token_descriptors(model, texts)
+    return Described(chars, probabilities, tokens, unknown, tuple(script(t) for t in texts), tuple(texts))
+
+
 def describe_texts(model, texts: Sequence[str]) -> Described:
     """Texts the model has not answered yet (the training data's): every descriptor, the answer computed here."""
-    tokens, unknown = token_descriptors(model, texts)
-    return Described(
-        chars=np.array([len(t) for t in texts], np.int64),
-        probabilities=model_probabilities(model, texts),
-        tokens=tokens,
-        unknown_share=unknown,
-        scripts=tuple(script(t) for t in texts),
-        texts=tuple(texts),
-    )
+    chars = np.array([len(t) for t in texts], np.int64)
+    return _described(model, texts, chars, model_probabilities(model, texts))
 
 
 def describe_logged(model, rows: Sequence[dict]) -> Described:
@@ -109,7 +100,4 @@ def describe_logged(model, rows: Sequence[dict]) -> Described:
     chars = np.array([int(row.get("chars", 0)) for row in rows], np.int64)
     if not rows or any(TEXT_FEATURE not in row for row in rows):
         return Described(chars=chars, probabilities=probabilities)
-    texts = tuple(row[TEXT_FEATURE] for row in rows)
-    tokens, unknown = token_descriptors(model, texts)
-    scripts = tuple(script(t) for t in texts)
-    return Described(chars, probabilities, tokens, unknown, scripts, texts)
+    return _described(model, [row[TEXT_FEATURE] for row in rows], chars, probabilities)
