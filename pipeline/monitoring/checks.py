@@ -21,7 +21,6 @@ from pipeline.monitoring.descriptors import Described
 # whatever the samples said. At 2, a two-class label mix alarms about 3 standard deviations out.
 MARGIN = 2.0
 IN_DOMAIN_DRAWS = 3  # bootstrap samples of the held-out split the in-domain distance is the largest of
-CLASSIFIER_ROWS = 2_000  # each side of the domain classifier, at most
 FOLDS = 3  # of its cross-validation
 CHANCE_SPREADS = 3  # the domain classifier's distance alarms only past this many of its spreads under the null
 
@@ -101,20 +100,15 @@ def tfdv_distances(reference, window, specs) -> dict[str, float]:
 
 
 def domain_distance(
-    reference: tuple[str, ...], window: tuple[str, ...], seed: int = 0, most: int = CLASSIFIER_ROWS
+    reference: tuple[str, ...], window: tuple[str, ...], seed: int = 0, most: int = domain_classifier.ROWS
 ) -> float:
     """How well the domain classifier tells the window's texts from the reference's: cross-validated AUC - 0.5, on at
     most `most` texts a side, drawn without replacement (a text in two folds would be recognized, not told apart)."""
     from sklearn.model_selection import cross_val_score
 
-    rows = min(len(reference), len(window), most)
-    if rows < 20:
+    if min(len(reference), len(window), most) < 20:
         return 0.0
-    draw = np.random.default_rng(seed)
-    ref = [reference[i] for i in draw.choice(len(reference), rows, replace=False)]
-    new = [window[i] for i in draw.choice(len(window), rows, replace=False)]
-    features = domain_classifier.vectorizer().transform(ref + new)
-    sides = np.array([0] * rows + [1] * rows)
+    features, sides = domain_classifier.sides(reference, window, seed, most)
     with domain_classifier.quiet_solver():
         scores = cross_val_score(domain_classifier.classifier(), features, sides, cv=FOLDS, scoring="roc_auc")
     return max(0.0, float(np.mean(scores)) - 0.5)
@@ -123,7 +117,7 @@ def domain_distance(
 def chance_auc_spread(rows: int) -> float:
     """The standard deviation of the domain classifier's distance when both sides come from one source: the AUC
     of a fold under the null (Mann-Whitney's, with `rows` / FOLDS texts a side), averaged over FOLDS folds."""
-    side = max(min(rows, CLASSIFIER_ROWS) // FOLDS, 1)
+    side = max(min(rows, domain_classifier.ROWS) // FOLDS, 1)
     return float(np.sqrt((2 * side + 1) / (12 * side**2)) / np.sqrt(FOLDS))
 
 

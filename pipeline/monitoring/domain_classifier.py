@@ -6,11 +6,25 @@ from __future__ import annotations
 import contextlib
 import warnings
 
+import numpy as np
+
+ROWS = 2_000  # each side a classifier is fit on, at most
+
 
 def vectorizer():
     from sklearn.feature_extraction.text import HashingVectorizer
 
     return HashingVectorizer(analyzer="char_wb", ngram_range=(2, 4), n_features=2**18, alternate_sign=False)
+
+
+def sides(reference, window, seed: int = 0, most: int = ROWS):
+    """(features, 0/1 side of each) of at most `most` texts a side, drawn without replacement: a text twice would be
+    recognized, not told apart."""
+    rows = min(len(reference), len(window), most)
+    draw = np.random.default_rng(seed)
+    ref = [reference[i] for i in draw.choice(len(reference), rows, replace=False)]
+    new = [window[i] for i in draw.choice(len(window), rows, replace=False)]
+    return vectorizer().transform(ref + new), np.array([0] * rows + [1] * rows)
 
 
 def classifier():

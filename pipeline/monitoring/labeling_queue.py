@@ -30,17 +30,13 @@ def uncertainty(probabilities: np.ndarray) -> np.ndarray:
     return 1.0 - (ordered[:, -1] - ordered[:, -2])
 
 
-def novelty(reference_texts, texts, seed: int = 0, most: int = 2_000) -> np.ndarray:
-    """Each text's chance of being served rather than training data, by a classifier on character 2-4-grams fit
-    on at most `most` texts a side."""
-    draw = np.random.default_rng(seed)
-    rows = min(len(reference_texts), len(texts), most)
-    ref = [reference_texts[i] for i in draw.choice(len(reference_texts), rows, replace=False)]
-    new = [texts[i] for i in draw.choice(len(texts), rows, replace=False)]
-    vectors = domain_classifier.vectorizer()
+def novelty(reference_texts, texts, seed: int = 0) -> np.ndarray:
+    """Each text's chance of being served rather than training data, by the domain classifier fit on a sample of
+    each side."""
+    features, sides = domain_classifier.sides(reference_texts, texts, seed)
     with domain_classifier.quiet_solver():
-        model = domain_classifier.classifier().fit(vectors.transform(ref + new), [0] * rows + [1] * rows)
-    return model.predict_proba(vectors.transform(list(texts)))[:, 1]
+        model = domain_classifier.classifier().fit(features, sides)
+    return model.predict_proba(domain_classifier.vectorizer().transform(list(texts)))[:, 1]
 
 
 def _key(text: str) -> str:
