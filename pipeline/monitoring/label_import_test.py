@@ -10,6 +10,7 @@ from pipeline.monitoring import labeling_queue
 from pipeline.monitoring.descriptors import Described
 from pipeline.monitoring.label_import import import_labels, read_labeled
 from pipeline.retraining import local_trigger
+from tests import label_studio_env
 
 REVIEWS = ["a moving, funny film", "dull and far too long", "the cast is wonderful", "I fell asleep twice"] * 25
 
@@ -38,18 +39,8 @@ def _config(tmp_path, **dataset):
     return pipeline_config.load_config(overrides=overrides), data
 
 
-def _label_studio_export(queued: list[dict], labels: list[str]) -> list[dict]:
-    """What Label Studio exports once a person labeled the imported tasks (its JSON export format)."""
-    exported = []
-    for i, (task, label) in enumerate(zip(queued, labels, strict=True)):
-        region = {"from_name": "label", "to_name": "text", "type": "choices", "value": {"choices": [label]}}
-        annotations = [] if label is None else [{"id": i, "result": [region], "was_cancelled": False}]
-        exported.append({"id": i, "data": task["data"], "annotations": annotations, "predictions": task["predictions"]})
-    return exported
-
-
-def test_a_queue_labeled_in_label_studio_becomes_the_next_span_that_the_trigger_would_train(tmp_path):
-    config, data = _config(tmp_path)
+def _queue(tmp_path) -> tuple[list[dict], object]:
+    """A queue `hftfx monitor --queue 3` writes from 20 served texts (4 distinct), and its file."""
     texts = ("new gadget, broken on arrival", "great phone", "great phone", "a film about phones") * 5
     probabilities = np.array([[0.5, 0.5], [0.9, 0.1], [0.9, 0.1], [0.6, 0.4]] * 5)
     served = Described(chars=np.array([len(t) for t in texts]), probabilities=probabilities, texts=texts)
@@ -58,13 +49,18 @@ def test_a_queue_labeled_in_label_studio_becomes_the_next_span_that_the_trigger_
     assert texts[picked[0]] == "new gadget, broken on arrival"  # a tie, and unlike the training texts
     assert len({texts[i] for i in picked}) == 3  # each text once
     queued = labeling_queue.tasks(rows, picked, served, ("rotten", "fresh"), "17")
-    written = labeling_queue.write_queue(tmp_path / "queue.json", queued, ("rotten", "fresh"))
-    config_xml = (tmp_path / "labeling-config.xml").read_text()
-    assert '<Choice value="rotten"/>' in config_xml and 'toName="text"' in config_xml
-    assert json.loads(written.read_text())[0]["predictions"][0]["result"][0]["from_name"] == "label"
+    return queued, labeling_queue.write_queue(tmp_path / "queue.json", queued, ("rotten", "fresh"))
 
+
+def test_a_queue_labeled_in_label_studio_becomes_the_next_span_that_the_trigger_would_train(tmp_path):
+    """Label Studio's own SDK (the reference environment) takes the config, the tasks and the model's
+    pre-annotations, and makes the export's annotations, which `hftfx label import` turns into span 2."""
+    config, data = _config(tmp_path)
+    _, written = _queue(tmp_path)
+    config_xml = tmp_path / labeling_queue.CONFIG_FILE
+    assert label_studio_env.problems(config_xml, written) == []
     export = tmp_path / "export.json"
-    export.write_text(json.dumps(_label_studio_export(queued, ["rotten", "fresh", None])))
+    export.write_text(json.dumps(label_studio_env.labeled_export(config_xml, written, ["rotten", "fresh", None])))
     span, path, count, unlabeled = import_labels(config, export)
     assert (span, count, unlabeled) == (2, 2, 1)
     assert path == data / "span-2" / "labeled.csv" and (data / "span-2" / "_SUCCESS").exists()
@@ -72,6 +68,15 @@ def test_a_queue_labeled_in_label_studio_becomes_the_next_span_that_the_trigger_
         assert [row["verdict"] for row in csv.DictReader(handle)] == ["rotten", "fresh"]
     decision = local_trigger.check(config)
     assert decision.train and decision.span == 2
+
+
+def test_label_studio_names_a_pre_annotation_outside_the_config(tmp_path):
+    """The SDK check can fail: a label the config does not offer is refused by Label Studio's parser."""
+    queued, written = _queue(tmp_path)
+    queued[0]["predictions"][0]["result"][0]["value"]["choices"] = ["stale"]
+    written.write_text(json.dumps(queued))
+    (problem,) = label_studio_env.problems(tmp_path / labeling_queue.CONFIG_FILE, written)
+    assert problem.startswith("task 0: ") and "stale" in problem
 
 
 def test_a_span_that_fails_the_examplegens_checks_is_removed_and_the_export_kept(tmp_path):
