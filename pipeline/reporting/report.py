@@ -7,17 +7,12 @@ with its thresholds and the baseline, and what was pushed. Plots are PNGs embedd
 
 from __future__ import annotations
 
-import base64
 import glob
 import html
-import io
 import json
 import os
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from components.evaluator.class_metrics import PER_CLASS, SUBSET_ACCURACY
@@ -29,23 +24,11 @@ from components.transform.tokenization_stats import tokenization_figures
 from models.names import LABEL_NAME_FEATURE, LENGTH_BUCKET, TEXT_FEATURE
 from models.task import MULTI_LABEL
 from pipeline.config.pipeline_config import ConfigError, PipelineConfig
+from pipeline.reporting.html_page import png, table, write_page
 from pipeline.reporting.metadata_reader import latest_run_context, node_name, open_store, output_artifacts, summarize
 from pipeline.reporting.run_summary import RunSummary
 
 SECTIONS = ("summary", "dataset", "statistics", "training", "evaluation", "curves", "blessing", "push")
-
-
-def _png(figure) -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    plt.close(figure)
-    return f'<img alt="plot" src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
-
-
-def _table(header: list[str], rows: list[list]) -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def _run_artifacts(store, pipeline_name: str) -> dict[str, object]:
@@ -79,7 +62,7 @@ def _statistics_section(artifacts) -> str:
                 counts = ", ".join(f"{v.value} {int(v.frequency)}" for v in top)
             avg = f"{text.string_stats.avg_length:.0f}" if text is not None else "-"
             rows.append([split, dataset.num_examples, avg, counts])
-        parts.append(_table(["split", "examples", "mean text length (chars)", "labels"], rows))
+        parts.append(table(["split", "examples", "mean text length (chars)", "labels"], rows))
     anomalies = artifacts.get("anomalies")
     if anomalies is not None:
         from tfx.types import artifact_utils
@@ -135,10 +118,10 @@ def _training_section(artifacts) -> str:
         axis.set_title(metric)
         axis.grid(alpha=0.3)
         axis.legend()
-    return _png(figure)
+    return png(figure)
 
 
-def _trials_table(summary: RunSummary) -> str:
+def _trialstable(summary: RunSummary) -> str:
     """The Tuner's trials, best first, and what the Trainer took from the best ('' without a Tuner)."""
     if not summary.trials:
         return ""
@@ -151,7 +134,7 @@ def _trials_table(summary: RunSummary) -> str:
     taken = f" The Trainer trained with its values: {html.escape(describe_values(tuned))}." if tuned else ""
     return (
         f"<p>The Tuner's {len(rows)} trial(s), best first; score: the eval split's objective at each trial's best "
-        f"epoch.{taken}</p>" + _table(["trial", "score", *keys], rows)
+        f"epoch.{taken}</p>" + table(["trial", "score", *keys], rows)
     )
 
 
@@ -164,7 +147,7 @@ def _evaluation_sections(evaluation_uri: str, summary: RunSummary) -> tuple[str,
         figure, axis = plt.subplots(figsize=(6, 4.5))
         _roc_per_class(axis, by_sub_key, summary, "ROC per label")
         caption = "<p>The ROC of each label: its probability against whether the row carries it.</p>"
-        return metrics_html, caption + _png(figure)
+        return metrics_html, caption + png(figure)
     if len(summary.label_names) > 2:
         return metrics_html, _multiclass_figure(multiclass_confusion_matrix(result), by_sub_key, summary)
     return metrics_html, _binary_curves(by_sub_key.get("", {}), summary)
@@ -195,7 +178,7 @@ def _metrics_tables(summary: RunSummary) -> str:
         ]
         rows.append([name, *cells, int(values.get("example_count", 0))])
     headers = ["slice", accuracy.replace("_", " "), "AUC", "AUC-PR", "precision", "recall", "examples"]
-    metrics_html = _table(headers, rows)
+    metrics_html = table(headers, rows)
     if summary.intervals:
         metrics_html += (
             "<p>In parentheses: the 95% interval of the whole test split's metric (TFMA's jackknife over 20 "
@@ -211,7 +194,7 @@ def _metrics_tables(summary: RunSummary) -> str:
         metrics_html += (
             f"<p>Per class: AUC and AUC-PR one-vs-rest, precision, recall and F1 {answered} (the headline ones "
             "are their unweighted means):</p>"
-            + _table(
+            + table(
                 ["class", "AUC", "AUC-PR", "precision", "recall", "F1"],
                 [
                     [name, *(f"{values.get(k, float('nan')):.4f}" for k in ("auc", "auc_pr", *PER_CLASS))]
@@ -257,7 +240,7 @@ def _slices_against_baseline(summary: RunSummary) -> str:
                 verdict,
             ]
         )
-    table = _table(["slice", "examples", "AUC", "baseline AUC", "change (95% paired)", "gate"], rows)
+    slices = table(["slice", "examples", "AUC", "baseline AUC", "change (95% paired)", "gate"], rows)
     figure, axis = plt.subplots(figsize=(7, 0.35 * len(names) + 1.2))
     changes = [summary.slice_changes[n]["auc"] for n in names]
     positions = list(range(len(names)))[::-1]
@@ -268,8 +251,8 @@ def _slices_against_baseline(summary: RunSummary) -> str:
     axis.set(yticks=positions, yticklabels=names, xlabel="AUC change vs the blessed baseline (95% paired interval)")
     return (
         "<p><b>Per slice against the blessed baseline</b> (the slices that refused the blessing first, in red):</p>"
-        + table
-        + _png(figure)
+        + slices
+        + png(figure)
     )
 
 
@@ -299,7 +282,7 @@ def _binary_curves(overall: dict, summary: RunSummary) -> str:
     _calibration(axes[3], overall)
     for axis in axes[[0, 1, 3]]:
         axis.grid(alpha=0.3)
-    return _png(figure)
+    return png(figure)
 
 
 def _confusion_at_half(axis, matrices: list[dict], names: list[str]) -> None:
@@ -371,7 +354,7 @@ def _multiclass_figure(matrix: dict, by_sub_key: dict, summary: RunSummary) -> s
     _roc_per_class(axes[1], by_sub_key, summary, "one-vs-rest ROC per class")
     figure.tight_layout()
     caption = f"<p>The confusion matrix ({k} classes) of top-1 predictions, and the one-vs-rest ROC of each class.</p>"
-    return caption + _png(figure)
+    return caption + png(figure)
 
 
 def _roc_per_class(axis, by_sub_key: dict, summary: RunSummary, title: str) -> None:
@@ -418,15 +401,9 @@ def _blessing_section(evaluation_uri: str, summary: RunSummary) -> str:
     verdict = {True: "BLESSED", False: "NOT BLESSED", None: "not evaluated"}[summary.blessed]
     return (
         f'<p class="verdict {str(summary.blessed).lower()}">{verdict}: {html.escape(summary.blessing_reason)}</p>'
-        + _table(["metric", "lower bound", "against the baseline"], rows)
+        + table(["metric", "lower bound", "against the baseline"], rows)
         + f"<p>{baseline}.</p>"
     )
-
-
-STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}
-th{background:#f3f3f3}td:first-child{text-align:left}img{max-width:100%}.verdict{font-size:1.3em;font-weight:bold}
-.verdict.true{color:#17702e}.verdict.false{color:#b3261e}h2{border-bottom:1px solid #ddd;padding-bottom:4px}"""
 
 
 def _lengths_list(lengths: str) -> str:
@@ -446,7 +423,7 @@ def _dataset_section(summary: RunSummary) -> str:
         else ""
     )
     return (
-        _table(
+        table(
             ["split", "examples", "dropped (missing text or label)"],
             [[k, v, summary.dropped_counts.get(k, 0)] for k, v in summary.split_counts.items()],
         )
@@ -471,12 +448,12 @@ def build_report(sqlite_path: str, pipeline_name: str, output: str | Path, summa
     )
     body = {
         "summary": f"<p>Run <b>{html.escape(summary.run_id)}</b> of <b>{html.escape(pipeline_name)}</b>.</p>"
-        + _table(
+        + table(
             ["component", "state", "seconds"], [[c.name, c.state, f"{c.seconds:.1f}"] for c in summary.components]
         ),
         "dataset": _dataset_section(summary),
         "statistics": _statistics_section(artifacts),
-        "training": _trials_table(summary) + _training_section(artifacts),
+        "training": _trialstable(summary) + _training_section(artifacts),
         "evaluation": metrics_html,
         "curves": curves_html,
         "blessing": _blessing_section(evaluation.uri, summary) if evaluation is not None else "",
@@ -494,15 +471,8 @@ def build_report(sqlite_path: str, pipeline_name: str, output: str | Path, summa
         "blessing": "Blessing decision",
         "push": "Pushed model",
     }
-    sections = "".join(f'<section id="{key}"><h2>{titles[key]}</h2>{body[key]}</section>' for key in SECTIONS)
-    page = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(pipeline_name)} run report</title>"
-        f"<style>{STYLE}</style></head><body><h1>{html.escape(pipeline_name)}: run report</h1>{sections}</body></html>"
-    )
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(page, encoding="utf-8")
-    return output
+    sections = {key: (titles[key], body[key]) for key in SECTIONS}
+    return write_page(output, f"{pipeline_name}: run report", sections)
 
 
 def run_report_path(config: PipelineConfig, run_id: str) -> Path:
