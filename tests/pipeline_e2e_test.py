@@ -942,6 +942,7 @@ def test_the_monitor_finds_no_drift_in_held_out_reviews_and_drift_in_another_scr
     assert {"script", "texts (domain classifier)", "tokens per text"} <= moved, verdict
     (written,) = (tmp_path / "shifted" / "monitor").rglob("*.json")
     assert json.loads(written.read_text())["drift"] is True
+    assert '<p class="verdict false">drift: ' in (written.parent / "report.html").read_text()  # the windows' page
     ((message,),) = [request.messages for request in pubsub.received]
     assert message.attributes["event"] == "serving_drift" and json.loads(message.data)["verdict"] == verdict[9:]
 

@@ -430,6 +430,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
     from pipeline.cloud.vertex_jobs import notify_topic_path
     from pipeline.monitoring.monitor import MIN_WINDOW_ROWS, monitor, report_path, write_json
+    from pipeline.monitoring.monitor_page import write_monitor_page
 
     config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
     since = None
@@ -443,7 +444,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         print(line)
     now = datetime.datetime.now(datetime.UTC)
     written = write_json(report, args.json or report_path(f"{beside}/monitor", report.version, now))
-    print(f"written: {written}")
+    print(f"written: {written}; its folder's windows: {write_monitor_page(written.parent)}")
     if args.queue:
         from pipeline.monitoring.labeling_queue import CONFIG_FILE, write_queue
 
