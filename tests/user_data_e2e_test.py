@@ -263,10 +263,11 @@ def test_batch_prediction_scores_a_csv_with_ids_through_and_bad_rows_aside(three
         (tmp_path / stale).write_text('{"reason": "a row of a run cut off", "row": "stale"}\n')
     done = predict_cli(
         "--model", summary.pushed_dir, "--input", str(source), "--output", str(output), "--text-column", "review",
-        "--id-columns", "id,kind",
+        "--id-columns", "id,kind", "--log-dir", str(tmp_path / "logs"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     table = pq.read_table(output).to_pylist()
+    _the_answers_are_logged_as_a_server_logs_them(tmp_path / "logs", table, source, summary, done.stdout)
     rows = records + 1  # the CSV's records and the two-line one; "10000" has no review
     assert len(table) == rows and len({r["id"] for r in table}) == rows
     labels = list(summary.label_names)
@@ -290,9 +291,26 @@ def test_batch_prediction_scores_a_csv_with_ids_through_and_bad_rows_aside(three
     bad = [json.loads(line) for line in (tmp_path / "scored.bad.jsonl").read_text().splitlines()]
     assert bad == [{"reason": "'review' is missing (text)", "row": {"id": "10000", "review": None, "kind": None}}]
     assert f"scored        {rows:,} rows" in done.stdout and "bad rows      1 written to" in done.stdout
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["scored.bad.jsonl", "scored.parquet", "to-score.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logs", "scored.bad.jsonl", "scored.parquet", "to-score.csv"]
     (distribution,) = [line for line in done.stdout.splitlines() if line.startswith("labels ")]
     assert sum(int(n.replace(",", "")) for n in re.findall(r"([\d,]+) \(", distribution)) == rows
+
+
+def _the_answers_are_logged_as_a_server_logs_them(logs, table, source, summary, stdout) -> None:
+    """`--log-dir`: every scored row in the prediction log `hftfx monitor` reads, under the pushed version."""
+    from models.serving.prediction_log import read_window
+    from models.serving.pushed_model import resolve_version_dir
+
+    window = read_window(str(logs))
+    version = Path(str(resolve_version_dir(summary.pushed_dir))).name
+    assert window.version == version and len(window.rows) == len(table) and not window.skipped_lines
+    assert f"logged        {len(table):,} rows to {logs}/version={version}" in stdout
+    reviews = {r["review"]: r["id"] for r in csv.DictReader(source.open(encoding="utf-8", newline=""))}
+    by_id = {r["id"]: r for r in table}
+    for row in window.rows[:20]:
+        scored = by_id[reviews[row["text"]]]
+        assert row["label"] == scored["label"] and row["signature"] == "batch"
+        assert row["probabilities"] == pytest.approx([scored[f"p_{n}"] for n in summary.label_names])
 
 
 def test_batch_prediction_of_pairs_from_a_save_to_disk_folder(pairs, tmp_path):
@@ -326,7 +344,7 @@ def test_batch_prediction_of_pairs_from_a_save_to_disk_folder(pairs, tmp_path):
     assert splits == {"train": 20, "test": 10}
 
 
-def test_batch_prediction_refuses_what_it_cannot_read_or_write_before_scoring(three_class, tmp_path):
+def test_batch_prediction_refuses_what_it_cannot_read_or_write_before_scoring(three_class, tmp_path, capsys):
     _, csv_path, summary = three_class
     output = str(tmp_path / "o.csv")
     no_column = predict_cli("--model", summary.pushed_dir, "--input", str(csv_path), "--output", output)
@@ -339,3 +357,7 @@ def test_batch_prediction_refuses_what_it_cannot_read_or_write_before_scoring(th
     )  # fmt: skip
     assert bad_output.returncode == 2 and "unknown format '.xlsx'" in bad_output.stderr
     assert not list(tmp_path.iterdir())
+    from pipeline.cli import main
+
+    assert main(["predict", "--model", summary.pushed_dir, "a film", "--log-dir", str(tmp_path / "logs")]) == 2
+    assert "--log-dir logs a batch job's answers (--input)" in capsys.readouterr().err

@@ -66,15 +66,31 @@ def add_scoring(pipeline, job: BatchJob, plan: ScoringPlan) -> None:
     """Adds read -> score -> write (and the bad rows aside) to a Beam pipeline."""
     import apache_beam as beam
 
-    from components.scorer.scoring import BAD, ScoreRows, to_json_line
+    from components.scorer.scoring import BAD, LOGGED, ScoreRows, ToLogLine, to_json_line
 
     clear_parts(job.output)
     clear_parts(job.bad_rows_path)
     rows, unreadable = read_rows(pipeline, job, plan.input_kind)
+    log_line = None
+    if job.log is not None:
+        log_line = ToLogLine(
+            plan.scoring, plan.contract.label_names, plan.multi_label, job.log, plan.version, plan.started
+        )
     scored = rows | "Score" >> ScoreRows(
-        plan.model_dir, plan.scoring, plan.contract.label_names, plan.multi_label, job.batch_size, job.progress_every
+        plan.model_dir,
+        plan.scoring,
+        plan.contract.label_names,
+        plan.multi_label,
+        job.batch_size,
+        job.progress_every,
+        log_line,
     )
     write_rows(scored["scored"], job, plan)
+    if log_line is not None:
+        from models.serving.prediction_log import batch_shard_prefix
+
+        prefix = batch_shard_prefix(job.log.log_dir, plan.version, plan.started)
+        scored[LOGGED] | "WriteLogShards" >> beam.io.WriteToText(prefix, file_name_suffix=".jsonl")
     bad = (unreadable, scored[BAD]) | "AllBadRows" >> beam.Flatten()
     (
         bad
@@ -88,7 +104,7 @@ def job_summary(result, job: BatchJob, plan: ScoringPlan, seconds: float) -> Bat
     an empty bad-rows file is removed."""
     from apache_beam.metrics.metric import MetricsFilter
 
-    from components.scorer.scoring import LABEL_COUNTER_PREFIX, METRICS_NAMESPACE
+    from components.scorer.scoring import LABEL_COUNTER_PREFIX, LOGGED_COUNTER, METRICS_NAMESPACE
 
     kind = output_format(job.output)
     merge_parts(job.output, kind, csv_line(plan.columns) + "\n" if kind == "csv" else "")
@@ -101,7 +117,23 @@ def job_summary(result, job: BatchJob, plan: ScoringPlan, seconds: float) -> Bat
     bad_count = _count_lines(job.bad_rows_path)
     if not bad_count:
         _remove(job.bad_rows_path)  # no bad rows: no empty file beside the output
-    return BatchSummary(counters.get("num_inferences", 0), bad_count, seconds, labels, job.output, job.bad_rows_path)
+    summary = BatchSummary(counters.get("num_inferences", 0), bad_count, seconds, labels, job.output, job.bad_rows_path)
+    if job.log is not None:
+        summary.logged = f"{counters.get(LOGGED_COUNTER, 0):,} rows to {job.log.log_dir}/version={plan.version}"
+        _keep_log_within_bounds(job.log)
+    return summary
+
+
+def _keep_log_within_bounds(log) -> None:
+    """The log folder's size cap and retention, as a server keeps them (a local folder; a bucket's lifecycle
+    rules keep a gs:// one)."""
+    from pathlib import Path
+
+    from models.hub.remote_folder import is_remote
+    from models.serving.prediction_log import keep_within_bounds
+
+    if not is_remote(log.log_dir):
+        keep_within_bounds(Path(log.log_dir), log)
 
 
 def run_batch_prediction(job: BatchJob, default_beam_args: Sequence[str] = (), stream=sys.stdout) -> BatchSummary:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from typing import Any
+
+from models.serving.prediction_log import LogSettings
 
 # Rows per serving_default call. It runs a call's rows shortest first in chunks of 32, each as wide as its
 # longest text: the more rows per call, the less padding. 1024 scored 1.15x the rows/s of 256 on MiniLM-L6.
@@ -23,6 +26,7 @@ class BatchJob:
     batch_size: int = DEFAULT_BATCH_SIZE
     beam_args: tuple[str, ...] = ()
     progress_every: int = 10_000
+    log: LogSettings | None = None  # `hftfx predict --log-dir`: the answers also go to a prediction log
 
     @property
     def bad_rows_path(self) -> str:
@@ -38,6 +42,7 @@ class BatchSummary:
     label_counts: dict[str, int]
     output: str
     bad_rows_path: str
+    logged: str = ""  # with a prediction log: how many rows went where
 
     @property
     def rows_per_second(self) -> float:
@@ -52,6 +57,7 @@ class BatchSummary:
                 f"labels        {labels or 'none'}",
                 f"output        {self.output}",
                 f"bad rows      {self.bad_rows:,}" + (f" written to {self.bad_rows_path}" if self.bad_rows else ""),
+                *([f"logged        {self.logged}"] if self.logged else []),
             ]
         )
 
@@ -65,6 +71,12 @@ class ScoringPlan:
     input_kind: str
     columns: tuple[str, ...]  # the output's, in order
     scoring: Any  # components.scorer.scoring.ScoringColumns
+    started: float = dataclasses.field(default_factory=time.time)  # the hour a prediction log files its rows under
+
+    @property
+    def version(self) -> str:
+        """The pushed version scored with: its folder's name."""
+        return self.model_dir.rstrip("/").rsplit("/", 1)[-1]
 
     @property
     def multi_label(self) -> bool:

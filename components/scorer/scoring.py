@@ -36,8 +36,10 @@ if not any(isinstance(f, _WithoutMemoryProbeWarning) for f in logging.getLogger(
     logging.getLogger().addFilter(_WithoutMemoryProbeWarning())
 
 BAD = "bad"  # CheckRows' tagged output: {"row": ..., "reason": ...}
+LOGGED = "logged"  # ScoreRows' prediction-log lines, when the job logs
 METRICS_NAMESPACE = "hftfx_batch_prediction"
 LABEL_COUNTER_PREFIX = "label:"  # one Beam counter per predicted label: the summary's label distribution
+LOGGED_COUNTER = "logged_rows"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,6 +156,46 @@ class ToOutputRow(beam.DoFn):
         yield out
 
 
+class ToLogLine(beam.DoFn):
+    """A sampled share of the answers as prediction-log rows (models/serving/prediction_log.py), so
+    `hftfx monitor` reads a batch job's traffic as it reads a server's."""
+
+    def __init__(self, columns: ScoringColumns, label_names: Sequence[str], multi_label: bool, log, version, at):
+        self._columns, self._label_names, self._multi_label = columns, tuple(label_names), multi_label
+        self._log, self._version, self._at = log, version, at
+
+    def setup(self):
+        import random
+
+        self._random = random.Random()
+        self._logged = beam.metrics.Metrics.counter(METRICS_NAMESPACE, LOGGED_COUNTER)
+
+    def process(self, result: PredictionResult):
+        from models.names import TEXT_PAIR_FEATURE
+        from models.serving.prediction_log import log_rows
+
+        if self._random.random() >= self._log.sample:
+            return
+        row, answer = result.example, result.inference
+        texts = {TEXT_FEATURE: [row[self._columns.text]]}
+        if self._columns.text_pair:
+            texts[TEXT_PAIR_FEATURE] = [row[self._columns.text_pair]]
+        probabilities = [float(p) for p in answer[PROBABILITIES]]
+        if self._multi_label:
+            prediction = {PROBABILITIES: probabilities, "labels": list(answer["labels"])}
+        else:
+            label = answer["labels"][0]
+            prediction = {
+                PROBABILITIES: probabilities,
+                "label": label,
+                "label_id": self._label_names.index(label),
+                "confidence": max(probabilities),
+            }
+        (logged,) = log_rows(texts, [prediction], self._version, "batch", self._log.texts, self._at)
+        self._logged.inc()
+        yield json.dumps(logged, ensure_ascii=False)
+
+
 def output_columns(label_names: Sequence[str], multi_label: bool) -> list[str]:
     return ["labels" if multi_label else "label", "score", *(f"p_{name}" for name in label_names)]
 
@@ -198,16 +240,21 @@ def ScoreRows(
     multi_label: bool,
     batch_size: int,
     progress_every: int = 10_000,
+    log_line: ToLogLine | None = None,
 ):
-    """rows -> {"scored": output rows, BAD: rows set aside with their reason}."""
+    """rows -> {"scored": output rows, BAD: rows set aside with their reason}, and with `log_line`,
+    LOGGED: the sampled prediction-log lines."""
     checked = rows | "CheckRows" >> beam.ParDo(CheckRows(columns)).with_outputs(BAD, main="good")
+    inferred = checked.good | "RunInference" >> RunInference(TextClassifierHandler(model_dir, columns, batch_size))
     scored = (
-        checked.good
-        | "RunInference" >> RunInference(TextClassifierHandler(model_dir, columns, batch_size))
+        inferred
         | "ToOutputRow" >> beam.ParDo(ToOutputRow(columns.ids, label_names, multi_label))
         | "Progress" >> beam.ParDo(Progress(progress_every))
     )
-    return {"scored": scored, BAD: checked[BAD]}
+    outputs = {"scored": scored, BAD: checked[BAD]}
+    if log_line is not None:
+        outputs[LOGGED] = inferred | "ToLogLine" >> beam.ParDo(log_line)
+    return outputs
 
 
 def to_json_line(row: dict) -> str:

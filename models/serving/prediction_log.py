@@ -1,7 +1,8 @@
 """What a served model answered, kept for `hftfx monitor`: sampled rows as JSON lines, one folder a model version.
 
 Layout (Hive-style partitions, so BigQuery external tables, Beam and pandas read it as they find it):
-`<log_dir>/version=<model version>/date=YYYY-MM-DD/hour=HH/part-<host>-<pid>-<n>.jsonl`. A row is
+`<log_dir>/version=<model version>/date=YYYY-MM-DD/hour=HH/part-<host>-<pid>-<n>.jsonl` (a batch job's:
+`part-batch-<time>-<shard>.jsonl`). A row is
 {"time", "model_version", "signature", "text" | "text_sha256", "text_pair" | "text_pair_sha256", "chars",
 "probabilities", and "label", "label_id", "confidence" (one label a row) or "labels" (multi-label)}.
 
@@ -201,18 +202,29 @@ class PredictionLog:
         return self.settings.shard_mb * 1e6
 
     def _keep_within_bounds(self) -> None:
-        """Deletes shards past the retention, then the oldest until the folder is within its size cap."""
-        now = time.time()
-        shards = sorted(self.root.glob(SHARD_GLOB), key=_modified)
-        total = sum(_size(shard) for shard in shards)
-        for shard in shards:
-            if shard == self._shard:
-                continue
-            old = now - _modified(shard) > self.settings.retention_days * 86_400
-            if not old and total <= self.settings.max_mb * 1e6:
-                break
-            total -= _size(shard)
-            shard.unlink(missing_ok=True)
+        keep_within_bounds(self.root, self.settings, self._shard)
+
+
+def keep_within_bounds(root: Path, settings: LogSettings, keep: Path | None = None) -> None:
+    """Deletes shards past the retention, then the oldest until the folder is within its size cap (never `keep`,
+    the shard being written)."""
+    now = time.time()
+    shards = sorted(root.glob(SHARD_GLOB), key=_modified)
+    total = sum(_size(shard) for shard in shards)
+    for shard in shards:
+        if shard == keep:
+            continue
+        old = now - _modified(shard) > settings.retention_days * 86_400
+        if not old and total <= settings.max_mb * 1e6:
+            break
+        total -= _size(shard)
+        shard.unlink(missing_ok=True)
+
+
+def batch_shard_prefix(log_dir: str, version: str, at: float) -> str:
+    """Where a batch job's log shards go (Beam adds -SSSSS-of-NNNNN.jsonl): the hour it was scored in."""
+    hour = datetime.datetime.fromtimestamp(at, datetime.UTC)
+    return f"{log_dir.rstrip('/')}/version={version}/date={hour:%Y-%m-%d}/hour={hour:%H}/part-batch-{int(at)}"
 
 
 def _modified(path: Path) -> float:

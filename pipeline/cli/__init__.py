@@ -169,6 +169,7 @@ def _add_predict_commands(commands, shared: SharedOptions) -> None:
     predict.add_argument("--config", help="with --on vertex: the cloud profile (e.g. configs/vertex.yaml)")
     predict.add_argument("--set", action="append", metavar="KEY=VALUE", help="with --on vertex: override a config key")
     predict.add_argument("--max-replicas", type=int, default=4, help="with --on vertex: most machines the job uses")
+    _add_log_options(predict)
     predict.set_defaults(handler=cmd_predict)
 
 
@@ -207,15 +208,20 @@ def _add_serving_commands(commands, shared: SharedOptions) -> None:
     )
     serve.add_argument("--max-queued-rows", type=int, help="rows waiting for the model before a 503 (default 1024)")
     serve.add_argument("--max-call-mb", type=float, help="text MB per model call (default 4)")
-    log = serve.add_argument_group("prediction log (what `hftfx monitor` reads; off unless --log-dir)")
-    log.add_argument("--log-dir", help="write sampled requests and answers here, a folder a model version")
+    _add_log_options(serve)
+    serve.set_defaults(handler=cmd_serve)
+
+
+def _add_log_options(parser) -> None:
+    """The prediction log's options, the same for `hftfx serve` and `hftfx predict --input`."""
+    log = parser.add_argument_group("prediction log (what `hftfx monitor` reads; off unless --log-dir)")
+    log.add_argument("--log-dir", help="write sampled texts and answers here, a folder a model version")
     log.add_argument("--log-sample", type=float, default=1.0, help="the share of rows logged (default 1)")
     log.add_argument(
         "--log-texts", choices=("full", "hash"), default="full", help="hash: keep each text's SHA-256, not the text"
     )
     log.add_argument("--log-max-mb", type=float, default=1024.0, help="the folder's size cap (default 1024)")
     log.add_argument("--log-retention-days", type=float, default=30.0, help="shards older go (default 30)")
-    serve.set_defaults(handler=cmd_serve)
 
 
 def _add_cloud_commands(commands, shared: SharedOptions) -> None:

@@ -128,6 +128,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         return _predict_on_vertex(args)
     if not args.model:
         raise UserError("hftfx predict needs --model serving/<name> (or a version folder) of a pushed model")
+    if args.log_dir and not args.input:
+        raise UserError("--log-dir logs a batch job's answers (--input); `hftfx serve --log-dir` logs a server's")
     if args.input or args.output:
         return _predict_file(args)
     from models.serving import tf_serving
@@ -160,6 +162,7 @@ def _predict_file(args: argparse.Namespace) -> int:
         id_columns=tuple(c for c in args.id_columns.split(",") if c) if args.id_columns is not None else None,
         batch_size=args.batch_size,
         beam_args=tuple(args.beam_arg or ()),
+        log=_log_settings(args),
     )
     print(run_batch_prediction(job, [f"--runner={pipeline_config.LOCAL_BEAM_RUNNER}"]).render())
     return 0
@@ -403,7 +406,6 @@ def _forget_span(args: argparse.Namespace, overrides: dict) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from models.serving.prediction_log import LogSettings
     from models.serving.prediction_server import limits_from, serve
 
     limits = limits_from({
@@ -418,11 +420,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "max_queued_rows": args.max_queued_rows,
         "max_call_bytes": None if args.max_call_mb is None else int(args.max_call_mb * 1e6),
     })  # fmt: skip
-    log = None
-    if args.log_dir:
-        log = LogSettings(args.log_dir, args.log_sample, args.log_texts, args.log_max_mb, args.log_retention_days)
-    serve(args.model, args.port, args.host, limits, log)
+    serve(args.model, args.port, args.host, limits, _log_settings(args))
     return 0
+
+
+def _log_settings(args: argparse.Namespace):
+    """The prediction log `--log-*` asks for, or None without --log-dir."""
+    from models.serving.prediction_log import LogSettings
+
+    if not args.log_dir:
+        return None
+    return LogSettings(args.log_dir, args.log_sample, args.log_texts, args.log_max_mb, args.log_retention_days)
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:
