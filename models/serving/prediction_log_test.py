@@ -5,7 +5,9 @@ import time
 import pytest
 import tensorflow as tf
 
+from models.config_section import ConfigError, build_section
 from models.errors import UserError
+from models.serving.config import ServingConfig
 from models.serving.prediction_log import LogSettings, PredictionLog, logged_versions, read_window
 
 ANSWER = {"probabilities": [0.2, 0.8], "label_id": 1, "label": "pos", "confidence": 0.8}
@@ -92,11 +94,13 @@ def test_old_shards_go_past_the_retention_and_the_oldest_past_the_size_cap(tmp_p
     assert [row["text"] for row in read_window(str(tmp_path)).rows] == ["kept"]
 
 
-def test_settings_are_checked():
-    with pytest.raises(UserError, match="sample rate"):
-        LogSettings("x", sample=0)
-    with pytest.raises(UserError, match="--log-texts"):
-        LogSettings("x", texts="some")
+def test_settings_are_checked_by_the_config_section():
+    with pytest.raises(ConfigError, match=r"serving\.log_sample"):
+        build_section(ServingConfig, {"log_dir": "x", "log_sample": 0}, "serving")
+    with pytest.raises(ConfigError, match=r"serving\.log_texts"):
+        build_section(ServingConfig, {"log_dir": "x", "log_texts": "some"}, "serving")
+    assert build_section(ServingConfig, {}).log_settings() is None  # off unless log_dir
+    assert build_section(ServingConfig, {"log_dir": "x", "log_texts": "hash"}).log_settings().texts == "hash"
 
 
 def test_a_write_that_fails_costs_its_rows_counted_and_the_writer_goes_on(tmp_path):

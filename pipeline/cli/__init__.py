@@ -9,6 +9,7 @@ import sys
 from components import run_parameters
 from components.scorer.records import DEFAULT_BATCH_SIZE
 from models.errors import UserError
+from models.serving.config import ServingConfig
 from pipeline.cli.commands import (
     cmd_compile,
     cmd_doctor,
@@ -166,8 +167,10 @@ def _add_predict_commands(commands, shared: SharedOptions) -> None:
         "--on", choices=("local", "vertex"), default="local",
         help="vertex: a Vertex AI batch prediction job over gs:// JSON lines, with the profile given by --config",
     )  # fmt: skip
-    predict.add_argument("--config", help="with --on vertex: the cloud profile (e.g. configs/vertex.yaml)")
-    predict.add_argument("--set", action="append", metavar="KEY=VALUE", help="with --on vertex: override a config key")
+    predict.add_argument(
+        "--config", help="with --on vertex: the cloud profile (e.g. configs/vertex.yaml); with --input: serving.log_*"
+    )
+    predict.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key")
     predict.add_argument("--max-replicas", type=int, default=4, help="with --on vertex: most machines the job uses")
     _add_log_options(predict)
     predict.set_defaults(handler=cmd_predict)
@@ -189,7 +192,9 @@ def _add_serving_commands(commands, shared: SharedOptions) -> None:
     serve_check.set_defaults(handler=cmd_serve_check)
 
     serve = commands.add_parser(
-        "serve", help="serve a pushed model over HTTP as a Vertex AI custom container (the image's default command)"
+        "serve",
+        parents=[_config_options(about="a config: its serving.log_* keys set the prediction log")],
+        help="serve a pushed model over HTTP as a Vertex AI custom container (the image's default command)",
     )
     serve.add_argument("--model", help="a model folder, local or gs:// (default: $AIP_STORAGE_URI, set by Vertex AI)")
     serve.add_argument("--port", type=int, help="default: $AIP_HTTP_PORT, else 8080")
@@ -213,15 +218,12 @@ def _add_serving_commands(commands, shared: SharedOptions) -> None:
 
 
 def _add_log_options(parser) -> None:
-    """The prediction log's options, the same for `hftfx serve` and `hftfx predict --input`."""
+    """The prediction log's options, the same for `hftfx serve` and `hftfx predict --input`: each overrides its
+    `serving.log_*` key (models/serving/config.py), which checks the values."""
     log = parser.add_argument_group("prediction log (what `hftfx monitor` reads; off unless --log-dir)")
-    log.add_argument("--log-dir", help="write sampled texts and answers here, a folder a model version")
-    log.add_argument("--log-sample", type=float, default=1.0, help="the share of rows logged (default 1)")
-    log.add_argument(
-        "--log-texts", choices=("full", "hash"), default="full", help="hash: keep each text's SHA-256, not the text"
-    )
-    log.add_argument("--log-max-mb", type=float, default=1024.0, help="the folder's size cap (default 1024)")
-    log.add_argument("--log-retention-days", type=float, default=30.0, help="shards older go (default 30)")
+    for key, field in ServingConfig.model_fields.items():
+        default = f", default {field.default}" if field.default != "" else ""
+        log.add_argument(f"--{key.replace('_', '-')}", help=f"{field.description} (serving.{key}{default})")
 
 
 def _add_cloud_commands(commands, shared: SharedOptions) -> None:

@@ -425,12 +425,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _log_settings(args: argparse.Namespace):
-    """The prediction log `--log-*` asks for, or None without --log-dir."""
-    from models.serving.prediction_log import LogSettings
+    """The prediction log --config's serving.log_* keys ask for, each --log-* flag given over its key; None
+    when no log_dir is set."""
+    from models.serving.config import ServingConfig
 
-    if not args.log_dir:
-        return None
-    return LogSettings(args.log_dir, args.log_sample, args.log_texts, args.log_max_mb, args.log_retention_days)
+    given = {key: getattr(args, key) for key in ServingConfig.model_fields}
+    flags = {f"serving.{key}": value for key, value in given.items() if value is not None}
+    config = pipeline_config.load_config(args.config, {**_assignments(args.set, "--set"), **flags})
+    return config.serving.log_settings()
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from components.scorer.config import ScoringConfig
 from components.tuner.config import TuningConfig
 from models.config_section import ConfigError, ConfigSection, Texts, build_section, flag
 from models.credentials import credential_in, is_secret_name
+from models.serving.config import ServingConfig
 from models.training.config import EarlyStoppingConfig, ModelConfig, TrainingConfig
 from pipeline.config.cloud import CloudConfig
 from pipeline.config.retraining import RetrainingConfig
@@ -40,6 +41,7 @@ __all__ = [
     "PipelineConfig",
     "RetrainingConfig",
     "ScoringConfig",
+    "ServingConfig",
     "TrainingConfig",
     "check_label_settings",
     "load_config",
@@ -99,6 +101,9 @@ class PipelineConfig(ConfigSection):
     cloud: CloudConfig = Field(default_factory=CloudConfig, description="Vertex AI / Kubeflow")
     hub: HubConfig = Field(default_factory=HubConfig, description="publishing to a Hugging Face Hub")
     scoring: ScoringConfig = Field(default_factory=ScoringConfig, description="batch scoring in the pipeline")
+    serving: ServingConfig = Field(
+        default_factory=ServingConfig, description="the prediction log of `hftfx serve` and `hftfx predict --input`"
+    )
 
     @field_validator("pipeline_name")
     @classmethod
