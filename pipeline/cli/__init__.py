@@ -326,8 +326,8 @@ def _add_monitoring_commands(commands, shared: SharedOptions) -> None:
         parents=[shared.run_config],
         help="compare what a served model answered (its prediction log) with its training data; estimate accuracy",
     )
-    source = monitor.add_mutually_exclusive_group(required=True)
-    source.add_argument("--logs", help="the prediction log folder (hftfx serve --log-dir)")
+    source = monitor.add_mutually_exclusive_group()
+    source.add_argument("--logs", help="the prediction log folder (default: the config's serving.log_dir)")
     source.add_argument(
         "--bigquery", help="a Vertex endpoint's request-response log table, bq://project.dataset.table (with --model)"
     )

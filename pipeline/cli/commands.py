@@ -443,13 +443,16 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     from pipeline.monitoring.monitor_page import write_monitor_page
 
     config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
+    logs = args.logs or (None if args.bigquery else config.serving.log_dir)
+    if not (logs or args.bigquery):
+        raise UserError("hftfx monitor reads --logs DIR (or the config's serving.log_dir) or --bigquery TABLE")
     since = None
     if args.since_hours is not None:
         since = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=args.since_hours)
     report = monitor(
-        config, args.logs, args.model, args.version, since, args.min_rows or MIN_WINDOW_ROWS, args.queue, args.bigquery
+        config, logs, args.model, args.version, since, args.min_rows or MIN_WINDOW_ROWS, args.queue, args.bigquery
     )
-    beside = args.logs or "."
+    beside = logs or "."
     for line in report.lines():
         print(line)
     now = datetime.datetime.now(datetime.UTC)
