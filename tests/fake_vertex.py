@@ -122,10 +122,17 @@ class FakeVertex:
         return operations_pb2.Operation(name=f"{request.name}/operations/1", done=True, response=packed)
 
     def list_pipeline_jobs(self, request, context):
-        key, _, value = request.filter.removeprefix("labels.").partition("=")
-        return aiplatform_v1.ListPipelineJobsResponse(
-            pipeline_jobs=[job for job in self.jobs if job.labels.get(key) == value.strip('"')]
-        )
+        """Filters `labels.KEY="v"` or `pipeline_name="v"` (the spec's pipelineInfo.name); `create_time desc`
+        (Vertex's default order too) lists the newest created first, as the fake's jobs are kept in order."""
+        key, _, value = request.filter.partition("=")
+        value = value.strip('"')
+        if key == "pipeline_name":
+            jobs = [job for job in self.jobs if job.pipeline_spec.get("pipelineInfo", {}).get("name") == value]
+        else:
+            jobs = [job for job in self.jobs if job.labels.get(key.removeprefix("labels.")) == value]
+        if request.order_by in ("", "create_time desc"):
+            jobs = jobs[::-1]
+        return aiplatform_v1.ListPipelineJobsResponse(pipeline_jobs=jobs)
 
     # MetadataService (the default store exists; contexts as Experiments use them)
     def get_metadata_store(self, request, context):

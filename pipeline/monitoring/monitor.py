@@ -1,6 +1,7 @@
 """`hftfx monitor`: a window of what one served model version answered, against the data it was trained on.
 
-The reference is the run that pushed that version, found in ML Metadata (else the newest blessed run, said so):
+The reference is the run that pushed that version, found in ML Metadata (else the newest blessed run, said so; for
+a pipeline run on Vertex AI, in Vertex's record of its runs: vertex_reference.py):
 its train split's texts and its eval split's texts and labels, all answered here by the same SavedModel. The
 window is the version's prediction log (models/serving/prediction_log.py). The result is one line per check, a
 verdict, and the accuracy estimated without labels; the same as JSON for a trigger.
@@ -23,7 +24,6 @@ from pipeline.monitoring import labeling_queue
 from pipeline.monitoring.accuracy_estimate import AccuracyEstimate, estimate_accuracy
 from pipeline.monitoring.checks import CheckResult, Reference, run_checks
 from pipeline.monitoring.descriptors import describe_logged, describe_texts
-from pipeline.reporting.run_summary import RunSummary
 
 MIN_WINDOW_ROWS = 200  # below this, distances between samples are mostly noise
 REFERENCE_ROWS = 4_000  # of the train split (twice as many of the eval split, halved): distances settle long before
@@ -89,24 +89,49 @@ class MonitorReport:
         }
 
 
-def reference_run(config: PipelineConfig, version: str) -> tuple[RunSummary, str]:
-    """The run that pushed `version`, else the newest blessed one (and a note saying so)."""
+@dataclasses.dataclass(frozen=True)
+class ReferenceRun:
+    """The run a served model came from: where its training data is, its labels and task."""
+
+    run_id: str
+    examples_uri: str
+    label_names: tuple[str, ...]
+    task: str
+
+
+def reference_run(config: PipelineConfig, version: str, folder: str, vertex=None) -> tuple[ReferenceRun, str]:
+    """The run that pushed `version`, else the newest blessed one (and a note saying so), from the config's ML
+    Metadata; with none there and a cloud profile, the Vertex AI run that wrote `folder` (`vertex`: its
+    PipelineServiceClient, made from the profile when None)."""
     from pipeline.reporting.metadata_reader import summarize_all
 
     runs = summarize_all(config.metadata_sqlite, config.pipeline_name, with_metrics=False)
-    for run in reversed(runs):
-        if run.pushed_version == version and run.examples_uri:
-            return run, ""
-    for run in reversed(runs):
-        if run.blessed and run.examples_uri:
-            return run, f" (no run in {config.metadata_sqlite} pushed version {version}: the newest blessed run's)"
+    pushed = [run for run in runs if run.pushed_version == version and run.examples_uri]
+    blessed = [run for run in runs if run.blessed and run.examples_uri]
+    note = "" if pushed else f" (no run in {config.metadata_sqlite} pushed version {version}: the newest blessed run's)"
+    if pushed or blessed:
+        run = (pushed or blessed)[-1]
+        return ReferenceRun(run.run_id, run.examples_uri, tuple(run.label_names), run.task), note
+    if config.cloud.project:
+        return _vertex_reference(config, folder, vertex), " (Vertex AI's record of the run)"
     raise UserError(
         f"no blessed run in {config.metadata_sqlite} to compare served traffic with: give the --config of the "
-        "pipeline that trained the served model"
+        "pipeline that trained the served model (its cloud profile, for a run on Vertex AI)"
     )
 
 
-def build_reference(model, run: RunSummary) -> tuple[Reference, np.ndarray, np.ndarray]:
+def _vertex_reference(config: PipelineConfig, folder: str, client) -> ReferenceRun:
+    from models.task import read_contract
+    from pipeline.monitoring.vertex_reference import pipeline_client, vertex_run
+
+    run_id, examples_uri = vertex_run(config, client or pipeline_client(config), folder)
+    contract = read_contract(folder)
+    if contract is None:
+        raise UserError(f"{folder} carries no task contract (assets.extra/task_contract.json): push it again")
+    return ReferenceRun(run_id, examples_uri, contract.label_names, contract.task)
+
+
+def build_reference(model, run: ReferenceRun) -> tuple[Reference, np.ndarray, np.ndarray]:
     """The reference the checks compare with, and the eval split's answers and label ids (for the estimate)."""
     from components.example_gen.written_examples import read_written
 
@@ -140,7 +165,7 @@ def _served_window(log_dir, bigquery, model_dir, version, since) -> tuple[Logged
 
     if not model_dir:
         raise UserError(
-            "--bigquery needs --model: the pushed version folder the endpoint serves (gs://.../Pusher/pushed_model/N)"
+            "--bigquery needs --model: the folder the endpoint's model was uploaded from (the Model's artifactUri)"
         )
     return read_bigquery_window(bigquery, version, since), model_dir.rstrip("/").rsplit("/", 1)[-1]
 
@@ -154,9 +179,11 @@ def monitor(
     min_rows: int = MIN_WINDOW_ROWS,
     queue: int = 0,
     bigquery: str | None = None,
+    vertex=None,
 ) -> MonitorReport:
     """The window's checks and estimate; with `queue`, also the Label Studio tasks of its `queue` texts most worth
-    labeling. The window is `log_dir`'s rows, or `bigquery`'s (a Vertex endpoint's request-response log table)."""
+    labeling. The window is `log_dir`'s rows, or `bigquery`'s (a Vertex endpoint's request-response log table);
+    `vertex` is the PipelineServiceClient that finds a Vertex run's training data (made from the profile if None)."""
     from models.hub.remote_folder import is_remote, localize
     from models.serving.pushed_model import load_serving_model
 
@@ -164,10 +191,10 @@ def monitor(
     _checked_window(window, min_rows)
     if queue and any(TEXT_FEATURE not in row for row in window.rows):
         raise UserError("a labeling queue needs the texts, and this log holds hashes: serve with --log-texts full")
-    run, note = reference_run(config, served_version)
+    folder = model_dir or f"{config.serving_dir.rstrip('/')}/{config.model_name}/{served_version}"
+    run, note = reference_run(config, served_version, folder, vertex)
     if run.task == "multi_label":
         raise UserError("hftfx monitor compares single-label models; this one is multi-label")
-    folder = model_dir or f"{config.serving_dir.rstrip('/')}/{config.model_name}/{served_version}"
     _, model = load_serving_model(localize(folder) if is_remote(folder) else folder)
     reference, eval_probabilities, eval_labels = build_reference(model, run)
     served = describe_logged(model, window.rows)
