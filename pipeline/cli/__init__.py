@@ -331,6 +331,11 @@ def _add_monitoring_commands(commands, shared: SharedOptions) -> None:
     source.add_argument(
         "--bigquery", help="a Vertex endpoint's request-response log table, bq://project.dataset.table (with --model)"
     )
+    source.add_argument(
+        "--endpoint",
+        action="store_true",
+        help="the cloud profile's endpoint (cloud.endpoint_name): its log table, and the model serving most traffic",
+    )
     monitor.add_argument(
         "--model", help="the served version's folder, local or gs:// (default: serving_dir/model_name/<version>)"
     )

@@ -443,15 +443,22 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     from pipeline.monitoring.monitor_page import write_monitor_page
 
     config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
-    logs = args.logs or (None if args.bigquery else config.serving.log_dir)
-    if not (logs or args.bigquery):
-        raise UserError("hftfx monitor reads --logs DIR (or the config's serving.log_dir) or --bigquery TABLE")
+    bigquery, model, version = args.bigquery, args.model, args.version
+    if args.endpoint:
+        from pipeline.monitoring.endpoint_source import endpoint_source_of
+
+        source = endpoint_source_of(config)
+        bigquery, model, version = source.table, model or source.model_dir, version or source.deployed_model_id
+        print(f"endpoint {config.cloud.endpoint_name}: deployed model {version} ({model}), logged to {bigquery}")
+    logs = args.logs or (None if bigquery else config.serving.log_dir)
+    if not (logs or bigquery):
+        raise UserError(
+            "hftfx monitor reads --logs DIR (or the config's serving.log_dir), --bigquery TABLE or --endpoint"
+        )
     since = None
     if args.since_hours is not None:
         since = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=args.since_hours)
-    report = monitor(
-        config, logs, args.model, args.version, since, args.min_rows or MIN_WINDOW_ROWS, args.queue, args.bigquery
-    )
+    report = monitor(config, logs, model, version, since, args.min_rows or MIN_WINDOW_ROWS, args.queue, bigquery)
     beside = logs or "."
     for line in report.lines():
         print(line)

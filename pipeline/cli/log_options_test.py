@@ -22,7 +22,7 @@ def test_the_monitor_reads_the_configs_log_folder_unless_told_another(tmp_path, 
     from pipeline.cli import main
 
     assert main(["monitor"]) == 2
-    assert "reads --logs DIR (or the config's serving.log_dir) or --bigquery TABLE" in capsys.readouterr().err
+    assert "(or the config's serving.log_dir), --bigquery TABLE or --endpoint" in capsys.readouterr().err
     config = tmp_path / "serve.yaml"
     config.write_text(f"serving:\n  log_dir: {tmp_path / 'logs'}\n")
     assert main(["monitor", "--config", str(config)]) == 2

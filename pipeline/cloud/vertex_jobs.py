@@ -22,6 +22,12 @@ def api_endpoint(cloud: CloudConfig) -> str:
     return cloud.api_endpoint or f"{cloud.region}-aiplatform.googleapis.com"
 
 
+def service_client(cloud: CloudConfig, client_class, credentials):
+    """A Vertex AI service client (aiplatform_v1's PipelineServiceClient, EndpointServiceClient, ...) for the
+    profile's API host."""
+    return client_class(credentials=credentials, client_options={"api_endpoint": api_endpoint(cloud)})
+
+
 def notify_topic_path(cloud: CloudConfig) -> str:
     """projects/<project>/topics/<name> of cloud.notify_topic ("" when there is none)."""
     topic = cloud.notify_topic

@@ -64,8 +64,6 @@ def pipeline_client(config: PipelineConfig):
     from google.cloud import aiplatform_v1
 
     from pipeline.cloud.submit import default_credentials
-    from pipeline.cloud.vertex_jobs import api_endpoint
+    from pipeline.cloud.vertex_jobs import service_client
 
-    return aiplatform_v1.PipelineServiceClient(
-        credentials=default_credentials(), client_options={"api_endpoint": api_endpoint(config.cloud)}
-    )
+    return service_client(config.cloud, aiplatform_v1.PipelineServiceClient, default_credentials())
