@@ -64,6 +64,7 @@ SERVING_DEFAULT = "serving_default"  # raw texts -> probabilities, label_id, lab
 SERVING_TF_EXAMPLE = "serving_tf_example"  # serialized tf.Examples -> the same
 SERVING_EVALUATOR = "serving_evaluator"  # tf.Examples -> POSITIVE_SCORE (binary) or PROBABILITIES, for TFMA
 TRANSFORM_FEATURES = "transform_features"  # tf.Examples -> SLICE_FEATURES
+REPRESENTATION = "representation"  # raw texts -> the encoder's mean hidden state per text (hftfx monitor's drift)
 EXAMPLES_INPUT = "examples"
 POSITIVE_SCORE = "positive_score"
 PROBABILITIES = "probabilities"

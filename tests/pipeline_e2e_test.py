@@ -184,7 +184,8 @@ def test_model_was_blessed_and_pushed_in_tf_serving_layout(first_run):
 def test_pushed_model_holds_the_signatures_and_weights_and_nothing_of_training(first_run):
     """The optimizer's slots (two per weight for AdamW) stay out of the export: they would triple its size;
     so do Keras' per-layer call traces, which slow every save and load and serve only reloading as Keras.
-    The three classifying signatures call one shared function holding the model and its shortest-first loop."""
+    The three classifying signatures call one shared function holding the model and its shortest-first loop (the
+    monitor's representation signature another)."""
     import tensorflow as tf
     from tensorflow.core.protobuf import saved_model_pb2
 
@@ -207,7 +208,7 @@ def test_pushed_model_holds_the_signatures_and_weights_and_nothing_of_training(f
         for f in library
         if any(node.op in ("While", "StatelessWhile") for node in f.node_def)
     }
-    assert holding_the_loop == {"_classify_raw"}
+    assert holding_the_loop == {"_classify_raw", "_represent_raw"}  # the monitor's signature runs its own
 
 
 def test_pushed_model_answers_raw_strings_in_a_fresh_process(first_run, tiny_bert_dir):
@@ -233,6 +234,7 @@ def test_pushed_model_answers_raw_strings_in_a_fresh_process(first_run, tiny_ber
     assert done.returncode == 0, done.stderr[-3000:]
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     assert answer["signatures"] == [
+        "representation",
         "serving_default",
         "serving_evaluator",
         "serving_tf_example",

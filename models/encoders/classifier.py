@@ -151,6 +151,15 @@ class SequenceClassifier(tf_keras.Model):
         hidden, attention_mask = packed_rows.per_text(self.encoder(inputs, training=training), inputs)
         return tf.cast(self.head(hidden, attention_mask, training=training), tf.float32)
 
+    def pooled(self, inputs) -> tf.Tensor:
+        """The mean of the encoder's last hidden states over each text's tokens [texts, hidden], float32: a
+        representation every family has (their heads pool differently), which `hftfx monitor` compares served texts
+        with training texts by."""
+        hidden, attention_mask = packed_rows.per_text(self.encoder(inputs, training=False), inputs)
+        mask = tf.cast(attention_mask, hidden.dtype)[:, :, tf.newaxis]
+        mean = tf.reduce_sum(hidden * mask, axis=1) / tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
+        return tf.cast(mean, tf.float32)
+
     def build_weights(self) -> None:
         """Creates every variable by one call on a small batch."""
         ids = tf.constant([[1, 2, 3, 0], [1, 2, 0, 0]], tf.int32)

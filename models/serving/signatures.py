@@ -8,6 +8,8 @@
 - `serving_evaluator`: tf.Examples -> `positive_score` (binary) or `probabilities` (multiclass), for TFMA.
 - `transform_features`: tf.Examples -> the Transform outputs TFMA slices on (length bucket, truncation) and the
   unknown-token count `hftfx monitor` compares served texts by.
+- `representation`: raw texts (and pairs) -> the encoder's mean hidden state per text [N, hidden], the model's own
+  view of a text that `hftfx monitor` tells served texts from training texts by.
 Models trained on windows of long texts (model.long_texts: windows) answer every signature per text: the Transform
 splits each into windows, the model reads those that hold text, and a text's answer is their mean probability.
 The Transform graph and its vocab asset travel inside; loading needs `import tensorflow_text`.
@@ -26,6 +28,7 @@ from models.names import (
     EXAMPLES_INPUT,
     POSITIVE_SCORE,
     PROBABILITIES,
+    REPRESENTATION,
     SERVING_DEFAULT,
     SERVING_EVALUATOR,
     SERVING_TF_EXAMPLE,
@@ -108,12 +111,15 @@ class ServingModule(tf.Module):
             name: tf.TensorSpec([None, *spec.shape], spec.dtype, name=name) for name, spec in self._example_spec.items()
         }
         self._classify = tf.function(self._classify_raw, input_signature=[raw_specs])
+        self._represent = tf.function(self._represent_raw, input_signature=[raw_specs])
         text_spec = tf.TensorSpec([None], tf.string, name=TEXT_INPUT)
         if TEXT_PAIR_INPUT in self.text_inputs:
-            pair_spec = tf.TensorSpec([None], tf.string, name=TEXT_PAIR_INPUT)
-            self.serve_text = tf.function(self._serve_pair, input_signature=[text_spec, pair_spec])
+            specs = [text_spec, tf.TensorSpec([None], tf.string, name=TEXT_PAIR_INPUT)]
+            self.serve_text = tf.function(self._serve_pair, input_signature=specs)
+            self.represent_text = tf.function(self._represent_pair, input_signature=specs)
         else:
             self.serve_text = tf.function(self._serve_text, input_signature=[text_spec])
+            self.represent_text = tf.function(self._represent_text, input_signature=[text_spec])
 
     def _classify_raw(self, raw_features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         transformed = self.tft_layer(raw_features)
@@ -142,6 +148,18 @@ class ServingModule(tf.Module):
             "label": tf.gather(self.label_names, label_id),
             "confidence": tf.reduce_max(probabilities, axis=-1),
         }
+
+    def _represent_raw(self, raw_features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        transformed = self.tft_layer(raw_features)
+        inputs = {name: transformed[name] for name in self._model_input_names}
+        if self._windows:
+            inputs, text_of_window = self._windows_holding_text(inputs, transformed[WINDOW_MASK])
+        pooled = logits_by_length(
+            self.model.pooled, inputs, inputs[ATTENTION_MASK], num_labels=int(self.model.config.hidden_size)
+        )
+        if self._windows:  # a text's representation is its windows' mean
+            pooled = tf.math.unsorted_segment_mean(pooled, text_of_window, tf.shape(transformed[WINDOW_MASK])[0])
+        return {REPRESENTATION: pooled}
 
     def _windows_holding_text(self, inputs: dict[str, tf.Tensor], window_mask: tf.Tensor):
         """[N, windows x width] inputs -> [W, width] for the W windows that hold text, and each one's text index."""
@@ -177,6 +195,12 @@ class ServingModule(tf.Module):
     def _serve_pair(self, text, text_pair):
         return self._classify(self._as_features(**{TEXT_INPUT: text, TEXT_PAIR_INPUT: text_pair}))
 
+    def _represent_text(self, text):
+        return self._represent(self._as_features(**{TEXT_INPUT: text}))
+
+    def _represent_pair(self, text, text_pair):
+        return self._represent(self._as_features(**{TEXT_INPUT: text, TEXT_PAIR_INPUT: text_pair}))
+
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=EXAMPLES_INPUT)])
     def serve_tf_example(self, examples):
         return self._classify(self._parse(examples))
@@ -199,6 +223,7 @@ class ServingModule(tf.Module):
             SERVING_TF_EXAMPLE: self.serve_tf_example.get_concrete_function(),
             SERVING_EVALUATOR: self.serve_evaluator.get_concrete_function(),
             TRANSFORM_FEATURES: self.transform_features.get_concrete_function(),
+            REPRESENTATION: self.represent_text.get_concrete_function(),
         }
 
 

@@ -81,3 +81,25 @@ def test_a_real_encoder_gives_each_text_its_own_answer_whatever_it_is_batched_wi
     assert np.abs(probabilities(model) - alone).max() <= bound
     unmasked = probabilities(lambda inputs: model({**inputs, "attention_mask": tf.ones_like(inputs["attention_mask"])}))
     assert np.abs(unmasked - alone).max() > 10 * bound
+
+
+def test_the_representation_is_each_texts_own_mean_hidden_state_however_it_is_batched():
+    """The monitor's signature: run shortest first in padded chunks, a text's pooled representation is the mean of
+    its own tokens' last hidden states, as alone and unpadded; the padding's states would move it."""
+    import tf_keras
+
+    from models.encoders import classifier
+    from tests.tiny_model import tiny_bert_config
+
+    tf_keras.utils.set_random_seed(0)
+    config = tiny_bert_config(initializer_range=0.1)
+    model = classifier.build(config, ["a", "b"])
+    lengths = np.random.default_rng(1).integers(2, 33, size=12).tolist()
+    request = {k: tf.constant(v) for k, v in _request(lengths, width=32).items()}
+    pooled = logits_by_length(model.pooled, request, request["attention_mask"], config["hidden_size"], chunk=4)
+    assert pooled.shape == (12, config["hidden_size"])
+    for i, n in enumerate(lengths):
+        hidden = model.encoder({k: v[i : i + 1, :n] for k, v in request.items()}, training=False)
+        np.testing.assert_allclose(pooled[i], tf.reduce_mean(hidden[0], axis=0), atol=1e-5)
+    unmasked = model.pooled({**request, "attention_mask": tf.ones_like(request["attention_mask"])})
+    assert np.abs(unmasked - pooled).max() > 1e-2

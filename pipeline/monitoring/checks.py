@@ -5,7 +5,9 @@ from the same source as the training data does not alarm whatever its size.
 
 Distances: TFDV's drift comparators (L-infinity for categories, Jensen-Shannon for numbers), as the span drift check
 uses; and for the texts themselves a domain classifier (Evidently's method): how well character n-grams tell the
-window from the reference, as a cross-validated AUC above 0.5.
+window from the reference, as a cross-validated AUC above 0.5; and the same classifier on the model's own
+representation of each text (its encoder's mean hidden state), which moves when the texts mean other things even
+in familiar words.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ CHANCE_SPREADS = 3  # the domain classifier's distance alarms only past this man
 class CheckSpec:
     name: str  # what a person reads
     feature: str  # the column it measures
-    measure: str  # "L-infinity", "Jensen-Shannon" or "AUC - 0.5"
+    measure: str  # "L-infinity", "Jensen-Shannon" or AUC ("AUC - 0.5")
     floor: float
     reads_texts: bool = False  # needs the texts (or their tokens), not only what was served
     of_answers: bool = False  # measures the model's answers: its reference is the held-out split
@@ -43,7 +45,9 @@ CHECKS = (
     CheckSpec("predicted label mix", "predicted_label", "L-infinity", 0.05, of_answers=True),
     CheckSpec("confidence", "confidence", "Jensen-Shannon", 0.03, of_answers=True),
     CheckSpec("texts (domain classifier)", "texts", "AUC - 0.5", 0.05, reads_texts=True),
+    CheckSpec("representation (domain classifier)", "representation", "AUC - 0.5", 0.05, reads_texts=True),
 )
+AUC = "AUC - 0.5"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +118,39 @@ def domain_distance(
     return max(0.0, float(np.mean(scores)) - 0.5)
 
 
+def representation_distance(reference: np.ndarray, window: np.ndarray, seed: int = 0) -> float:
+    """How well a classifier tells the window's representations from the reference's: cross-validated AUC - 0.5
+    (rows drawn without replacement, as domain_distance's)."""
+    from sklearn.model_selection import cross_val_score
+
+    rows = min(len(reference), len(window), domain_classifier.ROWS)
+    if rows < 20:
+        return 0.0
+    draw = np.random.default_rng(seed)
+    sample = [side[draw.choice(len(side), rows, replace=False)] for side in (reference, window)]
+    features = np.concatenate(sample)
+    sides = np.array([0] * rows + [1] * rows)
+    with domain_classifier.quiet_solver():
+        scores = cross_val_score(domain_classifier.dense_classifier(), features, sides, cv=FOLDS, scoring="roc_auc")
+    return max(0.0, float(np.mean(scores)) - 0.5)
+
+
+def representation_distances(reference: Reference, window: Described, embed, seed: int = 0) -> tuple[float, float]:
+    """(the window's representation distance from the train split's, the largest of IN_DOMAIN_DRAWS held-out
+    samples' of the window's size): `embed(texts)` is the served model's representation signature, asked for at
+    most domain_classifier.ROWS texts a side."""
+    rows = min(len(window), domain_classifier.ROWS)
+    draw = np.random.default_rng(seed)
+
+    def embedded(texts: tuple[str, ...]) -> np.ndarray:
+        picked = draw.choice(len(texts), min(rows, len(texts)), replace=False)
+        return embed([texts[i] for i in picked])
+
+    train, served, pool = (embedded(d.texts) for d in (reference.train, window, reference.held_out_other))
+    in_domain = max(representation_distance(train, pool, seed + turn) for turn in range(IN_DOMAIN_DRAWS))
+    return representation_distance(train, served, seed), in_domain
+
+
 def chance_auc_spread(rows: int) -> float:
     """The standard deviation of the domain classifier's distance when both sides come from one source: the AUC
     of a fold under the null (Mann-Whitney's, with `rows` / FOLDS texts a side), averaged over FOLDS folds."""
@@ -166,19 +203,27 @@ def in_domain_distances(reference: Reference, window_rows: int, seed: int = 0) -
     return largest
 
 
-def run_checks(reference: Reference, window: Described, seed: int = 0) -> list[CheckResult]:
-    """Every check of the window against the reference, with its threshold from the in-domain variation."""
+def run_checks(reference: Reference, window: Described, seed: int = 0, embed=None) -> list[CheckResult]:
+    """Every check of the window against the reference, with its threshold from the in-domain variation; the
+    representation check needs `embed` (the served model's representation signature; None: an export without it,
+    and no such check)."""
     in_domain = in_domain_distances(reference, len(window), seed)
     measured: dict[str, float] = {}
     for of_answers in (False, True):
         specs = [s for s in CHECKS if s.of_answers == of_answers]
         base = reference.held_out if of_answers else reference.train
         measured |= distances(base, window, reference.label_names, specs)
+    if embed is not None and window.texts is not None:
+        measured["representation"], in_domain["representation"] = representation_distances(
+            reference, window, embed, seed
+        )
     results = []
     for spec in CHECKS:
+        if spec.feature == "representation" and embed is None:
+            continue
         noise = in_domain.get(spec.feature, 0.0)
         floor = spec.floor
-        if spec.feature == "texts":  # a small window's AUC is noisy whatever the held-out split said
+        if spec.measure == AUC:  # a small window's AUC is noisy whatever the held-out split said
             floor = max(floor, CHANCE_SPREADS * chance_auc_spread(len(window)))
         value = measured.get(spec.feature)
         results.append(CheckResult(spec.name, spec.measure, value, max(floor, MARGIN * noise), noise))

@@ -67,3 +67,26 @@ def test_a_texts_script_is_the_one_most_of_its_letters_are_in():
     assert script("a good film") == "LATIN"
     assert script("12 + 3 = 15 !") == "none"
     assert script("映画") == "CJK" and script("映画はとても良かった") == "HIRAGANA"
+
+
+def test_the_models_representation_moves_where_the_words_do_not():
+    """Texts of the same words whose representations moved (the model reads them as meaning something else): the
+    representation check alone moves; an in-domain window's representations do not, and without the signature
+    (an older export) there is no such check."""
+    import zlib
+
+    draw = np.random.default_rng(3)
+    reference = _reference(draw)
+    window = _described(draw, 400)
+    shifted = set(window.texts)
+
+    def embed(texts):
+        rows = [np.random.default_rng(zlib.crc32(t.encode())).normal(size=16) for t in texts]
+        return np.stack(rows) + 0.6 * np.array([[t in shifted] for t in texts])
+
+    moved = {c.name for c in run_checks(reference, window, embed=embed) if c.moved}
+    assert moved == {"representation (domain classifier)"}
+    same = run_checks(reference, _described(draw, 400), embed=embed)
+    representation = next(c for c in same if c.name == "representation (domain classifier)")
+    assert not representation.moved and representation.value is not None, representation.line()
+    assert "representation (domain classifier)" not in {c.name for c in run_checks(reference, window)}

@@ -11,7 +11,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from models.names import EXAMPLES_INPUT, SERVING_DEFAULT, TEXT_FEATURE, TOKEN_COUNT, TRANSFORM_FEATURES, UNKNOWN_TOKENS
+from models.names import (
+    EXAMPLES_INPUT,
+    REPRESENTATION,
+    SERVING_DEFAULT,
+    TEXT_FEATURE,
+    TOKEN_COUNT,
+    TRANSFORM_FEATURES,
+    UNKNOWN_TOKENS,
+)
 
 BATCH = 256  # texts per model call
 SCRIPT_CHARS = 2_000  # a text's script is read from its first characters: enough to name it, bounded per text
@@ -80,6 +88,25 @@ def model_probabilities(model, texts: Sequence[str]) -> np.ndarray:
         for start in range(0, len(texts), BATCH)
     ]
     return np.concatenate(parts) if parts else np.zeros((0, 0))
+
+
+def representation_of(model):
+    """texts -> the served model's representation of each [texts, hidden], through its representation signature;
+    None for an export without one (pushed before it existed) or that reads text pairs."""
+    import tensorflow as tf
+
+    signature = model.signatures.get(REPRESENTATION)
+    if signature is None or set(signature.structured_input_signature[1]) != {TEXT_FEATURE}:
+        return None
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        parts = [
+            signature(**{TEXT_FEATURE: tf.constant(list(texts[start : start + BATCH]))})[REPRESENTATION].numpy()
+            for start in range(0, len(texts), BATCH)
+        ]
+        return np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
+
+    return embed
 
 
 def _described(model, texts: Sequence[str], chars: np.ndarray, probabilities: np.ndarray) -> Described:

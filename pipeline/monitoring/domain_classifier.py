@@ -1,5 +1,6 @@
 """Telling served texts from training texts: logistic regression on hashed character 2-4-grams (Evidently's domain
-classifier for text). Hashing needs no vocabulary fit, so a text never seen costs nothing more than one seen."""
+classifier for text), or on the model's representations of them. Hashing needs no vocabulary fit, so a text never
+seen costs nothing more than one seen."""
 
 from __future__ import annotations
 
@@ -31,6 +32,15 @@ def classifier():
     from sklearn.linear_model import LogisticRegression
 
     return LogisticRegression(max_iter=300)
+
+
+def dense_classifier():
+    """The same classifier on dense vectors (the model's representations): standardized first, as their
+    dimensions' scales differ."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), classifier())
 
 
 @contextlib.contextmanager

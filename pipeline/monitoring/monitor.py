@@ -23,7 +23,7 @@ from pipeline.config.pipeline_config import PipelineConfig
 from pipeline.monitoring import labeling_queue
 from pipeline.monitoring.accuracy_estimate import AccuracyEstimate, estimate_accuracy
 from pipeline.monitoring.checks import CheckResult, Reference, run_checks
-from pipeline.monitoring.descriptors import describe_logged, describe_texts
+from pipeline.monitoring.descriptors import describe_logged, describe_texts, representation_of
 
 MIN_WINDOW_ROWS = 200  # below this, distances between samples are mostly noise
 REFERENCE_ROWS = 4_000  # of the train split (twice as many of the eval split, halved): distances settle long before
@@ -198,7 +198,7 @@ def monitor(
     _, model = load_serving_model(localize(folder) if is_remote(folder) else folder)
     reference, eval_probabilities, eval_labels = build_reference(model, run)
     served = describe_logged(model, window.rows)
-    checks = run_checks(reference, served)
+    checks = run_checks(reference, served, embed=representation_of(model))
     known = eval_labels >= 0
     estimate = estimate_accuracy(eval_probabilities[known], eval_labels[known], served.probabilities)
     times = sorted(row["time"] for row in window.rows)
