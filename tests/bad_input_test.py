@@ -551,8 +551,8 @@ def test_a_config_of_150b_parameters_beside_a_small_file_is_refused_before_anyth
         tmp_path, tiny_bert_dir, hidden_size=12_288, num_hidden_layers=96, intermediate_size=49_152,
         num_attention_heads=96,
     )  # fmt: skip
-    declared = r"config\.json declares [\d,]+ encoder parameters \(1\d\d\.\d\dB\)"
-    _check_exits_2(copy, tmp_path, declared, "model.safetensors")
+    declared = r"config\.json declares at least [\d,]+ encoder parameters \(0\.60B\)"
+    assert _check_exits_2(copy, tmp_path, declared, "model.safetensors") < 60  # the config's graph is never built
 
 
 @pytest.mark.parametrize(

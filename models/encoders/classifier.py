@@ -260,20 +260,32 @@ def match(expected: list[ExpectedTensor], available: dict[str, tuple[int, ...]])
     return Match(stored, tuple(new), tuple(sorted(ours for ours, name in canonical.items() if name not in read)))
 
 
+def fewest_parameters(config: dict) -> int:
+    """A floor on the encoder's parameters from config.json's sizes alone, which every family has: one feed-forward
+    matrix and one word embedding row each (ALBERT shares its blocks, and narrows its embeddings)."""
+    sizes = module_for(config).Sizes.of(config)
+    return sizes.hidden * sizes.intermediate + sizes.vocab
+
+
+def _check_room_for(parameters: int, qualifier: str, path: Path) -> None:
+    """CheckpointError when `path` is too small to hold `parameters` even in bfloat16, the narrowest float."""
+    least_bytes = 2 * parameters
+    if least_bytes > path.stat().st_size:
+        raise CheckpointError(
+            f"config.json declares {qualifier}{parameters:,} encoder parameters ({parameters / 1e9:.2f}B), at least "
+            f"{least_bytes:,} bytes; {path.name} is {path.stat().st_size:,}: the config is not this checkpoint's"
+        )
+
+
 def check_checkpoint(path: Path, config: dict, label_names: Sequence[str], multi_label: bool = False) -> Match:
     """model.safetensors' header against what config.json implies, before anything is built or read: the file
     whole (checkpoint_file.read_header), large enough for the parameters the config declares, every encoder weight
     there in its shape, and no unused tensor larger than any the model reads (not this model's file: it is never
     read)."""
     header = checkpoint_file.read_header(path)
+    _check_room_for(fewest_parameters(config), "at least ", path)  # before the graph of a huge config is built
     expected = expected_of_config(config, label_names, multi_label)
-    parameters = sum(math.prod(t.shape) for t in expected if not t.head)
-    least_bytes = 2 * parameters  # bfloat16, the narrowest float checkpoints hold
-    if least_bytes > path.stat().st_size:
-        raise CheckpointError(
-            f"config.json declares {parameters:,} encoder parameters ({parameters / 1e9:.2f}B), at least "
-            f"{least_bytes:,} bytes; {path.name} is {path.stat().st_size:,}: the config is not this checkpoint's"
-        )
+    _check_room_for(sum(math.prod(t.shape) for t in expected if not t.head), "", path)
     found = match(expected, {name: entry.shape for name, entry in header.items()})
     for param, name in found.stored.items():
         if not header[name].floating:
