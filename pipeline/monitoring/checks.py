@@ -64,9 +64,9 @@ class CheckResult:
 
     def line(self) -> str:
         if self.value is None:
-            return f"  {self.name:<28} not measured: the log holds hashes of the texts, not the texts"
+            return f"  {self.name:<34} not measured: the log holds hashes of the texts, not the texts"
         verdict = "MOVED" if self.moved else "ok"
-        return f"  {self.name:<28} {self.measure} {self.value:.3f} (threshold {self.threshold:.3f})  {verdict}"
+        return f"  {self.name:<34} {self.measure} {self.value:.3f} (threshold {self.threshold:.3f})  {verdict}"
 
 
 def frame(described: Described, label_names):
