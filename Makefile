@@ -1,5 +1,5 @@
 # The README's two commands are `make run` and `make test`; both set up the environment first.
-.PHONY: setup run test test-all lint doctor bench bench-scale bench-seeds bench-long bench-tuning bench-gate bench-inputs bench-encoders bench-workers bench-warm-start image kfp-local clean-env
+.PHONY: setup run test test-all lint doctor bench bench-peers bench-scale bench-seeds bench-long bench-tuning bench-gate bench-inputs bench-encoders bench-workers bench-warm-start image kfp-local clean-env
 
 setup:
 	bin/setup-env
@@ -28,6 +28,13 @@ lint: setup
 # BENCHMARKS.md from it.
 bench: setup
 	bin/in-env python -m benchmarks.bench $(ARGS)
+
+# Ours beside transformers 5's PyTorch Trainer and text-classification pipeline (the reference environment,
+# bin/reference-env): the default run and the same splits and recipe in PyTorch, both scored on one test split, and
+# batch scoring of the same reviews; fp32, and bf16 where the CPU computes it natively (about 25 min at fp32 on a
+# 2-core machine at a ~100 GFLOP/s fp32 peak).
+bench-peers: setup
+	bin/in-env python -m benchmarks.peers $(ARGS)
 
 # The data components on 10k / 100k / 1M synthetic rows in both DirectRunner modes: time and memory growth
 # (about 17 min on a 2-core machine at a 317 GFLOP/s fp32 peak); replaces its sections of
