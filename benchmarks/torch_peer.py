@@ -66,8 +66,8 @@ def train_and_test(job: dict) -> dict:
         started = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - started
-        logits = trainer.predict(test).predictions
-    labels = np.array([row["labels"] for row in test])
+        answered = trainer.predict(test)  # label_ids in the order the predictions come (not always the split's)
+    logits, labels = answered.predictions, np.asarray(answered.label_ids)
     probabilities = torch.softmax(torch.tensor(logits, dtype=torch.float32), dim=-1).numpy()
     return {
         "train_examples_per_second": len(train) * job["epochs"] / seconds,
