@@ -101,6 +101,7 @@ def test_the_served_answer_per_document_is_the_mean_over_its_windows_and_batch_s
     bound = probability_bound(sensitive_bert_dir, WIDTH)
     assert np.abs(served - outside).max() <= bound
     assert np.abs(served - first_windows).max() > 10 * bound  # the windows past the first count
+    _the_representation_is_one_row_a_document_whatever_it_is_batched_with(summary.pushed_dir, pages)
 
     source = tmp_path / "pages.csv"
     with source.open("w", newline="", encoding="utf-8") as handle:
@@ -116,3 +117,17 @@ def test_the_served_answer_per_document_is_the_mean_over_its_windows_and_batch_s
     labels = summary.label_names
     assert len(scored) == len(pages) - 1
     assert np.abs(np.array([[row[f"p_{n}"] for n in labels] for row in scored]) - served[:-1]).max() <= bound
+
+
+def _the_representation_is_one_row_a_document_whatever_it_is_batched_with(pushed_dir, pages) -> None:
+    """The monitor's signature on windowed documents: a row a document (its windows' mean), the same alone."""
+    import tensorflow as tf
+
+    from models.serving.pushed_model import load_serving_model
+
+    _, model = load_serving_model(pushed_dir)
+    represent = model.signatures["representation"]
+    together = represent(text=tf.constant(pages[:4]))["representation"].numpy()
+    alone = represent(text=tf.constant(pages[1:2]))["representation"].numpy()
+    assert together.shape[0] == 4 and np.isfinite(together).all()
+    np.testing.assert_allclose(together[1], alone[0], atol=1e-4)

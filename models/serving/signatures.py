@@ -121,11 +121,23 @@ class ServingModule(tf.Module):
             self.serve_text = tf.function(self._serve_text, input_signature=[text_spec])
             self.represent_text = tf.function(self._represent_text, input_signature=[text_spec])
 
-    def _classify_raw(self, raw_features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    def _model_inputs(self, raw_features: dict[str, tf.Tensor]):
+        """(the model's inputs, one row a text or a row a window that holds text; for windows, each row's text index
+        and the text count, else None)."""
         transformed = self.tft_layer(raw_features)
         inputs = {name: transformed[name] for name in self._model_input_names}
-        if self._windows:
-            inputs, text_of_window = self._windows_holding_text(inputs, transformed[WINDOW_MASK])
+        if not self._windows:
+            return inputs, None
+        inputs, text_of_window = self._windows_holding_text(inputs, transformed[WINDOW_MASK])
+        return inputs, (text_of_window, tf.shape(transformed[WINDOW_MASK])[0])
+
+    @staticmethod
+    def _per_text(values: tf.Tensor, windows) -> tf.Tensor:
+        """Rows of windows -> a row a text, their mean (`windows` from _model_inputs; None: rows are texts)."""
+        return values if windows is None else tf.math.unsorted_segment_mean(values, *windows)
+
+    def _classify_raw(self, raw_features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        inputs, windows = self._model_inputs(raw_features)
         logits = logits_by_length(
             lambda inputs: model_logits(self.model, inputs),
             inputs,
@@ -134,11 +146,9 @@ class ServingModule(tf.Module):
         )
         multi_label = self.decision_thresholds is not None
         probabilities = tf.sigmoid(logits) if multi_label else tf.nn.softmax(logits, axis=-1)
-        if self._windows:
-            # The mean of the windows' probabilities: still a probability (calibration reads the same), and one
-            # confident window moves a text's answer by its share, not to certainty as a mean of logits can.
-            texts = tf.shape(transformed[WINDOW_MASK])[0]
-            probabilities = tf.math.unsorted_segment_mean(probabilities, text_of_window, texts)
+        # Windows: the mean of their probabilities, still a probability (calibration reads the same), and one
+        # confident window moves a text's answer by its share, not to certainty as a mean of logits can.
+        probabilities = self._per_text(probabilities, windows)
         if multi_label:
             return self._labels_over_thresholds(probabilities)
         label_id = tf.argmax(probabilities, axis=-1)
@@ -150,16 +160,11 @@ class ServingModule(tf.Module):
         }
 
     def _represent_raw(self, raw_features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        transformed = self.tft_layer(raw_features)
-        inputs = {name: transformed[name] for name in self._model_input_names}
-        if self._windows:
-            inputs, text_of_window = self._windows_holding_text(inputs, transformed[WINDOW_MASK])
+        inputs, windows = self._model_inputs(raw_features)
         pooled = logits_by_length(
             self.model.pooled, inputs, inputs[ATTENTION_MASK], num_labels=int(self.model.config.hidden_size)
         )
-        if self._windows:  # a text's representation is its windows' mean
-            pooled = tf.math.unsorted_segment_mean(pooled, text_of_window, tf.shape(transformed[WINDOW_MASK])[0])
-        return {REPRESENTATION: pooled}
+        return {REPRESENTATION: self._per_text(pooled, windows)}  # a text's representation: its windows' mean
 
     def _windows_holding_text(self, inputs: dict[str, tf.Tensor], window_mask: tf.Tensor):
         """[N, windows x width] inputs -> [W, width] for the W windows that hold text, and each one's text index."""
