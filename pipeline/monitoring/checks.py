@@ -31,11 +31,13 @@ CHANCE_SPREADS = 3  # the domain classifier's distance alarms only past this man
 class CheckSpec:
     name: str  # what a person reads
     feature: str  # the column it measures
-    measure: str  # "L-infinity", "Jensen-Shannon" or AUC ("AUC - 0.5")
+    measure: str  # "L-infinity", "Jensen-Shannon" or AUC
     floor: float
     reads_texts: bool = False  # needs the texts (or their tokens), not only what was served
     of_answers: bool = False  # measures the model's answers: its reference is the held-out split
 
+
+AUC = "AUC - 0.5"  # the domain classifiers' measure
 
 CHECKS = (
     CheckSpec("text length (characters)", "chars", "Jensen-Shannon", 0.03),
@@ -44,10 +46,9 @@ CHECKS = (
     CheckSpec("script", "script", "L-infinity", 0.05, reads_texts=True),
     CheckSpec("predicted label mix", "predicted_label", "L-infinity", 0.05, of_answers=True),
     CheckSpec("confidence", "confidence", "Jensen-Shannon", 0.03, of_answers=True),
-    CheckSpec("texts (domain classifier)", "texts", "AUC - 0.5", 0.05, reads_texts=True),
-    CheckSpec("representation (domain classifier)", "representation", "AUC - 0.5", 0.05, reads_texts=True),
+    CheckSpec("texts (domain classifier)", "texts", AUC, 0.05, reads_texts=True),
+    CheckSpec("representation (domain classifier)", "representation", AUC, 0.05, reads_texts=True),
 )
-AUC = "AUC - 0.5"
 
 
 @dataclasses.dataclass(frozen=True)
