@@ -87,6 +87,23 @@ def readme_figures() -> dict[str, str]:
         f"({shares[WARM_LEARNING_RATE_SHARE]} the learning rate, {shares[WARM_EPOCH_SHARE]} of the epochs": (
             "warm_start.py"
         ),
+        **_peer_figures(),
+    }
+
+
+def _peer_figures() -> dict[str, str]:
+    """README's sentence on `make bench-peers`, from its section of benchmarks/reference.json (fp32 rows)."""
+    import json
+
+    from benchmarks.peers import SECTION
+
+    (section,) = [s for s in json.loads((ROOT / "benchmarks" / "reference.json").read_text())["sections"]
+                  if s["heading"] == SECTION]  # fmt: skip
+    rows = {name: cells for precision, name, *cells in section["rows"] if precision == "fp32"}
+    (ours, theirs, _), training, scoring = rows["test accuracy"], rows["training examples/s"], rows["scoring rows/s"]
+    return {
+        f"training {training[2]} transformers' PyTorch": "BENCHMARKS.md (make bench-peers)",
+        f"test accuracy {ours} to its {theirs}; batch scoring {scoring[2]} its pipeline": "BENCHMARKS.md",
     }
 
 
@@ -94,6 +111,7 @@ def readme_figures() -> dict[str, str]:
 NOT_FIGURES = (
     "MiniLM-L6", "Python 3", "2-core", "fp32", "DeBERTa-v2/v3", "DeBERTa-v3", "transformers 5", "T5", "v5e", "UTF-8",
     "exits 2", "(512 tokens for BERT)", "paired 95% intervals",  # BERT's positions; TFMA's interval level
+    "AVX2",
 )  # fmt: skip
 
 
