@@ -58,14 +58,15 @@ def run_splits(root: Path, label_names: list[str], scratch: Path) -> dict[str, s
     return paths
 
 
-def torch_job(summary: dict, precision: str, splits: dict[str, str], score_texts: str, model_dir: str) -> dict:
-    """What the PyTorch side runs: our run's recipe, as its summary records it."""
+def torch_job(summary: dict, precision: str, splits: dict[str, str], score_texts: str, config) -> dict:
+    """What the PyTorch side runs: our run's recipe, as its summary records it (`config`: the run's)."""
     from models.encoders.from_folder import encoder_shape
+    from models.hub.pretrained import resolve_model_dir
     from models.training.recipe import choose_recipe
-    from pipeline.config.pipeline_config import PipelineConfig
 
-    training = PipelineConfig().training
-    directory = Path(model_dir)
+    training = config.training
+    directory = resolve_model_dir(config.model.name, config.model.revision)
+    model_dir = str(directory)
     model_type = json.loads((directory / "config.json").read_text())["model_type"]
     recipe = choose_recipe(encoder_shape(directory), model_type, training)
     return {
@@ -96,17 +97,20 @@ def our_scoring(pushed_dir: str, score_texts: str, scratch: Path) -> float:
     return run_batch_prediction(job, [f"--runner={LOCAL_BEAM_RUNNER}"]).rows_per_second
 
 
-def measure(precision: str, scratch: Path, score_texts: str) -> dict:
-    """One precision: our run, the PyTorch Trainer on its splits and recipe, both scorers; with the peak."""
+def measure(precision: str, scratch: Path, score_texts: str, settings: list[str]) -> dict:
+    """One precision: our run (the default, with `settings`), the PyTorch Trainer on its splits and recipe, both
+    scorers; with the peak."""
+    import yaml
+
     from models.hardware.machine_peak import matmul_peak
-    from models.hub.pretrained import resolve_model_dir
-    from pipeline.config.pipeline_config import PipelineConfig
+    from pipeline.config.pipeline_config import load_config
 
     root = scratch / precision
-    ours = run_in_root(root, "summary", [f"training.precision={precision}"], "bench-peers")
+    settings = [*settings, f"training.precision={precision}"]
+    ours = run_in_root(root, "summary", settings, "bench-peers")
     splits = run_splits(root, ours["label_names"], root)
-    model_dir = str(resolve_model_dir(PipelineConfig().model.name))
-    job = torch_job(ours, precision, splits, score_texts, model_dir)
+    overrides = {key: yaml.safe_load(value) for key, value in (s.split("=", 1) for s in settings)}  # as --set reads
+    job = torch_job(ours, precision, splits, score_texts, load_config(overrides=overrides))
     print(f"[bench-peers] {precision}: transformers' Trainer on the same splits and recipe", flush=True)
     done = subprocess.run(
         [reference_python(), str(Path(__file__).with_name("torch_peer.py"))],
@@ -131,7 +135,7 @@ def measure(precision: str, scratch: Path, score_texts: str) -> dict:
     }
 
 
-def render(results: list[dict], native_bf16: bool, seconds: float) -> dict:
+def render(results: list[dict], native_bf16: bool, seconds: float, score_rows: int = SCORE_ROWS) -> dict:
     recipe = results[0]["recipe"]
     text = [
         f"Measured on {platform.node()} ({os.cpu_count()} cores) in {seconds:.0f} s. Both sides train the packaged "
@@ -139,7 +143,7 @@ def render(results: list[dict], native_bf16: bool, seconds: float) -> dict:
         f"{recipe['batch_size']}, learning rate {recipe['learning_rate']:g}, {recipe['warmup_ratio']:.0%} warm-up, "
         f"texts cut at {recipe['max_length']} tokens) and are scored on the same test split; PyTorch pads each batch "
         "to its longest text and groups texts by length (`train_sampling_strategy=group_by_length`). Scoring: the "
-        f"same {SCORE_ROWS:,} reviews through `hftfx predict --input` and through transformers' text-classification "
+        f"same {score_rows:,} reviews through `hftfx predict --input` and through transformers' text-classification "
         "pipeline (batch 32) on our published folder.",
         "bf16 was measured too: the CPU computes it natively."
         if native_bf16
@@ -167,14 +171,17 @@ def main(argv=None) -> int:
     from models.hardware.distribution import cpu_supports_bf16
 
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="change our run's config")
+    parser.add_argument("--score-rows", type=int, default=SCORE_ROWS, help="reviews each side scores")
     parser.add_argument("--out", default="BENCHMARKS.md")
     args = parser.parse_args(argv)
     native_bf16 = cpu_supports_bf16()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as scratch:
-        texts = write_jsonl(Path(scratch) / "score.jsonl", [{"text": t} for t in corpus(SCORE_ROWS)])
-        results = [measure(p, Path(scratch), texts) for p in (("fp32", "bf16") if native_bf16 else ("fp32",))]
-    section = render(results, native_bf16, time.monotonic() - started)
+        texts = write_jsonl(Path(scratch) / "score.jsonl", [{"text": t} for t in corpus(args.score_rows)])
+        precisions = ("fp32", "bf16") if native_bf16 else ("fp32",)
+        results = [measure(p, Path(scratch), texts, args.set) for p in precisions]
+    section = render(results, native_bf16, time.monotonic() - started, args.score_rows)
     publish_sections([section], Path(args.out))
     for row in section["rows"]:
         print("  ".join(row))

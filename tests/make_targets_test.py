@@ -35,6 +35,7 @@ STARTED_BY = {
     "python -m benchmarks.encoders": "test_bench_encoders_runs_a_tiny_configuration (slow: MiniLM steps, two ways)",
     "python -m benchmarks.workers": "test_bench_workers_runs_a_tiny_configuration (slow: a tiny run, three trainings)",
     "python -m benchmarks.warm_start": "test_bench_warm_start_runs_three_tiny_runs (slow: three tiny runs)",
+    "python -m benchmarks.peers": "test_bench_peers_runs_a_tiny_configuration (slow: a tiny run and PyTorch's)",
     "bin/setup-env": "make test itself: setup is its first step",
     "bin/build-image": "tests/image_test.py (slow: podman, a 4 GB image)",
     "bin/check-image": "tests/image_test.py (slow: podman, a 4 GB image)",
@@ -150,6 +151,20 @@ def test_bench_long_runs_a_tiny_configuration(tmp_path, tiny_bert_dir, scratch_r
     assert [row for row in section["rows"] if row[0] != "head_tail at 64"] == others  # kept as measured then
     assert "head_tail at 64" in [row[0] for row in section["rows"]]
     assert not others or "Kept from an earlier run of this section" in " ".join(section["notes"])
+    assert section["heading"] in scratch_reference.read_text()
+
+
+@pytest.mark.slow  # a whole tiny run, then the tiny model in transformers' Trainer (the reference environment)
+def test_bench_peers_runs_a_tiny_configuration(tmp_path, tiny_bert_dir, scratch_reference):
+    from benchmarks import peers
+
+    argv = ["--score-rows", "40", "--out", str(scratch_reference)]
+    for setting in tiny_settings(tmp_path, tiny_bert_dir):
+        argv += ["--set", setting]
+    assert peers.main(argv) == 0
+    (section,) = [s for s in reference.read()["sections"] if s["heading"] == peers.SECTION]
+    rows = {(row[0], row[1]): row[2:] for row in section["rows"]}
+    assert float(rows[("fp32", "test accuracy")][1]) > 0 and rows[("fp32", "training examples/s")][2].endswith("x")
     assert section["heading"] in scratch_reference.read_text()
 
 
