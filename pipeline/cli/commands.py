@@ -431,6 +431,8 @@ def _log_settings(args: argparse.Namespace):
 
     given = {key: getattr(args, key) for key in ServingConfig.model_fields}
     flags = {f"serving.{key}": value for key, value in given.items() if value is not None}
+    if not (args.config or args.set or flags):  # the defaults log nothing: no config to build at start-up
+        return None
     config = pipeline_config.load_config(args.config, {**_assignments(args.set, "--set"), **flags})
     return config.serving.log_settings()
 
