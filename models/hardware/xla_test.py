@@ -5,6 +5,7 @@ import subprocess
 
 import numpy as np
 import pytest
+import tensorflow as tf
 import tf_keras
 
 from models.encoders.from_folder import build_classifier
@@ -49,3 +50,38 @@ def test_trainer_under_mirrored_strategy_over_two_logical_cpus(tmp_path, tiny_be
     final = [line for line in done.stdout.splitlines() if "epoch 1 done" in line]
     assert final and "nan" not in final[0]
     assert "BLESSED" in done.stdout
+
+
+def test_bf16_training_step_compiles_with_xla_with_the_custom_ops_in_it(monkeypatch):
+    """A TPU trains in bf16 under XLA: the step compiles on a CPU as a TPU would compile it, with dropout on and
+    every custom-gradient op in it (recomputed attention, attention in pieces, recomputed blocks), its matmuls in
+    bf16, and learns."""
+    from models.encoders import classifier, layers, long_attention
+    from models.hardware.distribution import KERAS_POLICY
+
+    monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 0)  # recompute every layer's attention weights
+    monkeypatch.setattr(long_attention, "QUERY_CHUNK", 8)  # 16 tokens: attention in two pieces
+    tf_keras.utils.set_random_seed(0)
+    tf_keras.mixed_precision.set_global_policy(KERAS_POLICY["bf16"])
+    try:
+        config = {
+            "model_type": "bert", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
+            "num_hidden_layers": 2, "num_attention_heads": 2, "max_position_embeddings": 32,
+            "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+        }  # fmt: skip
+        model = classifier.build(config, ["a", "b"])
+        model.compile(
+            optimizer=tf_keras.optimizers.AdamW(1e-2),
+            loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
+        step = tf.function(lambda x, y: model.train_step((x, y))["loss"], jit_compile=True)  # the step a TPU runs
+        rng = np.random.default_rng(0)
+        batch = {"input_ids": tf.constant(rng.integers(1, 64, (8, 16))), "attention_mask": tf.ones((8, 16), tf.int64)}
+        labels = tf.constant([0, 1] * 4, tf.int64)
+        losses = [float(step(batch, labels)) for _ in range(8)]
+        hlo = step.experimental_get_compiler_ir(batch, labels)(stage="hlo")
+    finally:
+        tf_keras.mixed_precision.set_global_policy("float32")
+    assert all(np.isfinite(losses)), losses
+    assert np.mean(losses[-3:]) < np.mean(losses[:3]), f"the compiled bf16 step learns: {losses}"
+    assert "bf16[" in hlo and " dot(" in hlo, "the compiled step computes its matmuls in bf16"
