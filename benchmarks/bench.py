@@ -32,7 +32,7 @@ from components.trainer.data import (
 from components.trainer.module import compile_for_training
 from components.trainer.training_meter import TrainingMeter, record_batch_shapes
 from models.encoders.from_folder import build_classifier
-from models.hardware import distribution
+from models.hardware.cpu_features import cpu_supports_bf16
 from models.hardware.flops import BatchShapes, EncoderShape
 from models.hardware.machine_peak import matmul_peak
 from models.hub.pretrained import model_files, packaged_model_dir
@@ -145,7 +145,7 @@ def trainer_throughput(steps: int) -> list[Row]:
     bf16_steps = max(steps // 3, 3)
     bf16 = _examples_per_second(bf16_model, pipeline_data, bf16_steps, bf16_records)
     tf_keras.mixed_precision.set_global_policy("float32")
-    native = "native" if distribution.cpu_supports_bf16() else "emulated: no AMX/AVX512-BF16 on this CPU"
+    native = "native" if cpu_supports_bf16() else "emulated: no AMX/AVX512-BF16 on this CPU"
     fp32_peak, bf16_peak = matmul_peak("float32"), matmul_peak("bfloat16")
     fp32_what = "Trainer loop, fp32: model FLOP/s vs this machine's fp32 matmul peak"
     bf16_what = f"Trainer loop, bf16: model FLOP/s vs this machine's bf16 matmul peak ({native})"

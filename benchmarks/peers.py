@@ -168,7 +168,7 @@ def render(results: list[dict], native_bf16: bool, seconds: float, score_rows: i
 
 def main(argv=None) -> int:
     from benchmarks.bench import corpus
-    from models.hardware.distribution import cpu_supports_bf16
+    from models.hardware.cpu_features import cpu_supports_bf16
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="change our run's config")

@@ -7,14 +7,12 @@ import glob
 import json
 import os
 from collections.abc import Callable
-from pathlib import Path
 
 import tensorflow as tf
 
 from models.errors import UserError
 
 TPU_ENV_HINTS = ("TPU_NAME", "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_WORKER_ID")
-BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,14 +159,6 @@ def select_placement(
         return Placement(strategy, "multi-cpu", strategy.num_replicas_in_sync)
     strategy = tf.distribute.get_strategy()
     return Placement(strategy, "gpu" if gpus else "cpu", 1)
-
-
-def cpu_supports_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
-    try:
-        flags = cpuinfo.read_text()
-    except OSError:
-        return False
-    return any(flag in flags.split() for flag in BF16_CPU_FLAGS)
 
 
 def gpu_present() -> bool:

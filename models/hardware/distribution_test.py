@@ -3,6 +3,7 @@
 import types
 
 from models.hardware import distribution
+from models.hardware.cpu_features import cpu_supports_bf16
 
 
 def fake_mirrored(made: dict):
@@ -54,9 +55,9 @@ def test_cpu_gets_the_default_strategy_and_bf16_only_when_asked(tmp_path):
     assert distribution.resolve_precision("fp32", gpu, gpu_bf16=lambda: True) == "fp32"
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("flags\t\t: fpu sse avx2 amx_bf16 amx_tile\n")
-    assert distribution.cpu_supports_bf16(cpuinfo)
+    assert cpu_supports_bf16(cpuinfo)
     cpuinfo.write_text("flags\t\t: fpu sse avx2\n")
-    assert not distribution.cpu_supports_bf16(cpuinfo)
+    assert not cpu_supports_bf16(cpuinfo)
 
 
 def test_no_tpu_hint_means_no_tpu(monkeypatch):

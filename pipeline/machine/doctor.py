@@ -102,10 +102,11 @@ def _hardware() -> str:
     import tensorflow as tf
 
     from models.hardware import distribution
+    from models.hardware.cpu_features import cpu_supports_bf16
 
     gpus = tf.config.list_physical_devices("GPU")
     tpu = distribution.tpu_address()
-    bf16 = distribution.cpu_supports_bf16()
+    bf16 = cpu_supports_bf16()
     return f"{os.cpu_count()} CPU cores, {len(gpus)} GPU(s), TPU: {tpu or 'none'}, CPU bf16: {'yes' if bf16 else 'no'}"
 
 
