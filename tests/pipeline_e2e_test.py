@@ -447,6 +447,36 @@ def test_bad_requests_get_a_clear_400(served_model, payload, message):
         tf_serving.predict(served_model, payload)
 
 
+def test_scoring_in_bf16_keeps_fp32s_answers_within_the_tolerance(first_run, review_texts, tmp_path):
+    """`hftfx predict --precision bf16` rewrites the same SavedModel to bf16 at load (emulated on a CPU without
+    AVX512-BF16 or AMX, as the line says): each probability within 0.01 of fp32's, at least 99.5% of labels equal.
+    `auto` on such a CPU computes in fp32."""
+    from models.hardware.cpu_features import cpu_supports_bf16
+    from models.serving.precision import PROBABILITY_TOLERANCE
+
+    pushed, texts = first_run[1].pushed_dir, review_texts[:400]
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)))
+    hftfx = [sys.executable, "-m", "pipeline.cli", "predict", "--model", pushed]
+    scored = tmp_path / "scored.jsonl"
+    done = subprocess.run(
+        [*hftfx, "--precision", "bf16", "--input", str(rows), "--output", str(scored)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "in bf16 (asked for" in done.stdout and "scoring in fp32" not in done.stderr
+    answers = sorted(map(json.loads, scored.read_text().splitlines()), key=lambda row: row["id"])
+    bf16 = np.array([[row["p_rotten"], row["p_fresh"]] for row in answers])
+    fp32 = serving_probabilities(pushed, texts)
+    assert np.abs(bf16 - fp32).max() <= PROBABILITY_TOLERANCE
+    assert (bf16.argmax(1) == fp32.argmax(1)).mean() >= 0.995
+    assert np.abs(bf16 - fp32).max() > 1e-6, "the rewrite ran: bf16 moves the answers a little"
+    auto = subprocess.run([*hftfx, "a wonderful film"], capture_output=True, text=True, timeout=300, check=False)
+    assert auto.returncode == 0, auto.stderr[-3000:]
+    expected = "in bf16 (auto: this CPU computes bf16 natively" if cpu_supports_bf16() else "in fp32 (auto: this CPU"
+    assert expected in auto.stdout
+
+
 def test_serve_check_cli_in_a_fresh_process(first_run):
     done = subprocess.run(
         [sys.executable, "-m", "pipeline.cli", "serve-check", first_run[1].pushed_dir],
@@ -464,19 +494,24 @@ def test_the_image_default_command_serves_as_a_vertex_custom_container(first_run
     """What a Vertex endpoint runs: `hftfx serve` with the variables Vertex AI sets in the container; the
     storage URI has a scheme, so the model is copied in through TF's filesystems as from gs://."""
     from models.serving import tf_serving
+    from models.serving.precision import PROBABILITY_TOLERANCE
 
     command = [sys.executable, "-m", "pipeline.cli", "serve"]
     with vertex_container.serving(command, f"file://{first_run[1].pushed_dir}") as container:
         request = {"instances": ["a warm, funny and moving film", "a tedious mess"], "parameters": {}}
         status, answer = vertex_container.http_json(container.predict, request)
         assert status == 200, answer
-        expected = tf_serving.predict(served_model, request)
-        assert [p["label"] for p in answer["predictions"]] == [p["label"] for p in expected["predictions"]]
-        for got, want in zip(answer["predictions"], expected["predictions"], strict=True):
-            # the same request, so the same shapes and sums on this CPU; 1e-5 covers the JSON round trip
-            assert got["probabilities"] == pytest.approx(want["probabilities"], abs=1e-5)
         assert vertex_container.http_json(container.predict, {"instances": [7]})[0] == 400
         assert vertex_container.http_json(container.base + "/elsewhere")[0] == 404
+    # --precision auto: bf16 on a CPU that computes it natively, else fp32, as the start line says
+    (started,) = [line for line in container.output if line.startswith("serving ")]
+    # fp32: the same request, so the same shapes and sums on this CPU; 1e-5 covers the JSON round trip
+    assert re.search(r" in (fp32|bf16) \(auto", started), started
+    bound = PROBABILITY_TOLERANCE if " in bf16 (auto" in started else 1e-5
+    expected = tf_serving.predict(served_model, request)
+    for got, want in zip(answer["predictions"], expected["predictions"], strict=True):
+        assert got["probabilities"] == pytest.approx(want["probabilities"], abs=bound)
+        assert got["label"] == want["label"] or abs(want["probabilities"][0] - 0.5) <= bound
 
 
 def _raw_exchange(base: str, request: bytes, wait: float) -> tuple[bytes, float]:
@@ -576,7 +611,8 @@ def test_the_server_answers_bad_input_with_its_reason_and_batches_concurrent_req
     types, columns and a tf.Example set twice: each a 4xx with its reason in bounded time, and the next normal request
     still answers; bodies of combining marks answer within a second, and a request behind them too.
     Concurrent one-text requests share model calls and get the answers they would get alone."""
-    command = [sys.executable, "-m", "pipeline.cli", "serve", "--read-timeout", "2"]
+    # fp32 on every CPU: the answers are compared with the SavedModel's own at 1e-5
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--read-timeout", "2", "--precision", "fp32"]
     with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
         _refuses_bad_requests_with_their_reasons(container)
         _combining_marks_answer_within_a_second(container)

@@ -84,6 +84,7 @@ def add_scoring(pipeline, job: BatchJob, plan: ScoringPlan) -> None:
         job.batch_size,
         job.progress_every,
         log_line,
+        job.precision,
     )
     write_rows(scored["scored"], job, plan)
     if log_line is not None:
@@ -143,7 +144,9 @@ def run_batch_prediction(job: BatchJob, default_beam_args: Sequence[str] = (), s
 
     plan = plan_job(job)
     print(
-        f"[predict] model {plan.model_dir} ({plan.contract.describe()}); input {job.input} ({plan.input_kind})",
+        f"[predict] model {plan.model_dir} ({plan.contract.describe()}"
+        + (f", in {job.precision.describe()}" if job.precision else "")
+        + f"); input {job.input} ({plan.input_kind})",
         file=stream,
         flush=True,
     )

@@ -8,6 +8,7 @@ import os
 import time
 from typing import Any
 
+from models.serving.precision import ServingPrecision
 from models.serving.prediction_log import LogSettings
 
 # Rows per serving_default call. It runs a call's rows shortest first in chunks of 32, each as wide as its
@@ -27,6 +28,7 @@ class BatchJob:
     beam_args: tuple[str, ...] = ()
     progress_every: int = 10_000
     log: LogSettings | None = None  # `hftfx predict --log-dir`: the answers also go to a prediction log
+    precision: ServingPrecision | None = None  # `hftfx predict --precision`: None computes in fp32
 
     @property
     def bad_rows_path(self) -> str:

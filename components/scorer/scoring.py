@@ -22,6 +22,7 @@ import apache_beam as beam
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
 
 from models.names import PROBABILITIES, TEXT_FEATURE
+from models.serving.precision import ServingPrecision
 
 
 class _WithoutMemoryProbeWarning(logging.Filter):
@@ -101,9 +102,12 @@ def json_safe(value: Any) -> Any:
 class TextClassifierHandler(ModelHandler[dict, PredictionResult, Any]):
     """RunInference's handler for the pushed text classifier: rows in, serving_default's outputs per row out."""
 
-    def __init__(self, model_dir: str, columns: ScoringColumns, batch_size: int):
+    def __init__(
+        self, model_dir: str, columns: ScoringColumns, batch_size: int, precision: ServingPrecision | None = None
+    ):
         super().__init__()
         self._model_dir = model_dir
+        self._precision = precision
         self._columns = columns
         self._batch_size = batch_size
 
@@ -111,7 +115,14 @@ class TextClassifierHandler(ModelHandler[dict, PredictionResult, Any]):
         import tensorflow as tf
         import tensorflow_text  # noqa: F401  (the tokenizer's ops, registered before loading)
 
-        return tf.saved_model.load(self._model_dir)
+        from models.serving.pushed_model import at_precision
+
+        model = tf.saved_model.load(self._model_dir)
+        if self._precision is not None:
+            chosen = at_precision(model, self._precision)
+            if chosen.precision != self._precision.precision:
+                print(f"[predict] scoring in {chosen.describe()}", file=sys.stderr, flush=True)
+        return model
 
     def run_inference(self, batch: Sequence[dict], model, inference_args=None) -> Iterable[PredictionResult]:
         from models.serving.pushed_model import (
@@ -241,11 +252,14 @@ def ScoreRows(
     batch_size: int,
     progress_every: int = 10_000,
     log_line: ToLogLine | None = None,
+    precision: ServingPrecision | None = None,
 ):
     """rows -> {"scored": output rows, BAD: rows set aside with their reason}, and with `log_line`,
     LOGGED: the sampled prediction-log lines."""
     checked = rows | "CheckRows" >> beam.ParDo(CheckRows(columns)).with_outputs(BAD, main="good")
-    inferred = checked.good | "RunInference" >> RunInference(TextClassifierHandler(model_dir, columns, batch_size))
+    inferred = checked.good | "RunInference" >> RunInference(
+        TextClassifierHandler(model_dir, columns, batch_size, precision)
+    )
     scored = (
         inferred
         | "ToOutputRow" >> beam.ParDo(ToOutputRow(columns.ids, label_names, multi_label))

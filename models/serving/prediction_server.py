@@ -42,8 +42,9 @@ from models.names import SERVING_DEFAULT, SERVING_TF_EXAMPLE
 from models.serving import tf_serving
 from models.serving.batcher import Batcher, BatchLimits, NeverFits, Saturated
 from models.serving.connection_guard import ConnectionLimits, guarded_protocol
+from models.serving.precision import ServingPrecision
 from models.serving.prediction_log import LogSettings, PredictionLog
-from models.serving.pushed_model import load_serving_model, newest_complete_version
+from models.serving.pushed_model import at_precision, load_serving_model, newest_complete_version
 
 DEFAULT_PORT = 8080
 DEFAULT_HEALTH_ROUTE = "/health"
@@ -270,9 +271,11 @@ def serve(
     host: str | None = None,
     limits: ServerLimits | None = None,
     log_settings: LogSettings | None = None,
+    precision: ServingPrecision | None = None,
 ) -> None:
-    """Loads the model (AIP_STORAGE_URI unless given), replays its warm-up requests, then serves until SIGTERM
-    (in-flight requests are answered first); with `log_settings`, sampled answers go to a prediction log."""
+    """Loads the model (AIP_STORAGE_URI unless given) in `precision` (fp32 unless given), replays its warm-up
+    requests, then serves until SIGTERM (in-flight requests are answered first); with `log_settings`, sampled
+    answers go to a prediction log."""
     import uvicorn
 
     limits = limits or ServerLimits()
@@ -282,13 +285,15 @@ def serve(
     # A base path in a bucket: its newest complete version is found there and only that one is copied down.
     version_uri = newest_complete_version(model_uri) if is_remote(model_uri) else model_uri
     version_dir, model = load_serving_model(localize(version_uri))
+    precision = at_precision(model, precision or ServingPrecision("fp32", "the default"))
     replayed = tf_serving.replay_warmup_requests(model, str(version_dir))
     log = PredictionLog(log_settings, version_dir.name) if log_settings is not None else None
     health_route = os.environ.get("AIP_HEALTH_ROUTE", DEFAULT_HEALTH_ROUTE)
     predict_route = os.environ.get("AIP_PREDICT_ROUTE", DEFAULT_PREDICT_ROUTE)
     host, port = host or default_host(), port or int(os.environ.get("AIP_HTTP_PORT", DEFAULT_PORT))
     print(
-        f"serving {version_dir} ({replayed} warm-up requests replayed) on {host}:{port}: POST {predict_route}, "
+        f"serving {version_dir} in {precision.describe()}, {replayed} warm-up requests replayed, on {host}:{port}: "
+        f"POST {predict_route}, "
         f"GET {health_route}; batches of up to {limits.batching.max_batch} rows, "
         f"{limits.batching.batch_wait_s * 1e3:g} ms wait"
         + (f"; logging {log_settings.sample:.0%} of rows to {log.folder}" if log is not None else ""),

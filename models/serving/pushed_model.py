@@ -11,8 +11,10 @@ import tensorflow_text  # noqa: F401  (the transform graph's ops must be registe
 
 from models.errors import UserError
 from models.names import PROBABILITIES, SERVING_DEFAULT
+from models.serving import tf_serving
+from models.serving.precision import ServingPrecision, apply_precision
 from models.serving.signatures import TEXT_INPUT, TEXT_PAIR_INPUT
-from models.serving.tf_serving import BadRequestError
+from models.serving.tf_serving import WARMUP_TEXTS, BadRequestError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +63,14 @@ def newest_complete_version(path: str) -> str:
 def load_serving_model(path: str | Path):
     version_dir = resolve_version_dir(path)
     return version_dir, tf.saved_model.load(str(version_dir))
+
+
+def at_precision(model, choice: ServingPrecision) -> ServingPrecision:
+    """The precision `model` answers in from now on: `choice`, if in bf16 its answers to the warm-up texts stay
+    those of fp32 (models/serving/precision.py), else fp32 with the reason."""
+    texts = list(WARMUP_TEXTS)
+    pairs = texts if len(tf_serving.text_inputs(model)) == 2 else None
+    return apply_precision(choice, lambda: [p.probabilities for p in predict_texts(model, texts, pairs)])
 
 
 def predict_texts(model, texts: Sequence[str], text_pairs: Sequence[str] | None = None) -> list[Prediction]:

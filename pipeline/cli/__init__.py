@@ -10,6 +10,7 @@ from components import run_parameters
 from components.scorer.records import DEFAULT_BATCH_SIZE
 from models.errors import UserError
 from models.serving.config import ServingConfig
+from models.serving.precision import PROBABILITY_TOLERANCE, SERVING_PRECISIONS
 from pipeline.cli.commands import (
     cmd_compile,
     cmd_doctor,
@@ -172,6 +173,7 @@ def _add_predict_commands(commands, shared: SharedOptions) -> None:
     )
     predict.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key")
     predict.add_argument("--max-replicas", type=int, default=4, help="with --on vertex: most machines the job uses")
+    _add_precision_option(predict)
     _add_log_options(predict)
     predict.set_defaults(handler=cmd_predict)
 
@@ -213,8 +215,17 @@ def _add_serving_commands(commands, shared: SharedOptions) -> None:
     )
     serve.add_argument("--max-queued-rows", type=int, help="rows waiting for the model before a 503 (default 1024)")
     serve.add_argument("--max-call-mb", type=float, help="text MB per model call (default 4)")
+    _add_precision_option(serve)
     _add_log_options(serve)
     serve.set_defaults(handler=cmd_serve)
+
+
+def _add_precision_option(parser) -> None:
+    parser.add_argument(
+        "--precision", choices=SERVING_PRECISIONS, default="auto",
+        help="auto (default): bf16 on CPUs that compute it natively (AVX512-BF16, AMX) when the model's warm-up "
+        f"answers stay within {PROBABILITY_TOLERANCE:g} of fp32's, else fp32; the SavedModel itself stays fp32",
+    )  # fmt: skip
 
 
 def _add_log_options(parser) -> None:

@@ -130,23 +130,31 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise UserError("hftfx predict needs --model serving/<name> (or a version folder) of a pushed model")
     if args.log_dir and not args.input:
         raise UserError("--log-dir logs a batch job's answers (--input); `hftfx serve --log-dir` logs a server's")
+    precision = _serving_precision(args)  # before TensorFlow loads: bf16 turns its oneDNN ops on
     if args.input or args.output:
-        return _predict_file(args)
+        return _predict_file(args, precision)
     from models.serving import tf_serving
-    from models.serving.pushed_model import load_serving_model, predict_texts, prediction_lines, split_pairs
+    from models.serving.pushed_model import (
+        at_precision,
+        load_serving_model,
+        predict_texts,
+        prediction_lines,
+        split_pairs,
+    )
 
     texts = args.texts or [line.rstrip("\n") for line in sys.stdin if line.strip()]
     model_dir, model = load_serving_model(args.model)
+    precision = at_precision(model, precision)
     pairs = None
     if len(tf_serving.text_inputs(model)) == 2:  # a sentence-pair model: TEXT<TAB>TEXT_PAIR
         texts, pairs = split_pairs(texts, args.pair_separator, model_dir)
-    print(f"model: {model_dir}")
+    print(f"model: {model_dir}, in {precision.describe()}")
     for line in prediction_lines(predict_texts(model, texts, pairs)):
         print(line)
     return 0
 
 
-def _predict_file(args: argparse.Namespace) -> int:
+def _predict_file(args: argparse.Namespace, precision) -> int:
     from components.scorer.job import run_batch_prediction
     from components.scorer.records import BatchJob
     from components.scorer.rows import BatchInputError
@@ -163,6 +171,7 @@ def _predict_file(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         beam_args=tuple(args.beam_arg or ()),
         log=_log_settings(args),
+        precision=precision,
     )
     print(run_batch_prediction(job, [f"--runner={pipeline_config.LOCAL_BEAM_RUNNER}"]).render())
     return 0
@@ -406,6 +415,7 @@ def _forget_span(args: argparse.Namespace, overrides: dict) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    precision = _serving_precision(args)  # before TensorFlow loads: bf16 turns its oneDNN ops on
     from models.serving.prediction_server import limits_from, serve
 
     limits = limits_from({
@@ -420,8 +430,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "max_queued_rows": args.max_queued_rows,
         "max_call_bytes": None if args.max_call_mb is None else int(args.max_call_mb * 1e6),
     })  # fmt: skip
-    serve(args.model, args.port, args.host, limits, _log_settings(args))
+    serve(args.model, args.port, args.host, limits, _log_settings(args), precision)
     return 0
+
+
+def _serving_precision(args: argparse.Namespace):
+    """--precision for this CPU, with the process prepared for it; chosen before TensorFlow is imported."""
+    from models.serving.precision import choose_serving_precision, prepare_process
+
+    choice = choose_serving_precision(args.precision)
+    prepare_process(choice)
+    return choice
 
 
 def _log_settings(args: argparse.Namespace):
