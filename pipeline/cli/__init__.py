@@ -10,7 +10,7 @@ from components import run_parameters
 from components.scorer.records import DEFAULT_BATCH_SIZE
 from models.errors import UserError
 from models.serving.config import ServingConfig
-from models.serving.precision import PROBABILITY_TOLERANCE, SERVING_PRECISIONS
+from models.serving.precision import BF16_DRIFT_LIMIT, SERVING_PRECISIONS
 from pipeline.cli.commands import (
     cmd_compile,
     cmd_doctor,
@@ -224,7 +224,7 @@ def _add_precision_option(parser) -> None:
     parser.add_argument(
         "--precision", choices=SERVING_PRECISIONS, default="auto",
         help="auto (default): bf16 on CPUs that compute it natively (AVX512-BF16, AMX) when the model's warm-up "
-        f"answers stay within {PROBABILITY_TOLERANCE:g} of fp32's, else fp32; the SavedModel itself stays fp32",
+        f"answers stay within {BF16_DRIFT_LIMIT:g} of fp32's, else fp32; the SavedModel itself stays fp32",
     )  # fmt: skip
 
 
