@@ -16,6 +16,7 @@ from components.trainer.config import TrainerSettings
 from components.trainer.data import count_records, window_count
 from models.errors import UserError
 from models.hardware import distribution
+from models.hardware.cpu_features import cpu_supports_bf16
 from models.hub.pretrained import model_files, read_config, resolve_model_dir
 from models.serving.hf_export import hf_format_dir
 from models.tokenizers.tokenizer import tokenizer_spec
@@ -123,8 +124,9 @@ def plan_training(fn_args, settings: TrainerSettings, placement: distribution.Pl
             "lower training.batch_size or add data"
         )
     examples = "examples" if window_count(settings) is None else "examples (windows of the texts)"
+    why = distribution.precision_reason(training.precision, precision, placement, cpu_supports_bf16())
     print(
-        f"[Trainer] {placement.describe()}, {precision}, global batch {plan.global_batch}, "
+        f"[Trainer] {placement.describe()}, {precision} ({why}), global batch {plan.global_batch}, "
         f"{plan.steps_per_execution} step(s) per execution; {plan.train_count} train / "
         f"{plan.eval_count} eval {examples}; {plan.epochs.describe()} x {plan.steps_per_epoch} steps; "
         f"labels {list(settings.label_names)}",

@@ -200,6 +200,22 @@ def resolve_precision(
     return "bf16" if gpu_bf16() else "fp16"
 
 
+def precision_reason(requested: str, chosen: str, placement: Placement, native_cpu_bf16: bool) -> str:
+    """Why `chosen` for the Trainer's line: the user asked, or what auto read from the hardware."""
+    if placement.kind == "tpu":
+        return "TPUs compute bf16"
+    if requested != "auto":
+        return "asked for"
+    if chosen != "fp32":
+        return "auto: this GPU computes bf16" if chosen == "bf16" else "auto: this GPU's tensor cores compute fp16"
+    if native_cpu_bf16:
+        return (
+            "auto: fp32 on CPUs, also this one with native bf16, until `make bench-seeds` at bf16 shows its accuracy "
+            "within fp32's seed spread; --precision bf16 to take it"
+        )
+    return "auto: this CPU has no native bf16 (AVX512-BF16, AMX)"
+
+
 def resolve_steps_per_execution(requested: int | str, placement: Placement) -> int:
     """Training steps run per call from the host: TPU_STEPS_PER_EXECUTION on TPUs, where each call is a round
     trip to the TPU host that would otherwise idle the chips between steps; 1 on CPUs and GPUs, where a step's

@@ -139,3 +139,14 @@ def test_a_cluster_role_gives_the_multi_worker_strategy_before_any_other_choice(
     assert made == {"gpus": False}  # no GPU here: the ring over gRPC
     assert distribution.resolve_precision("auto", placement) == "fp32"
     assert "worker 0 of 2 workers" in placement.describe()
+
+
+def test_the_trainer_says_why_its_precision():
+    cpu, gpu, tpu = (distribution.Placement(None, kind, 1) for kind in ("cpu", "gpu", "tpu"))
+    assert distribution.precision_reason("auto", "fp32", cpu, native_cpu_bf16=False) == (
+        "auto: this CPU has no native bf16 (AVX512-BF16, AMX)"
+    )
+    assert "until `make bench-seeds` at bf16" in distribution.precision_reason("auto", "fp32", cpu, True)
+    assert distribution.precision_reason("bf16", "bf16", cpu, False) == "asked for"
+    assert distribution.precision_reason("auto", "fp16", gpu, False) == "auto: this GPU's tensor cores compute fp16"
+    assert distribution.precision_reason("fp32", "bf16", tpu, False) == "TPUs compute bf16"
