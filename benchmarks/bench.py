@@ -82,7 +82,7 @@ def _examples_per_second(model, dataset, steps, records: list | None = None) -> 
 
 def _utilization_row(name: str, model, records, steps: int, examples_per_second: float, peak) -> Row:
     """Model FLOP/s of the timed steps (their real padded shapes) against the peak measured in this run."""
-    meter = TrainingMeter(EncoderShape.from_config(model.config), peak, records=records)
+    meter = TrainingMeter(model.encoder_shape(), peak, records=records)
     gflops = meter.model_gflops(steps, steps * BATCH / examples_per_second)
     return Row(name, f"{gflops:.1f} GFLOP/s", f"{peak.gflops:.0f} GFLOP/s peak", f"{gflops / peak.gflops:.0%}")
 

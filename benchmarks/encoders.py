@@ -167,15 +167,12 @@ def _memory_rows(width: int, batch: int) -> list[list[str]]:
 
 
 def _modernbert_rows(widths: list[int], steps: int, peak) -> list[list[str]]:
-    from types import SimpleNamespace
-
     from models.encoders import classifier
     from models.encoders.step_memory import FITS_SHARE, GIB, machine_memory, recompute_blocks_pays, step_memory
-    from models.hardware.flops import EncoderShape
 
     rows = []
     memory = machine_memory()
-    shape = EncoderShape.from_config(SimpleNamespace(**MODERNBERT_BASE, num_labels=2, feed_forward_matrices=3))
+    shape = classifier.encoder_shape(MODERNBERT_BASE, 2)
     can = classifier.can_recompute_blocks(classifier.block_dropout(MODERNBERT_BASE))
     for width in widths:
         batch = max(1, 1024 // width)

@@ -136,7 +136,6 @@ def profile_steps(steps: int, warmup_steps: int = 30) -> StepProfile:
     from components.trainer.module import compile_for_training
     from components.trainer.training_meter import TrainingMeter, record_batch_shapes
     from models.encoders.from_folder import build_classifier
-    from models.hardware.flops import EncoderShape
     from models.hardware.machine_peak import matmul_peak
     from models.training.config import TrainingConfig
 
@@ -148,7 +147,7 @@ def profile_steps(steps: int, warmup_steps: int = 30) -> StepProfile:
     model.bound_width(MAX_LEN)  # as the Trainer bounds it
     compile_for_training(model, training, steps + warmup_steps)
     model.fit(data, steps_per_epoch=warmup_steps, epochs=1, verbose=0)
-    shape = EncoderShape.from_config(model.config)
+    shape = model.encoder_shape()
     unprofiled, profiled = TrainingMeter(shape, None), TrainingMeter(shape, None)
     started = time.perf_counter()
     model.fit(record_batch_shapes(data, unprofiled.records), steps_per_epoch=steps, epochs=1, verbose=0)

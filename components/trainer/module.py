@@ -48,7 +48,6 @@ from components.trainer.training_meter import TrainingMeter, record_batch_shapes
 from components.trainer.training_record import TrainingRecord
 from models.encoders.from_folder import build_classifier, weights_only_copy
 from models.hardware import distribution
-from models.hardware.flops import EncoderShape
 from models.hardware.machine_peak import matmul_peak
 from models.names import TEXT_FEATURES, WINDOW_MASK
 from models.serving import signatures, tf_serving
@@ -107,7 +106,7 @@ def compile_for_training(
     """AdamW with linear warm-up and decay (models/training/optimizer.py), clipped at the recipe's global norm,
     cross-entropy on logits. The recipe's `auto` settings are chosen from the model built (a local run's
     preflight has already chosen them the same way from the same config.json)."""
-    recipe = choose_recipe(EncoderShape.from_config(model.config), model.config.model_type, training)
+    recipe = choose_recipe(model.encoder_shape(), model.config.model_type, training)
     optimizer = adamw_with_warmup(
         recipe.learning_rate,
         total_steps=total_steps,
@@ -291,7 +290,7 @@ def recompute_blocks_where_needed(model, settings) -> None:
     from models.encoders.step_memory import GIB, machine_memory, recompute_blocks_pays, step_memory, texts_of
 
     training = settings.training
-    shape, batch, width = EncoderShape.from_config(model.config), training.batch_size, settings.model.max_seq_length
+    shape, batch, width = model.encoder_shape(), training.batch_size, settings.model.max_seq_length
     can = can_recompute_blocks(block_dropout(model.hf_config), training.dropout)
     if not recompute_blocks_pays(shape, batch, width, machine_memory(), can):
         return
@@ -335,7 +334,7 @@ def measured_meter(model, plan: TrainingPlan, packing: PackingChoice) -> Trainin
     if placement.kind != "tpu":
         peak = matmul_peak(distribution.MATMUL_DTYPE[plan.precision])
         print(f"[Trainer] {peak.describe()} (measured now)", flush=True)
-    shape = EncoderShape.from_config(model.config, embeddings_trained=not training.freeze_embeddings)
+    shape = model.encoder_shape(embeddings_trained=not training.freeze_embeddings)
     share = 1 / placement.replicas if placement.kind in ("multi-gpu", "multi-worker") else 1.0
     unpacked = packing.padding_before if packing.packed else None
     return TrainingMeter(shape, peak, share=share, padding_one_per_row=unpacked)

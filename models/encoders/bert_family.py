@@ -49,6 +49,7 @@ BERT_HEAD, ROBERTA_HEAD, ELECTRA_HEAD, DISTILBERT_HEAD, ALBERT_HEAD = (
 )
 
 FEED_FORWARD_MATRICES = 2  # up, down
+OTHER_PREFIXES: tuple[str, ...] = ()  # its checkpoints use one prefix
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +172,14 @@ class Sizes:
     epsilon: float
     pad_id: int
     init_std: float
+
+    @property
+    def activations(self) -> tuple[str, ...]:
+        return (self.activation,)
+
+    @property
+    def block_dropout(self) -> None:
+        return None  # its blocks are never recomputed (layers.run_block)
 
     @classmethod
     def of(cls, config: dict) -> Sizes:

@@ -22,6 +22,7 @@ import tf_keras
 from models.encoders import bert_family, checkpoint_file, deberta_v2, eurobert, gte, modernbert, packed_rows
 from models.encoders.layers import TorchParam, UnsupportedConfigError, activation, bound_width
 from models.errors import UserError
+from models.hardware.flops import EncoderShape
 
 # model_type -> (module computing it, transformers' sequence-classification class it stands for)
 ARCHITECTURES = {
@@ -38,7 +39,7 @@ PORTED_FAMILIES = (
 _LAYER_NORM_RENAMES = {".gamma": ".weight", ".beta": ".bias"}  # checkpoints older than PyTorch's names
 # encoder prefix -> the other prefixes checkpoints of that family carry (each module's OTHER_PREFIXES)
 _OTHER_PREFIXES = {module.PREFIX: module.OTHER_PREFIXES for module, _ in ARCHITECTURES.values()
-                   if hasattr(module, "OTHER_PREFIXES")}  # fmt: skip
+                   if module.OTHER_PREFIXES}  # fmt: skip
 
 
 class CheckpointError(UserError, ValueError):
@@ -81,9 +82,20 @@ def check_config(config: dict) -> None:
             raise UnsupportedConfigError(f"{name} size {value!r} (our encoders take 1 to {maximum:,})")
     if sizes.hidden % sizes.heads:
         raise UnsupportedConfigError(f"hidden size {sizes.hidden}, which {sizes.heads} attention heads do not divide")
-    for name in ("activation", "classifier_activation", "pooler_activation"):  # each family has those it has
-        if hasattr(sizes, name):
-            activation(getattr(sizes, name))
+    for name in sizes.activations:
+        activation(name)
+
+
+def encoder_shape(config: dict, num_labels: int, embeddings_trained: bool = True) -> EncoderShape:
+    """The encoder as the FLOP count and the recipe read it, from its family's own sizes (the family knows the names
+    its config.json uses)."""
+    module = module_for(config)
+    sizes = module.Sizes.of(config)
+    return EncoderShape(
+        layers=sizes.layers, hidden=sizes.hidden, intermediate=sizes.intermediate, heads=sizes.heads,
+        num_labels=num_labels, embeddings_trained=embeddings_trained,
+        feed_forward_matrices=module.FEED_FORWARD_MATRICES, vocab=sizes.vocab,
+    )  # fmt: skip
 
 
 def describe(config: dict) -> str:
@@ -97,14 +109,13 @@ def describe(config: dict) -> str:
 
 def warmup_ratio(model_type: str | None) -> float | None:
     """The warm-up its family's fine-tuning recipe uses, where the family's module says one (RoBERTa's 6%)."""
-    module = ARCHITECTURES.get(model_type, (None,))[0]
-    return module.warmup_ratio(model_type) if hasattr(module, "warmup_ratio") else None
+    return ARCHITECTURES[model_type][0].warmup_ratio(model_type) if model_type in ARCHITECTURES else None
 
 
 def block_dropout(config: dict) -> float | None:
     """The largest dropout inside the encoder's blocks, for families that can recompute them in the backward pass
     (layers.run_block: the long-position ones, whose Sizes say it); None for the others."""
-    return getattr(module_for(config).Sizes.of(config), "block_dropout", None)
+    return module_for(config).Sizes.of(config).block_dropout
 
 
 def can_recompute_blocks(rate: float | None, dropout: float | None = None) -> bool:
@@ -134,7 +145,7 @@ class SequenceClassifier(tf_keras.Model):
         # As JSON: Keras would track a dict attribute as a wrapper that json cannot write.
         self._hf_config_json = json.dumps(hf_config, sort_keys=True)
         self.config = types.SimpleNamespace(
-            **hf_config, num_labels=len(label_names), feed_forward_matrices=module.FEED_FORWARD_MATRICES
+            **hf_config, num_labels=len(label_names)
         )
         self.label_names, self.multi_label = list(label_names), multi_label
         self.widest: int | None = None  # bound_width's
@@ -145,6 +156,9 @@ class SequenceClassifier(tf_keras.Model):
     def hf_config(self) -> dict:
         """config.json as transformers 5 reads it back: the checkpoint's, with the task's labels and class."""
         return json.loads(self._hf_config_json)
+
+    def encoder_shape(self, embeddings_trained: bool = True) -> EncoderShape:
+        return encoder_shape(self.hf_config, len(self.label_names), embeddings_trained)
 
     def call(self, inputs, training=False):
         """Logits [texts, labels]: one text a row, or packed rows (packed_rows.py) whose texts the head reads apart."""

@@ -38,6 +38,7 @@ PREFIX = "deberta"
 C2P, P2C = "c2p", "p2c"
 
 FEED_FORWARD_MATRICES = 2  # up, down
+OTHER_PREFIXES: tuple[str, ...] = ()  # its checkpoints use one prefix
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +72,14 @@ class Sizes:
     def span(self) -> int:
         """Relative positions each side the table holds (att_span in transformers)."""
         return self.position_buckets if self.position_buckets > 0 else self.max_relative_positions
+
+    @property
+    def activations(self) -> tuple[str, ...]:
+        return (self.activation, self.pooler_activation)
+
+    @property
+    def block_dropout(self) -> None:
+        return None  # its blocks are never recomputed (layers.run_block)
 
     @classmethod
     def of(cls, config: dict) -> Sizes:
@@ -299,3 +308,7 @@ class Head(tf_keras.layers.Layer):
     def torch_params(self) -> Iterator[TorchParam]:
         yield from dense_params("pooler.dense", self.pooler)
         yield from dense_params("classifier", self.classifier)
+
+
+def warmup_ratio(model_type: str) -> float | None:
+    return None  # the recipe's default warm-up

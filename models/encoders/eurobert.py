@@ -37,6 +37,7 @@ from models.encoders.rotary import default_theta, rotary_tables, rotate
 
 PREFIX = "model"
 FEED_FORWARD_MATRICES = 3  # gate, up, down
+OTHER_PREFIXES: tuple[str, ...] = ()  # its checkpoints use one prefix
 DEFAULT_THETA = 10_000.0  # transformers' default rope_theta
 POOLINGS = ("bos", "mean", "late")
 
@@ -64,6 +65,10 @@ class Sizes:
     def block_dropout(self) -> float:
         """The only dropout inside a block, attention's (what would make recomputing it inexact: layers.run_block)."""
         return self.attention_dropout
+
+    @property
+    def activations(self) -> tuple[str, ...]:
+        return (self.activation,)
 
     @classmethod
     def of(cls, config: dict) -> Sizes:
@@ -208,3 +213,7 @@ class Head(tf_keras.layers.Layer):
     def torch_params(self) -> Iterator[TorchParam]:
         yield from dense_params("dense", self.dense)
         yield from dense_params("classifier", self.classifier)
+
+
+def warmup_ratio(model_type: str) -> float | None:
+    return None  # the recipe's default warm-up

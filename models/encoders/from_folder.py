@@ -11,14 +11,12 @@ from is models/hub/pretrained.py's.
 from __future__ import annotations
 
 import dataclasses
-import types
 from collections.abc import Sequence
 from pathlib import Path
 
 from models.encoders import checkpoint_file, classifier
 from models.encoders.layers import UnsupportedConfigError
 from models.errors import UserError
-from models.hardware.flops import EncoderShape
 from models.hub.pretrained import ModelFiles, read_config
 
 
@@ -85,12 +83,10 @@ def encoder_shape(directory: Path, embeddings_trained: bool = True):
     """The encoder's sizes as the FLOP count reads them (models/hardware/flops.py), or a refusal naming the reason."""
     check_architecture(directory)
     settings = read_config(directory)
-    matrices = classifier.module_for(settings).FEED_FORWARD_MATRICES
-    config = types.SimpleNamespace(**settings, num_labels=2, feed_forward_matrices=matrices)
     try:
-        return EncoderShape.from_config(config, embeddings_trained=embeddings_trained)
-    except ValueError as error:
-        raise UnsupportedModelError(f"the model in {directory}: {error}") from error
+        return classifier.encoder_shape(settings, 2, embeddings_trained)
+    except KeyError as error:
+        raise UnsupportedModelError(f"the config.json of {directory} lacks {error}") from error
 
 
 def block_dropout(directory: Path) -> float | None:

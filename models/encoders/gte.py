@@ -63,6 +63,10 @@ class Sizes:
         """The largest dropout inside a block (what would make recomputing it inexact: layers.run_block)."""
         return max(self.hidden_dropout, self.attention_dropout)
 
+    @property
+    def activations(self) -> tuple[str, ...]:
+        return (self.activation,)
+
     @classmethod
     def of(cls, config: dict) -> Sizes:
         dropout = config.get("hidden_dropout_prob", 0.1)
@@ -179,3 +183,7 @@ class Head(tf_keras.layers.Layer):
     def torch_params(self) -> Iterator[TorchParam]:
         yield from dense_params(f"{PREFIX}.pooler.dense", self.pooler)
         yield from dense_params("classifier", self.classifier)
+
+
+def warmup_ratio(model_type: str) -> float | None:
+    return None  # the recipe's default warm-up

@@ -42,6 +42,7 @@ FULL, SLIDING = "full_attention", "sliding_attention"
 DEFAULT_THETA = {FULL: 160_000.0, SLIDING: 10_000.0}  # ModernBertConfig.default_theta
 PREFIX = "model"
 FEED_FORWARD_MATRICES = 3  # GeGLU: Wi holds the input and the gate, then Wo
+OTHER_PREFIXES: tuple[str, ...] = ()  # its checkpoints use one prefix
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +77,10 @@ class Sizes:
     def block_dropout(self) -> float:
         """The largest dropout inside a block (what would make recomputing it inexact: layers.run_block)."""
         return max(self.attention_dropout, self.mlp_dropout)
+
+    @property
+    def activations(self) -> tuple[str, ...]:
+        return (self.activation, self.classifier_activation)
 
     @classmethod
     def of(cls, config: dict) -> Sizes:
@@ -224,3 +229,7 @@ class Head(tf_keras.layers.Layer):
         yield from dense_params("head.dense", self.dense)
         yield from norm_params("head.norm", self.norm)
         yield from dense_params("classifier", self.classifier)
+
+
+def warmup_ratio(model_type: str) -> float | None:
+    return None  # the recipe's default warm-up

@@ -1,4 +1,4 @@
-"""Model FLOPs of a BERT-family classifier, from its config and the padded batch shapes it actually ran.
+"""Model FLOPs of an encoder classifier, from its sizes (its family reads them: classifier.encoder_shape).
 
 Counts the matrix multiplications, which are all but a sliver of the work: per layer and token the Q, K, V
 and output projections (4 h^2 multiply-adds) and the feed-forward (2 h i), per layer and token pair the
@@ -13,7 +13,6 @@ understated.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,29 +26,6 @@ class EncoderShape:
     # matrices of intermediate width per feed-forward: 2 (up, down), 3 with a gated unit (GeGLU, SwiGLU)
     feed_forward_matrices: int = 2
     vocab: int = 0  # the word embeddings' rows: weights the FLOP count leaves out, and the memory estimate counts
-
-    @classmethod
-    def from_config(cls, config: Any, embeddings_trained: bool = True) -> EncoderShape:
-        """From a config.json read as attributes; BERT's names (RoBERTa, XLM-R, ALBERT, DeBERTa, MPNet,
-        ModernBERT, GTE and EuroBERT use them too) and DistilBERT's own; `feed_forward_matrices` as our classifier's
-        config carries it (its family module's, models/encoders/classifier.py)."""
-
-        def first(*names: str) -> int:
-            for name in names:
-                if getattr(config, name, None) is not None:
-                    return int(getattr(config, name))
-            raise ValueError(f"{type(config).__name__} has none of {names}: cannot count its FLOPs")
-
-        return cls(
-            layers=first("num_hidden_layers", "n_layers"),
-            hidden=first("hidden_size", "dim"),
-            intermediate=first("intermediate_size", "hidden_dim"),
-            heads=first("num_attention_heads", "n_heads"),
-            num_labels=first("num_labels"),
-            embeddings_trained=embeddings_trained,
-            feed_forward_matrices=int(getattr(config, "feed_forward_matrices", 2)),
-            vocab=int(getattr(config, "vocab_size", 0) or 0),
-        )
 
     @property
     def layer_matrix_weights(self) -> int:

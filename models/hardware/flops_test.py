@@ -55,7 +55,7 @@ def _walk(node):
 @pytest.mark.parametrize(("batch", "width"), [(2, 16), (4, 40)])
 def test_forward_flops_match_tensorflows_count_of_the_matmuls(tiny_bert_dir, batch, width):
     model, _ = build_classifier(model_files(tiny_bert_dir), ["a", "b", "c"])
-    shape = EncoderShape.from_config(model.config)
+    shape = model.encoder_shape()
     assert (shape.layers, shape.hidden, shape.intermediate, shape.num_labels) == (2, 64, 128, 3)
     counted = _tf_matmul_flops(_forward(model), batch, width)
     ours = shape.forward_flops(batch, batch * width, batch * width * width)
@@ -72,8 +72,8 @@ def test_training_flops_follow_tensorflows_count_when_the_embeddings_are_frozen(
     counted_trained = _tf_matmul_flops(_gradients(trained), batch, width)
     counted_saving = counted_trained - _tf_matmul_flops(_gradients(frozen), batch, width)
     totals = (batch, batch * width, batch * width * width)
-    ours_trained = EncoderShape.from_config(trained.config).training_flops(*totals)
-    ours_frozen = EncoderShape.from_config(frozen.config, embeddings_trained=False).training_flops(*totals)
+    ours_trained = trained.encoder_shape().training_flops(*totals)
+    ours_frozen = frozen.encoder_shape(embeddings_trained=False).training_flops(*totals)
     assert counted_saving > 0
     assert ours_trained - ours_frozen == pytest.approx(counted_saving, rel=0.02)
 

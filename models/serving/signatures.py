@@ -162,7 +162,7 @@ class ServingModule(tf.Module):
     def _represent_raw(self, raw_features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         inputs, windows = self._model_inputs(raw_features)
         pooled = logits_by_length(
-            self.model.pooled, inputs, inputs[ATTENTION_MASK], num_labels=int(self.model.config.hidden_size)
+            self.model.pooled, inputs, inputs[ATTENTION_MASK], num_labels=self.model.encoder_shape().hidden
         )
         return {REPRESENTATION: self._per_text(pooled, windows)}  # a text's representation: its windows' mean
 

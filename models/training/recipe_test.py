@@ -3,13 +3,14 @@
 import pytest
 from transformers import BertConfig, RobertaConfig
 
+from models.encoders.classifier import encoder_shape
 from models.hardware.flops import EncoderShape
 from models.training.config import TrainingConfig
 from models.training.recipe import choose_recipe, encoder_parameters
 
 
 def _shape(config) -> EncoderShape:
-    return EncoderShape.from_config(config)
+    return encoder_shape(config.to_dict(), 2)
 
 
 MINILM_L6 = BertConfig(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536)
