@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import ClassVar
 
 import tensorflow as tf
 import tf_keras
@@ -20,6 +21,7 @@ from models.encoders.dropout import Dropout
 from models.encoders.layers import (
     BoundedWidth,
     TorchParam,
+    UnsupportedConfigError,
     activation,
     attention_bias,
     dense,
@@ -43,6 +45,12 @@ DEFAULT_THETA = 160_000.0  # GteConfig.default_theta
 
 @dataclasses.dataclass(frozen=True)
 class Sizes:
+    """Borrowed by the families built as GTE is (NomicBERT, Jina v3), each with its config class's defaults."""
+
+    DEFAULTS: ClassVar[dict] = {
+        "max_position_embeddings": 8192, "type_vocab_size": 1, "rope_theta": DEFAULT_THETA, "layer_norm_eps": 1e-12,
+        "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.0,
+    }  # fmt: skip
     vocab: int
     hidden: int
     intermediate: int
@@ -69,15 +77,21 @@ class Sizes:
 
     @classmethod
     def of(cls, config: dict) -> Sizes:
-        dropout = config.get("hidden_dropout_prob", 0.1)
-        classifier_dropout = config.get("classifier_dropout")
+        def get(key: str):
+            return config.get(key, cls.DEFAULTS[key])
+
+        dropout, classifier_dropout = get("hidden_dropout_prob"), config.get("classifier_dropout")
+        hidden, heads = config["hidden_size"], config["num_attention_heads"]
+        head_dim = config.get("head_dim") or hidden // heads
+        if head_dim * heads != hidden:
+            raise UnsupportedConfigError(f"head_dim {head_dim} x {heads} heads, not hidden size {hidden}")
         return cls(
             vocab=config["vocab_size"], hidden=config["hidden_size"], intermediate=config["intermediate_size"],
             heads=config["num_attention_heads"], layers=config["num_hidden_layers"],
-            positions=config.get("max_position_embeddings", 8192), type_vocab=config.get("type_vocab_size", 1) or 0,
-            theta=default_theta(config, DEFAULT_THETA), epsilon=config.get("layer_norm_eps", 1e-12),
-            activation=config.get("hidden_act", "gelu"), hidden_dropout=dropout,
-            attention_dropout=config.get("attention_probs_dropout_prob", 0.0),
+            positions=get("max_position_embeddings"), type_vocab=get("type_vocab_size") or 0,
+            theta=default_theta(config, cls.DEFAULTS["rope_theta"]), epsilon=get("layer_norm_eps"),
+            activation=get("hidden_act"), hidden_dropout=dropout,
+            attention_dropout=get("attention_probs_dropout_prob"),
             classifier_dropout=dropout if classifier_dropout is None else classifier_dropout,
             init_std=config.get("initializer_range", 0.02),
         )  # fmt: skip
@@ -131,14 +145,24 @@ class Block(BoundedWidth, tf_keras.layers.Layer):
 
 
 class Encoder(tf_keras.layers.Layer):
+    """Borrowed by NomicBERT and Jina v3 with their own sizes, blocks and checkpoint names."""
+
+    SIZES: ClassVar[type[Sizes]] = Sizes
+    PREFIX: ClassVar[str] = PREFIX
+    LAYERS: ClassVar[str] = "encoder.layer"  # where the checkpoint keeps its blocks, under PREFIX
+    EMBEDDING_NORM: ClassVar[str] = "embeddings.LayerNorm"
+
+    def make_block(self, sizes: Sizes, name: str) -> tf_keras.layers.Layer:
+        return Block(sizes, name=name)
+
     def __init__(self, config: dict, **kwargs):
         super().__init__(**kwargs)
-        self.sizes = sizes = Sizes.of(config)
+        self.sizes = sizes = self.SIZES.of(config)
         self.words = embedding(sizes.vocab, sizes.hidden, "word_embeddings", std=sizes.init_std)
         self.types = embedding(sizes.type_vocab, sizes.hidden, "token_type_embeddings") if sizes.type_vocab else None
         self.embedding_norm = layer_norm(sizes.epsilon, "embeddings_layernorm")
         self.embedding_dropout = Dropout(sizes.hidden_dropout)
-        self.blocks = [Block(sizes, name=f"layer_{i}") for i in range(sizes.layers)]
+        self.blocks = [self.make_block(sizes, f"layer_{i}") for i in range(sizes.layers)]
         self.recompute_blocks = False  # set by the Trainer where a step would not fit (layers.run_block)
 
     def call(self, inputs: dict, training=False):
@@ -158,20 +182,24 @@ class Encoder(tf_keras.layers.Layer):
         return self.words
 
     def torch_params(self) -> Iterator[TorchParam]:
-        yield from embedding_params(f"{PREFIX}.embeddings.word_embeddings", self.words)
+        prefix = self.PREFIX
+        yield from embedding_params(f"{prefix}.embeddings.word_embeddings", self.words)
         if self.types is not None:
-            yield from embedding_params(f"{PREFIX}.embeddings.token_type_embeddings", self.types)
-        yield from norm_params(f"{PREFIX}.embeddings.LayerNorm", self.embedding_norm)
+            yield from embedding_params(f"{prefix}.embeddings.token_type_embeddings", self.types)
+        yield from norm_params(f"{prefix}.{self.EMBEDDING_NORM}", self.embedding_norm)
         for i, block in enumerate(self.blocks):
-            yield from block.torch_params(f"{PREFIX}.encoder.layer.{i}")
+            yield from block.torch_params(f"{prefix}.{self.LAYERS}.{i}")
 
 
 class Head(tf_keras.layers.Layer):
-    """BERT's pooler (dense + tanh on the first token), dropout, the classifier."""
+    """BERT's pooler (dense + tanh on the first token), dropout, the classifier (NomicBERT's too)."""
+
+    SIZES: ClassVar[type[Sizes]] = Sizes
+    PREFIX: ClassVar[str] = PREFIX
 
     def __init__(self, config: dict, num_labels: int, **kwargs):
         super().__init__(**kwargs)
-        sizes = Sizes.of(config)
+        sizes = self.SIZES.of(config)
         self.pooler = dense(sizes.hidden, "pooler", std=sizes.init_std)
         self.dropout = Dropout(sizes.classifier_dropout)
         self.classifier = dense(num_labels, "classifier", std=sizes.init_std)
@@ -181,7 +209,7 @@ class Head(tf_keras.layers.Layer):
         return self.classifier(self.dropout(pooled, training=training))
 
     def torch_params(self) -> Iterator[TorchParam]:
-        yield from dense_params(f"{PREFIX}.pooler.dense", self.pooler)
+        yield from dense_params(f"{self.PREFIX}.pooler.dense", self.pooler)
         yield from dense_params("classifier", self.classifier)
 
 
