@@ -279,6 +279,7 @@ RELEASED_SINCE = {
     "gte": ("gte", "xlm-roberta"),  # gte-multilingual: XLM-R's SentencePiece, as transformers 5 saves it (no .model)
     "eurobert": ("eurobert", "llama-3"),
     "mmbert": ("modernbert", "gemma"),
+    "jina-v3": ("jina-v3", "xlm-roberta"),  # Jina v3 reads XLM-R's SentencePiece
 }
 
 

@@ -79,6 +79,11 @@ CONFIGS = {
         "vocab_size": VOCAB, "max_position_embeddings": 512, "pad_token_id": 1, "bos_token_id": 2,
         "eos_token_id": 3, "mask_token_id": 4, "classifier_pooling": "mean", **SMALL,
     }),
+    # Jina v3: XLM-R with rotary positions, biased projections, a plain feed-forward, XLM-R's head
+    "jina-v3": ("JinaEmbeddingsV3Config", {
+        "vocab_size": VOCAB, "max_position_embeddings": 514, "type_vocab_size": 1, "pad_token_id": 1,
+        "hidden_act": "gelu", **SMALL,
+    }),
     "mpnet": ("MPNetConfig", {"vocab_size": VOCAB, "max_position_embeddings": 130, "pad_token_id": 1, **SMALL}),
     "bert": ("BertConfig", {"vocab_size": VOCAB, "max_position_embeddings": 128, **SMALL}),
     "roberta": ("RobertaConfig", _ROBERTA_LIKE),
@@ -192,7 +197,9 @@ def modernbert_folder(directory: str) -> None:
 
 
 # the bare encoder class each tokenizer-first folder gets (encoder_beside): the hub's kind of checkpoint for it
-BARE_MODELS = {"gte": "GteModel", "eurobert": "EuroBertModel", "modernbert": "ModernBertModel"}
+BARE_MODELS = {
+    "gte": "GteModel", "eurobert": "EuroBertModel", "modernbert": "ModernBertModel", "jina-v3": "JinaEmbeddingsV3Model",
+}  # fmt: skip
 
 
 def encoder_beside(family: str, directory: str) -> None:

@@ -19,7 +19,16 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from models.encoders import bert_family, checkpoint_file, deberta_v2, eurobert, gte, modernbert, packed_rows
+from models.encoders import (
+    bert_family,
+    checkpoint_file,
+    deberta_v2,
+    eurobert,
+    gte,
+    jina_v3,
+    modernbert,
+    packed_rows,
+)
 from models.encoders.layers import TorchParam, UnsupportedConfigError, activation, bound_width
 from models.errors import UserError
 from models.hardware.flops import EncoderShape
@@ -31,10 +40,11 @@ ARCHITECTURES = {
     "modernbert": (modernbert, "ModernBertForSequenceClassification"),
     "gte": (gte, "GteForSequenceClassification"),
     "eurobert": (eurobert, "EuroBertForSequenceClassification"),
+    "jina_embeddings_v3": (jina_v3, "JinaEmbeddingsV3ForSequenceClassification"),
 }
 PORTED_FAMILIES = (
     "BERT/MiniLM, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, ALBERT, MPNet, DeBERTa-v2/v3, ModernBERT (Ettin, "
-    "mmBERT), GTE, EuroBERT"
+    "mmBERT), GTE, EuroBERT, Jina embeddings v3"
 )
 _LAYER_NORM_RENAMES = {".gamma": ".weight", ".beta": ".bias"}  # checkpoints older than PyTorch's names
 # encoder prefix -> the other prefixes checkpoints of that family carry (each module's OTHER_PREFIXES)
