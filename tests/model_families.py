@@ -280,6 +280,7 @@ RELEASED_SINCE = {
     "eurobert": ("eurobert", "llama-3"),
     "mmbert": ("modernbert", "gemma"),
     "jina-v3": ("jina-v3", "xlm-roberta"),  # Jina v3 reads XLM-R's SentencePiece
+    "nomic-bert": ("nomic-bert", "mpnet"),  # a WordPiece vocabulary, as nomic-embed's BERT one
 }
 
 

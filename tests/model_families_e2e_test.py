@@ -38,6 +38,7 @@ EXPECTED_TEXT_OPS = {
     "eurobert": "tensorflow_text ops []",
     "mmbert": "tensorflow_text ops []",
     "jina-v3": "'SentencepieceTokenizeOp'",
+    "nomic-bert": "'WordpieceTokenizeWithOffsets'",
 }
 
 

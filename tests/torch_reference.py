@@ -79,6 +79,11 @@ CONFIGS = {
         "vocab_size": VOCAB, "max_position_embeddings": 512, "pad_token_id": 1, "bos_token_id": 2,
         "eos_token_id": 3, "mask_token_id": 4, "classifier_pooling": "mean", **SMALL,
     }),
+    # NomicBERT: no biases, a gated feed-forward, token types, BERT's pooler; its own theta
+    "nomic-bert": ("NomicBertConfig", {
+        "vocab_size": VOCAB, "max_position_embeddings": 512, "type_vocab_size": 2, "pad_token_id": 0,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}, **SMALL,
+    }),
     # Jina v3: XLM-R with rotary positions, biased projections, a plain feed-forward, XLM-R's head
     "jina-v3": ("JinaEmbeddingsV3Config", {
         "vocab_size": VOCAB, "max_position_embeddings": 514, "type_vocab_size": 1, "pad_token_id": 1,
@@ -199,6 +204,7 @@ def modernbert_folder(directory: str) -> None:
 # the bare encoder class each tokenizer-first folder gets (encoder_beside): the hub's kind of checkpoint for it
 BARE_MODELS = {
     "gte": "GteModel", "eurobert": "EuroBertModel", "modernbert": "ModernBertModel", "jina-v3": "JinaEmbeddingsV3Model",
+    "nomic-bert": "NomicBertModel",
 }  # fmt: skip
 
 

@@ -27,6 +27,7 @@ from models.encoders import (
     gte,
     jina_v3,
     modernbert,
+    nomic_bert,
     packed_rows,
 )
 from models.encoders.layers import TorchParam, UnsupportedConfigError, activation, bound_width
@@ -40,11 +41,12 @@ ARCHITECTURES = {
     "modernbert": (modernbert, "ModernBertForSequenceClassification"),
     "gte": (gte, "GteForSequenceClassification"),
     "eurobert": (eurobert, "EuroBertForSequenceClassification"),
+    "nomic_bert": (nomic_bert, "NomicBertForSequenceClassification"),
     "jina_embeddings_v3": (jina_v3, "JinaEmbeddingsV3ForSequenceClassification"),
 }
 PORTED_FAMILIES = (
     "BERT/MiniLM, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, ALBERT, MPNet, DeBERTa-v2/v3, ModernBERT (Ettin, "
-    "mmBERT), GTE, EuroBERT, Jina embeddings v3"
+    "mmBERT), GTE, EuroBERT, NomicBERT, Jina embeddings v3"
 )
 _LAYER_NORM_RENAMES = {".gamma": ".weight", ".beta": ".bias"}  # checkpoints older than PyTorch's names
 # encoder prefix -> the other prefixes checkpoints of that family carry (each module's OTHER_PREFIXES)
