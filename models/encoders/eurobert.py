@@ -1,5 +1,5 @@
 """EuroBERT (Boizard et al. 2025), as transformers 5's EuroBertForSequenceClassification computes it; the Llama-style
-encoder block (NomicBERT's and the embedders built from decoders' too).
+encoder block (the embedders built from decoders use it too).
 
 Pre-norm blocks with RMSNorm and no biases by default: grouped-query attention (each key/value head shared by
 heads / kv_heads query heads) over rotary queries and keys, a SwiGLU feed-forward (silu(gate) x up, then down), a
