@@ -16,7 +16,7 @@ from tests.float_bounds import FLOAT32_UNIT_ROUNDOFF
 FAMILIES = [
     "bert", "roberta", "xlm-roberta", "camembert", "electra", "distilbert", "albert", "mpnet",
     "deberta-v3", "deberta-v2", "modernbert", "modernbert-cls", "gte", "eurobert", "eurobert-bos", "eurobert-mean",
-    "nomic-bert", "jina-v3",
+    "nomic-bert", "jina-v3", "ultrabert", "ultrabert-mean",
 ]  # fmt: skip
 WIDTH = 40  # five times the tiny ModernBERT's window of 8: local and global layers see different keys
 

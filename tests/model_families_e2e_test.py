@@ -39,6 +39,7 @@ EXPECTED_TEXT_OPS = {
     "mmbert": "tensorflow_text ops []",
     "jina-v3": "'SentencepieceTokenizeOp'",
     "nomic-bert": "'WordpieceTokenizeWithOffsets'",
+    "ultrabert": "tensorflow_text ops []",
 }
 
 

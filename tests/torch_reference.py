@@ -89,6 +89,20 @@ CONFIGS = {
         "vocab_size": VOCAB, "max_position_embeddings": 514, "type_vocab_size": 1, "pad_token_id": 1,
         "hidden_act": "gelu", **SMALL,
     }),
+    # UltraBERT: EuroBERT's blocks, a window of 8 in two of every three layers (the test width is 40), a RoPE base
+    # per layer type
+    "ultrabert": ("UltrabertConfig", {
+        "vocab_size": VOCAB, "max_position_embeddings": 512, "pad_token_id": 1, "bos_token_id": 2,
+        "eos_token_id": 3, "sliding_window": 8, "num_key_value_heads": 2,
+        **{**SMALL, "num_attention_heads": 4, "num_hidden_layers": 3},
+    }),
+    "ultrabert-mean": ("UltrabertConfig", {
+        "vocab_size": VOCAB, "max_position_embeddings": 512, "pad_token_id": 1, "bos_token_id": 2,
+        "eos_token_id": 3, "sliding_window": 6, "classifier_pooling": "mean", "classifier_dropout": 0.1,
+        "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 500.0},
+                            "full_attention": {"rope_type": "default", "rope_theta": 80000.0}},
+        **{**SMALL, "num_hidden_layers": 4},
+    }),
     "mpnet": ("MPNetConfig", {"vocab_size": VOCAB, "max_position_embeddings": 130, "pad_token_id": 1, **SMALL}),
     "bert": ("BertConfig", {"vocab_size": VOCAB, "max_position_embeddings": 128, **SMALL}),
     "roberta": ("RobertaConfig", _ROBERTA_LIKE),
@@ -204,7 +218,7 @@ def modernbert_folder(directory: str) -> None:
 # the bare encoder class each tokenizer-first folder gets (encoder_beside): the hub's kind of checkpoint for it
 BARE_MODELS = {
     "gte": "GteModel", "eurobert": "EuroBertModel", "modernbert": "ModernBertModel", "jina-v3": "JinaEmbeddingsV3Model",
-    "nomic-bert": "NomicBertModel",
+    "nomic-bert": "NomicBertModel", "ultrabert": "UltrabertModel",
 }  # fmt: skip
 
 

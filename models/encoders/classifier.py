@@ -29,6 +29,7 @@ from models.encoders import (
     modernbert,
     nomic_bert,
     packed_rows,
+    ultrabert,
 )
 from models.encoders.layers import TorchParam, UnsupportedConfigError, activation, bound_width
 from models.errors import UserError
@@ -43,10 +44,11 @@ ARCHITECTURES = {
     "eurobert": (eurobert, "EuroBertForSequenceClassification"),
     "nomic_bert": (nomic_bert, "NomicBertForSequenceClassification"),
     "jina_embeddings_v3": (jina_v3, "JinaEmbeddingsV3ForSequenceClassification"),
+    "ultrabert": (ultrabert, "UltrabertForSequenceClassification"),
 }
 PORTED_FAMILIES = (
     "BERT/MiniLM, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, ALBERT, MPNet, DeBERTa-v2/v3, ModernBERT (Ettin, "
-    "mmBERT), GTE, EuroBERT, NomicBERT, Jina embeddings v3"
+    "mmBERT), GTE, EuroBERT, NomicBERT, Jina embeddings v3, UltraBERT"
 )
 _LAYER_NORM_RENAMES = {".gamma": ".weight", ".beta": ".bias"}  # checkpoints older than PyTorch's names
 # encoder prefix -> the other prefixes checkpoints of that family carry (each module's OTHER_PREFIXES)

@@ -119,9 +119,11 @@ class RMSNorm(tf_keras.layers.Layer):
 
 
 class Block(BoundedWidth, tf_keras.layers.Layer):
-    def __init__(self, sizes: Sizes, **kwargs):
+    """`half_window`: local attention (UltraBERT's sliding layers borrow the block), keys at most that far away."""
+
+    def __init__(self, sizes: Sizes, half_window: int | None = None, **kwargs):
         super().__init__(**kwargs)
-        self.sizes = sizes
+        self.sizes, self.half_window = sizes, half_window
         std, kv_width = sizes.init_std, sizes.kv_heads * sizes.head_dim
         self.input_norm = RMSNorm(sizes.epsilon, name="input_layernorm")
         self.query = dense(sizes.heads * sizes.head_dim, "q_proj", use_bias=sizes.attention_bias, std=std)
@@ -144,7 +146,9 @@ class Block(BoundedWidth, tf_keras.layers.Layer):
         shared = sizes.heads // sizes.kv_heads  # transformers' repeat_kv: each key/value head for `shared` heads
         k, v = tf.repeat(k, shared, axis=1), tf.repeat(v, shared, axis=1)
         x = x + self.attention_out(
-            merge_heads(scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, bounds=self))
+            merge_heads(
+                scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, self.half_window, bounds=self)
+            )
         )
         normed = self.attention_norm(x)
         return x + self.down(self.act(self.gate(normed)) * self.up(normed))
