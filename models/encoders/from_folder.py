@@ -1,11 +1,10 @@
 """A model folder's classifier: its architecture checked, the checkpoint's header matched against config.json, our
 encoder built (models/encoders/classifier.py) and loaded with verified weights.
 
-Every architecture trains as our own encoder (the BERT family with ALBERT and MPNet, DeBERTa-v2/v3, ModernBERT,
-GTE, EuroBERT), built from config.json and loaded from model.safetensors in PyTorch names with no transformers model
-class (transformers 5 has no TensorFlow). Any other architecture is refused before the first component, naming the
-families that work. The only weights allowed to start fresh are the classification head's. Where the folder comes
-from is models/hub/pretrained.py's.
+Every architecture trains as our own encoder (each family of classifier.ARCHITECTURES), built from config.json and
+loaded from model.safetensors in PyTorch names with no transformers model class (transformers 5 has no TensorFlow).
+Any other architecture is refused before the first component, naming the families that work. The only weights allowed
+to start fresh are the classification head's. Where the folder comes from is models/hub/pretrained.py's.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from pathlib import Path
 from models.encoders import checkpoint_file, classifier
 from models.encoders.layers import UnsupportedConfigError
 from models.errors import UserError
+from models.hardware.flops import EncoderShape
 from models.hub.pretrained import ModelFiles, read_config
 
 
@@ -57,9 +57,38 @@ class LoadReport:
         )
 
 
-def check_architecture(directory: Path) -> Architecture:
-    """The encoder the model's architecture trains as, or a refusal naming the families that work."""
+@dataclasses.dataclass(frozen=True)
+class ModelFolder:
+    """A model folder's facts from one reading of its config.json, checked: passed down rather than the folder read
+    again by each check (the preflight, the doctor's estimate)."""
+
+    directory: Path
+    architecture: Architecture
+    shape: EncoderShape  # its sizes, for FLOP counts and the memory estimate (two labels: the head is the task's)
+    position_limit: int  # the longest input (special tokens included) its positions hold
+    block_dropout: float | None  # inside its blocks, where they can be recomputed (classifier.block_dropout)
+
+    @property
+    def model_type(self) -> str:
+        return self.architecture.model_type
+
+
+def read_model_folder(directory: Path) -> ModelFolder:
+    """The folder's config.json read once and checked (check_architecture), with what the rest asks of it."""
     config = read_config(directory)
+    architecture = check_architecture(directory, config)
+    return ModelFolder(
+        directory,
+        architecture,
+        classifier.encoder_shape(config, 2),
+        classifier.position_limit(config),
+        classifier.block_dropout(config),
+    )
+
+
+def check_architecture(directory: Path, config: dict | None = None) -> Architecture:
+    """The encoder the model's architecture trains as, or a refusal naming the families that work."""
+    config = read_config(directory) if config is None else config
     model_type = config.get("model_type")
     if not classifier.is_ported(model_type):
         raise UnsupportedModelError(
@@ -79,26 +108,15 @@ def check_architecture(directory: Path) -> Architecture:
     return Architecture(model_type, classifier.ARCHITECTURES[model_type][1], classifier.describe(config))
 
 
-def encoder_shape(directory: Path, embeddings_trained: bool = True):
+def encoder_shape(directory: Path, embeddings_trained: bool = True) -> EncoderShape:
     """The encoder's sizes as the FLOP count reads them (models/hardware/flops.py), or a refusal naming the reason."""
-    check_architecture(directory)
-    settings = read_config(directory)
-    try:
-        return classifier.encoder_shape(settings, 2, embeddings_trained)
-    except KeyError as error:
-        raise UnsupportedModelError(f"the config.json of {directory} lacks {error}") from error
-
-
-def block_dropout(directory: Path) -> float | None:
-    """classifier.block_dropout of the folder's config: whether (at which dropout) its blocks can be recomputed."""
-    return classifier.block_dropout(read_config(directory))
+    return dataclasses.replace(read_model_folder(directory).shape, embeddings_trained=embeddings_trained)
 
 
 def position_limit(directory: Path) -> int:
     """The longest input (special tokens included) the model's position embeddings hold (RoBERTa-style
     embeddings number positions from the padding id up: models/encoders says per family)."""
-    check_architecture(directory)
-    return classifier.position_limit(read_config(directory))
+    return read_model_folder(directory).position_limit
 
 
 def build_classifier(

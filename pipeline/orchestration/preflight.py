@@ -30,16 +30,14 @@ from components.example_gen import beam_rows, dataset_pass, sources
 from components.publisher.hub_push import check_credentials
 from components.tuner.config import Range
 from models.encoders.from_folder import (
-    block_dropout,
-    check_architecture,
     check_weight_values,
     check_weights,
-    encoder_shape,
     position_limit,
+    read_model_folder,
 )
 from models.errors import UserError
 from models.hardware.flops import EncoderShape
-from models.hub.pretrained import hub_commit, model_files, read_config, resolve_model_dir
+from models.hub.pretrained import hub_commit, model_files, resolve_model_dir
 from models.serving.tokenizer_export import ROUND_TRIP_WIDTH, check_round_trip
 from models.task import TaskContract, exported_shape, read_contract
 from models.tokenizers.tokenizer import tokenizer_spec
@@ -105,12 +103,8 @@ def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
     build, a tokenizer family the in-graph tokenizer reproduces, the weights (unless `weights`
     is False: compile and submit read only config and tokenizer), max_seq_length within the position limit."""
     directory = resolve_model_dir(config.model.name, config.model.revision, weights=weights)
-    shape, model_type, architecture, dropout = None, "", "", None
-    if (directory / "config.json").is_file():
-        architecture = check_architecture(directory).describe()
-        shape = encoder_shape(directory)  # the Trainer's FLOP meter reads it after building the model
-        model_type = read_config(directory).get("model_type", "")
-        dropout = block_dropout(directory)
+    folder = read_model_folder(directory) if (directory / "config.json").is_file() else None
+    architecture = folder.architecture.describe() if folder else ""
     tokenizer = tokenizer_spec(directory)
     if architecture:
         architecture += f"; {tokenizer.family} tokenizer, in-graph"
@@ -118,7 +112,7 @@ def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
     if weights or not (directory / "config.json").is_file():
         files = model_files(directory)
         check_weight_values(files, check_weights(files))  # the header against config.json, then the values read
-    limit = position_limit(directory)
+    limit = folder.position_limit if folder else position_limit(directory)
     requested = config.model.max_seq_length
     if limit is not None and requested != AUTO and requested > limit:
         raise ConfigError(
@@ -126,7 +120,9 @@ def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
             "(or auto)"
         )
     commit = hub_commit(config.model.name, directory)
-    return ModelFacts(directory, limit, shape, model_type, commit, architecture, dropout)
+    if folder is None:
+        return ModelFacts(directory, limit, None, "", commit, architecture)
+    return ModelFacts(directory, limit, folder.shape, folder.model_type, commit, architecture, folder.block_dropout)
 
 
 def check_data(config: PipelineConfig) -> tuple[PipelineConfig, dataset_pass.DatasetPass]:
