@@ -1,4 +1,5 @@
-"""The Hugging Face model: loading, in-graph tokenization and serving signatures."""
+"""What every stage stands on: our encoders and in-graph tokenizers, the model's hub files, training's settings,
+the hardware, and the export as served (one folder a kind; docs/development.md lists them)."""
 
 from models import environment as _environment
 

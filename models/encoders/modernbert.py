@@ -4,8 +4,9 @@ mmBERT, gte-modernbert, granite-embedding-r2), as transformers 5's ModernBertFor
 Pre-norm blocks without biases (the first block's attention reads the embeddings unnormalised); rotary positions
 with a global theta in full-attention layers and a local theta in sliding-window layers, where a token sees the
 keys at most local_attention / 2 positions away; GeGLU feed-forward; a final norm; the classifier pools the first
-token or the masked mean, then dense, activation, norm, dropout, linear. The window is a mask over full attention,
-as transformers' eager and SDPA paths compute it: the same numbers, quadratic memory in the width.
+token or the masked mean, then dense, activation, norm, dropout, linear. The window gives transformers' eager and SDPA
+numbers; past long_attention.QUERY_CHUNK tokens attention runs in pieces of queries, each over the keys in its
+window, so memory grows linearly with the width (8,192 tokens train in 6.8 GiB at ModernBERT-base's size).
 """
 
 from __future__ import annotations
