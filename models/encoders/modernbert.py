@@ -6,7 +6,7 @@ with a global theta in full-attention layers and a local theta in sliding-window
 keys at most local_attention / 2 positions away; GeGLU feed-forward; a final norm; the classifier pools the first
 token or the masked mean, then dense, activation, norm, dropout, linear. The window gives transformers' eager and SDPA
 numbers; past long_attention.QUERY_CHUNK tokens attention runs in pieces of queries, each over the keys in its
-window, so memory grows linearly with the width (8,192 tokens train in 6.8 GiB at ModernBERT-base's size).
+window, so memory grows linearly with the width.
 """
 
 from __future__ import annotations

@@ -43,7 +43,6 @@ from pipeline.config.pipeline_config import PipelineConfig
 PREPROCESSING_FN = "components.transform.module.preprocessing_fn"
 RUN_FN = "components.trainer.module.run_fn"
 EVALUATOR_MODULE = "components.evaluator.module"
-# Node ids other modules address: run summaries, the per-component images, the benchmarks.
 
 
 @dataclasses.dataclass(frozen=True)
