@@ -457,7 +457,7 @@ def write_reference(config: PipelineConfig, bench: dict | None = None, run_figur
 
 def pipeline_figures(config: PipelineConfig) -> list[Row]:
     """The latest run's component times and utilization (ML Metadata), wall time and memory (its summary JSON)."""
-    from components.node_ids import TRAINER
+    from pipeline.config.node_ids import TRAINER
     from pipeline.reporting.metadata_reader import summarize
     from pipeline.reporting.report import run_summary_json_path
 

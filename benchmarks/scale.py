@@ -68,7 +68,7 @@ def run_data_components(pattern: str, root: str, mode: str) -> dict:
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
     from components.local_beam import local_beam_runner
-    from components.node_ids import TRAINER
+    from pipeline.config.node_ids import TRAINER
     from pipeline.config.pipeline_config import load_config
     from pipeline.orchestration.choose import choose
     from pipeline.orchestration.dag import create_components

@@ -127,7 +127,7 @@ STAGES = {
     "scorer",
     "notifier",
 }
-SHARED_COMPONENT_MODULES = {"__init__", "vertex_clients", "run_parameters", "local_beam", "node_ids", "task_records"}
+SHARED_COMPONENT_MODULES = {"__init__", "vertex_clients", "run_parameters", "local_beam", "task_records"}
 MODEL_KINDS = {"encoders", "tokenizers", "serving", "hardware", "hub", "training"}
 # Facts every kind may use: config sections and the credential check of their values, errors, names, the task.
 MODEL_GROUND_FLOOR = {"__init__", "config_section", "credentials", "errors", "environment", "names", "task"}

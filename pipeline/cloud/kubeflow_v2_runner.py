@@ -15,7 +15,6 @@ from tfx.dsl.components.base import base_node
 from tfx.orchestration import pipeline as tfx_pipeline
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
-from components.node_ids import BASELINE_RESOLVER, EVALUATOR, TRAINER, TUNER
 from components.notifier.component import RunNotifier
 from components.run_parameters import RunParameters, runtime_parameters
 from components.task_records import BASELINE_SCOPE_PROPERTY
@@ -33,6 +32,7 @@ from pipeline.cloud.vertex_jobs import (
     vertex_training_config,
     vertex_tuning_config,
 )
+from pipeline.config.node_ids import BASELINE_RESOLVER, EVALUATOR, TRAINER, TUNER
 from pipeline.config.pipeline_config import PipelineConfig
 from pipeline.orchestration.choose import with_model_pinned, with_recipe_chosen
 from pipeline.orchestration.dag import CloudPlacement, create_components

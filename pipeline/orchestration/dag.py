@@ -15,16 +15,6 @@ from components.evaluator.config import threshold_per_label
 from components.example_gen.component import HFDatasetExampleGen
 from components.example_gen.spans import is_spanned
 from components.example_validator.component import StrictExampleValidator
-from components.node_ids import (
-    BASELINE_RESOLVER,
-    BATCH_SCORER,
-    EVALUATOR,
-    HF_PUBLISHER,
-    PUSHER,
-    TRAINER,
-    TRANSFORMED_STATISTICS_GEN,
-    TUNER,
-)
 from components.publisher.card_facts import CardSections
 from components.publisher.component import HFPublisher
 from components.pusher.component import EndpointPusher, ServingPusher
@@ -38,6 +28,16 @@ from components.tuner.component import TUNER_FN, VertexHFTuner
 from components.tuner.config import TUNING_KEY
 from models.errors import UserError
 from models.training.warm_start import asks_for_blessed
+from pipeline.config.node_ids import (
+    BASELINE_RESOLVER,
+    BATCH_SCORER,
+    EVALUATOR,
+    HF_PUBLISHER,
+    PUSHER,
+    TRAINER,
+    TRANSFORMED_STATISTICS_GEN,
+    TUNER,
+)
 from pipeline.config.pipeline_config import PipelineConfig
 
 PREPROCESSING_FN = "components.transform.module.preprocessing_fn"

@@ -18,11 +18,11 @@ import matplotlib.pyplot as plt
 from components.evaluator.class_metrics import PER_CLASS, SUBSET_ACCURACY
 from components.evaluator.eval_results import load_eval_config, load_eval_result, multiclass_confusion_matrix
 from components.evaluator.module import confusion_cells
-from components.node_ids import TRANSFORMED_STATISTICS_GEN
 from components.trainer.training_record import describe_values
 from components.transform.tokenization_stats import tokenization_figures
 from models.names import LABEL_NAME_FEATURE, LENGTH_BUCKET, TEXT_FEATURE
 from models.task import MULTI_LABEL
+from pipeline.config.node_ids import TRANSFORMED_STATISTICS_GEN
 from pipeline.config.pipeline_config import ConfigError, PipelineConfig
 from pipeline.reporting.html_page import png, table, write_page
 from pipeline.reporting.metadata_reader import latest_run_context, node_name, open_store, output_artifacts, summarize
