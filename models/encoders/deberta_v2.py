@@ -25,12 +25,14 @@ from models.encoders.layers import (
     TorchParam,
     UnsupportedConfigError,
     activation,
+    attention_bias,
     dense,
     dense_params,
     embedding,
     embedding_params,
     layer_norm,
     norm_params,
+    scaled_dot_attention,
     split_heads,
 )
 
@@ -177,18 +179,19 @@ class Block(bert_family.Block):
         self.position_dropout = Dropout(sizes.hidden_dropout)
 
     def call(self, x, allowed, relative, rel_embeddings, training=False):
+        """The shared attention core (layers.scaled_dot_attention: whole, in pieces or recomputed) with the
+        disentangled c2p and p2c scores as its bias, and DeBERTa's scale sqrt(d x terms) as queries scaled by
+        1 / sqrt(terms) before the core's own 1 / sqrt(d)."""
         sizes, heads = self.sizes, self.sizes.heads
         q, k, v = (split_heads(layer(x), heads) for layer in (self.query, self.key, self.value))
         terms = 1 + len(sizes.pos_att_type) if sizes.relative_attention else 1
-        scale = math.sqrt(q.shape[-1] * terms)
-        scores = tf.cast(tf.matmul(q, k / scale, transpose_b=True), tf.float32)
+        bias = attention_bias(allowed)
         if sizes.relative_attention:
-            scores += self._disentangled(
-                q, k, relative, self.position_dropout(rel_embeddings, training=training), scale
-            )
-        scores = tf.where(allowed, scores, tf.float32.min)
-        weights = tf.cast(tf.nn.softmax(scores, axis=-1), v.dtype)
-        return self.after_attention(x, tf.matmul(self.attention_dropout(weights, training=training), v), training)
+            dropped = self.position_dropout(rel_embeddings, training=training)
+            bias += self._disentangled(q, k, relative, dropped, math.sqrt(q.shape[-1] * terms))
+        scaled = q / math.sqrt(terms) if terms > 1 else q
+        attended = scaled_dot_attention(scaled, k, v, bias, self.attention_dropout, training, bounds=self)
+        return self.after_attention(x, attended, training)
 
     def _disentangled(self, q, k, relative, rel_embeddings, scale):
         """c2p and p2c terms [B, H, T, T] in float32."""

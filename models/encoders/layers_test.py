@@ -49,17 +49,27 @@ def test_a_broadcast_gradient_is_summed_back_to_its_input_shape():
     assert _sum_to_shape(gradient, tf.zeros([2, 1, 1, 4])).numpy().tolist() == [[[[12.0] * 4]]] * 2
 
 
-def _tiny_bert_gradients():
-    """A 2-layer BERT without dropout (both ways of attending compute the same function) and a function of its
+_TINY = {
+    "vocab_size": 50, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2, "num_attention_heads": 2,
+    "max_position_embeddings": 20, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
+}  # fmt: skip
+# DeBERTa-v3's disentangled attention runs through the same core, its c2p and p2c scores the bias
+TINY_CONFIGS = {
+    "bert": {"model_type": "bert", **_TINY},
+    "deberta-v3": {
+        "model_type": "deberta-v2", "relative_attention": True, "position_biased_input": False,
+        "pos_att_type": ["p2c", "c2p"], "position_buckets": 4, "share_att_key": True, "norm_rel_ebd": "layer_norm",
+        "type_vocab_size": 0, **_TINY,
+    },
+}  # fmt: skip
+
+
+def _tiny_bert_gradients(family: str = "bert"):
+    """A 2-layer encoder without dropout (both ways of attending compute the same function) and a function of its
     training gradients on 4 texts of 12 tokens (3 of them padding)."""
     from models.encoders import classifier
 
-    config = {
-        "model_type": "bert", "vocab_size": 50, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
-        "num_attention_heads": 2, "max_position_embeddings": 20, "hidden_dropout_prob": 0.0,
-        "attention_probs_dropout_prob": 0.0,
-    }  # fmt: skip
-    model = classifier.build(config, ["a", "b"])
+    model = classifier.build(TINY_CONFIGS[family], ["a", "b"])
     ids = tf.constant(np.random.default_rng(0).integers(1, 50, (4, 12)))
     inputs = {"input_ids": ids, "attention_mask": tf.concat([tf.ones([4, 9], tf.int64), tf.zeros([4, 3], tf.int64)], 1)}
 
@@ -71,12 +81,13 @@ def _tiny_bert_gradients():
     return gradients
 
 
+@pytest.mark.parametrize("family", sorted(TINY_CONFIGS))
 @pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
-def test_a_model_trains_the_same_with_its_attention_recomputed(monkeypatch, jit_compile):
+def test_a_model_trains_the_same_with_its_attention_recomputed(monkeypatch, jit_compile, family):
     """Through a whole encoder, eager and under XLA."""
     from models.encoders import layers
 
-    gradients = tf.function(_tiny_bert_gradients(), jit_compile=jit_compile)
+    gradients = tf.function(_tiny_bert_gradients(family), jit_compile=jit_compile)
     kept = gradients()
     monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 0)
     assert layers.kept_bytes([4, 2, 12, 8]) > layers.RECOMPUTE_ABOVE_BYTES
@@ -87,10 +98,11 @@ def test_a_model_trains_the_same_with_its_attention_recomputed(monkeypatch, jit_
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-6)
 
 
-def test_past_query_chunk_a_static_width_loops_over_pieces_and_under_xla_unrolls_them(monkeypatch):
+@pytest.mark.parametrize("family", sorted(TINY_CONFIGS))
+def test_past_query_chunk_a_static_width_loops_over_pieces_and_under_xla_unrolls_them(monkeypatch, family):
     """The loop holds one piece at a time; XLA (a TPU) compiles only static slices, so it gets the unrolled pieces.
     Both give the gradients of attention computed whole."""
-    gradients = _tiny_bert_gradients()
+    gradients = _tiny_bert_gradients(family)
     whole = tf.function(gradients)()
     monkeypatch.setattr(long_attention, "QUERY_CHUNK", 5)  # 12 tokens: three pieces
     looped = tf.function(gradients)
