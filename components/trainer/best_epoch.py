@@ -5,6 +5,10 @@ from BackupAndRestore's checkpoint) and restores them only when it stops early (
 not the last, but which never ran out of patience, exports the last). Here the best weights and the state
 are written to a folder beside the training checkpoints at each epoch's end, read back when training
 resumes, and the best weights are loaded at the end whichever way training ended.
+
+Nor does it stop on the first plateau: while the training loss has not clearly left the prior's (the label
+frequencies' loss, models/training/chance.py), an epoch without improvement does not count against patience. A model
+still looking for where the signal is (long pages whose label hangs on one passage) sits there for epochs first.
 """
 
 from __future__ import annotations
@@ -15,16 +19,30 @@ import os
 import tensorflow as tf
 import tf_keras
 
+from models.training.chance import left_chance
+
 STATE_FILE = "state.json"
 WEIGHTS_PREFIX = "best"
 
 
 class BestEpoch(tf_keras.callbacks.Callback):
     """Tracks `monitor` on the eval split per epoch; stops after `patience` epochs without an improvement of more
-    than `min_delta`; ends training with the best epoch's weights loaded."""
+    than `min_delta`, not counting those whose training loss is still at `train_prior` (None: every epoch counts);
+    ends training with the best epoch's weights loaded."""
 
-    def __init__(self, monitor: str, mode: str, patience: int, min_delta: float, state_dir: str, writes: bool = True):
+    def __init__(
+        self,
+        monitor: str,
+        mode: str,
+        patience: int,
+        min_delta: float,
+        state_dir: str,
+        writes: bool = True,
+        train_prior: float | None = None,
+    ):
         super().__init__()
+        self.train_prior = train_prior
+        self.held = 0  # epochs without improvement not counted: the training loss was still at the prior's
         self.monitor, self.patience, self.min_delta, self.state_dir = monitor, patience, min_delta, state_dir
         # Under several workers only the chief writes (and exports); the others read its state when resuming.
         self.writes = writes
@@ -42,7 +60,7 @@ class BestEpoch(tf_keras.callbacks.Callback):
             with tf.io.gfile.GFile(state_path) as handle:
                 state = json.load(handle)
             self.best_value, self.best_epoch = state["best_value"], state["best_epoch"]
-            self.wait, self.last_epoch = state["wait"], state["last_epoch"]
+            self.wait, self.last_epoch, self.held = state["wait"], state["last_epoch"], state.get("held", 0)
             print(
                 f"[Trainer] early stopping resumed: best {self.monitor} {self.best_value:.4f} at epoch "
                 f"{self.best_epoch + 1}, {self.wait} epoch(s) without improvement",
@@ -63,6 +81,8 @@ class BestEpoch(tf_keras.callbacks.Callback):
             if self.writes:
                 tf.io.gfile.makedirs(self.state_dir)
                 self.model.save_weights(os.path.join(self.state_dir, WEIGHTS_PREFIX))
+        elif self._still_at_chance(logs):
+            self.held += 1
         else:
             self.wait += 1
         self.last_epoch = epoch
@@ -77,8 +97,20 @@ class BestEpoch(tf_keras.callbacks.Callback):
                 flush=True,
             )
 
+    def _still_at_chance(self, logs: dict) -> bool:
+        loss = logs.get("loss")
+        if self.train_prior is None or loss is None or left_chance(float(loss), self.train_prior):
+            return False
+        print(
+            f"[Trainer] early stopping waits: the training loss {float(loss):.3f} has not left the prior's "
+            f"{self.train_prior:.3f} yet (the model has not found the signal), so this epoch does not count against "
+            "patience",
+            flush=True,
+        )
+        return True
+
     def _write_state(self) -> None:
-        state = {"best_value": self.best_value, "best_epoch": self.best_epoch, "wait": self.wait}
+        state = {"best_value": self.best_value, "best_epoch": self.best_epoch, "wait": self.wait, "held": self.held}
         with tf.io.gfile.GFile(os.path.join(self.state_dir, STATE_FILE), "w") as handle:
             handle.write(json.dumps({**state, "last_epoch": self.last_epoch}))
 

@@ -68,3 +68,22 @@ def test_a_fresh_start_ignores_state_left_by_an_attempt_that_did_not_resume(tmp_
     fresh = _model()  # optimizer at step 0: training starts over
     assert _callback(fresh, tmp_path).best_epoch is None
     assert not (tmp_path / "best").exists()
+
+
+def test_epochs_whose_training_loss_is_still_at_the_prior_do_not_count_against_patience(tmp_path, capsys):
+    """The long pages' run: val_loss best at epoch 1 while the training loss sat on the prior's plateau (0.685,
+    0.683, 0.674 against 0.693); patience 2 stopped it at chance. Held there, it trains on until the loss leaves the
+    plateau, and patience counts from then."""
+    model = _model()
+    callback = BestEpoch("val_loss", "min", 2, 0.0, str(tmp_path / "best"), train_prior=0.693)
+    callback.set_model(model)
+    callback.set_params({"epochs": 6})
+    callback.on_train_begin()
+    for epoch, (loss, value) in enumerate([(0.685, 0.679), (0.683, 0.688), (0.674, 0.681)]):
+        model.set_weights([np.full(w.shape, float(epoch)) for w in model.get_weights()])
+        callback.on_epoch_end(epoch, {"loss": loss, "val_loss": value})
+    assert not model.stop_training and (callback.held, callback.wait) == (2, 0)
+    assert "the training loss 0.674 has not left the prior's 0.693" in capsys.readouterr().out
+    for epoch, (loss, value) in enumerate([(0.58, 0.70), (0.55, 0.71)], start=3):  # left chance: now it counts
+        callback.on_epoch_end(epoch, {"loss": loss, "val_loss": value})
+    assert model.stop_training and callback.best_epoch == 0

@@ -7,32 +7,41 @@ from collections.abc import Mapping, Sequence
 
 import tensorflow as tf
 
-from models.names import LABEL_FEATURE
+from models.names import LABEL_FEATURE, TRUNCATED
 
 
 @dataclasses.dataclass(frozen=True)
 class LabelCounts:
     rows: int
     tagged: list[int]  # rows per label id (single label: its class; multi-label: rows tagged with it)
+    truncated: int = 0  # rows whose text was cut to model.max_seq_length
+
+    @property
+    def truncated_share(self) -> float:
+        return self.truncated / self.rows if self.rows else 0.0
 
 
 def train_label_counts(file_patterns: Sequence[str], num_labels: int, multi_label: bool = False) -> LabelCounts:
-    """Rows per label id in the (transformed) train files: the rows the Trainer fits, counted in-graph."""
+    """Rows per label id in the (transformed) train files, and those cut to the width: the rows the Trainer fits,
+    counted in-graph."""
     files = sorted(f for pattern in file_patterns for f in tf.io.gfile.glob(pattern))
-    spec = {LABEL_FEATURE: tf.io.FixedLenFeature([num_labels] if multi_label else [], tf.int64)}
-    labels = (
-        tf.data.TFRecordDataset(files, compression_type="GZIP")
-        .batch(4096)
-        .map(lambda records: tf.io.parse_example(records, spec)[LABEL_FEATURE])
+    spec = {
+        LABEL_FEATURE: tf.io.FixedLenFeature([num_labels] if multi_label else [], tf.int64),
+        TRUNCATED: tf.io.FixedLenFeature([], tf.int64, default_value=0),  # windowed texts carry none
+    }
+    parsed = tf.data.TFRecordDataset(files, compression_type="GZIP").batch(4096).map(
+        lambda records: tf.io.parse_example(records, spec)
     )
-    rows, tagged = 0, tf.zeros([num_labels], tf.int64)
-    for batch in labels:
-        rows += int(tf.shape(batch)[0])
+    rows, tagged, truncated = 0, tf.zeros([num_labels], tf.int64), 0
+    for batch in parsed:
+        labels = batch[LABEL_FEATURE]
+        rows += int(tf.shape(labels)[0])
+        truncated += int(tf.reduce_sum(batch[TRUNCATED]))
         if multi_label:
-            tagged += tf.reduce_sum(batch, axis=0)
+            tagged += tf.reduce_sum(labels, axis=0)
         else:
-            tagged += tf.math.bincount(batch, minlength=num_labels, maxlength=num_labels, dtype=tf.int64)
-    return LabelCounts(rows, [int(c) for c in tagged.numpy()])
+            tagged += tf.math.bincount(labels, minlength=num_labels, maxlength=num_labels, dtype=tf.int64)
+    return LabelCounts(rows, [int(c) for c in tagged.numpy()], truncated)
 
 
 def class_weight_map(

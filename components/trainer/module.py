@@ -8,6 +8,7 @@ run_fn reads as its steps; beside it: the settings it reads (config.py), the pla
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -43,6 +44,7 @@ from components.trainer.plan import (
     training_placement,
     with_start,
 )
+from components.trainer.priors import Priors, label_priors
 from components.trainer.progress import ProgressLogger
 from components.trainer.training_meter import TrainingMeter, record_batch_shapes
 from components.trainer.training_record import TrainingRecord
@@ -122,19 +124,27 @@ def compile_for_training(
 
 
 def early_stopping(
-    training: TrainingConfig, checkpoints: str, epochs: int, *, has_eval: bool, writes: bool = True
+    training: TrainingConfig,
+    checkpoints: str,
+    epochs: int,
+    *,
+    has_eval: bool,
+    writes: bool = True,
+    train_prior: float | None = None,
 ) -> tuple[BestEpoch | None, StoppingChoice]:
     """The early-stopping callback when training.early_stopping.patience is set or chosen (models/training/epochs.py);
     its state lives beside the training checkpoints (not inside: BackupAndRestore deletes those when training ends).
-    Only the chief `writes` it; every worker decides alike from the same all-reduced metrics."""
+    Only the chief `writes` it; every worker decides alike from the same all-reduced metrics. Epochs whose training
+    loss is still at `train_prior` do not count against patience (best_epoch.py)."""
     stopping = training.early_stopping
     choice = choose_patience(stopping, epochs, has_eval)
     print(f"[Trainer] {choice.describe(stopping.metric)}", flush=True)
     if not choice.patience:
         return None, choice
     mode = EARLY_STOPPING_METRICS[stopping.metric]
+    state_dir = checkpoints.rstrip("/") + "-best"
     best = BestEpoch(
-        stopping.metric, mode, choice.patience, stopping.min_delta, checkpoints.rstrip("/") + "-best", writes=writes
+        stopping.metric, mode, choice.patience, stopping.min_delta, state_dir, writes=writes, train_prior=train_prior
     )
     return best, choice
 
@@ -179,6 +189,7 @@ def training_record(
             "best_value": best.best_value,
             "best_epoch": best.best_epoch + 1,
             "stopped_early": best.stopped_early,
+            "held": best.held,
             "patience": stopping.patience,
             "min_delta": training.early_stopping.min_delta,
         }
@@ -303,13 +314,15 @@ def recompute_blocks_where_needed(model, settings) -> None:
     )
 
 
-def training_callbacks(fn_args, plan: TrainingPlan, meter: TrainingMeter, has_eval: bool):
+def training_callbacks(fn_args, plan: TrainingPlan, meter: TrainingMeter, has_eval: bool, priors: Priors):
     """(callbacks in order, the progress logger, the early-stopping tracker or None, the stopping choice)."""
     training, chief = plan.settings.training, plan.placement.is_chief
     checkpoints = resume_dir(fn_args, plan.settings)
     attempts = AttemptLog(checkpoints) if chief else None
     progress = ProgressLogger(plan.total_steps, plan.global_batch, training.log_every_steps, meter, attempts)
-    best_epoch, stopping = early_stopping(training, checkpoints, plan.epochs.epochs, has_eval=has_eval, writes=chief)
+    best_epoch, stopping = early_stopping(
+        training, checkpoints, plan.epochs.epochs, has_eval=has_eval, writes=chief, train_prior=priors.train
+    )
     callbacks = [
         # First, so the others see the restored state: a rerun after a crash continues from the last
         # checkpoint (weights, optimizer, step), not from step 0. Under several workers every worker restores the
@@ -395,16 +408,21 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     plan = with_start(fn_args, plan_training(fn_args, settings, placement), tuned_by)
     train_data, eval_data, packing = training_data(fn_args, plan, tf_transform_output)
     weights = class_weights(training, label_names, fn_args.train_files, settings.multi_label)
+    priors = label_priors(fn_args, settings, weights)
     model = build_and_compile(fn_args, plan, weights)
     meter = measured_meter(model, plan, packing)
     train_data = record_batch_shapes(train_data, meter.records)
-    callbacks, progress, best_epoch, stopping = training_callbacks(fn_args, plan, meter, has_eval=eval_data is not None)
+    has_eval = eval_data is not None
+    callbacks, progress, best_epoch, stopping = training_callbacks(fn_args, plan, meter, has_eval, priors)
     history = fit(model, plan, train_data, eval_data, callbacks, weights)
+    chance = priors.describe(priors.verdict(history))
+    print(f"[Trainer] {chance}", flush=True)
     logging.info("training throughput: %.1f examples/s", progress.examples_per_second)
     if not placement.is_chief:
         print(f"[Trainer] {placement.role.describe()}: trained; the chief exports", flush=True)
         return
     meter.write(fn_args.model_run_dir)
     resumes = progress.attempts.finish() if progress.attempts else []
-    training_record(plan, weights, best_epoch, stopping, history, tuned_by, resumes).write(fn_args.model_run_dir)
+    record = training_record(plan, weights, best_epoch, stopping, history, tuned_by, resumes)
+    dataclasses.replace(record, chance=chance).write(fn_args.model_run_dir)
     export_models(fn_args, plan, model, tf_transform_output)

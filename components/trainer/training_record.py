@@ -28,6 +28,7 @@ class TrainingRecord:
     best_epoch: int | None = None  # 1-based; the epoch whose weights were exported
     best_value: float | None = None
     stopped_early: bool = False
+    held: int = 0  # epochs without improvement not counted against patience: the training loss still at the prior's
     patience: int = 0
     min_delta: float = 0.0
     tuned: dict | None = None  # the Tuner's best trial's values the Trainer trained with; None: no Tuner
@@ -38,6 +39,7 @@ class TrainingRecord:
     start_reason: str = ""  # why (models/training/warm_start.py StartChoice)
     warm: bool = False  # started from a blessed model
     learning_rate: float | None = None  # the peak learning rate trained with (tuned, or halved by a warm start)
+    chance: str = ""  # whether the exported model left chance, and what to try if not (models/training/chance.py)
 
     def describe_resumes(self) -> str:
         """How often training resumed from its checkpoint (a crash, a preempted spot machine) and the work redone."""
@@ -62,12 +64,17 @@ class TrainingRecord:
             stopping = self.stopping_reason or "early stopping off"
             return f"{self.epochs_run} epoch(s) ran, {limit}; the last one exported: {stopping}"
         exported = f"epoch {self.best_epoch} exported: best {self.monitor} {self.best_value:.4f}"
+        held = (
+            f"; {self.held} epoch(s) with the training loss still at the prior's not counted against patience"
+            if self.held
+            else ""
+        )
         if self.stopped_early:
             return (
                 f"stopped after epoch {self.epochs_run}, {limit}: {self.monitor} did not improve by more than "
-                f"{self.min_delta:g} for {self.patience} epoch(s); {exported}"
+                f"{self.min_delta:g} for {self.patience} epoch(s){held}; {exported}"
             )
-        return f"all {self.epochs_run} epochs ran, {limit}; {exported}"
+        return f"all {self.epochs_run} epochs ran, {limit}{held}; {exported}"
 
     def describe_class_weights(self) -> str:
         if not self.class_weights:

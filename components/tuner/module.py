@@ -22,12 +22,12 @@ from tfx import v1 as tfx
 from components.trainer import module as trainer
 from components.trainer.config import TrainerSettings
 from components.trainer.plan import plan_training, training_placement
+from components.trainer.priors import label_priors
 from components.trainer.progress import ProgressLogger
 from components.trainer.training_record import describe_values
 from components.tuner.config import TUNING_KEY, Range, TuningConfig
 from models.config_section import build_section
 from models.training.config import EARLY_STOPPING_METRICS
-from models.training.epochs import choose_patience
 
 
 def search_space(tuning: TuningConfig) -> keras_tuner.HyperParameters:
@@ -67,12 +67,13 @@ def train_trial(fn_args, settings: TrainerSettings, objective: str) -> dict[str,
         raise keras_tuner.errors.FatalError("tuning scores each trial on the eval split, which is empty")
     weights = trainer.class_weights(training, label_names, fn_args.train_files, settings.multi_label)
     model = trainer.build_and_compile(fn_args, plan, weights)
-    stopping = training.early_stopping
-    patience = choose_patience(stopping, plan.epochs.epochs, has_eval=True).patience
     callbacks = [ProgressLogger(plan.total_steps, plan.global_batch, training.log_every_steps)]
-    if patience:
-        mode = EARLY_STOPPING_METRICS[stopping.metric]
-        callbacks.append(tf_keras.callbacks.EarlyStopping(stopping.metric, stopping.min_delta, patience, mode=mode))
+    # The Trainer's rule, plateau at chance included; a trial keeps no state (writes=False): its history scores it.
+    stopping, _ = trainer.early_stopping(
+        training, fn_args.working_dir, plan.epochs.epochs, has_eval=True, writes=False,
+        train_prior=label_priors(fn_args, settings, weights).train,
+    )  # fmt: skip
+    callbacks += [stopping] if stopping else []
     history = trainer.fit(model, plan, train, validation, callbacks, weights).history
     scores = history[objective]
     pick = min if EARLY_STOPPING_METRICS[objective] == "min" else max

@@ -232,6 +232,8 @@ class RunSummary:
             if self.training.started_from:
                 lines.append(f"  started from  {self.training.describe_start()}")
             lines.append(f"  epochs        {self.training.describe_epochs()}")
+            if self.training.chance:
+                lines.append(f"  chance        {self.training.chance}")
             lines.append(f"  class weights {self.training.describe_class_weights()}")
             if self.training.workers > 1:
                 workers = self.training.workers

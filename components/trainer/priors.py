@@ -1,0 +1,38 @@
+"""The loss of a model that knows only the label frequencies, on the splits the Trainer reads: what early stopping
+and the run's verdict compare the losses with (models/training/chance.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from components.trainer.class_weights import train_label_counts
+from components.trainer.config import TrainerSettings
+from models.training import chance
+from models.training.chance import ChanceVerdict, prior_loss
+
+
+@dataclasses.dataclass(frozen=True)
+class Priors:
+    """The loss of answering the label frequencies (models/training/chance.py): the train split's under the class
+    weights (what the training loss is measured with), the eval split's unweighted (as Keras' val_loss)."""
+
+    train: float
+    eval: float
+    truncated_share: float = 0.0  # of the train texts, cut to the width: a cut passage may hold the signal
+
+    def verdict(self, history) -> ChanceVerdict:
+        return chance.verdict(history.history, self.train, self.eval)
+
+    def describe(self, verdict: ChanceVerdict) -> str:
+        return verdict.describe(self.truncated_share)
+
+
+def label_priors(fn_args, settings: TrainerSettings, weights: dict[int, float] | None) -> Priors:
+    labels, multi = len(settings.label_names), settings.multi_label
+    train = train_label_counts(fn_args.train_files, labels, multi)
+    evaluated = train_label_counts(fn_args.eval_files, labels, multi) if fn_args.eval_files else train
+    return Priors(
+        prior_loss(train.rows, train.tagged, multi, None if multi else weights),
+        prior_loss(evaluated.rows, evaluated.tagged, multi),
+        train.truncated_share,
+    )

@@ -1,0 +1,90 @@
+"""Chance: the loss of a model that knows only how often each label occurs (the prior), and whether a run left it.
+
+A classifier's cross-entropy starts at the prior's (0.693 for two balanced labels) and may sit there for epochs
+while the model looks for where the signal is (long pages whose label hangs on one short passage); early stopping on
+that plateau stops at chance. A run whose loss never clearly leaves the prior learned nothing, and says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+
+# "Clearly below the prior": the loss under (1 - CHANCE_MARGIN) x the prior's. On the plateau the training loss moved
+# 0.685 -> 0.683 -> 0.674 against 0.693 (3% under) before the model found the passage and fell to 0.58.
+CHANCE_MARGIN = 0.05
+
+
+def prior_loss(
+    rows: int, tagged: Sequence[int], multi_label: bool, weights: Mapping[int, float] | None = None
+) -> float:
+    """The cross-entropy of always answering the label frequencies: their entropy (natural log, as Keras' loss).
+    Single label with class weights (Keras' class_weight scales each row's loss): the weighted rows' best constant
+    answer. Multi-label: the mean over labels of each one's binary entropy, as the mean binary cross-entropy."""
+    if rows <= 0:
+        return math.nan
+    if multi_label:
+        return sum(_binary_entropy(count / rows) for count in tagged) / max(len(tagged), 1)
+    mass = [count * (weights or {}).get(label, 1.0) for label, count in enumerate(tagged)]
+    total = sum(mass)
+    return -sum(m / rows * math.log(m / total) for m in mass if m > 0)
+
+
+def _binary_entropy(p: float) -> float:
+    return 0.0 if p in (0.0, 1.0) else -(p * math.log(p) + (1 - p) * math.log(1 - p))
+
+
+# Where the plateau is long (the run stuck at chance: pages of ~500 tokens, 3,000 of them): long texts, few examples.
+LONG_TEXT_TOKENS = 256  # median, special tokens included
+FEW_EXAMPLES = 10_000  # train texts
+
+
+def plateau_risk(median_tokens: int, train_texts: int | None) -> str | None:
+    """What `--check` warns of when texts are long and examples few: the label may hang on a short passage the model
+    takes epochs to find, the loss meanwhile at the prior's."""
+    if median_tokens < LONG_TEXT_TOKENS or train_texts is None or train_texts >= FEW_EXAMPLES:
+        return None
+    return (
+        f"long texts (median {median_tokens} tokens) and few examples ({train_texts:,} train texts): the loss may sit "
+        "at the label frequencies' for epochs before the model finds where the label is decided. Early stopping "
+        "waits while it does, and the summary says if the run never left chance; give it epochs (--epochs 10)"
+    )
+
+
+def left_chance(loss: float, prior: float) -> bool:
+    return not math.isfinite(prior) or loss < prior * (1 - CHANCE_MARGIN)
+
+
+@dataclasses.dataclass(frozen=True)
+class ChanceVerdict:
+    """Whether the exported model left chance, and what to try when it did not."""
+
+    left: bool
+    loss: float
+    prior: float
+    which: str  # the loss judged: val_loss (the eval split) or loss (the train split, where there is no eval)
+
+    def describe(self, truncated_share: float | None = None) -> str:
+        if self.left:
+            return f"left chance: {self.which} {self.loss:.3f} against the prior's {self.prior:.3f}"
+        cut = (
+            f"; --long-texts windows or head_tail: {truncated_share:.0%} of the train texts were cut"
+            if truncated_share
+            else ""
+        )
+        return (
+            f"the model did not leave chance ({self.which} {self.loss:.3f} against the prior's {self.prior:.3f}); try, "
+            f"in this order: more epochs (--epochs), another learning rate (--learning-rate){cut}"
+        )
+
+
+def verdict(history: Mapping[str, Sequence[float]], train_prior: float, eval_prior: float) -> ChanceVerdict:
+    """From Keras' history: the eval split's best val_loss against its prior, else the train loss's best."""
+    if history.get("val_loss"):
+        return _judged(min(history["val_loss"]), eval_prior, "val_loss")
+    return _judged(min(history.get("loss") or [math.inf]), train_prior, "loss")
+
+
+def _judged(loss: float, prior: float, which: str) -> ChanceVerdict:
+    return ChanceVerdict(left_chance(loss, prior), loss, prior, which)

@@ -1,0 +1,37 @@
+"""The prior's loss is what a model answering the label frequencies scores, weighted as Keras weighs the loss."""
+
+import math
+
+import pytest
+
+from models.training.chance import prior_loss, verdict
+
+
+def test_the_prior_is_the_label_frequencies_entropy_and_balanced_weights_make_it_log_k():
+    assert prior_loss(100, [50, 50], multi_label=False) == pytest.approx(math.log(2))
+    assert prior_loss(100, [90, 10], multi_label=False) == pytest.approx(-(0.9 * math.log(0.9) + 0.1 * math.log(0.1)))
+    balanced = {0: 100 / (3 * 80), 1: 100 / (3 * 15), 2: 100 / (3 * 5)}  # scikit-learn's n / (K x n_class)
+    assert prior_loss(100, [80, 15, 5], multi_label=False, weights=balanced) == pytest.approx(math.log(3))
+    # multi-label: the mean binary cross-entropy of answering each label's rate
+    assert prior_loss(10, [5, 0], multi_label=True) == pytest.approx(math.log(2) / 2)
+
+
+def test_the_verdict_judges_the_eval_loss_and_says_what_to_try_in_order():
+    stuck = verdict({"loss": [0.68, 0.66], "val_loss": [0.679, 0.688]}, 0.693, 0.693)
+    assert not stuck.left
+    assert stuck.describe(0.62) == (
+        "the model did not leave chance (val_loss 0.679 against the prior's 0.693); try, in this order: more epochs "
+        "(--epochs), another learning rate (--learning-rate); --long-texts windows or head_tail: 62% of the train "
+        "texts were cut"
+    )
+    learned = verdict({"loss": [0.6, 0.4], "val_loss": [0.62, 0.45]}, 0.693, 0.693)
+    assert learned.left and learned.describe() == "left chance: val_loss 0.450 against the prior's 0.693"
+    assert not verdict({"loss": [0.69]}, 0.693, math.nan).left, "no eval split: the training loss is judged"
+
+
+def test_check_warns_of_the_plateau_only_for_long_texts_and_few_examples():
+    from models.training.chance import plateau_risk
+
+    assert "long texts (median 512 tokens) and few examples (3,000 train texts)" in plateau_risk(512, 3000)
+    assert plateau_risk(64, 3000) is None  # short reviews: the default run
+    assert plateau_risk(512, 50_000) is None and plateau_risk(512, None) is None  # many examples; sizes unknown
