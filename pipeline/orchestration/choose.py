@@ -15,6 +15,7 @@ from components.example_gen.spans import is_spanned
 from components.publisher.hub_push import hub_model_id
 from models.hardware.flops import EncoderShape
 from models.hub.pretrained import COMMIT, hub_commit, resolve_model_dir
+from models.training.chance import plateau_risk
 from models.training.epochs import MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN, choose_epochs, choose_patience
 from models.training.lengths import (
     AUTO,
@@ -149,6 +150,8 @@ class Choices:
             lines.append(f"warning: {small}")
         if (self.windows or self.lengths).cuts_most:
             lines.append(f"warning: {length_options(self)}")
+        if plateau := plateau_risk(self.lengths.profile.percentile(0.5), (self.split_sizes or {}).get("train")):
+            lines.append(f"warning: {plateau}")
         return lines
 
 
