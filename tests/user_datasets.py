@@ -125,19 +125,32 @@ def write_tag_columns_csv(path: Path, per_class: int) -> Path:
     return path
 
 
-def long_document_rows(documents: int, seed: int = 3) -> list[dict]:
-    """Pages whose label sits at their end: a movie's plot synopsis (a long preamble that says nothing of the
-    verdict), then one critic's review of it; `verdict` is the review's (fresh / rotten), balanced."""
+PAGE_LAYOUTS = ("end", "between")
+
+
+def long_document_rows(documents: int, seed: int = 3, layout: str = "end") -> list[dict]:
+    """Pages whose label hangs on one short review: `end`, a movie's plot synopsis (a long preamble that says nothing
+    of the verdict) then one critic's review of it; `between`, the review between its movie's plot and another
+    movie's, unrelated to it. `verdict` is the review's (fresh / rotten), balanced."""
     table = corpus().to_list()
     plots = {r["movie_name"]: r["text"] for r in table if r["category"] == "plot" and r["text"]}
     reviews = _balanced([r for r in table if r["category"] != "plot" and r["movie_name"] in plots], documents, seed)
     by_verdict = {verdict: [r for r in reviews if r["category"] == verdict] for verdict in ("fresh", "rotten")}
     chosen = [r for pair in zip(by_verdict["fresh"], by_verdict["rotten"], strict=False) for r in pair][:documents]
-    return [{"page": f"{plots[r['movie_name']]} {r['text']}", "verdict": r["category"]} for r in chosen]
+    movies = sorted(plots)
+    pages = []
+    for i, review in enumerate(chosen):
+        page = f"{plots[review['movie_name']]} {review['text']}"
+        if layout == "between":  # another movie's plot after it: the one a stride of the sorted titles away
+            other = movies[(movies.index(review["movie_name"]) + 1 + i % (len(movies) - 1)) % len(movies)]
+            page += f" {plots[other]}"
+        pages.append({"page": page, "verdict": review["category"]})
+    return pages
 
 
-def write_long_documents(path: Path, documents: int, seed: int = 3) -> Path:
+def write_long_documents(path: Path, documents: int, seed: int = 3, layout: str = "end") -> Path:
     """long_document_rows as JSON lines (`page`, `verdict`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(row) + "\n" for row in long_document_rows(documents, seed)), encoding="utf-8")
+    rows = long_document_rows(documents, seed, layout)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return path
