@@ -95,7 +95,8 @@ class ModelConfig(ConfigSection):
 
 class EarlyStoppingConfig(ConfigSection):
     """Stops training once the eval split's `metric` has not improved by more than `min_delta` for `patience`
-    epochs; the exported model is then the best epoch's, not the last one's."""
+    epochs, not counting epochs whose training loss is still at the label frequencies' (a plateau before the model
+    finds the signal); the exported model is then the best epoch's, not the last one's."""
 
     patience: Patience = Field(
         AUTO,
