@@ -4,7 +4,7 @@ long pages want.
 - MiniLM (packaged, real weights), the Trainer's loop (batch widths, AdamW schedule), fp32: our BERT encoder, best
   of --repeats, as model FLOP/s against the fp32 matmul peak measured in the same run.
 - MiniLM at width 512, batch 32, in a fresh process each: training's peak memory with the attention weights
-  recomputed in the backward pass (models/encoders/layers.py) against kept, and its cost in step time.
+  recomputed in the backward pass (models/encoders/attention.py) against kept, and its cost in step time.
 - Each family's base shape (BERT, GTE, EuroBERT, mmBERT; random weights) at width 128, batch 16, in a fresh process
   each: examples/s and share of the peak, beside BERT-base's.
 - ModernBERT-base's shape (22 layers, hidden 768, GeGLU 1152, local window 128, random weights: no pretrained one is
@@ -124,13 +124,13 @@ def one_memory(width: int, batch: int, recompute: int) -> dict:
     import tensorflow as tf
 
     from components.trainer.module import compile_for_training
-    from models.encoders import layers
+    from models.encoders import activations, attention
     from models.encoders.from_folder import build_classifier
     from models.hub.pretrained import model_files, packaged_model_dir
     from models.training.config import TrainingConfig
 
     if not recompute:
-        layers.RECOMPUTE_ABOVE_BYTES = layers.RECOMPUTE_ACTIVATION_ABOVE_BYTES = 2**62
+        attention.RECOMPUTE_ABOVE_BYTES = activations.RECOMPUTE_ACTIVATION_ABOVE_BYTES = 2**62
     model, _ = build_classifier(model_files(packaged_model_dir("all-MiniLM-L6-v2")), ["a", "b"])
     compile_for_training(model, TrainingConfig(warmup_ratio=0.0), 4)
     rng = np.random.default_rng(0)

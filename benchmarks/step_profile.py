@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from models.encoders.layers import ATTENTION_SCOPE
+from models.encoders.attention import ATTENTION_SCOPE
 
 UTILIZATION_TARGET = 0.60  # issue #14: the Trainer at >= 60% of the measured matmul peak
 

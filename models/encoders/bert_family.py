@@ -19,25 +19,21 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import packed_rows
+from models.encoders.activations import DenseAfterActivation, activation
+from models.encoders.attention import attention_bias, merge_heads, scaled_dot_attention, split_heads
 from models.encoders.dropout import Dropout
 from models.encoders.layers import (
     BoundedWidth,
-    DenseAfterActivation,
     TorchParam,
     UnsupportedConfigError,
-    activation,
-    attention_bias,
     dense,
     dense_params,
     embedding,
     embedding_params,
-    layer_norm,
-    merge_heads,
     norm_params,
-    scaled_dot_attention,
-    split_heads,
     truncated_normal,
 )
+from models.encoders.norms import layer_norm
 from models.names import POSITION_IDS
 
 BERT_HEAD, ROBERTA_HEAD, ELECTRA_HEAD, DISTILBERT_HEAD, ALBERT_HEAD = (

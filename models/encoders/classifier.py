@@ -31,7 +31,8 @@ from models.encoders import (
     packed_rows,
     ultrabert,
 )
-from models.encoders.layers import TorchParam, UnsupportedConfigError, activation, bound_width
+from models.encoders.activations import activation
+from models.encoders.layers import TorchParam, UnsupportedConfigError, bound_width
 from models.errors import UserError
 from models.hardware.flops import EncoderShape
 
@@ -204,7 +205,7 @@ class SequenceClassifier(tf_keras.Model):
     def bound_width(self, widest: int, most_rows: int | None = None) -> None:
         """No batch or request wider than `widest` tokens (the run's max_seq_length), nor with more than `most_rows`
         rows where their number is known only at run time (packed rows): attention and the feed-forward leave out
-        the ways of computing that cannot happen then (layers.scaled_dot_attention, DenseAfterActivation); set
+        the ways of computing that cannot happen then (attention.scaled_dot_attention, DenseAfterActivation); set
         before a step or signature is traced."""
         self.widest = widest
         bound_width(self, widest, most_rows)

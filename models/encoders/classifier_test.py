@@ -94,7 +94,7 @@ def test_bfloat16_checkpoints_read_as_float32(tmp_path):
 
 
 _ROTARY = {k: v for k, v in MODERNBERT.items() if k not in ("model_type", "local_attention")}
-SCALED_DOT_FAMILIES = {  # each family that attends through layers.scaled_dot_attention
+SCALED_DOT_FAMILIES = {  # each family that attends through attention.scaled_dot_attention
     "bert": BERT,
     "modernbert": MODERNBERT,
     "gte": {**_ROTARY, "model_type": "gte", "type_vocab_size": 2},

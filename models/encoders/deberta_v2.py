@@ -20,21 +20,19 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import bert_family, packed_rows
+from models.encoders.activations import activation
+from models.encoders.attention import attention_bias, scaled_dot_attention, split_heads
 from models.encoders.dropout import Dropout
 from models.encoders.layers import (
     TorchParam,
     UnsupportedConfigError,
-    activation,
-    attention_bias,
     dense,
     dense_params,
     embedding,
     embedding_params,
-    layer_norm,
     norm_params,
-    scaled_dot_attention,
-    split_heads,
 )
+from models.encoders.norms import layer_norm
 
 PREFIX = "deberta"
 C2P, P2C = "c2p", "p2c"
@@ -179,7 +177,7 @@ class Block(bert_family.Block):
         self.position_dropout = Dropout(sizes.hidden_dropout)
 
     def call(self, x, allowed, relative, rel_embeddings, training=False):
-        """The shared attention core (layers.scaled_dot_attention: whole, in pieces or recomputed) with the
+        """The shared attention core (attention.scaled_dot_attention: whole, in pieces or recomputed) with the
         disentangled c2p and p2c scores as its bias, and DeBERTa's scale sqrt(d x terms) as queries scaled by
         1 / sqrt(terms) before the core's own 1 / sqrt(d)."""
         sizes, heads = self.sizes, self.sizes.heads

@@ -6,7 +6,7 @@ draws). 16 bits set the rate to within 1/65,536 (0.1 drops 6,554 in 65,536 eleme
 scaled by the rate drawn, so the expected output is the input's, as Keras' dropout keeps it.
 
 Every dropout of the encoders draws here: Keras' Dropout layers (the Dropout below), and the attention weights that
-are recomputed in the backward pass (layers.recomputed_attention, long_attention), whose backward pass draws the same
+are recomputed in the backward pass (attention.recomputed_attention, long_attention), whose backward pass draws the same
 mask again from the same seed.
 """
 

@@ -17,24 +17,21 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import packed_rows
+from models.encoders.activations import activation
+from models.encoders.attention import attention_bias, merge_heads, scaled_dot_attention, split_heads
 from models.encoders.dropout import Dropout
 from models.encoders.layers import (
     BoundedWidth,
     TorchParam,
     UnsupportedConfigError,
-    activation,
-    attention_bias,
     dense,
     dense_params,
     embedding,
     embedding_params,
-    layer_norm,
-    merge_heads,
     norm_params,
     run_block,
-    scaled_dot_attention,
-    split_heads,
 )
+from models.encoders.norms import layer_norm
 from models.encoders.rotary import default_theta, rotary_tables, rotate
 
 PREFIX = "gte"

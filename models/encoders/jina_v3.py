@@ -17,20 +17,11 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import gte
+from models.encoders.activations import activation
+from models.encoders.attention import merge_heads, scaled_dot_attention, split_heads
 from models.encoders.dropout import Dropout
-from models.encoders.layers import (
-    BoundedWidth,
-    TorchParam,
-    UnsupportedConfigError,
-    activation,
-    dense,
-    dense_params,
-    layer_norm,
-    merge_heads,
-    norm_params,
-    scaled_dot_attention,
-    split_heads,
-)
+from models.encoders.layers import BoundedWidth, TorchParam, UnsupportedConfigError, dense, dense_params, norm_params
+from models.encoders.norms import layer_norm
 from models.encoders.rotary import rotate
 
 PREFIX = "roberta"

@@ -10,8 +10,8 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import long_attention
+from models.encoders.attention import _sum_to_shape, head_seed, of_head, recomputed_attention
 from models.encoders.dropout import drawn_rate, keep_mask
-from models.encoders.layers import _sum_to_shape, head_seed, of_head, recomputed_attention
 
 
 def _plain(q, k, v, bias, seed, rate):
@@ -85,12 +85,12 @@ def _tiny_bert_gradients(family: str = "bert"):
 @pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
 def test_a_model_trains_the_same_with_its_attention_recomputed(monkeypatch, jit_compile, family):
     """Through a whole encoder, eager and under XLA."""
-    from models.encoders import layers
+    from models.encoders import attention
 
     gradients = tf.function(_tiny_bert_gradients(family), jit_compile=jit_compile)
     kept = gradients()
-    monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 0)
-    assert layers.kept_bytes([4, 2, 12, 8]) > layers.RECOMPUTE_ABOVE_BYTES
+    monkeypatch.setattr(attention, "RECOMPUTE_ABOVE_BYTES", 0)
+    assert attention.kept_bytes([4, 2, 12, 8]) > attention.RECOMPUTE_ABOVE_BYTES
     recomputed = (
         gradients.python_function() if not jit_compile else tf.function(gradients.python_function, jit_compile=True)()
     )
@@ -153,7 +153,7 @@ def test_recomputed_blocks_give_the_kept_blocks_gradients(pieces, monkeypatch):
 @pytest.mark.parametrize(("name", "approximate"), [("gelu", False), ("gelu_pytorch_tanh", True)])
 @pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])
 def test_gelu_gives_tensorflows_values_and_gradients(name, approximate, dtype):
-    from models.encoders.layers import activation
+    from models.encoders.activations import activation
 
     x = tf.cast(tf.linspace(-8.0, 8.0, 4001), dtype)
     gradients = []
@@ -191,7 +191,7 @@ def _live_peaks(script: str, *variants: str) -> dict[str, int]:
 _LIVE_PEAK_OF_GELU = """
 import json, sys
 import tensorflow as tf
-from models.encoders.layers import gelu
+from models.encoders.activations import gelu
 x = tf.Variable(tf.random.normal([2048, 4096]))  # 32 MiB
 function = gelu if sys.argv[1] == "ours" else (lambda x: tf.nn.gelu(x, approximate=False))
 
@@ -225,10 +225,10 @@ def test_dense_after_activation_gives_denses_values_and_gradients(name, policy, 
     recomputed, Dense's own path)."""
     import tf_keras
 
-    from models.encoders import layers
-    from models.encoders.layers import DenseAfterActivation, activation
+    from models.encoders import activations
+    from models.encoders.activations import DenseAfterActivation, activation
 
-    monkeypatch.setattr(layers, "RECOMPUTE_ACTIVATION_ABOVE_BYTES", 0)
+    monkeypatch.setattr(activations, "RECOMPUTE_ACTIVATION_ABOVE_BYTES", 0)
     previous = tf_keras.mixed_precision.global_policy()
     tf_keras.mixed_precision.set_global_policy(policy)
     try:
@@ -260,9 +260,9 @@ def test_dense_after_activation_gives_denses_values_and_gradients(name, policy, 
 _LIVE_PEAK_OF_FEED_FORWARDS = """
 import json, sys
 import tensorflow as tf, tf_keras
-from models.encoders import layers
-from models.encoders.layers import DenseAfterActivation, gelu
-layers.RECOMPUTE_ACTIVATION_ABOVE_BYTES = 0  # at this small size too
+from models.encoders import activations
+from models.encoders.activations import DenseAfterActivation, gelu
+activations.RECOMPUTE_ACTIVATION_ABOVE_BYTES = 0  # at this small size too
 x = tf.Variable(tf.random.normal([2048, 1024]))
 ups = [tf_keras.layers.Dense(4096) for _ in range(4)]
 downs = [DenseAfterActivation(1024, gelu) if sys.argv[1] == "ours" else tf_keras.layers.Dense(1024) for _ in range(4)]
@@ -295,7 +295,8 @@ def test_dense_after_activation_recomputes_where_its_activation_would_be_large()
     own width: MiniLM's 1,536-wide activation at 32 x 512 (100 MB) is recomputed, at 32 x 128 (25 MB: the default
     run) kept; a batch of unknown size recomputes unless its most rows keep little (packed rows: bound_width's
     most_rows); serving never does."""
-    from models.encoders.layers import RECOMPUTE_ACTIVATION_ABOVE_BYTES, DenseAfterActivation, activation, bound_width
+    from models.encoders.activations import RECOMPUTE_ACTIVATION_ABOVE_BYTES, DenseAfterActivation, activation
+    from models.encoders.layers import bound_width
 
     layer, shape = DenseAfterActivation(384, activation("gelu")), [32, None, 1536]
     spec = tf.TensorSpec(shape, tf.float32)
@@ -333,7 +334,7 @@ def tf_keras_model_holding(layer):
 def test_layer_norm_gives_keras_values_and_gradients(center, policy):
     """Our LayerNorm (its gradient written out) against tf_keras' LayerNormalization with the same weights and BERT's
     epsilon: outputs and the gradients of x, gamma and beta in a traced step, on inputs far from zero mean."""
-    from models.encoders.layers import layer_norm
+    from models.encoders.norms import layer_norm
 
     previous = tf_keras.mixed_precision.global_policy()
     tf_keras.mixed_precision.set_global_policy(policy)

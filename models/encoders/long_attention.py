@@ -18,7 +18,7 @@ import tensorflow as tf
 from models.encoders.dropout import apply_mask, keep_mask
 
 QUERY_CHUNK = 512  # queries a piece: [B, H, 512, T] float32 weights, 192 MiB at ModernBERT-base's 12 heads and 8,192
-_MASKED = -1e9  # what attention_bias adds where a key is not allowed (models/encoders/layers.py)
+_MASKED = -1e9  # what attention_bias adds where a key is not allowed (models/encoders/attention.py)
 
 
 def chunks(width: int, chunk: int, half_window: int | None) -> list[tuple[int, int, int, int]]:
@@ -148,7 +148,7 @@ def looped_attention(
     """chunked_attention's pieces, dropout and backward pass, each in a tf.while_loop that runs one piece at a time:
     a piece's [B, H, QUERY_CHUNK, T] weights alive, never [B, H, T, T]. Any width, also one known only at run time
     (the Trainer cuts each batch to its bucket's width, serving and evaluation to its longest text:
-    models/serving/signatures.py); outside XLA it is the way pieces run (layers.scaled_dot_attention)."""
+    models/serving/signatures.py); outside XLA it is the way pieces run (attention.scaled_dot_attention)."""
     chunk = chunk or QUERY_CHUNK
     scale = 1.0 / math.sqrt(query.shape[-1])
 
@@ -221,7 +221,7 @@ def _backward(q, k, v, b, upstream, pieces, forward, scale, rate):
     for index, piece in enumerate(pieces):
         start, end, key_start, key_end = piece
         up = upstream[:, :, start:end]
-        # Not before this layer's gradient exists (see layers.py), and only once every use of the piece before is
+        # Not before this layer's gradient exists (see attention.py), and only once every use of the piece before is
         # done (its d_q, and its parts of d_k, d_v and the bias' gradient): the executor would otherwise run ahead
         # along d_q and hold every piece's weights and score gradients for the later uses.
         # The weights' gradient too: built outside, it depends only on the upstream gradient and v, and the executor

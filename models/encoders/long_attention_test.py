@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from models.encoders import long_attention
-from models.encoders.layers import attention_bias, padding_mask, window_mask
+from models.encoders.attention import attention_bias, padding_mask, window_mask
 
 B, H, T, D = 2, 3, 40, 8
 LENGTHS = [T, 27]
@@ -93,17 +93,17 @@ def test_at_a_width_known_only_at_run_time_the_looped_pieces_give_full_attention
 def test_at_a_run_time_width_past_query_chunk_attention_takes_the_pieces(training, monkeypatch):
     """scaled_dot_attention at a run-time width: the looped pieces past QUERY_CHUNK, [T, T] at once within it (in
     training recomputed where it would keep too much), one traced function holding both, gradients included."""
-    from models.encoders import layers
+    from models.encoders import attention
 
     monkeypatch.setattr(long_attention, "QUERY_CHUNK", 16)
-    monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 16 * B * H * 13 * 13)  # recomputed from 13 tokens
+    monkeypatch.setattr(attention, "RECOMPUTE_ABOVE_BYTES", 16 * B * H * 13 * 13)  # recomputed from 13 tokens
     q, k, v, bias = _inputs()
     taken = []
     looped = long_attention.looped_attention
     monkeypatch.setattr(long_attention, "looped_attention", lambda *a, **kw: taken.append(1) or looped(*a, **kw))
 
     def attend(q, k, v, b):
-        return layers.scaled_dot_attention(q, k, v, b, tf.keras.layers.Dropout(0.0), training, 4)
+        return attention.scaled_dot_attention(q, k, v, b, tf.keras.layers.Dropout(0.0), training, 4)
 
     traced = _at_run_time_width(attend, [B, 1, 1, None])
     ours = tf.function(lambda q, k, v, b: _with_gradients(traced, q, k, v, b)) if training else traced
@@ -212,13 +212,13 @@ def test_the_backward_pass_never_holds_every_pieces_weights_at_once(pieces):
 def test_the_widest_batch_leaves_out_the_branches_that_cannot_happen(widest, training, branches, monkeypatch):
     """bound_width: with the widest batch known (the Trainer's max_seq_length), a run-time width switches only among
     the ways of attending that it can take."""
-    from models.encoders import layers
+    from models.encoders import attention
 
     monkeypatch.setattr(long_attention, "QUERY_CHUNK", 16)
-    monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 16 * B * H * 13 * 13)
+    monkeypatch.setattr(attention, "RECOMPUTE_ABOVE_BYTES", 16 * B * H * 13 * 13)
 
     def attend(q, k, v, b):
-        return layers.scaled_dot_attention(q, k, v, b, tf.keras.layers.Dropout(0.0), training, 4, _bounds(widest))
+        return attention.scaled_dot_attention(q, k, v, b, tf.keras.layers.Dropout(0.0), training, 4, _bounds(widest))
 
     _assert_branches(_at_run_time_width(attend, [B, 1, 1, None]), branches)
 
@@ -237,14 +237,14 @@ def test_rows_counted_at_run_time_switch_only_where_the_most_rows_may_keep_too_m
 ):
     """Packed batches: their width is the run's, their rows known only at run time (as many as the texts need).
     bound_width's most_rows (a replica's batch) leaves out recomputation where even that many rows keep little."""
-    from models.encoders import layers
+    from models.encoders import attention
 
-    monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 16 * B * H * 13 * 13)
+    monkeypatch.setattr(attention, "RECOMPUTE_ABOVE_BYTES", 16 * B * H * 13 * 13)
     rows = tf.TensorSpec([None, H, 12, D], tf.float32)
 
     def attend(q, k, v, b):
         dropout = tf.keras.layers.Dropout(0.0)
-        return layers.scaled_dot_attention(q, k, v, b, dropout, training, None, _bounds(12, most_rows))
+        return attention.scaled_dot_attention(q, k, v, b, dropout, training, None, _bounds(12, most_rows))
 
     traced = tf.function(attend, input_signature=[rows, rows, rows, tf.TensorSpec([None, 1, 12, 12])])
     _assert_branches(traced, branches)

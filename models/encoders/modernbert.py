@@ -19,24 +19,21 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import packed_rows
+from models.encoders.activations import activation
+from models.encoders.attention import attention_bias, merge_heads, scaled_dot_attention, split_heads
 from models.encoders.dropout import Dropout
 from models.encoders.layers import (
     BoundedWidth,
     TorchParam,
     UnsupportedConfigError,
-    activation,
-    attention_bias,
     dense,
     dense_params,
     embedding,
     embedding_params,
-    layer_norm,
-    merge_heads,
     norm_params,
     run_block,
-    scaled_dot_attention,
-    split_heads,
 )
+from models.encoders.norms import layer_norm
 from models.encoders.rotary import default_theta, rotary_tables, rotate
 
 FULL, SLIDING = "full_attention", "sliding_attention"
@@ -186,7 +183,7 @@ class Encoder(tf_keras.layers.Layer):
         sizes = self.sizes
         input_ids = inputs["input_ids"]
         x = self.embedding_dropout(self.embedding_norm(self.words(input_ids)), training=training)
-        # local layers add their band where they attend (layers.scaled_dot_attention): in a packed row's text too
+        # local layers add their band where they attend (attention.scaled_dot_attention): in a packed row's text too
         bias = attention_bias(packed_rows.allowed_keys(inputs))
         head_dim, at = sizes.hidden // sizes.heads, packed_rows.positions(inputs, tf.shape(input_ids)[1])
         rotary = {kind: rotary_tables(at, head_dim, sizes.thetas[kind]) for kind in set(sizes.layer_types)}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from models.encoders.layers import padding_mask
+from models.encoders.attention import padding_mask
 from models.names import ATTENTION_MASK, POSITION_IDS, SEGMENT_IDS, TEXT_LENGTHS, TEXT_ROWS, TEXT_STARTS
 
 

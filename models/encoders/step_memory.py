@@ -4,13 +4,13 @@ from the run, minutes in).
 
 A layer keeps s·b·h·(34 + 5·a·s/h) bytes of activations in 16-bit (Korthikanti et al. 2022, "Reducing Activation
 Recomputation in Large Transformer Models"), twice that in fp32; the attention part (5·a·s² per sequence) is not
-kept where the encoders recompute it (models/encoders/layers.py: past RECOMPUTE_ABOVE_BYTES a layer), but one
+kept where the encoders recompute it (models/encoders/attention.py: past RECOMPUTE_ABOVE_BYTES a layer), but one
 head's weights still live while it runs (16 bytes a pair), and past QUERY_CHUNK tokens one piece of queries'
 weights and their gradients (models/encoders/long_attention.py). Training holds 16 bytes a parameter (value, gradient,
 AdamW's two moments), calibrated by ACTIVATION_FACTOR and PIECES_ALIVE below. Against measured peaks (peak RSS of
 the measuring process): MiniLM at width 512, batch 32: ~6.1 GiB estimated vs 4.5 measured (attention recomputed a
-head at a time, and the feed-forward's activation: layers.DenseAfterActivation; 6.0 with every head at once, 6.6
-before the activation was recomputed, 7.4 before GELU's backward pass kept its input alone: layers.gelu);
+head at a time, and the feed-forward's activation: activations.DenseAfterActivation; 6.0 with every head at once, 6.6
+before the activation was recomputed, 7.4 before GELU's backward pass kept its input alone: activations.gelu);
 the ModernBERT-base shape at 512, batch 2: ~7.7 vs 5.9; at 8,192, batch 1: ~24 vs killed past 21.5 on a 24 GiB
 machine, and with its blocks recomputed ~6.3 vs 5.9 (the step alone; 6.4 in the Trainer of a whole `hftfx run`).
 It errs high where it errs, as a warning should.
@@ -29,7 +29,8 @@ import dataclasses
 from pathlib import Path
 
 from models.encoders import long_attention
-from models.encoders.layers import activation_recomputed, attention_recomputed, kept_bytes
+from models.encoders.activations import activation_recomputed
+from models.encoders.attention import attention_recomputed, kept_bytes
 from models.hardware.flops import EncoderShape
 
 GIB = 2**30
@@ -73,7 +74,7 @@ def texts_of(batch: int) -> str:
 
 def kept_per_value(shape: EncoderShape, batch: int, width: int) -> int:
     """Korthikanti's 34 bytes a token and hidden unit in 16-bit, less the 8 of GELU's output where a two-matrix
-    feed-forward computes it again (layers.DenseAfterActivation, past RECOMPUTE_ACTIVATION_ABOVE_BYTES a layer)."""
+    feed-forward computes it again (activations.DenseAfterActivation, past RECOMPUTE_ACTIVATION_ABOVE_BYTES a layer)."""
     recomputed = shape.feed_forward_matrices == 2 and activation_recomputed(4 * batch * width * shape.intermediate)
     return 26 if recomputed else 34
 
@@ -93,7 +94,7 @@ def step_memory(shape: EncoderShape, batch: int, width: int, recompute_blocks: b
         return StepMemory(16 * parameters, int(activations), pieces)
     one_layer_attention = kept_bytes([batch, heads, width])
     kept = not attention_recomputed([batch, heads, width])
-    # recomputed: one head at a time (layers.recomputed_attention)
+    # recomputed: one head at a time (attention.recomputed_attention)
     attention = layers * 2 * 5 * heads * width * width * batch if kept else one_layer_attention // heads
     return StepMemory(16 * parameters, int(activations), attention)
 

@@ -17,11 +17,11 @@ import tensorflow as tf
 import tf_keras
 
 from models.encoders import eurobert, packed_rows
+from models.encoders.attention import attention_bias
 from models.encoders.dropout import Dropout
 from models.encoders.layers import (
     TorchParam,
     UnsupportedConfigError,
-    attention_bias,
     dense,
     dense_params,
     embedding,

@@ -56,10 +56,10 @@ def test_bf16_training_step_compiles_with_xla_with_the_custom_ops_in_it(monkeypa
     """A TPU trains in bf16 under XLA: the step compiles on a CPU as a TPU would compile it, with dropout on and
     every custom-gradient op in it (recomputed attention, attention in pieces, recomputed blocks), its matmuls in
     bf16, and learns."""
-    from models.encoders import classifier, layers, long_attention
+    from models.encoders import attention, classifier, long_attention
     from models.hardware.distribution import KERAS_POLICY
 
-    monkeypatch.setattr(layers, "RECOMPUTE_ABOVE_BYTES", 0)  # recompute every layer's attention weights
+    monkeypatch.setattr(attention, "RECOMPUTE_ABOVE_BYTES", 0)  # recompute every layer's attention weights
     monkeypatch.setattr(long_attention, "QUERY_CHUNK", 8)  # 16 tokens: attention in two pieces
     tf_keras.utils.set_random_seed(0)
     tf_keras.mixed_precision.set_global_policy(KERAS_POLICY["bf16"])
