@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import ClassVar
 
 import tensorflow as tf
 import tf_keras
@@ -160,11 +161,23 @@ class Block(BoundedWidth, tf_keras.layers.Layer):
 
 
 class Encoder(tf_keras.layers.Layer):
+    """Borrowed by UltraBERT with its own sizes, a window per block and a RoPE base per layer type."""
+
+    SIZES: ClassVar[type[Sizes]] = Sizes
+    PREFIX: ClassVar[str] = PREFIX
+
+    def make_block(self, sizes: Sizes, index: int) -> Block:
+        return Block(sizes, name=f"layer_{index}")
+
+    def rotary_of_layers(self, at: tf.Tensor) -> list[tuple[tf.Tensor, tf.Tensor]]:
+        """Each block's rotary tables at positions `at`: one theta for all here."""
+        return [rotary_tables(at, self.sizes.head_dim, self.sizes.theta)] * self.sizes.layers
+
     def __init__(self, config: dict, **kwargs):
         super().__init__(**kwargs)
-        self.sizes = sizes = Sizes.of(config)
+        self.sizes = sizes = self.SIZES.of(config)
         self.words = embedding(sizes.vocab, sizes.hidden, "embed_tokens", std=sizes.init_std)
-        self.blocks = [Block(sizes, name=f"layer_{i}") for i in range(sizes.layers)]
+        self.blocks = [self.make_block(sizes, i) for i in range(sizes.layers)]
         self.recompute_blocks = False  # set by the Trainer where a step would not fit (layers.run_block)
         self.final_norm = RMSNorm(sizes.epsilon, name="norm")
 
@@ -173,8 +186,7 @@ class Encoder(tf_keras.layers.Layer):
         x = self.words(input_ids)
         bias = attention_bias(packed_rows.allowed_keys(inputs))
         at = packed_rows.positions(inputs, tf.shape(input_ids)[1])
-        rotary = rotary_tables(at, self.sizes.head_dim, self.sizes.theta)
-        for block in self.blocks:
+        for block, rotary in zip(self.blocks, self.rotary_of_layers(at), strict=True):
             x = run_block(block, x, bias, rotary, training=training, recompute=self.recompute_blocks)
         return self.final_norm(x)
 
@@ -182,10 +194,10 @@ class Encoder(tf_keras.layers.Layer):
         return self.words
 
     def torch_params(self) -> Iterator[TorchParam]:
-        yield from embedding_params(f"{PREFIX}.embed_tokens", self.words)
+        yield from embedding_params(f"{self.PREFIX}.embed_tokens", self.words)
         for i, block in enumerate(self.blocks):
-            yield from block.torch_params(f"{PREFIX}.layers.{i}")
-        yield TorchParam(f"{PREFIX}.norm.weight", self.final_norm.weight)
+            yield from block.torch_params(f"{self.PREFIX}.layers.{i}")
+        yield TorchParam(f"{self.PREFIX}.norm.weight", self.final_norm.weight)
 
 
 class Head(tf_keras.layers.Layer):

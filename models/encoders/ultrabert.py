@@ -16,17 +16,13 @@ from collections.abc import Iterator
 import tensorflow as tf
 import tf_keras
 
-from models.encoders import eurobert, packed_rows
-from models.encoders.attention import attention_bias
+from models.encoders import eurobert
 from models.encoders.dropout import Dropout
 from models.encoders.layers import (
     TorchParam,
     UnsupportedConfigError,
     dense,
     dense_params,
-    embedding,
-    embedding_params,
-    run_block,
 )
 from models.encoders.rotary import default_theta, rotary_tables
 
@@ -104,36 +100,17 @@ def warmup_ratio(model_type: str) -> float | None:
     return None  # the recipe's default warm-up
 
 
-class Encoder(tf_keras.layers.Layer):
-    def __init__(self, config: dict, **kwargs):
-        super().__init__(**kwargs)
-        self.sizes = sizes = Sizes.of(config)
-        self.words = embedding(sizes.vocab, sizes.hidden, "embed_tokens", std=sizes.init_std)
-        self.blocks = [
-            eurobert.Block(sizes, sizes.half_window if kind == SLIDING else None, name=f"layer_{i}")
-            for i, kind in enumerate(sizes.layer_types)
-        ]
-        self.recompute_blocks = False  # set by the Trainer where a step would not fit (layers.run_block)
-        self.final_norm = eurobert.RMSNorm(sizes.epsilon, name="norm")
+class Encoder(eurobert.Encoder):
+    SIZES, PREFIX = Sizes, PREFIX
 
-    def call(self, inputs: dict, training=False):
-        input_ids = inputs["input_ids"]
-        x = self.words(input_ids)
-        bias = attention_bias(packed_rows.allowed_keys(inputs))
-        at = packed_rows.positions(inputs, tf.shape(input_ids)[1])
-        rotary = {kind: rotary_tables(at, self.sizes.head_dim, theta) for kind, theta in self.sizes.thetas.items()}
-        for block, kind in zip(self.blocks, self.sizes.layer_types, strict=True):
-            x = run_block(block, x, bias, rotary[kind], training=training, recompute=self.recompute_blocks)
-        return self.final_norm(x)
+    def make_block(self, sizes: Sizes, index: int) -> eurobert.Block:
+        local = sizes.half_window if sizes.layer_types[index] == SLIDING else None
+        return eurobert.Block(sizes, local, name=f"layer_{index}")
 
-    def input_embeddings(self) -> tf_keras.layers.Layer:
-        return self.words
-
-    def torch_params(self) -> Iterator[TorchParam]:
-        yield from embedding_params(f"{PREFIX}.embed_tokens", self.words)
-        for i, block in enumerate(self.blocks):
-            yield from block.torch_params(f"{PREFIX}.layers.{i}")
-        yield TorchParam(f"{PREFIX}.norm.weight", self.final_norm.weight)
+    def rotary_of_layers(self, at: tf.Tensor) -> list[tuple[tf.Tensor, tf.Tensor]]:
+        """Each block's rotary tables: its layer type's theta."""
+        tables = {kind: rotary_tables(at, self.sizes.head_dim, theta) for kind, theta in self.sizes.thetas.items()}
+        return [tables[kind] for kind in self.sizes.layer_types]
 
 
 class Head(tf_keras.layers.Layer):
