@@ -30,6 +30,7 @@ BF16_DRIFT_LIMIT = 0.05
 class ServingPrecision:
     precision: str  # fp32 | bf16
     reason: str
+    auto: bool = False  # chosen by auto: where bf16 cannot run, fp32 instead of a refusal
 
     def describe(self) -> str:
         return f"{self.precision} ({self.reason})"
@@ -53,15 +54,26 @@ def choose_serving_precision(requested: str, native_bf16: bool | None = None) ->
     if requested != "auto":
         raise UserError(f"precision '{requested}' is not one of {', '.join(SERVING_PRECISIONS)}")
     if native:
-        return ServingPrecision("bf16", "auto: this CPU computes bf16 natively")
-    return ServingPrecision("fp32", f"auto: this CPU has no {flags}, so bf16 would be emulated and slower")
+        return ServingPrecision("bf16", "auto: this CPU computes bf16 natively", auto=True)
+    return ServingPrecision("fp32", f"auto: this CPU has no {flags}, so bf16 would be emulated and slower", auto=True)
 
 
-def prepare_process(choice: ServingPrecision, environ=os.environ) -> None:
-    """Turns TensorFlow's oneDNN ops on for bf16, before TensorFlow loads (they are on by default only on some
-    CPUs); refuses when TensorFlow already loaded with them off, or the user turned them off."""
+def prepare_process(choice: ServingPrecision, environ=os.environ) -> ServingPrecision:
+    """The choice, with TensorFlow's oneDNN ops turned on for bf16 before TensorFlow loads (they are on by default
+    only on some CPUs). Where they cannot be (the user turned them off, or TensorFlow already loaded without them)
+    bf16 asked for is refused, and bf16 chosen by auto becomes fp32, saying why."""
     if choice.precision != "bf16":
-        return
+        return choice
+    try:
+        _turn_onednn_on(environ)
+    except PrecisionUnavailable as error:
+        if not choice.auto:
+            raise
+        return ServingPrecision("fp32", f"auto: {error}", auto=True)
+    return choice
+
+
+def _turn_onednn_on(environ) -> None:
     if environ.get(ONEDNN_SWITCH, "1") in ("0", "false", "False"):
         raise PrecisionUnavailable(
             f"bf16 needs TensorFlow's oneDNN ops, and {ONEDNN_SWITCH}={environ[ONEDNN_SWITCH]} turns them off: unset "

@@ -23,6 +23,10 @@ def test_bf16_turns_onednn_on_before_tensorflow_loads_and_is_refused_when_the_us
     assert environ == {}, "fp32 leaves TensorFlow's defaults alone"
     with pytest.raises(PrecisionUnavailable, match="TF_ENABLE_ONEDNN_OPTS=0 turns them off"):
         precision.prepare_process(ServingPrecision("bf16", "asked for"), {"TF_ENABLE_ONEDNN_OPTS": "0"})
+    # chosen by auto on a native CPU: fp32 instead, saying why
+    auto = choose_serving_precision("auto", native_bf16=True)
+    fallback = precision.prepare_process(auto, {"TF_ENABLE_ONEDNN_OPTS": "0"})
+    assert fallback.precision == "fp32" and fallback.reason.startswith("auto: bf16 needs TensorFlow's oneDNN ops")
     # This process loaded TensorFlow with oneDNN's ops off (this CPU's default): too late to turn them on.
     if not precision._onednn_on():
         with pytest.raises(PrecisionUnavailable, match="loaded without"):

@@ -438,9 +438,7 @@ def _serving_precision(args: argparse.Namespace):
     """--precision for this CPU, with the process prepared for it; chosen before TensorFlow is imported."""
     from models.serving.precision import choose_serving_precision, prepare_process
 
-    choice = choose_serving_precision(args.precision)
-    prepare_process(choice)
-    return choice
+    return prepare_process(choose_serving_precision(args.precision))
 
 
 def _log_settings(args: argparse.Namespace):
