@@ -111,7 +111,7 @@ def _peer_figures() -> dict[str, str]:
 NOT_FIGURES = (
     "MiniLM-L6", "Python 3", "2-core", "fp32", "DeBERTa-v2/v3", "DeBERTa-v3", "transformers 5", "T5", "v5e", "UTF-8",
     "exits 2", "(512 tokens for BERT)", "paired 95% intervals",  # BERT's positions; TFMA's interval level
-    "AVX2",
+    "AVX2", "jina-embeddings-v3",
 )  # fmt: skip
 
 
