@@ -23,7 +23,7 @@ from tfx import v1 as tfx
 
 from components.trainer.attempts import AttemptLog
 from components.trainer.best_epoch import BestEpoch
-from components.trainer.class_weights import class_weight_map, train_label_counts
+from components.trainer.class_weights import LabelCounts, class_weight_map, train_label_counts
 from components.trainer.config import TrainerSettings, tuned, tuned_values
 from components.trainer.data import (
     bucket_by_length,
@@ -150,13 +150,11 @@ def early_stopping(
 
 
 def class_weights(
-    training: TrainingConfig, label_names: list[str], train_files: list[str], multi_label: bool = False
+    training: TrainingConfig, label_names: list[str], train: LabelCounts, multi_label: bool = False
 ) -> dict[int, float] | None:
-    """{label id: weight} for training.class_weights; `balanced` counts the train split's labels first. Single
+    """{label id: weight} for training.class_weights; `balanced` from the train split's label counts. Single
     label: Keras' class_weight. Multi-label: each label's positive weight in the loss."""
-    counts = None
-    if training.class_weights == "balanced":
-        counts = train_label_counts(train_files, len(label_names), multi_label)
+    counts = train if training.class_weights == "balanced" else None
     weights = class_weight_map(training.class_weights, label_names, counts, multi_label)
     if weights is not None:
         shown = ", ".join(f"{label_names[i]} {w:.3f}" for i, w in weights.items())
@@ -407,8 +405,9 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
     plan = with_start(fn_args, plan_training(fn_args, settings, placement), tuned_by)
     train_data, eval_data, packing = training_data(fn_args, plan, tf_transform_output)
-    weights = class_weights(training, label_names, fn_args.train_files, settings.multi_label)
-    priors = label_priors(fn_args, settings, weights)
+    train_counts = train_label_counts(fn_args.train_files, len(label_names), settings.multi_label)
+    weights = class_weights(training, label_names, train_counts, settings.multi_label)
+    priors = label_priors(fn_args, settings, weights, train_counts)
     model = build_and_compile(fn_args, plan, weights)
     meter = measured_meter(model, plan, packing)
     train_data = record_batch_shapes(train_data, meter.records)

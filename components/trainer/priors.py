@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from components.trainer.class_weights import train_label_counts
+from components.trainer.class_weights import LabelCounts, train_label_counts
 from components.trainer.config import TrainerSettings
 from models.training import chance
 from models.training.chance import ChanceVerdict, prior_loss
@@ -27,9 +27,9 @@ class Priors:
         return verdict.describe(self.truncated_share)
 
 
-def label_priors(fn_args, settings: TrainerSettings, weights: dict[int, float] | None) -> Priors:
+def label_priors(fn_args, settings: TrainerSettings, weights: dict[int, float] | None, train: LabelCounts) -> Priors:
+    """From the train split's counts (the Trainer's, which the class weights read too) and the eval split's."""
     labels, multi = len(settings.label_names), settings.multi_label
-    train = train_label_counts(fn_args.train_files, labels, multi)
     evaluated = train_label_counts(fn_args.eval_files, labels, multi) if fn_args.eval_files else train
     return Priors(
         prior_loss(train.rows, train.tagged, multi, None if multi else weights),

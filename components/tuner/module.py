@@ -20,6 +20,7 @@ from keras_tuner.engine import base_tuner
 from tfx import v1 as tfx
 
 from components.trainer import module as trainer
+from components.trainer.class_weights import train_label_counts
 from components.trainer.config import TrainerSettings
 from components.trainer.plan import plan_training, training_placement
 from components.trainer.priors import label_priors
@@ -65,13 +66,14 @@ def train_trial(fn_args, settings: TrainerSettings, objective: str) -> dict[str,
     train, validation, _ = trainer.training_data(fn_args, plan, tft.TFTransformOutput(fn_args.transform_graph_path))
     if validation is None:
         raise keras_tuner.errors.FatalError("tuning scores each trial on the eval split, which is empty")
-    weights = trainer.class_weights(training, label_names, fn_args.train_files, settings.multi_label)
+    train_counts = train_label_counts(fn_args.train_files, len(label_names), settings.multi_label)
+    weights = trainer.class_weights(training, label_names, train_counts, settings.multi_label)
     model = trainer.build_and_compile(fn_args, plan, weights)
     callbacks = [ProgressLogger(plan.total_steps, plan.global_batch, training.log_every_steps)]
     # The Trainer's rule, plateau at chance included; a trial keeps no state (writes=False): its history scores it.
     stopping, _ = trainer.early_stopping(
         training, fn_args.working_dir, plan.epochs.epochs, has_eval=True, writes=False,
-        train_prior=label_priors(fn_args, settings, weights).train,
+        train_prior=label_priors(fn_args, settings, weights, train_counts).train,
     )  # fmt: skip
     callbacks += [stopping] if stopping else []
     history = trainer.fit(model, plan, train, validation, callbacks, weights).history
