@@ -414,7 +414,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     has_eval = eval_data is not None
     callbacks, progress, best_epoch, stopping = training_callbacks(fn_args, plan, meter, has_eval, priors)
     history = fit(model, plan, train_data, eval_data, callbacks, weights)
-    chance = priors.describe(priors.verdict(history))
+    chance = priors.verdict(history)
     print(f"[Trainer] {chance}", flush=True)
     logging.info("training throughput: %.1f examples/s", progress.examples_per_second)
     if not placement.is_chief:

@@ -8,7 +8,7 @@ import dataclasses
 from components.trainer.class_weights import LabelCounts, train_label_counts
 from components.trainer.config import TrainerSettings
 from models.training import chance
-from models.training.chance import ChanceVerdict, prior_loss
+from models.training.chance import prior_loss
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,11 +20,9 @@ class Priors:
     eval: float
     truncated_share: float = 0.0  # of the train texts, cut to the width: a cut passage may hold the signal
 
-    def verdict(self, history) -> ChanceVerdict:
-        return chance.verdict(history.history, self.train, self.eval)
-
-    def describe(self, verdict: ChanceVerdict) -> str:
-        return verdict.describe(self.truncated_share)
+    def verdict(self, history) -> str:
+        """Whether Keras' `history` left chance, and what to try if not (the cut texts' share among the tries)."""
+        return chance.verdict(history.history, self.train, self.eval).describe(self.truncated_share)
 
 
 def label_priors(fn_args, settings: TrainerSettings, weights: dict[int, float] | None, train: LabelCounts) -> Priors:
