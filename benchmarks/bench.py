@@ -31,11 +31,11 @@ from components.trainer.data import (
 )
 from components.trainer.module import compile_for_training
 from components.trainer.training_meter import TrainingMeter, record_batch_shapes
-from models.encoders.from_folder import build_classifier
+from models.encoders.from_folder import build_classifier, read_model_folder
 from models.hardware.cpu_features import cpu_supports_bf16
 from models.hardware.flops import BatchShapes, EncoderShape
 from models.hardware.machine_peak import matmul_peak
-from models.hub.pretrained import model_files, packaged_model_dir
+from models.hub.pretrained import packaged_model_dir
 from models.serving.signatures import model_logits
 from models.tokenizers.tokenizer import InGraphTokenizer, tokenizer_spec
 from models.training.config import ModelConfig, TrainingConfig
@@ -91,7 +91,7 @@ def training_examples(steps: int):
     """The packaged MiniLM's files and enough real reviews for `steps` batches (tokenized, labels alternating),
     repeated: what the Trainer-loop benchmarks train on. Without tf.data's autotuning, as in the Trainer:
     with it each timed fit could end up to 10 s after its last step."""
-    files = model_files(packaged_model_dir("all-MiniLM-L6-v2"))
+    files = read_model_folder(packaged_model_dir("all-MiniLM-L6-v2"))
     texts = corpus(steps * BATCH * 2)
     features = tokenized(texts, tokenizer_spec(files.directory))
     labels = np.arange(len(texts)) % 2
@@ -292,7 +292,7 @@ def serving_latency(serving_dir: Path, repeats: int) -> list[Row]:
         return [Row(f"serving latency: no pushed model under {serving_dir} (run `make run` first)", "-", "-", "-")]
     directory = packaged_model_dir("all-MiniLM-L6-v2")
     hf = AutoTokenizer.from_pretrained(directory)
-    model = build_classifier(model_files(directory), ["rotten", "fresh"])[0]
+    model = build_classifier(read_model_folder(directory), ["rotten", "fresh"])[0]
     call = tf.function(lambda inputs: tf.nn.softmax(model_logits(model, inputs)))
     texts = corpus(32)
     signature = exported.signatures["serving_default"]

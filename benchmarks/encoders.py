@@ -125,13 +125,13 @@ def one_memory(width: int, batch: int, recompute: int) -> dict:
 
     from components.trainer.module import compile_for_training
     from models.encoders import activations, attention
-    from models.encoders.from_folder import build_classifier
-    from models.hub.pretrained import model_files, packaged_model_dir
+    from models.encoders.from_folder import build_classifier, read_model_folder
+    from models.hub.pretrained import packaged_model_dir
     from models.training.config import TrainingConfig
 
     if not recompute:
         attention.RECOMPUTE_ABOVE_BYTES = activations.RECOMPUTE_ACTIVATION_ABOVE_BYTES = 2**62
-    model, _ = build_classifier(model_files(packaged_model_dir("all-MiniLM-L6-v2")), ["a", "b"])
+    model, _ = build_classifier(read_model_folder(packaged_model_dir("all-MiniLM-L6-v2")), ["a", "b"])
     compile_for_training(model, TrainingConfig(warmup_ratio=0.0), 4)
     rng = np.random.default_rng(0)
     features = {

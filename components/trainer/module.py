@@ -270,7 +270,7 @@ def build_and_compile(fn_args, plan: TrainingPlan, weights):
     settings, training = plan.settings, plan.settings.training
     with plan.placement.strategy.scope():
         model, report = build_classifier(
-            plan.start_files or plan.files,
+            plan.start_folder or plan.folder,
             list(settings.label_names),
             dropout=training.dropout,
             freeze_embeddings=training.freeze_embeddings,
@@ -385,7 +385,7 @@ def export_models(fn_args, plan: TrainingPlan, model, tf_transform_output) -> No
     contract = task_contract(list(settings.label_names), module.text_inputs, settings.multi_label)
     write_contract(fn_args.serving_model_dir, contract)
     hf_dir = hf_format_dir(fn_args.serving_model_dir)
-    save_hf_format(serving_model, plan.files.directory, settings.model.max_seq_length, hf_dir)
+    save_hf_format(serving_model, plan.folder.directory, settings.model.max_seq_length, hf_dir)
     print(
         f"[Trainer] exported SavedModel to {fn_args.serving_model_dir} and the Hugging Face format to {hf_dir} "
         f"in {time.monotonic() - started:.1f}s",

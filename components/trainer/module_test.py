@@ -201,12 +201,17 @@ def test_fp16_scales_the_loss_and_many_steps_run_per_execution_on_any_device():
 def test_frozen_embeddings_leave_training_and_stay_as_pretrained_while_the_encoder_learns(tiny_bert_dir):
 
     from components.trainer.module import compile_for_training
-    from models.encoders.from_folder import WeightsError, build_classifier, freeze_input_embeddings, weights_only_copy
-    from models.hub.pretrained import model_files
+    from models.encoders.from_folder import (
+        WeightsError,
+        build_classifier,
+        freeze_input_embeddings,
+        read_model_folder,
+        weights_only_copy,
+    )
     from models.serving.signatures import model_logits
     from models.training.config import TrainingConfig
 
-    files = model_files(tiny_bert_dir)
+    files = read_model_folder(tiny_bert_dir)
     trained, _ = build_classifier(files, ["a", "b"])
     frozen, _ = build_classifier(files, ["a", "b"], freeze_embeddings=True)
     embeddings = frozen.get_input_embeddings().weights

@@ -14,10 +14,11 @@ import tf_keras
 
 from components.trainer.config import TrainerSettings
 from components.trainer.data import count_records, window_count
+from models.encoders.from_folder import ModelFolder, read_model_folder
 from models.errors import UserError
 from models.hardware import distribution
 from models.hardware.cpu_features import cpu_supports_bf16
-from models.hub.pretrained import model_files, read_config, resolve_model_dir
+from models.hub.pretrained import resolve_model_dir
 from models.serving.hf_export import hf_format_dir
 from models.tokenizers.tokenizer import tokenizer_spec
 from models.training.config import TrainingConfig
@@ -63,14 +64,14 @@ class TrainingPlan:
     placement: Any  # models.hardware.distribution.Placement
     precision: str
     global_batch: int
-    files: Any  # models.hub.pretrained.ModelFiles
+    folder: ModelFolder  # the model folder, read once (config.json, sizes, weights)
     model_inputs: tuple[str, ...]
     train_count: int
     eval_count: int
     epochs: EpochChoice  # training.epochs as set, or chosen from train_count
     steps_per_execution: int = 1  # training steps per call from the host (32 on TPUs)
     start: StartChoice | None = None  # where the weights start (None: the pretrained checkpoint, unasked)
-    start_files: Any = None  # a warm start's ModelFiles (the blessed model's HF export); None: `files`
+    start_folder: ModelFolder | None = None  # a warm start's (the blessed model's HF export); None: `folder`
 
     @property
     def steps_per_epoch(self) -> int:
@@ -104,15 +105,15 @@ def plan_training(fn_args, settings: TrainerSettings, placement: distribution.Pl
     training = settings.training
     precision = distribution.resolve_precision(training.precision, placement)
     tf_keras.mixed_precision.set_global_policy(distribution.KERAS_POLICY[precision])
-    files = model_files(resolve_model_dir(settings.model.name, settings.model.revision))
+    folder = read_model_folder(resolve_model_dir(settings.model.name, settings.model.revision))
     train_count = count_records(fn_args.train_files, window_count(settings))
     plan = TrainingPlan(
         settings=settings,
         placement=placement,
         precision=precision,
         global_batch=training.batch_size * placement.replicas,
-        files=files,
-        model_inputs=tuple(tokenizer_spec(files.directory).model_input_names),
+        folder=folder,
+        model_inputs=tuple(tokenizer_spec(folder.directory).model_input_names),
         train_count=train_count,
         eval_count=count_records(fn_args.eval_files, window_count(settings)),
         epochs=choose_epochs(training.epochs, train_count),
@@ -141,13 +142,16 @@ def with_start(fn_args, plan: TrainingPlan, tuned_by: dict[str, Any]) -> Trainin
     loads that model's HF export (its head included) at half the learning rate and, under epochs: auto, a third
     of the epochs (models/training/warm_start.py); the Tuner's own values are kept."""
     settings = plan.settings
-    blessed, blessed_dir, blessed_config = None, None, None
+    blessed, blessed_folder = None, None
     if fn_args.base_model:
         blessed = hf_format_dir(fn_args.base_model)
-        blessed_dir = resolve_model_dir(blessed)  # a bucket's folder copied here once
-        blessed_config = read_config(blessed_dir)
+        blessed_folder = read_model_folder(resolve_model_dir(blessed))  # a bucket's folder copied here once
     start = choose_start(
-        settings.training.warm_start, settings.model.name, read_config(plan.files.directory), blessed, blessed_config
+        settings.training.warm_start,
+        settings.model.name,
+        plan.folder.config,
+        blessed,
+        blessed_folder.config if blessed_folder else None,
     )
     print(f"[Trainer] {start.describe()}", flush=True)
     if not start.warm:
@@ -161,5 +165,5 @@ def with_start(fn_args, plan: TrainingPlan, tuned_by: dict[str, Any]) -> Trainin
         settings=settings.with_training(values) if values else settings,
         epochs=epochs,
         start=start,
-        start_files=model_files(blessed_dir),
+        start_folder=blessed_folder,
     )

@@ -17,7 +17,7 @@ from models.encoders import checkpoint_file, classifier
 from models.encoders.layers import UnsupportedConfigError
 from models.errors import UserError
 from models.hardware.flops import EncoderShape
-from models.hub.pretrained import ModelFiles, read_config
+from models.hub.pretrained import model_files, read_config
 
 
 class WeightsError(UserError, RuntimeError):
@@ -59,36 +59,46 @@ class LoadReport:
 
 @dataclasses.dataclass(frozen=True)
 class ModelFolder:
-    """A model folder's facts from one reading of its config.json, checked: passed down rather than the folder read
-    again by each check (the preflight, the doctor's estimate)."""
+    """A model folder's facts from one reading of its config.json, checked: passed down (the preflight, the doctor's
+    estimate, the Trainer, the export) rather than the folder read again by each step."""
 
     directory: Path
+    config: dict  # config.json, as read once
     architecture: Architecture
     shape: EncoderShape  # its sizes, for FLOP counts and the memory estimate (two labels: the head is the task's)
     position_limit: int  # the longest input (special tokens included) its positions hold
     block_dropout: float | None  # inside its blocks, where they can be recomputed (classifier.block_dropout)
+    weights: Path | None = None  # model.safetensors, when the reader asked for weights (None: config and tokenizer)
 
     @property
     def model_type(self) -> str:
         return self.architecture.model_type
 
+    def checkpoint(self) -> Path:
+        """model.safetensors, or the ModelFilesError naming what the folder lacks."""
+        return self.weights or model_files(self.directory).weights
 
-def read_model_folder(directory: Path) -> ModelFolder:
-    """The folder's config.json read once and checked (check_architecture), with what the rest asks of it."""
+
+def read_model_folder(directory: Path, weights: bool = True) -> ModelFolder:
+    """The folder's config.json read once and checked (check_architecture), with what the rest asks of it; with
+    `weights`, model.safetensors must be there too (after the architecture: the more fundamental refusal first)."""
+    if not (directory / "config.json").is_file():
+        model_files(directory)  # the refusal naming each file the folder lacks
     config = read_config(directory)
     architecture = check_architecture(directory, config)
     return ModelFolder(
         directory,
+        config,
         architecture,
         classifier.encoder_shape(config, 2),
         classifier.position_limit(config),
         classifier.block_dropout(config),
+        model_files(directory).weights if weights else None,
     )
 
 
-def check_architecture(directory: Path, config: dict | None = None) -> Architecture:
-    """The encoder the model's architecture trains as, or a refusal naming the families that work."""
-    config = read_config(directory) if config is None else config
+def check_architecture(directory: Path, config: dict) -> Architecture:
+    """The encoder the config.json of `directory` trains as, or a refusal naming the families that work."""
     model_type = config.get("model_type")
     if not classifier.is_ported(model_type):
         raise UnsupportedModelError(
@@ -110,17 +120,18 @@ def check_architecture(directory: Path, config: dict | None = None) -> Architect
 
 def encoder_shape(directory: Path, embeddings_trained: bool = True) -> EncoderShape:
     """The encoder's sizes as the FLOP count reads them (models/hardware/flops.py), or a refusal naming the reason."""
-    return dataclasses.replace(read_model_folder(directory).shape, embeddings_trained=embeddings_trained)
+    folder = read_model_folder(directory, weights=False)
+    return dataclasses.replace(folder.shape, embeddings_trained=embeddings_trained)
 
 
 def position_limit(directory: Path) -> int:
     """The longest input (special tokens included) the model's position embeddings hold (RoBERTa-style
     embeddings number positions from the padding id up: models/encoders says per family)."""
-    return read_model_folder(directory).position_limit
+    return read_model_folder(directory, weights=False).position_limit
 
 
 def build_classifier(
-    files: ModelFiles,
+    folder: ModelFolder,
     label_names: Sequence[str],
     dropout: float | None = None,
     freeze_embeddings: bool = False,
@@ -133,7 +144,7 @@ def build_classifier(
     the checkpoint's own rates; a number sets every dropout layer to it (see set_dropout). `freeze_embeddings`
     keeps the input embeddings as pretrained (see freeze_input_embeddings).
     """
-    model, report = build_with_own_encoder(files, label_names, multi_label)
+    model, report = build_with_own_encoder(folder, label_names, multi_label)
     if dropout is not None:
         set_dropout(model, dropout)
     if freeze_embeddings:
@@ -141,27 +152,26 @@ def build_classifier(
     return model, report
 
 
-def build_with_own_encoder(files: ModelFiles, label_names: Sequence[str], multi_label: bool):
+def build_with_own_encoder(folder: ModelFolder, label_names: Sequence[str], multi_label: bool):
     """(model, LoadReport) of our encoder for a ported architecture (models/encoders)."""
-    config = read_config(files.directory)
-    found = check_weights(files, label_names, multi_label)  # before a byte of the model is allocated
-    model = classifier.build(config, label_names, multi_label)
-    result = classifier.load(model, classifier.read_checkpoint(files.weights, found))
+    found = check_weights(folder, label_names, multi_label)  # before a byte of the model is allocated
+    model = classifier.build(folder.config, label_names, multi_label)
+    result = classifier.load(model, classifier.read_checkpoint(folder.checkpoint(), found))
     return model, LoadReport("safetensors", result.loaded, result.new, found.unused)
 
 
-def check_weights(files: ModelFiles, label_names: Sequence[str] = ("0", "1"), multi_label: bool = False):
+def check_weights(folder: ModelFolder, label_names: Sequence[str] = ("0", "1"), multi_label: bool = False):
     """model.safetensors' header checked against config.json (classifier.check_checkpoint): what `--check` runs,
     and the Trainer again before it builds the model. Returns what the model will read of the file."""
     try:
-        return classifier.check_checkpoint(files.weights, read_config(files.directory), label_names, multi_label)
+        return classifier.check_checkpoint(folder.checkpoint(), folder.config, label_names, multi_label)
     except classifier.CheckpointError as error:
-        raise WeightsError(f"pretrained weights in {files.weights}: {error}") from error
+        raise WeightsError(f"pretrained weights in {folder.checkpoint()}: {error}") from error
 
 
-def check_weight_values(files: ModelFiles, found: classifier.Match) -> None:
+def check_weight_values(folder: ModelFolder, found: classifier.Match) -> None:
     """Every weight the model reads a finite number (`--check` reads them once, a tensor at a time)."""
-    checkpoint_file.check_finite(files.weights, found.stored.values())
+    checkpoint_file.check_finite(folder.checkpoint(), found.stored.values())
 
 
 def freeze_input_embeddings(model) -> None:

@@ -8,13 +8,12 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import load_file
 
-from models.encoders.from_folder import build_classifier
-from models.hub.pretrained import model_files
+from models.encoders.from_folder import build_classifier, read_model_folder
 
 
 @pytest.fixture(scope="module")
 def loaded(packaged_model_dir):
-    files = model_files(packaged_model_dir)
+    files = read_model_folder(packaged_model_dir)
     model, report = build_classifier(files, ["rotten", "fresh"])
     return files, model, report
 
@@ -63,7 +62,7 @@ def test_checkpoint_that_does_not_fit_the_encoder_is_an_error(packaged_model_dir
     with pytest.raises(
         WeightsError, match=r"does not match config.json's architecture: missing \['bert\.encoder\.layer\.6"
     ):
-        build_classifier(model_files(copy), ["a", "b"])
+        build_classifier(read_model_folder(copy), ["a", "b"])
 
 
 def test_the_dropout_setting_reaches_every_dropout_layer_and_a_training_pass_sees_it(tiny_bert_dir):
@@ -71,7 +70,7 @@ def test_the_dropout_setting_reaches_every_dropout_layer_and_a_training_pass_see
 
     from models.encoders.from_folder import WeightsError, set_dropout
 
-    files = model_files(tiny_bert_dir)
+    files = read_model_folder(tiny_bert_dir)
     checkpoints, _ = build_classifier(files, ["a", "b"])
     off, _ = build_classifier(files, ["a", "b"], dropout=0.0)
 
@@ -99,7 +98,7 @@ def test_the_position_limit_is_the_longest_input_the_model_runs(family_model_dir
 
     directory = family_model_dir(family)
     limit = position_limit(directory)
-    model, _ = build_classifier(model_files(directory), ["a", "b"])
+    model, _ = build_classifier(read_model_folder(directory), ["a", "b"])
 
     def run(width):
         return model({"input_ids": tf.fill([1, width], 5), "attention_mask": tf.ones([1, width], tf.int32)})

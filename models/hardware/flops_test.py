@@ -4,10 +4,9 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.profiler import model_analyzer, option_builder
 
-from models.encoders.from_folder import build_classifier
+from models.encoders.from_folder import build_classifier, read_model_folder
 from models.hardware.flops import BatchShapes, EncoderShape
 from models.hardware.machine_peak import matmul_peak
-from models.hub.pretrained import model_files
 from models.serving.signatures import model_logits
 
 
@@ -54,7 +53,7 @@ def _walk(node):
 
 @pytest.mark.parametrize(("batch", "width"), [(2, 16), (4, 40)])
 def test_forward_flops_match_tensorflows_count_of_the_matmuls(tiny_bert_dir, batch, width):
-    model, _ = build_classifier(model_files(tiny_bert_dir), ["a", "b", "c"])
+    model, _ = build_classifier(read_model_folder(tiny_bert_dir), ["a", "b", "c"])
     shape = model.encoder_shape()
     assert (shape.layers, shape.hidden, shape.intermediate, shape.num_labels) == (2, 64, 128, 3)
     counted = _tf_matmul_flops(_forward(model), batch, width)
@@ -66,7 +65,7 @@ def test_training_flops_follow_tensorflows_count_when_the_embeddings_are_frozen(
     """Frozen embeddings: TensorFlow no longer computes the first layer's input gradients, and the FLOP model
     drops exactly those (Q, K and V: 3 x 2h^2 per token), so utilization is not inflated by work never done."""
     batch, width = 4, 16
-    files = model_files(tiny_bert_dir)
+    files = read_model_folder(tiny_bert_dir)
     trained, _ = build_classifier(files, ["a", "b"])
     frozen, _ = build_classifier(files, ["a", "b"], freeze_embeddings=True)
     counted_trained = _tf_matmul_flops(_gradients(trained), batch, width)

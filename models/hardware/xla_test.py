@@ -8,15 +8,14 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from models.encoders.from_folder import build_classifier
-from models.hub.pretrained import model_files
+from models.encoders.from_folder import build_classifier, read_model_folder
 from tests.tiny_model import tiny_run_command
 
 
 def test_real_model_training_step_compiles_with_xla(packaged_model_dir):
     tf_keras.utils.set_random_seed(0)  # the new head's initial weights and dropout: not whatever ran before
     # no dropout: the same batch three times then must lose loss (with it, a draw of masks can raise it)
-    model, _ = build_classifier(model_files(packaged_model_dir), ["rotten", "fresh"], dropout=0.0)
+    model, _ = build_classifier(read_model_folder(packaged_model_dir), ["rotten", "fresh"], dropout=0.0)
     model.compile(
         optimizer=tf_keras.optimizers.Adam(1e-5),
         loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),

@@ -5,7 +5,7 @@ import shutil
 import pytest
 import tensorflow as tf
 
-from models.encoders.from_folder import build_classifier
+from models.encoders.from_folder import build_classifier, read_model_folder
 from models.hub.pretrained import ModelFilesError, model_files, resolve_model_dir
 
 
@@ -42,7 +42,7 @@ def test_a_model_folder_in_a_bucket_is_copied_through_tfs_filesystems(tiny_bert_
     assert sorted(p.name for p in copied.iterdir()) == sorted(p.name for p in tiny_bert_dir.iterdir())
     assert (copied / "model.safetensors").read_bytes() == (tiny_bert_dir / "model.safetensors").read_bytes()
     assert not (checks_only / "model.safetensors").exists() and (checks_only / "config.json").is_file()
-    build_classifier(model_files(copied), ["rotten", "fresh"])  # what the Trainer does with it
+    build_classifier(read_model_folder(copied), ["rotten", "fresh"])  # what the Trainer does with it
     parent = bucket.rsplit("/", 1)[0]
     with pytest.raises(ModelFilesError, match=r"has no config.json: name the folder that save_pretrained wrote"):
         resolve_model_dir(parent)  # the folder above the model

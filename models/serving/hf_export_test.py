@@ -10,8 +10,7 @@ from safetensors import safe_open
 from safetensors.numpy import load_file
 
 from models.encoders.classifier import torch_state
-from models.encoders.from_folder import build_classifier
-from models.hub.pretrained import model_files
+from models.encoders.from_folder import build_classifier, read_model_folder
 from models.serving.hf_export import PT_WEIGHTS, save_hf_format
 from models.serving.signatures import model_logits
 from tests.model_families import FAMILIES
@@ -21,7 +20,7 @@ LABELS = ["rotten", "fresh", "mixed"]
 
 def _exported(model_dir, destination):
     """A classifier of the model in model_dir with a head that is not zero, exported as the Trainer exports."""
-    model, _ = build_classifier(model_files(model_dir), LABELS)
+    model, _ = build_classifier(read_model_folder(model_dir), LABELS)
     ids = tf.constant([[2, 7, 11, 5, 3, 0], [2, 9, 3, 0, 0, 0]])
     inputs = {"input_ids": ids, "attention_mask": tf.cast(ids > 0, tf.int32)}
     names = save_hf_format(model, model_dir, 32, str(destination))
@@ -64,7 +63,7 @@ def test_pytorch_weights_load_in_transformers_with_no_key_missing_and_the_same_l
 def test_names_and_shapes_are_those_pytorch_wrote_for_the_same_architecture(packaged_model_dir):
     """The packaged MiniLM's model.safetensors was written by PyTorch (BertModel: no `bert.` prefix). The classifier
     built from it exports exactly its tensors under the task model's prefix, in its shapes, plus the new head."""
-    model, _ = build_classifier(model_files(packaged_model_dir), LABELS)
+    model, _ = build_classifier(read_model_folder(packaged_model_dir), LABELS)
     written_by_pytorch = load_file(str(packaged_model_dir / PT_WEIGHTS))
     written_by_pytorch.pop("embeddings.position_ids")  # a buffer older PyTorch BERTs saved; not a weight
 

@@ -81,12 +81,12 @@ def _encoder_builds() -> str:
 
 
 def _packaged_model() -> str:
-    from models.encoders.from_folder import build_classifier
-    from models.hub.pretrained import model_files, packaged_model_dir
+    from models.encoders.from_folder import build_classifier, read_model_folder
+    from models.hub.pretrained import packaged_model_dir
 
-    files = model_files(packaged_model_dir("all-MiniLM-L6-v2"))
-    _, report = build_classifier(files, ["a", "b"])
-    return f"{files.directory}: {report.describe()}"
+    folder = read_model_folder(packaged_model_dir("all-MiniLM-L6-v2"))
+    _, report = build_classifier(folder, ["a", "b"])
+    return f"{folder.directory}: {report.describe()}"
 
 
 def _packaged_corpus() -> str:

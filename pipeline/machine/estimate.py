@@ -151,13 +151,11 @@ def training_work(config) -> TrainingWork:
 def trained_parameters(model_dir) -> int:
     """Weights the optimizer updates and several workers all-reduce each step (embeddings included: their
     gradients are made dense, components/trainer/module.py says why), from config.json."""
-    from models.encoders.from_folder import encoder_shape
-    from models.hub.pretrained import read_config
+    from models.encoders.from_folder import read_model_folder
 
-    shape = encoder_shape(Path(model_dir))
-    config = read_config(Path(model_dir))
-    embeddings = (config["vocab_size"] + config.get("max_position_embeddings", 0)) * shape.hidden
-    return shape.layer_matrix_weights + embeddings
+    folder = read_model_folder(Path(model_dir), weights=False)
+    embeddings = (folder.config["vocab_size"] + folder.config.get("max_position_embeddings", 0)) * folder.shape.hidden
+    return folder.shape.layer_matrix_weights + embeddings
 
 
 def estimate_default_run(peak_gflops: float, config=None) -> RunEstimate:

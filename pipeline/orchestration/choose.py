@@ -158,7 +158,7 @@ class Choices:
 def resolve_recipe(config: PipelineConfig, model: ModelFacts) -> tuple[PipelineConfig, RecipeChoice]:
     """The config with its recipe's `auto` settings chosen from the model (models/training/recipe.py), and
     the choice."""
-    recipe = choose_recipe(model.encoder, model.model_type, config.training)
+    recipe = choose_recipe(model.folder.shape, model.folder.model_type, config.training)
     chosen = {
         "learning_rate": recipe.learning_rate,
         "warmup_ratio": recipe.warmup_ratio,
@@ -195,9 +195,9 @@ def choose(found: Found) -> Choices:
     names = list(config.dataset.label_names)
     training_rows = placed.rows.get("train") or [row for rows in placed.rows.values() for row in rows]
     lengths = choose_width(
-        token_lengths(model.directory, training_rows, model.position_limit),
+        token_lengths(model.folder.directory, training_rows, model.folder.position_limit),
         config.model.max_seq_length,
-        model.position_limit,
+        model.folder.position_limit,
     )
     # A hub model pinned to the commit read here: a push to its repo during the run cannot mix files of two commits
     model_update: dict = {"max_seq_length": lengths.width, **({"revision": model.commit} if model.commit else {})}
@@ -220,7 +220,7 @@ def choose(found: Found) -> Choices:
         buckets=buckets,
         packing=packing,
         windows=windows,
-        encoder=model.encoder,
+        encoder=model.folder.shape,
         split_sizes={name: len(rows) for name, rows in placed.rows.items()} if complete else None,
         test_labels=({names[i]: n for i, n in placed.label_counts().get("test", {}).items()} if complete else None),
         sampled_rows=data.rows_read,
@@ -229,7 +229,7 @@ def choose(found: Found) -> Choices:
         input_fingerprint=read.input_fingerprint,
         model_commit=model.commit,
         architecture=model.architecture,
-        block_dropout=model.block_dropout,
+        block_dropout=model.folder.block_dropout,
     )
 
 

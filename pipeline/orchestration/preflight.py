@@ -29,15 +29,9 @@ from components.evaluator.config import threshold_per_label
 from components.example_gen import beam_rows, dataset_pass, sources
 from components.publisher.hub_push import check_credentials
 from components.tuner.config import Range
-from models.encoders.from_folder import (
-    check_weight_values,
-    check_weights,
-    position_limit,
-    read_model_folder,
-)
+from models.encoders.from_folder import ModelFolder, check_weight_values, check_weights, read_model_folder
 from models.errors import UserError
-from models.hardware.flops import EncoderShape
-from models.hub.pretrained import hub_commit, model_files, resolve_model_dir
+from models.hub.pretrained import hub_commit, resolve_model_dir
 from models.serving.tokenizer_export import ROUND_TRIP_WIDTH, check_round_trip
 from models.task import TaskContract, exported_shape, read_contract
 from models.tokenizers.tokenizer import tokenizer_spec
@@ -47,15 +41,12 @@ from pipeline.config.pipeline_config import ConfigError, PipelineConfig, check_l
 
 @dataclasses.dataclass(frozen=True)
 class ModelFacts:
-    """What the model checks read: where its files are, its limits and sizes, its commit, what it computes."""
+    """What the model checks read: the folder's record (from_folder.ModelFolder: its files, limits, sizes), its
+    commit, and what it computes with its tokenizer."""
 
-    directory: Path
-    position_limit: int | None  # the longest input its position embeddings hold
-    encoder: EncoderShape | None  # its sizes, for FLOP counts (None: no config.json to read them from)
-    model_type: str = ""  # config.json's (bert, roberta ...): the family the recipe's warm-up follows
+    folder: ModelFolder
     commit: str | None = None  # a hub model's commit, which every component then reads (None: not a hub model)
     architecture: str = ""  # which path it takes and what its encoder computes (from_folder.Architecture.describe)
-    block_dropout: float | None = None  # inside its blocks, where they can be recomputed (classifier.block_dropout)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +86,7 @@ def check_tokenizer_export(config: PipelineConfig, model: ModelFacts, data: data
     rows = [row for rows in (data.placed.rows.values() if data.placed else ()) for row in rows][:ROUND_TRIP_ROWS]
     texts = [text for row in rows for text in (row.text, row.text_pair) if text is not None]
     width = config.model.max_seq_length
-    check_round_trip(model.directory, texts, width if width != AUTO else ROUND_TRIP_WIDTH)
+    check_round_trip(model.folder.directory, texts, width if width != AUTO else ROUND_TRIP_WIDTH)
 
 
 def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
@@ -103,26 +94,19 @@ def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
     build, a tokenizer family the in-graph tokenizer reproduces, the weights (unless `weights`
     is False: compile and submit read only config and tokenizer), max_seq_length within the position limit."""
     directory = resolve_model_dir(config.model.name, config.model.revision, weights=weights)
-    folder = read_model_folder(directory) if (directory / "config.json").is_file() else None
-    architecture = folder.architecture.describe() if folder else ""
+    folder = read_model_folder(directory, weights=False)  # the weights after the tokenizer: the order of fixes
     tokenizer = tokenizer_spec(directory)
-    if architecture:
-        architecture += f"; {tokenizer.family} tokenizer, in-graph"
-        architecture += f" ({note})" if (note := tokenizer.budget_note()) else ""
-    if weights or not (directory / "config.json").is_file():
-        files = model_files(directory)
-        check_weight_values(files, check_weights(files))  # the header against config.json, then the values read
-    limit = folder.position_limit if folder else position_limit(directory)
+    architecture = f"{folder.architecture.describe()}; {tokenizer.family} tokenizer, in-graph"
+    architecture += f" ({note})" if (note := tokenizer.budget_note()) else ""
+    if weights:
+        check_weight_values(folder, check_weights(folder))  # the header against config.json, then the values read
     requested = config.model.max_seq_length
-    if limit is not None and requested != AUTO and requested > limit:
+    if requested != AUTO and requested > folder.position_limit:
         raise ConfigError(
-            f"model.max_seq_length {requested} is over the model's position limit {limit}; use at most {limit} "
-            "(or auto)"
+            f"model.max_seq_length {requested} is over the model's position limit {folder.position_limit}; use at "
+            f"most {folder.position_limit} (or auto)"
         )
-    commit = hub_commit(config.model.name, directory)
-    if folder is None:
-        return ModelFacts(directory, limit, None, "", commit, architecture)
-    return ModelFacts(directory, limit, folder.shape, folder.model_type, commit, architecture, folder.block_dropout)
+    return ModelFacts(folder, hub_commit(config.model.name, directory), architecture)
 
 
 def check_data(config: PipelineConfig) -> tuple[PipelineConfig, dataset_pass.DatasetPass]:
