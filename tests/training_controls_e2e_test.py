@@ -32,10 +32,11 @@ def config_for(workdir, model_dir, csv_path, **evaluation):
     overrides = {
         **tiny_overrides(workdir, model_dir, 32, **evaluation),
         "dataset.name": str(csv_path),
-        # The defaults: epochs auto (a few hundred rows: the most auto chooses) and early stopping's patience auto (2).
+        # The defaults: epochs auto (a few hundred rows: the most auto chooses) and early stopping's patience auto
+        # (3: a quarter of 10 epochs).
         "training.epochs": "auto",
         "training.class_weights": "balanced",
-        # min_delta 10 makes every epoch after the first "no improvement": patience 2 stops after epoch 3.
+        # min_delta 10 makes every epoch after the first "no improvement": patience 3 stops after epoch 4.
         "training.early_stopping": {"min_delta": 10.0, "metric": "val_loss"},
         "training.packing": "auto",
     }
@@ -74,14 +75,15 @@ def test_auto_epochs_are_a_maximum_early_stopping_ends_and_exports_the_best(runs
     summary, _ = runs
     record = summary.training
     assert (record.epochs, record.best_epoch, record.stopped_early) == (MAX_AUTO_EPOCHS, 1, True)
-    # patience 2 after epoch 1, plus the epochs whose training loss was still at the prior's (best_epoch.py)
-    assert record.epochs_run == 3 + record.held
+    # patience 3 after epoch 1, plus the epochs whose training loss was still at the prior's (best_epoch.py)
+    assert record.epochs_run == 4 + record.held
     train = summary.label_counts["train"]
     assert record.epochs_reason == f"auto: {sum(train.values()):,} train examples: 10 passes, the most auto chooses"
-    held = f"; {record.held} epoch(s) with the training loss still at the prior's not counted" if record.held else ""
+    held = f"; not counted against patience: {record.held} with the training loss still at the prior's"
+    held = held if record.held else ""
     assert (
         f"stopped after epoch {record.epochs_run}, at most {MAX_AUTO_EPOCHS} (auto: " in summary.render()
-        and f"val_loss did not improve by more than 10 for 2 epoch(s){held}" in summary.render()
+        and f"val_loss did not improve by more than 10 for 3 epoch(s){held}" in summary.render()
     )
 
 

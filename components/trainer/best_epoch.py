@@ -9,6 +9,9 @@ resumes, and the best weights are loaded at the end whichever way training ended
 Nor does it stop on the first plateau: while the training loss has not clearly left the prior's (the label
 frequencies' loss, models/training/chance.py), an epoch without improvement does not count against patience. A model
 still looking for where the signal is (long pages whose label hangs on one passage) sits there for epochs first.
+Nor on noise: under the default min_delta (0), an eval loss within one standard error of the best (the eval split's
+noise, models/training/eval_noise.py) is not a regression either. Either way the epochs are a maximum, and the best
+epoch is the one exported.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import tensorflow as tf
 import tf_keras
 
 from models.training.chance import left_chance
+from models.training.eval_noise import LOSS_SQUARED, loss_noise
 
 STATE_FILE = "state.json"
 WEIGHTS_PREFIX = "best"
@@ -27,8 +31,9 @@ WEIGHTS_PREFIX = "best"
 
 class BestEpoch(tf_keras.callbacks.Callback):
     """Tracks `monitor` on the eval split per epoch; stops after `patience` epochs without an improvement of more
-    than `min_delta`, not counting those whose training loss is still at `train_prior` (None: every epoch counts);
-    ends training with the best epoch's weights loaded."""
+    than `min_delta`, not counting those whose training loss is still at `train_prior` (None: every epoch counts)
+    nor, watching val_loss with no `min_delta`, those within the noise of `eval_examples` of the best; ends
+    training with the best epoch's weights loaded."""
 
     def __init__(
         self,
@@ -39,10 +44,12 @@ class BestEpoch(tf_keras.callbacks.Callback):
         state_dir: str,
         writes: bool = True,
         train_prior: float | None = None,
+        eval_examples: int = 0,
     ):
         super().__init__()
-        self.train_prior = train_prior
+        self.train_prior, self.eval_examples = train_prior, eval_examples
         self.held = 0  # epochs without improvement not counted: the training loss was still at the prior's
+        self.within_noise = 0  # epochs without improvement not counted: the eval loss within the noise of the best
         self.monitor, self.patience, self.min_delta, self.state_dir = monitor, patience, min_delta, state_dir
         # Under several workers only the chief writes (and exports); the others read its state when resuming.
         self.writes = writes
@@ -61,6 +68,7 @@ class BestEpoch(tf_keras.callbacks.Callback):
                 state = json.load(handle)
             self.best_value, self.best_epoch = state["best_value"], state["best_epoch"]
             self.wait, self.last_epoch, self.held = state["wait"], state["last_epoch"], state.get("held", 0)
+            self.within_noise = state.get("within_noise", 0)
             print(
                 f"[Trainer] early stopping resumed: best {self.monitor} {self.best_value:.4f} at epoch "
                 f"{self.best_epoch + 1}, {self.wait} epoch(s) without improvement",
@@ -83,6 +91,8 @@ class BestEpoch(tf_keras.callbacks.Callback):
                 self.model.save_weights(os.path.join(self.state_dir, WEIGHTS_PREFIX))
         elif self._still_at_chance(logs):
             self.held += 1
+        elif self._within_noise(float(value), logs):
+            self.within_noise += 1
         else:
             self.wait += 1
         self.last_epoch = epoch
@@ -109,8 +119,24 @@ class BestEpoch(tf_keras.callbacks.Callback):
         )
         return True
 
+    def _within_noise(self, value: float, logs: dict) -> bool:
+        squares = logs.get(f"val_{LOSS_SQUARED}")
+        if self.monitor != "val_loss" or self.min_delta or squares is None or not self.eval_examples:
+            return False  # a min_delta set is the user's own measure of noise
+        noise = loss_noise(value, float(squares), self.eval_examples)
+        if value - self.best_value > noise:
+            return False
+        print(
+            f"[Trainer] early stopping waits: {self.monitor} {value:.4f} is within the eval split's noise of the best "
+            f"{self.best_value:.4f} (one standard error over {self.eval_examples:,} examples: {noise:.4f}), so this "
+            "epoch does not count against patience",
+            flush=True,
+        )
+        return True
+
     def _write_state(self) -> None:
         state = {"best_value": self.best_value, "best_epoch": self.best_epoch, "wait": self.wait, "held": self.held}
+        state["within_noise"] = self.within_noise
         with tf.io.gfile.GFile(os.path.join(self.state_dir, STATE_FILE), "w") as handle:
             handle.write(json.dumps({**state, "last_epoch": self.last_epoch}))
 

@@ -87,3 +87,32 @@ def test_epochs_whose_training_loss_is_still_at_the_prior_do_not_count_against_p
     for epoch, (loss, value) in enumerate([(0.58, 0.70), (0.55, 0.71)], start=3):  # left chance: now it counts
         callback.on_epoch_end(epoch, {"loss": loss, "val_loss": value})
     assert model.stop_training and callback.best_epoch == 0
+
+
+def test_an_eval_loss_within_the_eval_splits_noise_of_the_best_is_not_a_regression(tmp_path, capsys):
+    """The review-after-a-plot run: val_loss 0.683, then 0.688 (up 0.005, within the noise of ~300 pages near chance),
+    then 0.655. The rise does not count against patience; a rise past the noise does."""
+    model = _model()
+    callback = BestEpoch("val_loss", "min", 1, 0.0, str(tmp_path / "best"), eval_examples=300)
+    callback.set_model(model)
+    callback.set_params({"epochs": 6})
+    callback.on_train_begin()
+    spread = 0.1  # the per-example loss' standard deviation: one standard error over 300 is 0.0058
+    for epoch, value in enumerate([0.683, 0.688, 0.655]):
+        model.set_weights([np.full(w.shape, float(epoch)) for w in model.get_weights()])
+        callback.on_epoch_end(epoch, {"val_loss": value, "val_loss_squared": value**2 + spread**2})
+    assert not model.stop_training and callback.within_noise == 1 and callback.best_epoch == 2
+    assert "within the eval split's noise of the best 0.6830" in capsys.readouterr().out
+    callback.on_epoch_end(3, {"val_loss": 0.675, "val_loss_squared": 0.675**2 + spread**2})  # 0.02 over: 3.4 errors
+    assert model.stop_training and callback.within_noise == 1
+
+
+def test_without_the_squared_loss_every_epoch_without_improvement_counts(tmp_path):
+    model = _model()
+    callback = BestEpoch("val_loss", "min", 1, 0.0, str(tmp_path / "best"), eval_examples=300)
+    callback.set_model(model)
+    callback.set_params({"epochs": 6})
+    callback.on_train_begin()
+    callback.on_epoch_end(0, {"val_loss": 0.683})
+    callback.on_epoch_end(1, {"val_loss": 0.688})
+    assert model.stop_training and callback.within_noise == 0

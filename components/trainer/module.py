@@ -9,6 +9,7 @@ run_fn reads as its steps; beside it: the settings it reads (config.py), the pla
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import time
@@ -57,6 +58,7 @@ from models.serving.hf_export import hf_format_dir, save_hf_format
 from models.task import task_contract, write_contract
 from models.training.config import EARLY_STOPPING_METRICS, TrainingConfig
 from models.training.epochs import StoppingChoice, choose_patience
+from models.training.eval_noise import squared_loss_metric
 from models.training.lengths import BucketChoice, LengthProfile
 from models.training.optimizer import adamw_with_warmup
 from models.training.packing import PackingChoice, choose_packing, why_not_packed
@@ -87,13 +89,15 @@ def weighted_binary_crossentropy(positive_weights: list[float] | None):
 
 def loss_and_metrics(multi_label: bool, positive_weights: list[float] | None = None):
     """Single label: softmax cross-entropy and top-1 accuracy. Multi-label: weighted binary cross-entropy and
-    the share of right (row, label) decisions at probability 0.5 (logit 0), both named `accuracy`."""
+    the share of right (row, label) decisions at probability 0.5 (logit 0), both named `accuracy`. Both also
+    average the per-example loss squared (models/training/eval_noise.py)."""
     if multi_label:
-        return weighted_binary_crossentropy(positive_weights), [
-            tf_keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0)
-        ]
+        loss = weighted_binary_crossentropy(positive_weights)
+        return loss, [tf_keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0), squared_loss_metric(loss)]
+    per_example = functools.partial(tf_keras.losses.sparse_categorical_crossentropy, from_logits=True)
     return tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True), [
-        tf_keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+        tf_keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+        squared_loss_metric(per_example),  # with val_loss, the eval split's noise (best_epoch.py)
     ]
 
 
@@ -131,11 +135,13 @@ def early_stopping(
     has_eval: bool,
     writes: bool = True,
     train_prior: float | None = None,
+    eval_examples: int = 0,
 ) -> tuple[BestEpoch | None, StoppingChoice]:
     """The early-stopping callback when training.early_stopping.patience is set or chosen (models/training/epochs.py);
     its state lives beside the training checkpoints (not inside: BackupAndRestore deletes those when training ends).
     Only the chief `writes` it; every worker decides alike from the same all-reduced metrics. Epochs whose training
-    loss is still at `train_prior` do not count against patience (best_epoch.py)."""
+    loss is still at `train_prior`, or whose eval loss is within the noise of `eval_examples` of the best, do not
+    count against patience (best_epoch.py)."""
     stopping = training.early_stopping
     choice = choose_patience(stopping, epochs, has_eval)
     print(f"[Trainer] {choice.describe(stopping.metric)}", flush=True)
@@ -144,7 +150,14 @@ def early_stopping(
     mode = EARLY_STOPPING_METRICS[stopping.metric]
     state_dir = checkpoints.rstrip("/") + "-best"
     best = BestEpoch(
-        stopping.metric, mode, choice.patience, stopping.min_delta, state_dir, writes=writes, train_prior=train_prior
+        stopping.metric,
+        mode,
+        choice.patience,
+        stopping.min_delta,
+        state_dir,
+        writes=writes,
+        train_prior=train_prior,
+        eval_examples=eval_examples,
     )
     return best, choice
 
@@ -188,6 +201,7 @@ def training_record(
             "best_epoch": best.best_epoch + 1,
             "stopped_early": best.stopped_early,
             "held": best.held,
+            "within_noise": best.within_noise,
             "patience": stopping.patience,
             "min_delta": training.early_stopping.min_delta,
         }
@@ -319,7 +333,13 @@ def training_callbacks(fn_args, plan: TrainingPlan, meter: TrainingMeter, has_ev
     attempts = AttemptLog(checkpoints) if chief else None
     progress = ProgressLogger(plan.total_steps, plan.global_batch, training.log_every_steps, meter, attempts)
     best_epoch, stopping = early_stopping(
-        training, checkpoints, plan.epochs.epochs, has_eval=has_eval, writes=chief, train_prior=priors.train
+        training,
+        checkpoints,
+        plan.epochs.epochs,
+        has_eval=has_eval,
+        writes=chief,
+        train_prior=priors.train,
+        eval_examples=plan.eval_count,
     )
     callbacks = [
         # First, so the others see the restored state: a rerun after a crash continues from the last

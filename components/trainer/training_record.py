@@ -29,6 +29,7 @@ class TrainingRecord:
     best_value: float | None = None
     stopped_early: bool = False
     held: int = 0  # epochs without improvement not counted against patience: the training loss still at the prior's
+    within_noise: int = 0  # ... nor these: the eval loss within the eval split's noise of the best
     patience: int = 0
     min_delta: float = 0.0
     tuned: dict | None = None  # the Tuner's best trial's values the Trainer trained with; None: no Tuner
@@ -64,11 +65,11 @@ class TrainingRecord:
             stopping = self.stopping_reason or "early stopping off"
             return f"{self.epochs_run} epoch(s) ran, {limit}; the last one exported: {stopping}"
         exported = f"epoch {self.best_epoch} exported: best {self.monitor} {self.best_value:.4f}"
-        held = (
-            f"; {self.held} epoch(s) with the training loss still at the prior's not counted against patience"
-            if self.held
-            else ""
-        )
+        not_counted = [
+            f"{self.held} with the training loss still at the prior's" if self.held else "",
+            f"{self.within_noise} with the eval loss within its noise of the best" if self.within_noise else "",
+        ]
+        held = "; not counted against patience: " + ", ".join(filter(None, not_counted)) if any(not_counted) else ""
         if self.stopped_early:
             return (
                 f"stopped after epoch {self.epochs_run}, {limit}: {self.monitor} did not improve by more than "

@@ -73,7 +73,7 @@ def train_trial(fn_args, settings: TrainerSettings, objective: str) -> dict[str,
     # The Trainer's rule, plateau at chance included; a trial keeps no state (writes=False): its history scores it.
     stopping, _ = trainer.early_stopping(
         training, fn_args.working_dir, plan.epochs.epochs, has_eval=True, writes=False,
-        train_prior=label_priors(fn_args, settings, weights, train_counts).train,
+        train_prior=label_priors(fn_args, settings, weights, train_counts).train, eval_examples=plan.eval_count,
     )  # fmt: skip
     callbacks += [stopping] if stopping else []
     history = trainer.fit(model, plan, train, validation, callbacks, weights).history

@@ -96,7 +96,8 @@ class ModelConfig(ConfigSection):
 class EarlyStoppingConfig(ConfigSection):
     """Stops training once the eval split's `metric` has not improved by more than `min_delta` for `patience`
     epochs, not counting epochs whose training loss is still at the label frequencies' (a plateau before the model
-    finds the signal); the exported model is then the best epoch's, not the last one's."""
+    finds the signal) nor, under min_delta 0, those within the eval split's noise of the best; the exported model is
+    then the best epoch's, not the last one's."""
 
     patience: Patience = Field(
         AUTO,
@@ -106,7 +107,12 @@ class EarlyStoppingConfig(ConfigSection):
     metric: Literal[tuple(EARLY_STOPPING_METRICS)] = Field(
         "val_loss", description="the eval split's metric watched: val_loss (lower is better) or val_accuracy"
     )
-    min_delta: float = Field(0.0, ge=0, description="the smallest change that counts as an improvement")
+    min_delta: float = Field(
+        0.0,
+        ge=0,
+        description="the smallest change that counts as an improvement; at 0, a val_loss worse than the best by "
+        "less than the eval split's noise (one standard error) does not count against patience either",
+    )
 
 
 class TrainingConfig(ConfigSection):

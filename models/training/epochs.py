@@ -19,7 +19,8 @@ from models.config_section import AUTO
 
 MIN_EXAMPLES_SEEN = 10_000  # the default run's train split, rounded: it keeps its one epoch
 MAX_AUTO_EPOCHS = 10
-AUTO_PATIENCE = 2  # epochs without improvement: one noisy epoch does not end training
+AUTO_PATIENCE = 2  # epochs without improvement, at least: one noisy epoch does not end training
+PATIENCE_SHARE = 0.25  # of the epochs at most: a longer schedule's plateaus are longer too
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,8 +57,9 @@ def choose_epochs(requested: int | str, train_examples: int) -> EpochChoice:
 
 
 def choose_patience(stopping: Any, epochs: int, has_eval: bool) -> StoppingChoice:
-    """training.early_stopping.patience, or under auto AUTO_PATIENCE when there are epochs to choose among and an
-    eval split to choose with. An explicit patience without eval examples is an error (it cannot be honoured)."""
+    """training.early_stopping.patience, or under auto a PATIENCE_SHARE of the epochs (at least AUTO_PATIENCE) when
+    there are epochs to choose among and an eval split to choose with. An explicit patience without eval examples
+    is an error (it cannot be honoured)."""
     if stopping.patience != AUTO:
         if stopping.patience and not has_eval:
             raise ValueError("training.early_stopping needs eval examples to watch; the eval split is empty")
@@ -66,4 +68,6 @@ def choose_patience(stopping: Any, epochs: int, has_eval: bool) -> StoppingChoic
         return StoppingChoice(0, "auto: the eval split is empty, so nothing to choose the best epoch with")
     if epochs < 2:
         return StoppingChoice(0, "auto: one epoch, nothing to choose among")
-    return StoppingChoice(AUTO_PATIENCE, "auto: epochs are a maximum, the best one is exported")
+    patience = max(AUTO_PATIENCE, math.ceil(PATIENCE_SHARE * epochs))
+    why = f"auto: a quarter of {epochs} epochs, at least {AUTO_PATIENCE}; epochs are a maximum, the best is exported"
+    return StoppingChoice(patience, why)

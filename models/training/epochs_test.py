@@ -28,7 +28,9 @@ def test_a_number_in_the_config_wins():
 @pytest.mark.parametrize(
     ("patience", "epochs", "has_eval", "chosen", "why"),
     [
-        ("auto", 10, True, AUTO_PATIENCE, "epochs are a maximum"),
+        ("auto", 10, True, 3, "a quarter of 10 epochs"),
+        ("auto", 5, True, AUTO_PATIENCE, "epochs are a maximum"),
+        ("auto", 40, True, 10, "a quarter of 40 epochs"),
         ("auto", 1, True, 0, "one epoch"),
         ("auto", 10, False, 0, "the eval split is empty"),
         (0, 10, True, 0, "training.early_stopping.patience"),
