@@ -33,7 +33,7 @@ from components.trainer.module import compile_for_training
 from components.trainer.training_meter import TrainingMeter, record_batch_shapes
 from models.encoders.from_folder import build_classifier, read_model_folder
 from models.hardware.cpu_features import cpu_supports_bf16
-from models.hardware.flops import BatchShapes, EncoderShape
+from models.hardware.flops import BatchShapes
 from models.hardware.machine_peak import matmul_peak
 from models.hub.pretrained import packaged_model_dir
 from models.serving.signatures import model_logits
@@ -352,7 +352,7 @@ def monitor_throughput(run_config, serving_dir: Path) -> list[Row]:
 
 def _useful_forward_flops(model_dir: Path, texts: list[str], max_length: int) -> float:
     """Forward FLOPs of the texts at their own token counts (no padding): the work any scorer must do."""
-    from transformers import AutoConfig, AutoTokenizer
+    from transformers import AutoTokenizer
 
     lengths = np.array(
         [
@@ -362,8 +362,8 @@ def _useful_forward_flops(model_dir: Path, texts: list[str], max_length: int) ->
             ]
         ]
     )
-    config = AutoConfig.from_pretrained(model_dir, num_labels=2)
-    return EncoderShape.from_config(config).forward_flops(len(texts), lengths.sum(), (lengths**2).sum())
+    shape = read_model_folder(Path(model_dir), weights=False).shape  # two labels, as the run's
+    return shape.forward_flops(len(texts), lengths.sum(), (lengths**2).sum())
 
 
 def batch_prediction_throughput(serving_dir: Path, rows: int) -> list[Row]:

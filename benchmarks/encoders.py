@@ -34,6 +34,14 @@ MODERNBERT_BASE = {
     "num_hidden_layers": 22, "num_attention_heads": 12, "local_attention": 128, "global_attn_every_n_layers": 3,
     "max_position_embeddings": 8192, "pad_token_id": 50283, "classifier_pooling": "mean",
 }  # fmt: skip
+# UltraBERT at ModernBERT-base's sizes (no UltraBERT checkpoint is reachable here): Llama-style blocks, a +-128 window
+# in two of every three layers, 32,768 positions, a 32K vocabulary.
+ULTRABERT_BASE = {
+    "model_type": "ultrabert", "vocab_size": 32768, "hidden_size": 768, "intermediate_size": 1152,
+    "num_hidden_layers": 22, "num_attention_heads": 12, "num_key_value_heads": 12, "sliding_window": 128,
+    "max_position_embeddings": 32768, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+}  # fmt: skip
+LONG_SHAPES = {"ModernBERT-base shape": MODERNBERT_BASE, "UltraBERT at ModernBERT-base's sizes": ULTRABERT_BASE}
 # Base-size shapes of the families side by side (random weights: none is reachable here), as their hub configs set them.
 _BASE = {"hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12, "intermediate_size": 3072}
 FAMILY_SHAPES = {
@@ -57,7 +65,6 @@ def _minilm_rows(steps: int, repeats: int, peak) -> list[list[str]]:
     from components.trainer.module import compile_for_training
     from components.trainer.training_meter import TrainingMeter
     from models.encoders.from_folder import build_with_own_encoder
-    from models.hardware.flops import EncoderShape
     from models.training.config import TrainingConfig
 
     files, examples = training_examples(steps)
@@ -73,7 +80,7 @@ def _minilm_rows(steps: int, repeats: int, peak) -> list[list[str]]:
         rate = _examples_per_second(model, batches, steps, shapes)
         if rate > best:
             best, record = rate, shapes
-    meter = TrainingMeter(EncoderShape.from_config(model.config), peak, records=record)
+    meter = TrainingMeter(model.encoder_shape(), peak, records=record)
     gflops = meter.model_gflops(steps, steps * BATCH / best)
     return [
         ["MiniLM-L6 Trainer loop, fp32, our encoder: examples/s; model GFLOP/s", f"{best:.1f}; {gflops:.1f}",
@@ -90,13 +97,12 @@ def one_width(width: int, batch: int, steps: int, family: str = "") -> dict:
     from components.trainer.module import compile_for_training
     from models.encoders import classifier
     from models.encoders.step_memory import machine_memory, recompute_blocks_pays
-    from models.hardware.flops import EncoderShape
     from models.training.config import TrainingConfig
 
-    config = FAMILY_SHAPES[family] if family else MODERNBERT_BASE
+    config = {**FAMILY_SHAPES, **LONG_SHAPES}[family] if family else MODERNBERT_BASE
     model = classifier.build(config, ["a", "b"])
     can = classifier.can_recompute_blocks(classifier.block_dropout(config))
-    recompute = recompute_blocks_pays(EncoderShape.from_config(model.config), batch, width, machine_memory(), can)
+    recompute = recompute_blocks_pays(model.encoder_shape(), batch, width, machine_memory(), can)
     if recompute:  # as the Trainer decides (components/trainer/module.py: recompute_blocks_where_needed)
         model.recompute_blocks()
     compile_for_training(model, TrainingConfig(learning_rate=1e-5, warmup_ratio=0.0), steps + 1)
@@ -107,7 +113,7 @@ def one_width(width: int, batch: int, steps: int, family: str = "") -> dict:
     started = time.perf_counter()
     model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
     seconds = (time.perf_counter() - started) / steps
-    shape = EncoderShape.from_config(model.config)
+    shape = model.encoder_shape()
     flops = shape.training_flops(batch, batch * width, batch * width * width)
     peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     return {
@@ -166,35 +172,40 @@ def _memory_rows(width: int, batch: int) -> list[list[str]]:
     ]  # fmt: skip
 
 
-def _modernbert_rows(widths: list[int], steps: int, peak) -> list[list[str]]:
+def _long_rows(widths: list[int], steps: int, peak, shapes: list[str]) -> list[list[str]]:
+    """Each of LONG_SHAPES at each width, a fresh process each: its step's seconds, share of the peak and peak
+    memory, beside the estimate `--check` prints for it (models/encoders/step_memory.py)."""
     from models.encoders import classifier
     from models.encoders.step_memory import FITS_SHARE, GIB, machine_memory, recompute_blocks_pays, step_memory
 
     rows = []
     memory = machine_memory()
-    shape = classifier.encoder_shape(MODERNBERT_BASE, 2)
-    can = classifier.can_recompute_blocks(classifier.block_dropout(MODERNBERT_BASE))
-    for width in widths:
-        batch = max(1, 1024 // width)
-        recompute = recompute_blocks_pays(shape, batch, width, memory, can)
-        need = step_memory(shape, batch, width, recompute).total
-        blocks = ", blocks recomputed" if recompute else ""
-        name = f"ModernBERT-base shape, width {width:,}, batch {batch}{blocks}: s/step; model GFLOP/s; peak GiB"
-        if need > FITS_SHARE * memory:
-            rows.append([name, f"not run: a step needs ~{need / GIB:,.0f} GiB", f"{memory / GIB:.0f} GiB memory", "-"])
-            continue
-        done = subprocess.run(
-            [sys.executable, "-m", "benchmarks.encoders", "--one-width", str(width), str(batch), str(steps)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        if done.returncode:
-            rows.append([name, f"failed: {done.stderr.strip().splitlines()[-1][:120]}", "-", "-"])
-            continue
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-        rows.append(
-            [name, f"{result['seconds']:.1f}; {result['gflops']:.1f}; {result['peak_gib']:.1f}",
-             f"{peak.gflops:.0f} GFLOP/s peak", f"{result['gflops'] / peak.gflops:.0%}"]
-        )  # fmt: skip
+    for family in shapes:
+        config = LONG_SHAPES[family]
+        shape = classifier.encoder_shape(config, 2)
+        can = classifier.can_recompute_blocks(classifier.block_dropout(config))
+        for width in widths:
+            batch = max(1, 1024 // width)
+            recompute = recompute_blocks_pays(shape, batch, width, memory, can)
+            need = step_memory(shape, batch, width, recompute).total
+            blocks = ", blocks recomputed" if recompute else ""
+            name = f"{family}, width {width:,}, batch {batch}{blocks}: s/step; model GFLOP/s; peak GiB (estimated)"
+            if need > FITS_SHARE * memory:
+                rows.append([name, f"not run: a step needs ~{need / GIB:,.0f} GiB", f"{memory / GIB:.0f} GiB", "-"])
+                continue
+            done = subprocess.run(
+                [sys.executable, "-m", "benchmarks.encoders", "--one-family", family, str(width), str(batch),
+                 str(steps)],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if done.returncode:
+                rows.append([name, f"failed: {done.stderr.strip().splitlines()[-1][:120]}", "-", "-"])
+                continue
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            rows.append(
+                [name, f"{result['seconds']:.1f}; {result['gflops']:.1f}; {result['peak_gib']:.1f} ({need / GIB:.1f})",
+                 f"{peak.gflops:.0f} GFLOP/s peak", f"{result['gflops'] / peak.gflops:.0%}"]
+            )  # fmt: skip
     return rows
 
 
@@ -226,8 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20, help="timed MiniLM steps per repeat")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--widths", default="512,2048,8192", help="ModernBERT widths")
-    parser.add_argument("--long-steps", type=int, default=2, help="timed ModernBERT steps per width")
+    parser.add_argument("--widths", default="512,2048,8192", help="ModernBERT's and UltraBERT's widths")
+    parser.add_argument("--long-steps", type=int, default=2, help="timed long-width steps per width")
+    parser.add_argument("--long-shapes", default=",".join(LONG_SHAPES), help="comma-separated, of LONG_SHAPES")
     parser.add_argument("--memory-width", type=int, default=512, help="MiniLM's width for the memory rows (0: none)")
     parser.add_argument("--one-width", nargs=3, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--one-memory", nargs=3, type=int, help=argparse.SUPPRESS)
@@ -253,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = _minilm_rows(args.steps, args.repeats, peak)
     rows += _memory_rows(args.memory_width, 32) if args.memory_width else []
     rows += _family_rows(args.long_steps, peak) if args.families else []
-    rows += _modernbert_rows([int(w) for w in args.widths.split(",") if w], args.long_steps, peak)
+    shapes = [name for name in args.long_shapes.split(",") if name]
+    rows += _long_rows([int(w) for w in args.widths.split(",") if w], args.long_steps, peak, shapes)
     section = reference.table_section(
         SECTION,
         [
