@@ -280,8 +280,8 @@ RELEASED_SINCE = {
     "eurobert": ("eurobert", "llama-3"),
     "mmbert": ("modernbert", "gemma"),
     "jina-v3": ("jina-v3", "xlm-roberta"),  # Jina v3 reads XLM-R's SentencePiece
-    "nomic-bert": ("nomic-bert", "mpnet"),
-    "ultrabert": ("ultrabert", "llama-3"),  # a WordPiece vocabulary, as nomic-embed's BERT one
+    "nomic-bert": ("nomic-bert", "mpnet"),  # a WordPiece vocabulary, as nomic-embed's BERT one
+    "ultrabert": ("ultrabert", "llama-3"),  # a byte-level BPE; its digit-splitting one is not reachable here
 }
 
 
