@@ -61,8 +61,9 @@ MULTILINGUAL = [
 FAMILIES = ("roberta", "xlm-roberta", "albert", "deberta-v2", "mpnet")
 # Funnel's tokenizer (WordPiece, `<cls>` with token type 2) runs in-graph; its encoder has no port, so its folder
 # holds config.json and the tokenizer only: what the refusal is tested on. "gemma" (mmBERT's tokenizer: BPE with
-# byte fallback) and "llama-3" (EuroBERT's: byte-level BPE behind the GPT-4 split) are tokenizers without weights.
-TOKENIZER_FAMILIES = (*FAMILIES, "funnel", "gemma", "llama-3")
+# byte fallback), "llama-3" (EuroBERT's: byte-level BPE behind the GPT-4 split) and "digits" (the same split with
+# each digit a word, as Qwen2's and UltraBERT's BPE split digits) are tokenizers without weights.
+TOKENIZER_FAMILIES = (*FAMILIES, "funnel", "gemma", "llama-3", "digits")
 
 
 def training_texts() -> list[str]:
@@ -149,18 +150,19 @@ def _gemma_tokenizer(texts: list[str], directory: Path):
     )
 
 
-def _llama3_tokenizer(texts: list[str]):
+def _llama3_tokenizer(texts: list[str], digits_one_by_one: bool = False):
     """EuroBERT's kind of tokenizer: byte-level BPE behind Llama-3's split (tiktoken's cl100k pattern), merges
-    ignored for words in the vocab, `<|begin_of_text|> a <|end_of_text|>`."""
+    ignored for words in the vocab, `<|begin_of_text|> a <|end_of_text|>`; `digits_one_by_one`: the split that makes
+    each digit a word (Qwen2's pattern; a BPE that splits digits, as UltraBERT's)."""
     import transformers
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
-    from models.tokenizers.cl100k_split import PATTERN
+    from models.tokenizers.cl100k_split import DIGITS_PATTERN, PATTERN
 
     backend = Tokenizer(models.BPE(ignore_merges=True))
     backend.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(PATTERN), behavior="isolated"),
+            pre_tokenizers.Split(Regex(DIGITS_PATTERN if digits_one_by_one else PATTERN), behavior="isolated"),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )
@@ -188,9 +190,12 @@ def write_tokenizer(family: str, directory: Path) -> int:
     import transformers
 
     directory.mkdir(parents=True, exist_ok=True)
-    if family in ("gemma", "llama-3"):
+    if family in ("gemma", "llama-3", "digits"):
         texts = training_texts()
-        tokenizer = _gemma_tokenizer(texts, directory) if family == "gemma" else _llama3_tokenizer(texts)
+        if family == "gemma":
+            tokenizer = _gemma_tokenizer(texts, directory)
+        else:
+            tokenizer = _llama3_tokenizer(texts, digits_one_by_one=family == "digits")
         tokenizer.save_pretrained(directory)
         return len(tokenizer)
     if family not in TOKENIZER_CLASSES:
@@ -236,7 +241,7 @@ def _config(family: str, vocab_size: int) -> dict | None:
         config = transformers.MPNetConfig(vocab_size=vocab_size, max_position_embeddings=130, pad_token_id=1, **small)
     elif family == "funnel":
         config = transformers.FunnelConfig(vocab_size=vocab_size, block_sizes=[1, 1], d_model=64, n_head=2, d_head=32)
-    elif family in ("gemma", "llama-3"):
+    elif family in ("gemma", "llama-3", "digits"):
         return None
     else:
         raise ValueError(f"unknown family {family}")
@@ -281,7 +286,7 @@ RELEASED_SINCE = {
     "mmbert": ("modernbert", "gemma"),
     "jina-v3": ("jina-v3", "xlm-roberta"),  # Jina v3 reads XLM-R's SentencePiece
     "nomic-bert": ("nomic-bert", "mpnet"),  # a WordPiece vocabulary, as nomic-embed's BERT one
-    "ultrabert": ("ultrabert", "llama-3"),  # a byte-level BPE; its digit-splitting one is not reachable here
+    "ultrabert": ("ultrabert", "digits"),  # a byte-level BPE that splits digits (the hub's own is not reachable)
 }
 
 

@@ -1,5 +1,5 @@
-"""In-graph byte-level BPE (RoBERTa, ModernBERT: GPT-2's split; EuroBERT, Llama-3: the GPT-4 split): texts -> the
-ids HF's fast tokenizer gives.
+"""In-graph byte-level BPE (RoBERTa, ModernBERT: GPT-2's split; EuroBERT, Llama-3: the GPT-4 split; Qwen2 and the
+BPEs that split digits: the GPT-4 split with each digit alone): texts -> the ids HF's fast tokenizer gives.
 
 Read from the model's tokenizer.json (vocab, merges, its split, ByteLevel's add_prefix_space) and written with TF
 core ops only. The steps are the `tokenizers` library's: the split (GPT-2's regex, pre_tokenize below, or the
@@ -36,7 +36,9 @@ def bytes_to_unicode() -> list[str]:
     return [stand_ins[byte] for byte in range(256)]
 
 
-GPT2, CL100K = "GPT-2", "GPT-4 / Llama-3"  # the splits before ByteLevel this graph runs
+# the splits before ByteLevel this graph runs; the GPT-4 / Llama-3 ones by their Split pattern (cl100k_split.py)
+GPT2, CL100K, CL100K_DIGITS = "GPT-2", "GPT-4 / Llama-3", "GPT-4 / Llama-3, digits one by one"
+CL100K_SPLITS = {cl100k_split.PATTERN: CL100K, cl100k_split.DIGITS_PATTERN: CL100K_DIGITS}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +82,8 @@ def _whole_words(tokenizer_json: dict) -> tuple[tuple[str, int], ...]:
 def _checked_steps(tokenizer_json: dict) -> tuple[str, dict]:
     """The split before ByteLevel and the ByteLevel step, after refusing what this graph does not reproduce: a
     normalizer other than NFC, steps besides GPT-2's split (ByteLevel's regex) or the GPT-4 / Llama-3 split (a
-    Split step on cl100k_split.PATTERN, then ByteLevel without its regex), subword prefixes or suffixes, dropout."""
+    Split step on cl100k_split's PATTERN or DIGITS_PATTERN, then ByteLevel without its regex), subword prefixes or
+    suffixes, dropout."""
     if (tokenizer_json.get("normalizer") or {}).get("type", "NFC") != "NFC":
         raise UnsupportedTokenizerError(f"normalizer {tokenizer_json['normalizer'].get('type')} before ByteLevel")
     pre = tokenizer_json["pre_tokenizer"]
@@ -88,12 +91,12 @@ def _checked_steps(tokenizer_json: dict) -> tuple[str, dict]:
     names = [step["type"] for step in steps]
     if names == ["ByteLevel"] and steps[0].get("use_regex", True):
         split, byte_level = GPT2, steps[0]
-    elif names == ["Split", "ByteLevel"] and _is_cl100k_split(steps[0]) and not _regex_or_prefix(steps[1]):
-        split, byte_level = CL100K, steps[1]
+    elif names == ["Split", "ByteLevel"] and _cl100k_split(steps[0]) and not _regex_or_prefix(steps[1]):
+        split, byte_level = _cl100k_split(steps[0]), steps[1]
     else:
         raise UnsupportedTokenizerError(
-            f"pre-tokenizer {names} without GPT-2's split or the GPT-4 / Llama-3 one (Split on its pattern, then "
-            "ByteLevel without a regex)"
+            f"pre-tokenizer {names} without GPT-2's split or the GPT-4 / Llama-3 one (Split on its pattern, numbers "
+            "in threes or digits one by one, then ByteLevel without a regex)"
         )
     model = tokenizer_json["model"]
     for option in ("continuing_subword_prefix", "end_of_word_suffix", "dropout"):
@@ -107,12 +110,11 @@ def _regex_or_prefix(byte_level: dict) -> bool:
     return byte_level.get("use_regex", True) or bool(byte_level.get("add_prefix_space"))
 
 
-def _is_cl100k_split(step: dict) -> bool:
-    return (
-        step.get("pattern") == {"Regex": cl100k_split.PATTERN}
-        and step.get("behavior") == "Isolated"
-        and not step.get("invert")
-    )
+def _cl100k_split(step: dict) -> str | None:
+    """Which GPT-4 / Llama-3 split a Split step is (CL100K_SPLITS), or None."""
+    if step.get("behavior") != "Isolated" or step.get("invert"):
+        return None
+    return CL100K_SPLITS.get((step.get("pattern") or {}).get("Regex"))
 
 
 def pre_tokenize(texts: tf.Tensor, add_prefix_space: bool) -> tf.RaggedTensor:
@@ -178,8 +180,8 @@ class ByteLevelBPE:
         texts = tf.reshape(texts, [-1])
         if self.spec.nfc:
             texts = tensorflow_text.normalize_utf8(texts, "NFC")
-        if self.spec.split == CL100K:
-            words = cl100k_split.split(texts)
+        if self.spec.split in (CL100K, CL100K_DIGITS):
+            words = cl100k_split.split(texts, number_run=1 if self.spec.split == CL100K_DIGITS else 3)
         else:
             words = pre_tokenize(texts, self.spec.add_prefix_space)
         return self._merges(bpe_merges.pieces_of_long_words(words, self.max_word_bytes))

@@ -6,7 +6,7 @@ code_points.py: RE2 has older Unicode tables and no lookahead), each alternative
 - `(?i:'s|'t|'re|'ve|'m|'ll|'d)`: where a word starts at an apostrophe, a contraction is a word of its own;
 - `[^\\r\\n\\p{L}\\p{N}]?\\p{L}+`: a letter run, with the one character before it when that one starts a word and
   is neither a letter, a number nor \\r \\n (the last blank of a whitespace run, or a lone punctuation mark);
-- `\\p{N}{1,3}`: numbers in threes from their run's start;
+- `\\p{N}{1,3}`: numbers in threes from their run's start (DIGITS_PATTERN's `\\p{N}`: one by one);
 - ` ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*`: a punctuation run, with the space before it and the \\r \\n right after it;
 - `\\s*[\\r\\n]+`: whitespace up to the last \\r \\n of its run; then `\\s+(?!\\S)` and `\\s+` leave a run's last blank
   to the word after it.
@@ -31,6 +31,9 @@ PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
     r"\s+(?!\S)|\s+"
 )
+# The same with each digit a word of its own (`\p{N}`: Qwen2's, and the byte-level BPEs that split digits)
+DIGITS_PATTERN = PATTERN.replace(r"\p{N}{1,3}|", r"\p{N}|")
+NUMBER_RUNS = {PATTERN: 3, DIGITS_PATTERN: 1}  # each pattern's longest word of numbers
 _SPACE, _APOSTROPHE, _NEWLINES = ord(" "), ord("'"), (ord("\n"), ord("\r"))
 # the letters after an apostrophe that make a contraction, in any case (Unicode case folding: U+017F is an s)
 _SHORT = tuple(map(ord, "stmdSTMD\u017f"))
@@ -38,10 +41,10 @@ _LONG = tuple((ord(a), ord(b)) for first, second in ("re", "ve", "ll") for a in 
               for b in (second, second.upper()))  # fmt: skip
 
 
-def split(texts: tf.Tensor) -> tf.RaggedTensor:
-    """texts [N] -> the words PATTERN's matches make, [N, (words)] (raw UTF-8)."""
+def split(texts: tf.Tensor, number_run: int = 3) -> tf.RaggedTensor:
+    """texts [N] -> the words PATTERN's matches make, [N, (words)] (raw UTF-8); `number_run` 1: DIGITS_PATTERN's."""
     chars = CodePoints.of(texts)
-    starts = _whitespace_starts(chars) | _letter_and_mark_starts(chars) | _number_starts(chars)
+    starts = _whitespace_starts(chars) | _letter_and_mark_starts(chars) | _number_starts(chars, number_run)
     return cut_words(texts, chars, starts)
 
 
@@ -83,9 +86,9 @@ def _letter_and_mark_starts(chars: CodePoints) -> tf.Tensor:
     return letter_start | own_word
 
 
-def _number_starts(chars: CodePoints) -> tf.Tensor:
+def _number_starts(chars: CodePoints, number_run: int) -> tf.Tensor:
     number = tf.equal(chars.kind, NUMBER)
-    return number & tf.equal(position_in_run(number, chars) % 3, 0)
+    return number & tf.equal(position_in_run(number, chars) % number_run, 0)
 
 
 def _moved(flags: tf.Tensor, by: int) -> tf.Tensor:

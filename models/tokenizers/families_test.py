@@ -39,6 +39,7 @@ FAMILY_OF = {
     "funnel": WORDPIECE,
     "gemma": BYTE_FALLBACK_BPE,
     "llama-3": BYTE_LEVEL_BPE,
+    "digits": BYTE_LEVEL_BPE,
 }
 WHITESPACE_CASES = ["a  b", "a \n b", " lead", "trail ", "x\n\ny", "  ", " . ", "x\u200b", "x \x00", "don't 's  'll"]
 
@@ -221,7 +222,7 @@ def test_declared_steps_outside_the_families_are_refused(family_model_dir, tmp_p
 @example(pairs=[("\U000105e5'll", "a\u1c89 b")])  # letters to tokenizers' Unicode tables, not yet to RE2's
 @example(pairs=[("nul\x00'll", "  'll \x00")])
 @example(pairs=[("x\n\nb 'S \t(a \u017f'\u017f", ".,\r\nx  1234567 ")])  # the GPT-4 split's newline and number rules
-@pytest.mark.parametrize("name", ["roberta", "gemma", "llama-3"])
+@pytest.mark.parametrize("name", ["roberta", "gemma", "llama-3", "digits"])
 def test_fuzzed_text_gets_bpe_ids(family_model_dir, name, pairs):
     """Random text of every Unicode category: each BPE family gives HF's ids, singles and pairs, whatever the
     characters (models/tokenizers/gpt2_classes.py holds tokenizers' own classes, newer than RE2's)."""
