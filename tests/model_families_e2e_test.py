@@ -2,12 +2,13 @@
 tokenizer, training, blessing (thresholds at 0), push, publishing, TF Serving's view of the export in a fresh process
 (ops TF Serving links, signatures, warm-up, a raw-text request) and the published folder answering in transformers 5 +
 PyTorch as the SavedModel does. `make test` runs one family of each tokenizer kind end to end: SentencePiece here
-(XLM-R; gte-multilingual's, saved by transformers 5), BPE with byte fallback (mmBERT) and Llama-3's split (UltraBERT,
-on EuroBERT's blocks) here, GPT-2's byte-level BPE in tests/modernbert_e2e_test.py, WordPiece in
-tests/pipeline_e2e_test.py; the rest in `make test-all`. The encoders released since transformers 5 (GTE, EuroBERT,
-mmBERT, UltraBERT, NomicBERT, Jina v3) arrive as bare encoders written by transformers 5 + PyTorch beside their
-tokenizer; what --check says of them: tests/released_since_check_test.py. Every family's tokenizer is checked id for
-id in models/tokenizers/families_test.py and every ported encoder logit for logit in tests/encoder_parity_test.py."""
+(XLM-R; gte-multilingual's, saved by transformers 5), BPE with byte fallback (mmBERT) and the GPT-4 / Llama-3 split
+(UltraBERT's, digits one by one, on EuroBERT's blocks) here, GPT-2's byte-level BPE in tests/modernbert_e2e_test.py,
+WordPiece in tests/pipeline_e2e_test.py; the rest in `make test-all`. The encoders released since transformers 5
+(GTE, EuroBERT, mmBERT, UltraBERT, NomicBERT, Jina v3) arrive as bare encoders written by transformers 5 + PyTorch
+beside their tokenizer; what --check says of them: tests/released_since_check_test.py. Every family's tokenizer is
+checked id for id in models/tokenizers/families_test.py and every ported encoder logit for logit in
+tests/encoder_parity_test.py."""
 
 import json
 from pathlib import Path
@@ -58,7 +59,7 @@ EXPECTED_TEXT_OPS = {
         # in `make test`: tokenizer kinds (byte fallback, Llama-3's split, tokenizer.json without the .model) and
         # encoders no other run has, about 40 s each. In `make test-all` (CI's time): Jina v3 (GTE's embeddings, whose
         # run is here, and XLM-R's SentencePiece, whose run is here too), NomicBERT (Jina v3's blocks, and the
-        # WordPiece tokenizer MiniLM's runs have) and EuroBERT (UltraBERT's run trains its blocks and Llama-3's split)
+        # WordPiece tokenizer MiniLM's runs have) and EuroBERT (UltraBERT's run trains its blocks behind GPT-4's split)
         *(pytest.param(name, marks=SLOW) if name in BORROWED else name for name in RELEASED_SINCE),
     ],
 )
