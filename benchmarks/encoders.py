@@ -89,7 +89,7 @@ def _minilm_rows(steps: int, repeats: int, peak) -> list[list[str]]:
 
 
 def one_width(width: int, batch: int, steps: int, family: str = "") -> dict:
-    """One process: ModernBERT-base's shape (or FAMILY_SHAPES[family]) trained `steps` steps at `width` (the first
+    """One process: ModernBERT-base's shape (or FAMILY_SHAPES[family], LONG_SHAPES[family]) trained `steps` steps at
     traces); its numbers."""
     import numpy as np
     import tensorflow as tf
@@ -241,15 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long-steps", type=int, default=2, help="timed long-width steps per width")
     parser.add_argument("--long-shapes", default=",".join(LONG_SHAPES), help="comma-separated, of LONG_SHAPES")
     parser.add_argument("--memory-width", type=int, default=512, help="MiniLM's width for the memory rows (0: none)")
-    parser.add_argument("--one-width", nargs=3, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--one-memory", nargs=3, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--one-family", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--families", type=int, default=1, help="each family's base shape beside BERT's (0: none)")
     parser.add_argument("--out", default=str(reference.BENCHMARKS_MD))
     args = parser.parse_args(argv)
-    if args.one_width:
-        print(json.dumps(one_width(*args.one_width)))
-        return 0
     if args.one_memory:
         print(json.dumps(one_memory(*args.one_memory)))
         return 0

@@ -27,8 +27,9 @@ def test_bf16_turns_onednn_on_before_tensorflow_loads_and_is_refused_when_the_us
     auto = choose_serving_precision("auto", native_bf16=True)
     fallback = precision.prepare_process(auto, {"TF_ENABLE_ONEDNN_OPTS": "0"})
     assert fallback.precision == "fp32" and fallback.reason.startswith("auto: bf16 needs TensorFlow's oneDNN ops")
-    # This process loaded TensorFlow with oneDNN's ops off (this CPU's default): too late to turn them on.
-    if not precision._onednn_on():
+    if precision._onednn_on():  # this CPU's default (AVX-512, AMX): bf16 is taken, the switch set for children
+        assert precision.prepare_process(ServingPrecision("bf16", "asked for"), environ).precision == "bf16"
+    else:  # this process loaded TensorFlow with oneDNN's ops off (this CPU's default): too late to turn them on
         with pytest.raises(PrecisionUnavailable, match="loaded without"):
             precision.prepare_process(ServingPrecision("bf16", "asked for"), environ)
     assert environ == {"TF_ENABLE_ONEDNN_OPTS": "1"}
