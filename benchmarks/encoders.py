@@ -90,7 +90,7 @@ def _minilm_rows(steps: int, repeats: int, peak) -> list[list[str]]:
 
 def one_width(width: int, batch: int, steps: int, family: str = "") -> dict:
     """One process: ModernBERT-base's shape (or FAMILY_SHAPES[family], LONG_SHAPES[family]) trained `steps` steps at
-    traces); its numbers."""
+    `width` (the first traces); its numbers."""
     import numpy as np
     import tensorflow as tf
 
