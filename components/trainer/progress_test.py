@@ -34,3 +34,13 @@ def test_one_replica_also_logs_when_a_line_is_overdue(monkeypatch, capsys, silen
 def test_slow_rates_read_as_seconds_an_example():
     assert rate_text(93.84) == "93.8 examples/s"
     assert rate_text(8 / 961) == "120 s an example"
+
+
+def test_the_epoch_line_shows_the_metrics_a_person_reads(capsys):
+    """The loss squared (averaged only to measure the eval split's noise, best_epoch.py) stays out of the line."""
+    logger = progress.ProgressLogger(total_steps=10, global_batch=4, every=5)
+    logger.validation_seconds = 0.0
+    logger.on_epoch_begin(0)
+    logger.on_epoch_end(0, {"loss": 0.61, "loss_squared": 0.4, "val_loss": 0.6, "val_loss_squared": 0.39})
+    line = capsys.readouterr().out
+    assert "epoch 1 done: loss 0.6100, val_loss 0.6000" in line and "squared" not in line
