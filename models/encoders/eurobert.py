@@ -141,7 +141,8 @@ class Block(BoundedWidth, tf_keras.layers.Layer):
         k = rotate(split_heads(self.key(normed), sizes.kv_heads), *rotary)
         v = split_heads(self.value(normed), sizes.kv_heads)
         shared = sizes.heads // sizes.kv_heads  # transformers' repeat_kv: each key/value head for `shared` heads
-        k, v = tf.repeat(k, shared, axis=1), tf.repeat(v, shared, axis=1)
+        if shared > 1:  # as repeat_kv, none at one: tf.repeat copies k and v, and a recomputed block keeps the copies
+            k, v = tf.repeat(k, shared, axis=1), tf.repeat(v, shared, axis=1)
         x = x + self.attention_out(
             merge_heads(
                 scaled_dot_attention(q, k, v, bias, self.attention_dropout, training, self.half_window, bounds=self)
