@@ -19,7 +19,7 @@ from pipeline.orchestration.local_runner import run_local
 from tests import torch_reference_env as reference
 from tests.hf_export_check import BUCKET_TEXTS, hf_probabilities, serving_probabilities
 from tests.model_families import EDGE_CASES, MULTILINGUAL, training_texts
-from tests.serve_request import serve_check
+from tests.serve_request import FP32, serve_check
 from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
@@ -132,7 +132,7 @@ def test_megabytes_of_whitespace_cannot_take_the_server_down(modernbert_run, cha
 
     text = char * (1_400_000 // (len(json.dumps(char, ensure_ascii=False).encode()) - 2))
     body = json.dumps({"instances": [text]}, ensure_ascii=False).encode()
-    command = [sys.executable, "-m", "pipeline.cli", "serve"]
+    command = [sys.executable, "-m", "pipeline.cli", "serve", *FP32]
     with vertex_container.serving(command, str(modernbert_run.pushed_dir)) as container:
 
         def one(_):

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from tests import vertex_container
+from tests.serve_request import FP32
 
 NOTICES = "projects/my-gcp-project/topics/hftfx-serving"  # where `hftfx monitor` publishes a drifted window
 CYRILLIC = str.maketrans("abcdefghijklmnopqrstuvwxyz", "абцдефгхийклмнопярстужвьыз")
@@ -26,7 +27,7 @@ def in_cyrillic(texts: list[str]) -> list[str]:
 
 def served_and_logged(pushed_dir: str, log_dir, texts: list[str]) -> list[str]:
     """`hftfx serve --log-dir` answering `texts` 16 a request; the server's output once it stopped."""
-    command = [sys.executable, "-m", "pipeline.cli", "serve", "--log-dir", str(log_dir)]
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--log-dir", str(log_dir), *FP32]
     with vertex_container.serving(command, str(pushed_dir)) as container:
         for start in range(0, len(texts), 16):
             status, _ = vertex_container.http_json(container.predict, {"instances": texts[start : start + 16]})

@@ -32,6 +32,7 @@ from tests import fake_pubsub, label_studio_env, monitored_serving, vertex_conta
 from tests.float_bounds import probability_bound
 from tests.hf_export_check import BUCKET_TEXTS, hf_probabilities, serving_probabilities
 from tests.pipeline_nodes import COMPONENTS
+from tests.serve_request import FP32
 from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
@@ -612,7 +613,7 @@ def test_the_server_answers_bad_input_with_its_reason_and_batches_concurrent_req
     still answers; bodies of combining marks answer within a second, and a request behind them too.
     Concurrent one-text requests share model calls and get the answers they would get alone."""
     # fp32 on every CPU: the answers are compared with the SavedModel's own at 1e-5
-    command = [sys.executable, "-m", "pipeline.cli", "serve", "--read-timeout", "2", "--precision", "fp32"]
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--read-timeout", "2", *FP32]
     with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
         _refuses_bad_requests_with_their_reasons(container)
         _combining_marks_answer_within_a_second(container)
@@ -664,7 +665,7 @@ def test_poison_texts_fail_alone_and_idle_sockets_leave_health_up(first_run, ser
     import urllib.error
     import urllib.request
 
-    command = [sys.executable, "-m", "pipeline.cli", "serve", "--header-timeout", "4"]
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--header-timeout", "4", *FP32]
     with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
         texts = ["\ud83d" if i % 8 == 3 else f"a film, take {i}: {'moving' if i % 2 else 'dull'}" for i in range(64)]
         answers = _one_text_each(container.predict, texts)
@@ -689,7 +690,7 @@ def test_a_full_queue_answers_503_with_a_jittered_retry_after_and_a_request_larg
     import urllib.error
     import urllib.request
 
-    command = [sys.executable, "-m", "pipeline.cli", "serve", "--max-queued-rows", "2", "--batch-wait-ms", "200"]
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--max-queued-rows", "2", "--batch-wait-ms", "200", *FP32]
     with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
 
         def one(i):
@@ -742,7 +743,7 @@ def test_connections_past_their_head_never_lock_the_server_out(first_run):
     deadline (head and body: --read-timeout + 1 s) or as soon as it was answered."""
     import time
 
-    command = [sys.executable, "-m", "pipeline.cli", "serve", "--read-timeout", "3"]
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--read-timeout", "3", *FP32]
     with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
         opened = _connections_past_their_head(container, 520)
         try:
@@ -826,7 +827,7 @@ def test_readers_that_never_read_are_closed_by_their_write_deadline_or_request_b
     connection's next pipelined request)."""
     import time
 
-    command = [sys.executable, "-m", "pipeline.cli", "serve", "--write-timeout", "2"]
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--write-timeout", "2", *FP32]
     with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
         readers = _pipelining_readers(container, 8, 40_000)
         try:
@@ -840,7 +841,7 @@ def test_readers_that_never_read_are_closed_by_their_write_deadline_or_request_b
         assert max(during) < 0.5, during
         assert all(0 < n < 40_000 for n in answered), answered  # aborted with answers still queued
         print(f"/health during 8 readers that never read: {max(during) * 1e3:.0f} ms at most")
-    command = [sys.executable, "-m", "pipeline.cli", "serve", "--max-requests-per-connection", "50"]
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--max-requests-per-connection", "50", *FP32]
     with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
         readers = _pipelining_readers(container, 500, 200)  # and the /health probes: within the 512 connections
         try:
@@ -892,7 +893,7 @@ def test_turns_are_taken_by_the_connections_address_not_x_forwarded_for(first_ru
     import time
     from urllib.parse import urlsplit
 
-    command = [sys.executable, "-m", "pipeline.cli", "serve", "--max-batch", "1"]
+    command = [sys.executable, "-m", "pipeline.cli", "serve", "--max-batch", "1", *FP32]
     with vertex_container.serving(command, str(first_run[1].pushed_dir)) as container:
         url = urlsplit(container.predict)
         body = json.dumps({"instances": ["a moving film"]})

@@ -7,6 +7,10 @@ import json
 import subprocess
 import sys
 
+# `hftfx serve` and `predict` where the answers are compared with the SavedModel's fp32 ones: under --precision auto a
+# CPU with native bf16 (AVX512-BF16, AMX) serves bf16, 1e-4 to 1e-2 away (the auto path: pipeline_e2e_test)
+FP32 = ("--precision", "fp32")
+
 
 def serve_check(pushed_dir: str, request: dict) -> subprocess.CompletedProcess:
     done = subprocess.run(
@@ -26,7 +30,7 @@ def ask(pushed_dir: str, request: dict) -> dict:
 def predict_line(pushed_dir: str, text: str) -> str:
     """The line `hftfx predict` prints for one text, run as a user runs it."""
     done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "predict", "--model", pushed_dir, text],
+        [sys.executable, "-m", "pipeline.cli", "predict", "--model", pushed_dir, *FP32, text],
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]

@@ -22,7 +22,7 @@ from pipeline.orchestration.local_runner import run_local
 from tests import user_datasets
 from tests.float_bounds import probability_bound
 from tests.hf_export_check import PAIR_TEXTS, hf_probabilities, serving_probabilities
-from tests.serve_request import ask, predict_line
+from tests.serve_request import FP32, ask, predict_line
 from tests.tiny_model import tiny_overrides
 
 pytestmark = pytest.mark.e2e
@@ -237,7 +237,7 @@ def test_long_texts_keep_their_head_and_tail_in_the_served_model_and_the_card_sa
 
 def predict_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "predict", *args],
+        [sys.executable, "-m", "pipeline.cli", "predict", *FP32, *args],
         capture_output=True,
         text=True,
         timeout=600,
