@@ -9,7 +9,7 @@ import tf_keras
 from components.trainer.attempts import AttemptLog
 from components.trainer.training_meter import TrainingMeter
 from components.trainer.training_record import rate_text
-from models.training.eval_noise import LOSS_SQUARED
+from models.training.eval_noise import measures_noise
 
 # Where one replica trains (its metrics read without an all-reduce), a line at least this often whatever
 # log_every_steps says: a step of ModernBERT-base at 8,192 tokens takes a minute, 25 of them half an hour.
@@ -99,7 +99,7 @@ class ProgressLogger(tf_keras.callbacks.Callback):
         self.validation_seconds_before_epoch = self.validation_seconds
 
     def on_epoch_end(self, epoch, logs=None):
-        shown = ", ".join(f"{k} {v:.4f}" for k, v in sorted((logs or {}).items()) if not k.endswith(LOSS_SQUARED))
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in sorted((logs or {}).items()) if not measures_noise(k))
         validation = self.validation_seconds - self.validation_seconds_before_epoch
         timing = f" (validation {validation:.1f}s)" if validation else ""
         print(f"[Trainer] epoch {epoch + 1} done: {shown}{timing}", flush=True)

@@ -29,7 +29,7 @@ from components.trainer.training_record import describe_values
 from components.tuner.config import TUNING_KEY, Range, TuningConfig
 from models.config_section import build_section
 from models.training.config import EARLY_STOPPING_METRICS
-from models.training.eval_noise import LOSS_SQUARED
+from models.training.eval_noise import measures_noise
 
 
 def search_space(tuning: TuningConfig) -> keras_tuner.HyperParameters:
@@ -82,15 +82,11 @@ def train_trial(fn_args, settings: TrainerSettings, objective: str) -> dict[str,
     pick = min if EARLY_STOPPING_METRICS[objective] == "min" else max
     best = scores.index(pick(scores))
     return {
-        **{name: float(values[best]) for name, values in history.items() if _shown(name)},
+        **{name: float(values[best]) for name, values in history.items()
+           if name.startswith("val_") and not measures_noise(name)},
         "epochs_run": float(len(scores)),
         "best_epoch": float(best + 1),
     }
-
-
-def _shown(metric: str) -> bool:
-    """The eval split's metrics a trial reports (its loss squared only measures the noise: best_epoch.py)."""
-    return metric.startswith("val_") and LOSS_SQUARED not in metric
 
 
 class HFTuner(base_tuner.BaseTuner):

@@ -13,6 +13,11 @@ import math
 LOSS_SQUARED = "loss_squared"  # the metric's name; Keras reports the eval split's as val_loss_squared
 
 
+def measures_noise(metric: str) -> bool:
+    """Whether a Keras log key is the loss squared (train or eval): averaged for the noise, not a result to show."""
+    return metric.endswith(LOSS_SQUARED)
+
+
 def squared_loss_metric(per_example_loss):
     """A Keras metric: the mean of `per_example_loss(labels, logits)` squared (the training loss, unreduced)."""
     import tensorflow as tf
