@@ -38,7 +38,7 @@ def bytes_to_unicode() -> list[str]:
 
 # the splits before ByteLevel this graph runs; the GPT-4 / Llama-3 ones by their Split pattern (cl100k_split.py)
 GPT2, CL100K, CL100K_DIGITS = "GPT-2", "GPT-4 / Llama-3", "GPT-4 / Llama-3, digits one by one"
-CL100K_SPLITS = {cl100k_split.PATTERN: CL100K, cl100k_split.DIGITS_PATTERN: CL100K_DIGITS}
+CL100K_PATTERNS = {CL100K: cl100k_split.PATTERN, CL100K_DIGITS: cl100k_split.DIGITS_PATTERN}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,10 +111,11 @@ def _regex_or_prefix(byte_level: dict) -> bool:
 
 
 def _cl100k_split(step: dict) -> str | None:
-    """Which GPT-4 / Llama-3 split a Split step is (CL100K_SPLITS), or None."""
+    """Which GPT-4 / Llama-3 split a Split step is (CL100K_PATTERNS), or None."""
     if step.get("behavior") != "Isolated" or step.get("invert"):
         return None
-    return CL100K_SPLITS.get((step.get("pattern") or {}).get("Regex"))
+    pattern = (step.get("pattern") or {}).get("Regex")
+    return next((name for name, known in CL100K_PATTERNS.items() if known == pattern), None)
 
 
 def pre_tokenize(texts: tf.Tensor, add_prefix_space: bool) -> tf.RaggedTensor:
@@ -180,8 +181,8 @@ class ByteLevelBPE:
         texts = tf.reshape(texts, [-1])
         if self.spec.nfc:
             texts = tensorflow_text.normalize_utf8(texts, "NFC")
-        if self.spec.split in (CL100K, CL100K_DIGITS):
-            words = cl100k_split.split(texts, number_run=1 if self.spec.split == CL100K_DIGITS else 3)
+        if self.spec.split in CL100K_PATTERNS:
+            words = cl100k_split.split(texts, cl100k_split.NUMBER_RUNS[CL100K_PATTERNS[self.spec.split]])
         else:
             words = pre_tokenize(texts, self.spec.add_prefix_space)
         return self._merges(bpe_merges.pieces_of_long_words(words, self.max_word_bytes))
