@@ -9,17 +9,17 @@ run: setup
 
 # The parity reference (transformers 5 + PyTorch CPU, bin/reference-env) installs beside the first tests; the
 # encoder parity tests wait for it. Two pytest processes (pytest-xdist), a test file each at a time so a module's
-# shared e2e run happens once: a whole run keeps about one core busy (Beam, TFX and ML Metadata are Python), so two
-# side by side fill a 2-core machine.
+# shared e2e run happens once, the files with whole runs first (conftest.py: longest_first): a whole run keeps about
+# one core busy (Beam, TFX and ML Metadata are Python), so two side by side fill a 2-core machine.
 TEST_WORKERS ?= 2
 test: setup
 	bin/in-env ruff check .
-	bin/reference-env >/dev/null & bin/in-env pytest -n $(TEST_WORKERS) --dist loadfile $(ARGS); status=$$?; wait; exit $$status
+	bin/reference-env >/dev/null & bin/in-env pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(ARGS); status=$$?; wait; exit $$status
 
 # Also the checks marked slow: exhaustive sweeps and real-model scenarios (see pyproject's markers).
 test-all: setup
 	bin/in-env ruff check .
-	bin/reference-env >/dev/null & bin/in-env pytest -n $(TEST_WORKERS) --dist loadfile --slow $(ARGS); status=$$?; wait; exit $$status
+	bin/reference-env >/dev/null & bin/in-env pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --slow $(ARGS); status=$$?; wait; exit $$status
 
 lint: setup
 	bin/in-env ruff check .

@@ -17,13 +17,27 @@ def pytest_addoption(parser):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked slow are skipped, and say so, unless --slow: `make test` stays within CI's time."""
+    """Tests marked slow are skipped, and say so, unless --slow: `make test` stays within CI's time. Files run
+    longest first (longest_first)."""
+    items[:] = longest_first(items)
     if config.getoption("--slow"):
         return
     skip = pytest.mark.skip(reason="marked slow: run with `make test-all` (pytest --slow)")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+def longest_first(items: list) -> list:
+    """The files holding whole-pipeline runs (marked e2e: minutes each) first, then the rest, most tests first; a
+    file's tests stay together and in order. `make test` hands pytest-xdist one file at a time in this order
+    (--no-loadscope-reorder), so the two workers end together on short files rather than one waiting on the
+    other's last pipeline run: xdist's own order, most tests first, put the e2e files, which hold few, last."""
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    order = sorted(files.values(), key=lambda tests: (not any(t.get_closest_marker("e2e") for t in tests), -len(tests)))
+    return [item for tests in order for item in tests]
 
 
 @pytest.fixture(autouse=True)
