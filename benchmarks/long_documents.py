@@ -144,8 +144,10 @@ def main(argv=None) -> int:
         for policy, seed in ((p, s) for p in args.policies.split(",") if p for s in seeds):
             name, settings = POLICIES[policy]
             summary = run_seed(seed, [*data, *settings, *args.set], Path(scratch) / policy)
-            # the review at the end keeps the table's earlier names, so a new run replaces its own rows
-            name += (", review between" if args.layout == "between" else "") + (f", seed {seed}" if seeds[1:] else "")
+            # the review at the end keeps the table's earlier names, so a new run replaces its own rows; a recipe
+            # changed with --set is a row of its own
+            name += (", review between" if args.layout == "between" else "") + "".join(f", {s}" for s in args.set)
+            name += f", seed {seed}" if seeds[1:] else ""
             results.append((name, row(seed, summary)))
             print(f"[bench-long] {name}: {results[-1][1]} ({summary.get('lengths', '')})", flush=True)
             print(f"[bench-long] {(summary.get('training') or {}).get('chance', '')}", flush=True)
