@@ -74,6 +74,10 @@ class ModelFolder:
     def model_type(self) -> str:
         return self.architecture.model_type
 
+    def trained_shape(self, embeddings_trained: bool = True) -> EncoderShape:
+        """Its sizes with whether the input embeddings train (frozen, their gradient is not computed)."""
+        return dataclasses.replace(self.shape, embeddings_trained=embeddings_trained)
+
     def checkpoint(self) -> Path:
         """model.safetensors, or the ModelFilesError naming what the folder lacks."""
         return self.weights or model_files(self.directory).weights
@@ -120,8 +124,7 @@ def check_architecture(directory: Path, config: dict) -> Architecture:
 
 def encoder_shape(directory: Path, embeddings_trained: bool = True) -> EncoderShape:
     """The encoder's sizes as the FLOP count reads them (models/hardware/flops.py), or a refusal naming the reason."""
-    folder = read_model_folder(directory, weights=False)
-    return dataclasses.replace(folder.shape, embeddings_trained=embeddings_trained)
+    return read_model_folder(directory, weights=False).trained_shape(embeddings_trained)
 
 
 def position_limit(directory: Path) -> int:

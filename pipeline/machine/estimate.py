@@ -97,19 +97,25 @@ def epoch_seconds(
     return flops / (Reference.read().trainer_utilization * peak_gflops * 1e9)
 
 
-def train_split_lengths(config):
-    """The config's train split (read as the ExampleGen reads it) in the model's tokens, and the max_seq_length
-    the run chooses for it (models.training.lengths.WidthChoice over every text, not a sample). Single texts."""
-    from components.example_gen.dataset_pass import EVERY_ROW, dataset_pass
-    from models.encoders.from_folder import position_limit
+def config_model_folder(config):
+    """The config's model folder, read once (models.encoders.from_folder.ModelFolder): config.json and tokenizer."""
+    from models.encoders.from_folder import read_model_folder
     from models.hub.pretrained import resolve_model_dir
+
+    return read_model_folder(resolve_model_dir(config.model.name, config.model.revision), weights=False)
+
+
+def train_split_lengths(config, folder=None):
+    """The config's train split (read as the ExampleGen reads it) in the model's tokens, and the max_seq_length
+    the run chooses for it (models.training.lengths.WidthChoice over every text, not a sample). Single texts.
+    `folder`: the config's model folder where the caller has read it."""
+    from components.example_gen.dataset_pass import EVERY_ROW, dataset_pass
     from models.training.lengths import choose_width, token_lengths
 
-    model_dir = resolve_model_dir(config.model.name, config.model.revision)
+    folder = folder or config_model_folder(config)
     rows = dataset_pass(config.dataset, EVERY_ROW).placed.rows["train"]
-    limit = position_limit(model_dir)
-    profile = token_lengths(model_dir, rows, limit, max_texts=len(rows))
-    return choose_width(profile, config.model.max_seq_length, limit)
+    profile = token_lengths(folder.directory, rows, folder.position_limit, max_texts=len(rows))
+    return choose_width(profile, config.model.max_seq_length, folder.position_limit)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,13 +132,12 @@ def default_training_flops(config) -> float:
 def training_work(config) -> TrainingWork:
     """Model FLOPs the Trainer spends on the config's train split, tokenized in-graph and padded as the
     Trainer pads it, for every epoch."""
-    from models.encoders.from_folder import encoder_shape
-    from models.hub.pretrained import resolve_model_dir
     from models.training.epochs import choose_epochs
     from models.training.lengths import choose_buckets
     from models.training.packing import configured_packing
 
-    lengths = train_split_lengths(config)
+    folder = config_model_folder(config)
+    lengths = train_split_lengths(config, folder)
     texts = len(lengths.profile.lengths)
     buckets = choose_buckets(lengths.profile, lengths.width, config.training.batch_widths)
     windowed = config.model.long_texts == "windows"
@@ -140,8 +145,7 @@ def training_work(config) -> TrainingWork:
         config.training, lengths.profile.lengths, lengths.width, buckets.padded_share, windowed=windowed
     )
     shapes = padded_shapes(lengths, buckets.buckets, packing.packed_padding)
-    model_dir = resolve_model_dir(config.model.name, config.model.revision)
-    shape = encoder_shape(model_dir, embeddings_trained=not config.training.freeze_embeddings)
+    shape = folder.trained_shape(embeddings_trained=not config.training.freeze_embeddings)
     steps = texts // config.training.batch_size
     used = steps * config.training.batch_size / texts  # the last partial batch is dropped
     epochs = choose_epochs(config.training.epochs, texts).epochs  # at most: early stopping may end sooner
