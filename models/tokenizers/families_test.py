@@ -244,10 +244,8 @@ def _hf_tokenizer(directory):
 def _traced(directory, max_len: int, paired: bool):
     """The in-graph tokenizer traced once for texts of any count, as serving runs it: the fuzzer's ~160 calls a family
     take 0.2 s each eagerly (each op dispatched from Python) and about a millisecond in the graph."""
-    tokenizer, texts = InGraphTokenizer(tokenizer_spec(directory), max_len), tf.TensorSpec([None], tf.string)
-    if paired:
-        return tf.function(lambda first, second: tokenizer(first, second), input_signature=[texts, texts])
-    return tf.function(lambda first: tokenizer(first), input_signature=[texts])
+    texts = tf.TensorSpec([None], tf.string)
+    return tf.function(InGraphTokenizer(tokenizer_spec(directory), max_len), input_signature=[texts] * (1 + paired))
 
 
 def test_head_tail_keeps_the_model_tokenizers_own_pieces_from_both_ends(texts, family, head_share=0.3):

@@ -98,7 +98,7 @@ def epoch_seconds(
 
 
 def config_model_folder(config):
-    """The config's model folder, read once (models.encoders.from_folder.ModelFolder): config.json and tokenizer."""
+    """The config's model folder, read once (models.encoders.from_folder.ModelFolder), its weights left unread."""
     from models.encoders.from_folder import read_model_folder
     from models.hub.pretrained import resolve_model_dir
 
