@@ -141,13 +141,14 @@ def test_bench_long_runs_a_tiny_configuration(tmp_path, tiny_bert_dir, scratch_r
     from benchmarks import long_documents
 
     argv = ["--documents", "200", "--policies", "head_tail-64", "--layout", "between", "--out", str(scratch_reference)]
-    for setting in tiny_settings(tmp_path, tiny_bert_dir):
-        if not setting.startswith("model.max_seq_length"):  # the policy sets the width
-            argv += ["--set", setting]
+    settings = [s for s in tiny_settings(tmp_path, tiny_bert_dir) if not s.startswith("model.max_seq_length")]
+    for setting in settings:  # the policy sets the width
+        argv += ["--set", setting]
     previous = {s["heading"]: s for s in reference.read()["sections"]}.get(long_documents.SECTION, {"rows": []})
     assert long_documents.main(argv) == 0
     (section,) = [s for s in reference.read()["sections"] if s["heading"] == long_documents.SECTION]
-    name = "head_tail at 64, review between"  # the review between two plots (the layout's pages)
+    # the review between two plots (the layout's pages); a recipe changed with --set names its row
+    name = ", ".join(["head_tail at 64, review between", *settings])
     others = [row for row in previous["rows"] if row[0] != name]
     assert [row for row in section["rows"] if row[0] != name] == others  # kept as measured then
     assert name in [row[0] for row in section["rows"]]
