@@ -58,7 +58,7 @@ from models.serving.hf_export import hf_format_dir, save_hf_format
 from models.task import task_contract, write_contract
 from models.training.config import EARLY_STOPPING_METRICS, TrainingConfig
 from models.training.epochs import StoppingChoice, choose_patience
-from models.training.eval_noise import measures_noise, squared_loss_metric
+from models.training.eval_noise import eval_result, squared_loss_metric
 from models.training.lengths import BucketChoice, LengthProfile
 from models.training.optimizer import adamw_with_warmup
 from models.training.packing import PackingChoice, choose_packing, why_not_packed
@@ -208,9 +208,7 @@ def training_record(
     exported, exported_eval = ran.get("best_epoch", ran["epochs_run"]) - 1, None
     if exported in history.epoch:  # a resumed run's history holds only the epochs it ran itself
         at = history.epoch.index(exported)
-        exported_eval = {
-            k: float(v[at]) for k, v in history.history.items() if k.startswith("val_") and not measures_noise(k)
-        } or None
+        exported_eval = {k: float(v[at]) for k, v in history.history.items() if eval_result(k)} or None
     return TrainingRecord(
         epochs=plan.epochs.epochs,
         epochs_reason=plan.epochs.reason,

@@ -29,7 +29,7 @@ from components.trainer.training_record import describe_values
 from components.tuner.config import TUNING_KEY, Range, TuningConfig
 from models.config_section import build_section
 from models.training.config import EARLY_STOPPING_METRICS
-from models.training.eval_noise import measures_noise
+from models.training.eval_noise import eval_result
 
 
 def search_space(tuning: TuningConfig) -> keras_tuner.HyperParameters:
@@ -82,8 +82,7 @@ def train_trial(fn_args, settings: TrainerSettings, objective: str) -> dict[str,
     pick = min if EARLY_STOPPING_METRICS[objective] == "min" else max
     best = scores.index(pick(scores))
     return {
-        **{name: float(values[best]) for name, values in history.items()
-           if name.startswith("val_") and not measures_noise(name)},
+        **{name: float(values[best]) for name, values in history.items() if eval_result(name)},
         "epochs_run": float(len(scores)),
         "best_epoch": float(best + 1),
     }

@@ -18,6 +18,11 @@ def measures_noise(metric: str) -> bool:
     return metric.endswith(LOSS_SQUARED)
 
 
+def eval_result(metric: str) -> bool:
+    """Whether a Keras log key is an eval-split result to report (the summary's exported epoch, a Tuner trial)."""
+    return metric.startswith("val_") and not measures_noise(metric)
+
+
 def squared_loss_metric(per_example_loss):
     """A Keras metric: the mean of `per_example_loss(labels, logits)` squared (the training loss, unreduced)."""
     import tensorflow as tf

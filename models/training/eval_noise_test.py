@@ -3,7 +3,7 @@ import math
 import numpy as np
 import tf_keras
 
-from models.training.eval_noise import loss_noise, squared_loss_metric
+from models.training.eval_noise import eval_result, loss_noise, measures_noise, squared_loss_metric
 
 
 def test_the_noise_is_the_standard_error_of_the_mean_loss():
@@ -27,3 +27,9 @@ def test_the_metric_averages_the_per_example_loss_squared_as_keras_evaluates_it(
     direct = per_example(labels, model(features)).numpy()
     assert math.isclose(loss, direct.mean(), rel_tol=1e-5)
     assert math.isclose(squared, (direct**2).mean(), rel_tol=1e-5)
+
+
+def test_the_loss_squared_is_noise_and_only_eval_metrics_are_results():
+    keys = ["loss", "loss_squared", "accuracy", "val_loss", "val_loss_squared", "val_accuracy", "val_auc"]
+    assert [k for k in keys if measures_noise(k)] == ["loss_squared", "val_loss_squared"]
+    assert [k for k in keys if eval_result(k)] == ["val_loss", "val_accuracy", "val_auc"]
