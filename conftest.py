@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
@@ -79,14 +80,7 @@ def family_model_dir(tmp_path_factory):
     """family -> a tiny model folder of that tokenizer family (tests/model_families.py), built once a session."""
     from tests.model_families import write_tiny_model
 
-    built = {}
-
-    def build(family: str):
-        if family not in built:
-            built[family] = write_tiny_model(family, tmp_path_factory.mktemp(family))
-        return built[family]
-
-    return build
+    return built_once(tmp_path_factory, "family", write_tiny_model)
 
 
 @pytest.fixture(scope="session")
@@ -95,12 +89,36 @@ def released_model_dir(tmp_path_factory):
     bare encoder written by transformers 5 + PyTorch beside its tokenizer, built once a session."""
     from tests.model_families import write_released_since
 
-    built = {}
+    return built_once(tmp_path_factory, "released", lambda name, folder: write_released_since(name, folder / "model"))
+
+
+def built_once(tmp_path_factory, kind: str, write):
+    """name -> write(name, folder)'s folder, written once a session by whichever pytest-xdist worker first asks and
+    read by the others: each worker wrote its own (a minute or two of tokenizer training and PyTorch a worker for
+    the families both workers' files use). pytest-xdist's recipe: the session's temp folder, which every worker's
+    sits in, and a file lock; a folder is used only once its writer finished (a `.done` beside it)."""
+    import shutil
+
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent / "built-once" if os.environ.get("PYTEST_XDIST_WORKER") else None
+    folders: dict[str, object] = {}
 
     def build(name: str):
-        if name not in built:
-            built[name] = write_released_since(name, tmp_path_factory.mktemp(name) / "model")
-        return built[name]
+        if name in folders:
+            return folders[name]
+        if shared is None:  # one process: nobody to share with
+            folders[name] = write(name, tmp_path_factory.mktemp(name))
+            return folders[name]
+        folder, done = shared / kind / name, shared / kind / f"{name}.done"
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(f"{folder}.lock"):
+            if not done.is_file():
+                shutil.rmtree(folder, ignore_errors=True)  # a writer that failed part way
+                folder.mkdir()
+                done.write_text(str(write(name, folder)))
+        folders[name] = Path(done.read_text())
+        return folders[name]
 
     return build
 
