@@ -526,19 +526,26 @@ def _rewrite_header(copy, change):
     return path
 
 
+# What a refused model folder never loads: the run's machinery comes after its checks (seconds of imports each)
+LOADED_AFTER_THE_MODEL_CHECK = ("tfx", "tensorflow_model_analysis", "apache_beam")
+
+
 def _check_exits_2(copy, tmp_path, *patterns):
-    """`hftfx run --check` as a user runs it: exit 2 within seconds, one line naming the file and the fix."""
+    """`hftfx run --check` as a user runs it (the command's entry point in a fresh process): exit 2 within seconds,
+    one line naming the file and the fix, and none of TFX, TFMA or Beam imported to get there."""
     import subprocess
     import sys
     import time
 
+    argv = ["run", "--check", "--model", str(copy),
+            "--set", f"pipeline_root={tmp_path / 'root'}", "--set", f"serving_dir={tmp_path / 'serve'}"]  # fmt: skip
+    script = (
+        f"import sys; from pipeline.cli import run_quietly; code = run_quietly({argv!r}); "
+        f"print(code, sorted(m for m in {LOADED_AFTER_THE_MODEL_CHECK!r} if m in sys.modules))"
+    )
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "run", "--check", "--model", str(copy),
-         "--set", f"pipeline_root={tmp_path / 'root'}", "--set", f"serving_dir={tmp_path / 'serve'}"],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-3000:]
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert done.stdout.strip().splitlines()[-1:] == ["2 []"], done.stdout[-2000:] + done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     for pattern in patterns:
         assert re.search(pattern, done.stderr), done.stderr[-2000:]

@@ -17,8 +17,9 @@ import apache_beam as beam
 import numpy as np
 from tensorflow_model_analysis.metrics import metric_types, metric_util
 
+from components.evaluator.metric_names import HAMMING_LOSS, SUBSET_ACCURACY
+
 MACRO_F1 = "macro_f1"
-SUBSET_ACCURACY, HAMMING_LOSS = "subset_accuracy", "hamming_loss"
 PER_CLASS = ("precision", "recall", "f1")
 BINARY_THRESHOLD = 0.5  # serving answers the positive class when its softmax probability is over one half
 

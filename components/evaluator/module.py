@@ -17,6 +17,7 @@ from tensorflow_model_analysis.proto import config_pb2  # `tfma.EvalConfig` etc.
 from tfx_bsl.arrow import table_util
 
 from components.evaluator.config import EvaluationConfig
+from components.evaluator.metric_names import ACCURACY, AUC
 from models.names import (
     LABEL_FEATURE,
     LABEL_NAME_FEATURE,
@@ -32,7 +33,6 @@ CLASS_METRICS_MODULE = "components.evaluator.class_metrics"
 # Rows per model call in the Evaluator. The serving signature runs a request shortest texts first, 32 at a
 # time: the larger the request, the less padding each group of 32 carries.
 INFERENCE_BATCH_ROWS = 2048
-ACCURACY, AUC = "accuracy", "auc"
 # Our names of the headline metrics (the run summary, --summary-json, the report): the same meaning for
 # any K. Binary: the positive class's score. K classes: top-1 accuracy and the unweighted mean (macro) of
 # the one-vs-rest AUCs, precisions and recalls.

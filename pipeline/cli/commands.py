@@ -227,11 +227,11 @@ def _check_model(config: pipeline_config.PipelineConfig) -> None:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
+    config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
+    _check_model(config)  # before TFX and kfp load: a refused model costs their imports no more
     from pipeline.cloud.compiled_specs import component_tasks, default_template
     from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 
-    config = pipeline_config.load_config(args.config, _assignments(args.set, "--set"))
-    _check_model(config)
     output = args.output or default_template(args.config)
     spec = compile_pipeline(config, output)
     tasks = component_tasks(spec)

@@ -8,21 +8,20 @@ import resource
 import sys
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 from absl import logging as absl_logging
-from tfx.orchestration import metadata
-from tfx.orchestration import pipeline as tfx_pipeline
-from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
 from components.local_beam import local_beam_runner
 from models.hardware import distribution
 from pipeline.config.pipeline_config import PipelineConfig
 from pipeline.orchestration.choose import Choices, choose
-from pipeline.orchestration.dag import create_pipeline
 from pipeline.orchestration.preflight import preflight
 from pipeline.orchestration.root_lock import pipeline_root_lock
-from pipeline.reporting.metadata_reader import summarize
 from pipeline.reporting.run_summary import RunSummary
+
+if TYPE_CHECKING:
+    from tfx.orchestration import pipeline as tfx_pipeline
 
 
 class ComponentProgress(logging.Handler):
@@ -95,9 +94,8 @@ def run_local(config: PipelineConfig, *, verbose: bool = False, stream=None, loc
 def check_run(config: PipelineConfig, *, stream=None) -> tuple[tfx_pipeline.Pipeline, Choices]:
     """Everything `run_local` checks before its first component, and nothing after: `hftfx run --check`.
     `stream`: where it reports; None is sys.stdout as it is at the call (a default bound at import would keep
-    a stdout since replaced)."""
-    with local_beam_runner():
-        return prepare_run(config, stream=stream or sys.stdout)
+    a stdout since replaced). Runs no component: Beam's runner is the preflight's own to set (beam_label_values)."""
+    return prepare_run(config, stream=stream or sys.stdout)
 
 
 def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipeline, Choices]:
@@ -108,6 +106,11 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
     chosen = choose(preflight(config))
     for line in chosen.lines():
         print(f"[pipeline] {line}", file=stream, flush=True)
+    # TFX, seconds of imports, loads once the checks passed: a model or data refused costs none (nor --check's)
+    from tfx.orchestration import metadata
+
+    from pipeline.orchestration.dag import create_pipeline
+
     connection = metadata.sqlite_metadata_connection_config(chosen.config.metadata_sqlite)
     return create_pipeline(chosen.config, connection, chosen.input_fingerprint), chosen
 
@@ -115,6 +118,10 @@ def prepare_run(config: PipelineConfig, *, stream) -> tuple[tfx_pipeline.Pipelin
 def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool) -> RunSummary:
     started = time.monotonic()
     pipeline, chosen = prepare_run(config, stream=stream)
+    from tfx.orchestration.local.local_dag_runner import LocalDagRunner
+
+    from pipeline.reporting.metadata_reader import summarize
+
     lock = contextlib.nullcontext() if lock_held else pipeline_root_lock(config.pipeline_root)
     with lock, progress_reporting(stream, verbose):
         LocalDagRunner().run(pipeline)

@@ -24,9 +24,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from components.evaluator import module as evaluation
 from components.evaluator.config import threshold_per_label
-from components.example_gen import beam_rows, dataset_pass, sources
+from components.example_gen import dataset_pass, sources
+from components.local_beam import local_beam_runner
 from components.publisher.hub_push import check_credentials
 from components.tuner.config import Range
 from models.encoders.from_folder import ModelFolder, check_weight_values, check_weights, read_model_folder
@@ -118,6 +118,9 @@ def check_data(config: PipelineConfig) -> tuple[PipelineConfig, dataset_pass.Dat
     check_label_settings(config, names, multi_label)
     if found.complete:
         check_training_splits(config, found.placed.totals())
+    # TFMA, seconds of imports, loads once the model and the data passed: a refusal before costs none
+    from components.evaluator import module as evaluation
+
     thresholds = threshold_per_label(config.evaluation, names) if multi_label else None
     evaluation.check_eval_config(len(names), config.evaluation, thresholds)
     dataset = config.dataset.model_copy(
@@ -132,7 +135,9 @@ def beam_label_values(beam_args) -> dataset_pass.DistinctLabels:
     def distinct(read: sources.DatasetRead) -> list:
         import apache_beam as beam
 
-        with tempfile.TemporaryDirectory() as scratch:
+        from components.example_gen import beam_rows
+
+        with tempfile.TemporaryDirectory() as scratch, local_beam_runner():
             return beam_rows.distinct_label_values(beam.Pipeline(argv=list(beam_args)), read, scratch)
 
     return distinct

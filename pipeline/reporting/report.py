@@ -15,8 +15,9 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from components.evaluator.class_metrics import PER_CLASS, SUBSET_ACCURACY
+from components.evaluator.class_metrics import PER_CLASS
 from components.evaluator.eval_results import load_eval_config, load_eval_result, multiclass_confusion_matrix
+from components.evaluator.metric_names import SUBSET_ACCURACY
 from components.evaluator.module import confusion_cells
 from components.trainer.training_record import describe_values
 from components.transform.tokenization_stats import tokenization_figures

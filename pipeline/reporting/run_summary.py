@@ -6,8 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from components.evaluator.class_metrics import SUBSET_ACCURACY
-from components.evaluator.module import ACCURACY, AUC
+from components.evaluator.metric_names import ACCURACY, AUC, SUBSET_ACCURACY
 from components.trainer.training_record import TrainingRecord, describe_values, rate_text
 from models.names import (
     LABEL_NAME_FEATURE,
