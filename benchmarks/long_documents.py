@@ -1,9 +1,9 @@
 """`make bench-long`: documents whose label hangs on one short review, trained under each length policy side by side.
 
 Pages built from the packaged corpus (tests/user_datasets.long_document_rows): a movie's plot synopsis, a long
-preamble that says nothing of the verdict, then one critic's review of it (`--layout end`), or that review between its
-movie's plot and another movie's (`--layout between`); the label is the review's verdict. `--seeds` runs each policy
-once a seed: the plateau before the model finds the review makes single runs luck.
+preamble that says nothing of the verdict, then one critic's review of it (`--layout end`), or that review between two
+other movies' plots (`--layout between`: nothing but the review tells the label); the label is the review's verdict.
+`--seeds` runs each policy once a seed: the plateau before the model finds the review makes single runs luck.
 A model that sees only the first 64 tokens sees the plot and answers the majority class. Each policy is a whole
 `hftfx run` of the default model in its own process and pipeline root (bench-seeds' runner): test accuracy and
 AUC beside the training FLOPs it spent and its wall time times the matmul peak measured in it.
@@ -97,8 +97,8 @@ def merged(rows: list[list[str]], previous: dict | None) -> tuple[list[list[str]
 def render(results: list[tuple[str, dict]], documents: int, seconds: float, notes=(), previous=None) -> dict:
     text = (
         f"Measured on {platform.node()} ({os.cpu_count()} cores) in {seconds:.0f} s: {documents:,} pages (review end: "
-        "a plot synopsis, then one review of the movie; review between: that review between its movie's plot and "
-        "another movie's; label: the review's verdict, half fresh), split by the pipeline's "
+        "a plot synopsis, then one review of the movie; review between: that review between two other movies' "
+        "plots; label: the review's verdict, half fresh), split by the pipeline's "
         "hash; MiniLM-L6, the default recipe, one whole run per policy. Training TFLOP: the loop's model FLOPs "
         "(padding included); wall x peak: the run's seconds times the fp32 matmul peak measured in it; peak GiB: the "
         "whole run's peak memory (its summary's)."

@@ -130,8 +130,10 @@ PAGE_LAYOUTS = ("end", "between")
 
 def long_document_rows(documents: int, seed: int = 3, layout: str = "end") -> list[dict]:
     """Pages whose label hangs on one short review: `end`, a movie's plot synopsis (a long preamble that says nothing
-    of the verdict) then one critic's review of it; `between`, the review between its movie's plot and another
-    movie's, unrelated to it. `verdict` is the review's (fresh / rotten), balanced."""
+    of the verdict) then one critic's review of it; `between`, the review between two other movies' plots, neither
+    of its movie: a page's plots say nothing of the label, where the movie's own plot told which movie it is and so
+    its reviews' usual verdict (the most common verdict of the page's movie in a training split answers 0.68 of the
+    rest). `verdict` is the review's (fresh / rotten), balanced."""
     table = corpus().to_list()
     plots = {r["movie_name"]: r["text"] for r in table if r["category"] == "plot" and r["text"]}
     reviews = _balanced([r for r in table if r["category"] != "plot" and r["movie_name"] in plots], documents, seed)
@@ -141,9 +143,10 @@ def long_document_rows(documents: int, seed: int = 3, layout: str = "end") -> li
     pages = []
     for i, review in enumerate(chosen):
         page = f"{plots[review['movie_name']]} {review['text']}"
-        if layout == "between":  # another movie's plot after it: the one a stride of the sorted titles away
-            other = movies[(movies.index(review["movie_name"]) + 1 + i % (len(movies) - 1)) % len(movies)]
-            page += f" {plots[other]}"
+        if layout == "between":  # the plots a stride of the sorted titles away, the stride i's: never its own movie
+            own, others = movies.index(review["movie_name"]), len(movies) - 1
+            before, after = (movies[(own + 1 + (i + shift) % others) % len(movies)] for shift in (0, others // 2))
+            page = f"{plots[before]} {review['text']} {plots[after]}"
         pages.append({"page": page, "verdict": review["category"]})
     return pages
 
