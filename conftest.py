@@ -94,15 +94,15 @@ def released_model_dir(tmp_path_factory):
 
 def built_once(tmp_path_factory, kind: str, write):
     """name -> write(name, folder)'s folder, written once a session by whichever pytest-xdist worker first asks and
-    read by the others: each worker wrote its own (a minute or two of tokenizer training and PyTorch a worker for
-    the families both workers' files use). pytest-xdist's recipe: the session's temp folder, which every worker's
-    sits in, and a file lock; a folder is used only once its writer finished (a `.done` beside it)."""
+    read by the others, where each worker wrote its own (about two minutes of tokenizer training and PyTorch a
+    worker here). pytest-xdist's recipe: the session's temp folder, which every worker's sits in, and a file lock;
+    a folder is used only once its writer finished (a `.done` beside it)."""
     import shutil
 
     from filelock import FileLock
 
     shared = tmp_path_factory.getbasetemp().parent / "built-once" if os.environ.get("PYTEST_XDIST_WORKER") else None
-    folders: dict[str, object] = {}
+    folders: dict[str, Path] = {}
 
     def build(name: str):
         if name in folders:

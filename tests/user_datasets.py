@@ -132,8 +132,8 @@ def long_document_rows(documents: int, seed: int = 3, layout: str = "end") -> li
     """Pages whose label hangs on one short review: `end`, a movie's plot synopsis (a long preamble that says nothing
     of the verdict) then one critic's review of it; `between`, the review between two other movies' plots, neither
     of its movie: a page's plots say nothing of the label, where the movie's own plot told which movie it is and so
-    its reviews' usual verdict (the most common verdict of the page's movie in a training split answers 0.68 of the
-    rest). `verdict` is the review's (fresh / rotten), balanced."""
+    its reviews' usual verdict (the most common verdict of the page's movie in a training split answers about 0.68 of
+    the rest). `verdict` is the review's (fresh / rotten), balanced."""
     table = corpus().to_list()
     plots = {r["movie_name"]: r["text"] for r in table if r["category"] == "plot" and r["text"]}
     reviews = _balanced([r for r in table if r["category"] != "plot" and r["movie_name"] in plots], documents, seed)
