@@ -142,11 +142,12 @@ def long_document_rows(documents: int, seed: int = 3, layout: str = "end") -> li
     movies = sorted(plots)
     pages = []
     for i, review in enumerate(chosen):
-        page = f"{plots[review['movie_name']]} {review['text']}"
         if layout == "between":  # the plots a stride of the sorted titles away, the stride i's: never its own movie
             own, others = movies.index(review["movie_name"]), len(movies) - 1
             before, after = (movies[(own + 1 + (i + shift) % others) % len(movies)] for shift in (0, others // 2))
             page = f"{plots[before]} {review['text']} {plots[after]}"
+        else:
+            page = f"{plots[review['movie_name']]} {review['text']}"
         pages.append({"page": page, "verdict": review["category"]})
     return pages
 
