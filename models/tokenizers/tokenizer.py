@@ -17,7 +17,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import tensorflow as tf
 
@@ -133,20 +135,11 @@ def _read_tokenizer_spec(model_dir: Path, files_stamp: tuple) -> TokenizerSpec:
     if not tokenizer_json.is_file():  # built by transformers from the folder's vocab files
         declared_limits.check_declared(declared, model_dir / "(its vocab files)", vocab_size)
     family = _family(declared, model_dir)
-    unk_id = hf.unk_token_id if hf.unk_token_id is not None else -1
+    unk_id = _unk_id(hf)
     if getattr(hf, "padding_side", "right") != "right":
         raise UnsupportedTokenizerError(f"the tokenizer in {model_dir} pads on the {hf.padding_side}; only right")
     try:
-        if family == WORDPIECE:
-            pieces = wordpiece.read_spec(declared, model_dir, hf.unk_token)
-        elif family == SENTENCEPIECE:
-            pieces = spm_tokenizer.read_spec(
-                declared, _sentencepiece_file(hf, model_dir, declared), hf.get_vocab(), hf.unk_token_id
-            )
-        elif family == BYTE_FALLBACK_BPE:
-            pieces = byte_fallback_bpe.ByteFallbackBPESpec.from_tokenizer_json(declared, unk_id)
-        else:
-            pieces = byte_level_bpe.ByteLevelBPESpec.from_tokenizer_json(declared, unk_id)
+        pieces = FAMILIES[family].read(declared, hf, model_dir)
     except TokenizerFilesDisagree as error:
         raise ModelFilesError(f"the tokenizer files in {model_dir} disagree: {error}") from error
     except UnsupportedTokenizerError as error:
@@ -241,6 +234,42 @@ def _sentencepiece_file(hf, model_dir: Path, declared: dict) -> Path:
     return found[0] if found else spm_tokenizer.written_model_path(declared, set(hf.all_special_tokens))
 
 
+def _unk_id(hf) -> int:
+    """The unknown token's id; -1 where the tokenizer has none (byte-level BPE needs none)."""
+    return hf.unk_token_id if hf.unk_token_id is not None else -1
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """What a tokenizer family module answers: `read(declared, hf, model_dir)`, its settings (`pieces`) from the
+    tokenizer transformers built; `in_graph(pieces, vocab_path)`, the op that splits texts into its ids."""
+
+    read: Callable[[dict, Any, Path], Any]
+    in_graph: Callable[[Any, str | tf.Tensor | None], Callable[[tf.Tensor], tf.RaggedTensor]]
+
+
+FAMILIES = {
+    WORDPIECE: Family(
+        read=lambda declared, hf, model_dir: wordpiece.read_spec(declared, model_dir, hf.unk_token),
+        in_graph=wordpiece.WordPiece,
+    ),
+    SENTENCEPIECE: Family(
+        read=lambda declared, hf, model_dir: spm_tokenizer.read_spec(
+            declared, _sentencepiece_file(hf, model_dir, declared), hf.get_vocab(), hf.unk_token_id
+        ),
+        in_graph=lambda pieces, _: spm_tokenizer.SentencePiece(pieces),
+    ),
+    BYTE_FALLBACK_BPE: Family(
+        read=lambda declared, hf, _: byte_fallback_bpe.ByteFallbackBPESpec.from_tokenizer_json(declared, _unk_id(hf)),
+        in_graph=lambda pieces, _: byte_fallback_bpe.ByteFallbackBPE(pieces),
+    ),
+    BYTE_LEVEL_BPE: Family(
+        read=lambda declared, hf, _: byte_level_bpe.ByteLevelBPESpec.from_tokenizer_json(declared, _unk_id(hf)),
+        in_graph=lambda pieces, _: byte_level_bpe.ByteLevelBPE(pieces),
+    ),
+}
+
+
 def head_and_tail(pieces: tf.RaggedTensor, budget: int, head_share: float) -> tf.RaggedTensor:
     """Rows longer than `budget` cut to their first round(budget x head_share) tokens and their last ones up to the
     budget; shorter rows as they are. The conclusion of a review or a ticket's last message is often where its
@@ -333,14 +362,7 @@ class InGraphTokenizer:
             if counted_tokens
             else character_budget(spec, max_seq_length, head_share, windows)
         )
-        if spec.family == WORDPIECE:
-            self._pieces = wordpiece.WordPiece(spec.pieces, vocab_path)
-        elif spec.family == SENTENCEPIECE:
-            self._pieces = spm_tokenizer.SentencePiece(spec.pieces)
-        elif spec.family == BYTE_FALLBACK_BPE:
-            self._pieces = byte_fallback_bpe.ByteFallbackBPE(spec.pieces)
-        else:
-            self._pieces = byte_level_bpe.ByteLevelBPE(spec.pieces)
+        self._pieces = FAMILIES[spec.family].in_graph(spec.pieces, vocab_path)
 
     def __call__(self, texts: tf.Tensor, text_pairs: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
         if self.character_budget is not None:
