@@ -163,18 +163,20 @@ def build_with_own_encoder(folder: ModelFolder, label_names: Sequence[str], mult
     return model, LoadReport("safetensors", result.loaded, result.new, found.unused)
 
 
-def check_weights(folder: ModelFolder, label_names: Sequence[str] = ("0", "1"), multi_label: bool = False):
-    """model.safetensors' header checked against config.json (classifier.check_checkpoint): what `--check` runs,
-    and the Trainer again before it builds the model. Returns what the model will read of the file."""
+def check_weights(
+    folder: ModelFolder, label_names: Sequence[str] = ("0", "1"), multi_label: bool = False, values: bool = False
+):
+    """model.safetensors' header checked against config.json (classifier.check_checkpoint), and with `values` every
+    weight the model reads a finite number (read a tensor at a time): what `--check` runs; the Trainer checks the
+    header again before it builds the model. Returns what the model will read of the file."""
+    checkpoint = folder.checkpoint()
     try:
-        return classifier.check_checkpoint(folder.checkpoint(), folder.config, label_names, multi_label)
+        found = classifier.check_checkpoint(checkpoint, folder.config, label_names, multi_label)
     except classifier.CheckpointError as error:
-        raise WeightsError(f"pretrained weights in {folder.checkpoint()}: {error}") from error
-
-
-def check_weight_values(folder: ModelFolder, found: classifier.Match) -> None:
-    """Every weight the model reads a finite number (`--check` reads them once, a tensor at a time)."""
-    checkpoint_file.check_finite(folder.checkpoint(), found.stored.values())
+        raise WeightsError(f"pretrained weights in {checkpoint}: {error}") from error
+    if values:
+        checkpoint_file.check_finite(checkpoint, found.stored.values())
+    return found
 
 
 def freeze_input_embeddings(model) -> None:

@@ -29,7 +29,7 @@ from components.example_gen import dataset_pass, sources
 from components.local_beam import local_beam_runner
 from components.publisher.hub_push import check_credentials
 from components.tuner.config import Range
-from models.encoders.from_folder import ModelFolder, check_weight_values, check_weights, read_model_folder
+from models.encoders.from_folder import ModelFolder, check_weights, read_model_folder
 from models.errors import UserError
 from models.hub.pretrained import hub_commit, resolve_model_dir
 from models.serving.tokenizer_export import ROUND_TRIP_WIDTH, check_round_trip
@@ -99,7 +99,7 @@ def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
     architecture = f"{folder.architecture.describe()}; {tokenizer.family} tokenizer, in-graph"
     architecture += f" ({note})" if (note := tokenizer.budget_note()) else ""
     if weights:
-        check_weight_values(folder, check_weights(folder))  # the header against config.json, then the values read
+        check_weights(folder, values=True)  # the header against config.json, then the values read
     requested = config.model.max_seq_length
     if requested != AUTO and requested > folder.position_limit:
         raise ConfigError(
