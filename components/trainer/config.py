@@ -41,10 +41,14 @@ class TrainerSettings:
         return dataclasses.replace(self, training=training)
 
     @classmethod
-    def from_custom_config(cls, custom_config: dict[str, Any]) -> TrainerSettings:
+    def from_custom_config(cls, custom_config: dict[str, Any], tuned: dict[str, Any] | None = None) -> TrainerSettings:
+        """The settings the pipeline compiled, with `tuned` (the Tuner's best trial's values, said) laid over the
+        training section before it is validated once."""
+        if tuned:
+            print(f"[Trainer] the Tuner's best trial: {describe_values(tuned)}", flush=True)
         return cls(
             model=build_section(ModelConfig, custom_config["model"], "model"),
-            training=build_section(TrainingConfig, custom_config["training"], "training"),
+            training=build_section(TrainingConfig, {**custom_config["training"], **(tuned or {})}, "training"),
             label_names=tuple(custom_config["label_names"]),
             multi_label=bool(custom_config.get("multi_label", False)),
             decision_thresholds=tuple(custom_config.get("decision_thresholds", ())),
@@ -55,11 +59,3 @@ def tuned_values(hyperparameters: dict[str, Any] | None) -> dict[str, Any]:
     """The Tuner's best trial's values (its `best_hyperparameters`, KerasTuner's HyperParameters config as
     fn_args.hyperparameters holds it); {} without a Tuner."""
     return dict((hyperparameters or {}).get("values", {}))
-
-
-def tuned(settings: TrainerSettings, values: dict[str, Any]) -> TrainerSettings:
-    """The settings with the Tuner's best trial's `values`, said; unchanged without a Tuner."""
-    if not values:
-        return settings
-    print(f"[Trainer] the Tuner's best trial: {describe_values(values)}", flush=True)
-    return settings.with_training(values)

@@ -8,7 +8,7 @@ from tfx_bsl.public import tfxio
 
 from components.trainer.config import TrainerSettings
 from models.errors import UserError
-from models.names import ATTENTION_MASK, LABEL_FEATURE, WINDOW_MASK
+from models.names import ATTENTION_MASK, LABEL_FEATURE, MODEL_INPUT_FEATURES, WINDOW_MASK
 from models.training.lengths import AUTO, LENGTH_SAMPLE, BucketChoice, LengthProfile, bucket_edges, choose_buckets
 from models.training.row_packing import pack
 
@@ -41,6 +41,13 @@ def count_records(file_patterns: list[str], windows: int | None = None) -> int:
                 "Re-run the component that wrote it (e.g. with --no-cache)."
             ) from error
     return total
+
+
+def written_model_inputs(tf_transform_output) -> tuple[str, ...]:
+    """The model inputs Transform wrote (token_type_ids only where the tokenizer takes them): the model reads what
+    the transform graph computes, in training and in serving, so the two cannot disagree."""
+    written = tf_transform_output.transformed_feature_spec()
+    return tuple(name for name in MODEL_INPUT_FEATURES if name in written)
 
 
 def without_autotuning(dataset: tf.data.Dataset) -> tf.data.Dataset:

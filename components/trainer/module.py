@@ -25,7 +25,7 @@ from tfx import v1 as tfx
 from components.trainer.attempts import AttemptLog
 from components.trainer.best_epoch import BestEpoch
 from components.trainer.class_weights import LabelCounts, class_weight_map, train_label_counts
-from components.trainer.config import TrainerSettings, tuned, tuned_values
+from components.trainer.config import TrainerSettings, tuned_values
 from components.trainer.data import (
     bucket_by_length,
     chosen_batch_widths,
@@ -417,13 +417,13 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     """Trains and exports. Under several workers (TF_CONFIG) every worker runs this in lock-step and the chief
     alone writes the export, the training record and the measurements."""
     tuned_by = tuned_values(fn_args.hyperparameters)
-    settings = tuned(TrainerSettings.from_custom_config(fn_args.custom_config), tuned_by)
+    settings = TrainerSettings.from_custom_config(fn_args.custom_config, tuned_by)
     training, label_names = settings.training, list(settings.label_names)
     # First: no TensorFlow op may run before a multi-worker strategy exists.
     placement = training_placement(training, distribution.cluster_role())
     tf_keras.utils.set_random_seed(training.seed)
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
-    plan = with_start(fn_args, plan_training(fn_args, settings, placement), tuned_by)
+    plan = with_start(fn_args, plan_training(fn_args, settings, placement, tf_transform_output), tuned_by)
     train_data, eval_data, packing = training_data(fn_args, plan, tf_transform_output)
     train_counts = train_label_counts(fn_args.train_files, len(label_names), settings.multi_label)
     weights = class_weights(training, label_names, train_counts, settings.multi_label)

@@ -13,14 +13,13 @@ from typing import Any
 import tf_keras
 
 from components.trainer.config import TrainerSettings
-from components.trainer.data import count_records, window_count
+from components.trainer.data import count_records, window_count, written_model_inputs
 from models.encoders.from_folder import ModelFolder, read_model_folder
 from models.errors import UserError
 from models.hardware import distribution
 from models.hardware.cpu_features import cpu_supports_bf16
 from models.hub.pretrained import resolve_model_dir
 from models.serving.hf_export import hf_format_dir
-from models.tokenizers.tokenizer import tokenizer_spec
 from models.training.config import TrainingConfig
 from models.training.epochs import EpochChoice, choose_epochs
 from models.training.lengths import AUTO
@@ -100,8 +99,11 @@ def training_placement(
     return distribution.select_placement(cpu_replicas=training.cpu_replicas, role=role)
 
 
-def plan_training(fn_args, settings: TrainerSettings, placement: distribution.Placement) -> TrainingPlan:
-    """Precision, global batch, the model's files and the split sizes, for the placement."""
+def plan_training(
+    fn_args, settings: TrainerSettings, placement: distribution.Placement, tf_transform_output
+) -> TrainingPlan:
+    """Precision, global batch, the model's files, its inputs as Transform wrote them and the split sizes, for the
+    placement."""
     training = settings.training
     precision = distribution.resolve_precision(training.precision, placement)
     tf_keras.mixed_precision.set_global_policy(distribution.KERAS_POLICY[precision])
@@ -113,7 +115,7 @@ def plan_training(fn_args, settings: TrainerSettings, placement: distribution.Pl
         precision=precision,
         global_batch=training.batch_size * placement.replicas,
         folder=folder,
-        model_inputs=tuple(tokenizer_spec(folder.directory).model_input_names),
+        model_inputs=written_model_inputs(tf_transform_output),
         train_count=train_count,
         eval_count=count_records(fn_args.eval_files, window_count(settings)),
         epochs=choose_epochs(training.epochs, train_count),

@@ -63,8 +63,9 @@ def train_trial(fn_args, settings: TrainerSettings, objective: str) -> dict[str,
     training, label_names = settings.training, list(settings.label_names)
     tf_keras.utils.set_random_seed(training.seed)
     # Alone, whatever TF_CONFIG says: on Vertex the cluster is the parallel trials, each training on its own.
-    plan = plan_training(fn_args, settings, training_placement(training))
-    train, validation, _ = trainer.training_data(fn_args, plan, tft.TFTransformOutput(fn_args.transform_graph_path))
+    placement, tf_transform_output = training_placement(training), tft.TFTransformOutput(fn_args.transform_graph_path)
+    plan = plan_training(fn_args, settings, placement, tf_transform_output)
+    train, validation, _ = trainer.training_data(fn_args, plan, tf_transform_output)
     if validation is None:
         raise keras_tuner.errors.FatalError("tuning scores each trial on the eval split, which is empty")
     train_counts = train_label_counts(fn_args.train_files, len(label_names), settings.multi_label)
