@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import tensorflow as tf
 
 from models.names import LABEL_FEATURE, TRUNCATED
+from models.training.config import TrainingConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,3 +62,18 @@ def class_weight_map(
         return {i: ((counts.rows - n) / n if n else 0.0) for i, n in enumerate(counts.tagged)}
     k = len(label_names)
     return {i: (counts.rows / (k * n) if n else 0.0) for i, n in enumerate(counts.tagged)}
+
+
+def chosen_class_weights(
+    training: TrainingConfig, label_names: list[str], train: LabelCounts, multi_label: bool = False
+) -> dict[int, float] | None:
+    """{label id: weight} for training.class_weights; `balanced` from the train split's label counts. Single
+    label: Keras' class_weight. Multi-label: each label's positive weight in the loss."""
+    counts = train if training.class_weights == "balanced" else None
+    weights = class_weight_map(training.class_weights, label_names, counts, multi_label)
+    if weights is not None:
+        shown = ", ".join(f"{label_names[i]} {w:.3f}" for i, w in weights.items())
+        counted = f" (train counts {dict(zip(label_names, counts.tagged, strict=True))})" if counts else ""
+        kind = "positive weights per label" if multi_label else "class weights"
+        print(f"[Trainer] {kind} {shown}{counted}", flush=True)
+    return weights

@@ -24,7 +24,7 @@ from tfx import v1 as tfx
 
 from components.trainer.attempts import AttemptLog
 from components.trainer.best_epoch import BestEpoch
-from components.trainer.class_weights import LabelCounts, class_weight_map, train_label_counts
+from components.trainer.class_weights import chosen_class_weights, train_label_counts
 from components.trainer.config import TrainerSettings, tuned_values
 from components.trainer.data import (
     bucket_by_length,
@@ -160,21 +160,6 @@ def early_stopping(
         eval_examples=eval_examples,
     )
     return best, choice
-
-
-def class_weights(
-    training: TrainingConfig, label_names: list[str], train: LabelCounts, multi_label: bool = False
-) -> dict[int, float] | None:
-    """{label id: weight} for training.class_weights; `balanced` from the train split's label counts. Single
-    label: Keras' class_weight. Multi-label: each label's positive weight in the loss."""
-    counts = train if training.class_weights == "balanced" else None
-    weights = class_weight_map(training.class_weights, label_names, counts, multi_label)
-    if weights is not None:
-        shown = ", ".join(f"{label_names[i]} {w:.3f}" for i, w in weights.items())
-        counted = f" (train counts {dict(zip(label_names, counts.tagged, strict=True))})" if counts else ""
-        kind = "positive weights per label" if multi_label else "class weights"
-        print(f"[Trainer] {kind} {shown}{counted}", flush=True)
-    return weights
 
 
 def training_record(
@@ -426,7 +411,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     plan = with_start(fn_args, plan_training(fn_args, settings, placement, tf_transform_output), tuned_by)
     train_data, eval_data, packing = training_data(fn_args, plan, tf_transform_output)
     train_counts = train_label_counts(fn_args.train_files, len(label_names), settings.multi_label)
-    weights = class_weights(training, label_names, train_counts, settings.multi_label)
+    weights = chosen_class_weights(training, label_names, train_counts, settings.multi_label)
     priors = label_priors(fn_args, settings, weights, train_counts)
     model = build_and_compile(fn_args, plan, weights)
     meter = measured_meter(model, plan, packing)

@@ -20,7 +20,7 @@ from keras_tuner.engine import base_tuner
 from tfx import v1 as tfx
 
 from components.trainer import module as trainer
-from components.trainer.class_weights import train_label_counts
+from components.trainer.class_weights import chosen_class_weights, train_label_counts
 from components.trainer.config import TrainerSettings
 from components.trainer.plan import plan_training, training_placement
 from components.trainer.priors import label_priors
@@ -69,7 +69,7 @@ def train_trial(fn_args, settings: TrainerSettings, objective: str) -> dict[str,
     if validation is None:
         raise keras_tuner.errors.FatalError("tuning scores each trial on the eval split, which is empty")
     train_counts = train_label_counts(fn_args.train_files, len(label_names), settings.multi_label)
-    weights = trainer.class_weights(training, label_names, train_counts, settings.multi_label)
+    weights = chosen_class_weights(training, label_names, train_counts, settings.multi_label)
     model = trainer.build_and_compile(fn_args, plan, weights)
     callbacks = [ProgressLogger(plan.total_steps, plan.global_batch, training.log_every_steps)]
     # The Trainer's rule, plateau at chance included; a trial keeps no state (writes=False): its history scores it.
