@@ -17,7 +17,7 @@ from models.encoders import checkpoint_file, classifier
 from models.encoders.layers import UnsupportedConfigError
 from models.errors import UserError
 from models.hardware.flops import EncoderShape
-from models.hub.pretrained import model_files, read_config
+from models.hub.pretrained import model_files, weights_file
 
 
 class WeightsError(UserError, RuntimeError):
@@ -78,27 +78,30 @@ class ModelFolder:
         """Its sizes with whether the input embeddings train (frozen, their gradient is not computed)."""
         return dataclasses.replace(self.shape, embeddings_trained=embeddings_trained)
 
+    def with_weights(self) -> ModelFolder:
+        """The folder with model.safetensors found, or the ModelFilesError naming it."""
+        return self if self.weights else dataclasses.replace(self, weights=weights_file(self.directory))
+
     def checkpoint(self) -> Path:
-        """model.safetensors, or the ModelFilesError naming what the folder lacks."""
-        return self.weights or model_files(self.directory).weights
+        """model.safetensors, as found when the folder was read with its weights."""
+        if self.weights is None:
+            raise ValueError(f"{self.directory} was read without its weights: read_model_folder(weights=True)")
+        return self.weights
 
 
 def read_model_folder(directory: Path, weights: bool = True) -> ModelFolder:
     """The folder's config.json read once and checked (check_architecture), with what the rest asks of it; with
     `weights`, model.safetensors must be there too (after the architecture: the more fundamental refusal first)."""
-    if not (directory / "config.json").is_file():
-        model_files(directory)  # the refusal naming each file the folder lacks
-    config = read_config(directory)
-    architecture = check_architecture(directory, config)
-    return ModelFolder(
+    config = model_files(directory, weights=False).config
+    folder = ModelFolder(
         directory,
         config,
-        architecture,
+        check_architecture(directory, config),
         classifier.encoder_shape(config, 2),
         classifier.position_limit(config),
         classifier.block_dropout(config),
-        model_files(directory).weights if weights else None,
     )
+    return folder.with_weights() if weights else folder
 
 
 def check_architecture(directory: Path, config: dict) -> Architecture:

@@ -54,9 +54,11 @@ class ModelFilesError(UserError, FileNotFoundError):
 
 @dataclasses.dataclass(frozen=True)
 class ModelFiles:
+    """A model folder's files as fine-tuning reads them: config.json parsed once, model.safetensors where asked."""
+
     directory: Path
-    config: Path
-    weights: Path
+    config: dict  # config.json, parsed
+    weights: Path | None  # model.safetensors; None where the reader did not ask for the weights
 
 
 def packaged_model_dir(name: str) -> Path:
@@ -154,23 +156,31 @@ def hub_commit(name: str, directory: Path) -> str | None:
     return directory.name if COMMIT.fullmatch(directory.name) else None
 
 
-def model_files(directory: Path) -> ModelFiles:
-    """Checks that a model directory has what fine-tuning needs (the tokenizer's files are its family's to
-    check: models/tokenizers/tokenizer.py)."""
-    config = directory / "config.json"
-    weights = directory / SAFETENSORS_WEIGHTS
-    missing = []
-    if not config.is_file():
-        missing.append("config.json (the model's architecture)")
-    if not weights.is_file():
-        missing.append(f"{SAFETENSORS_WEIGHTS} (pretrained weights){_convertible_weights(directory)}")
+def model_files(directory: Path, weights: bool = True) -> ModelFiles:
+    """config.json read, and with `weights` model.safetensors found, or a ModelFilesError naming each file the folder
+    lacks (the tokenizer's files are its family's to check: models/tokenizers/tokenizer.py)."""
+    missing = [] if (directory / "config.json").is_file() else ["config.json (the model's architecture)"]
+    if weights and not (directory / SAFETENSORS_WEIGHTS).is_file():
+        missing.append(_missing_weights(directory))
     if missing:
-        raise ModelFilesError(
-            f"model directory {directory} lacks: "
-            + "; ".join(missing)
-            + ". Point model.name at a complete Hugging Face model directory or hub id."
-        )
-    return ModelFiles(directory=directory, config=config, weights=weights)
+        raise ModelFilesError(f"model directory {directory} lacks: {'; '.join(missing)}. {_COMPLETE_FOLDER}")
+    return ModelFiles(directory, read_config(directory), directory / SAFETENSORS_WEIGHTS if weights else None)
+
+
+def weights_file(directory: Path) -> Path:
+    """model.safetensors, for a folder whose config was read without it (the preflight checks the weights after the
+    tokenizer), or the ModelFilesError naming it."""
+    path = directory / SAFETENSORS_WEIGHTS
+    if not path.is_file():
+        raise ModelFilesError(f"model directory {directory} lacks: {_missing_weights(directory)}. {_COMPLETE_FOLDER}")
+    return path
+
+
+_COMPLETE_FOLDER = "Point model.name at a complete Hugging Face model directory or hub id."
+
+
+def _missing_weights(directory: Path) -> str:
+    return f"{SAFETENSORS_WEIGHTS} (pretrained weights){_convertible_weights(directory)}"
 
 
 def _convertible_weights(directory: Path) -> str:

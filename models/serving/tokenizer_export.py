@@ -49,22 +49,30 @@ def save_tokenizer(tokenizer_dir: str | Path, max_seq_length: int, destination: 
 
 def check_read_back(tokenizer_dir: str | Path, exported: str | Path, texts: Sequence[str] = ()) -> None:
     """The exported tokenizer read as the publisher reads it, its in-graph ids and transformers' ids on `texts` (and
-    PROBE_TEXTS) equal to the model folder's; TokenizerExportError naming the first difference otherwise."""
+    PROBE_TEXTS) equal to the model folder's; TokenizerExportError naming the first difference otherwise. The folder's
+    in-graph ids are also held against transformers' own: comparing only in-graph with in-graph would not see a
+    tokenizer file that both read wrong (a vocab changed under the temp folder)."""
     texts = [*PROBE_TEXTS, *texts]
+    ours = _ids(tokenizer_dir, texts)
     try:
-        exported_spec = tokenizer_spec(exported)
+        theirs = _ids(exported, texts)
     except UserError as error:
         raise TokenizerExportError(
             f"the tokenizer the export writes does not read back: {error}. This is a defect of the export "
             "(models/serving/tokenizer_export.py), found before training: please report it"
         ) from error
-    ours = {"in-graph": _in_graph_ids(tokenizer_spec(tokenizer_dir), texts)}
-    theirs = {"in-graph": _in_graph_ids(exported_spec, texts)}
-    ours["transformers"] = _transformers_ids(tokenizer_dir, texts)
-    theirs["transformers"] = _transformers_ids(exported, texts)
-    _check_same_as_transformers(tokenizer_dir, texts, ours["in-graph"], ours["transformers"])
+    differing = _differing(ours["in-graph"], ours["transformers"])
+    if differing:
+        first = differing[0]
+        raise TokenizerExportError(
+            f"the in-graph tokenizer of {tokenizer_dir} gives other ids than transformers' on {len(differing)} of "
+            f"{len(texts)} texts, first {texts[first][:80]!r}: {ours['in-graph'][first][:12]} vs "
+            f"{ours['transformers'][first][:12]}: the model would train and serve on ids its published tokenizer does "
+            "not give. This is a defect of the in-graph tokenizer (models/tokenizers/), found before training: please "
+            "report it with the text"
+        )
     for reader, ids in ours.items():
-        differing = [i for i, (a, b) in enumerate(zip(ids, theirs[reader], strict=True)) if a != b]
+        differing = _differing(ids, theirs[reader])
         if differing:
             first = differing[0]
             raise TokenizerExportError(
@@ -75,18 +83,8 @@ def check_read_back(tokenizer_dir: str | Path, exported: str | Path, texts: Sequ
             )
 
 
-def _check_same_as_transformers(tokenizer_dir, texts: Sequence[str], in_graph: list, transformers: list) -> None:
-    """The in-graph ids are transformers' own: comparing only in-graph with in-graph would not see a tokenizer file
-    that both read wrong (a vocab changed under the temp folder)."""
-    differing = [i for i, (a, b) in enumerate(zip(in_graph, transformers, strict=True)) if a != b]
-    if differing:
-        first = differing[0]
-        raise TokenizerExportError(
-            f"the in-graph tokenizer of {tokenizer_dir} gives other ids than transformers' on {len(differing)} of "
-            f"{len(texts)} texts, first {texts[first][:80]!r}: {in_graph[first][:12]} vs {transformers[first][:12]}: "
-            "the model would train and serve on ids its published tokenizer does not give. This is a defect of the "
-            "in-graph tokenizer (models/tokenizers/), found before training: please report it with the text"
-        )
+def _differing(ids: list, other: list) -> list[int]:
+    return [i for i, (a, b) in enumerate(zip(ids, other, strict=True)) if a != b]
 
 
 def check_round_trip(tokenizer_dir: str | Path, texts: Sequence[str], max_seq_length: int) -> None:
@@ -97,13 +95,13 @@ def check_round_trip(tokenizer_dir: str | Path, texts: Sequence[str], max_seq_le
         check_read_back(tokenizer_dir, scratch, texts)
 
 
-def _transformers_ids(tokenizer_dir: str | Path, texts: Sequence[str]) -> list[list[int]]:
-    return load_hf_tokenizer(tokenizer_dir)(list(texts), truncation=True, max_length=ROUND_TRIP_WIDTH)["input_ids"]
-
-
-def _in_graph_ids(spec, texts: Sequence[str]) -> list[list[int]]:
+def _ids(tokenizer_dir: str | Path, texts: Sequence[str]) -> dict[str, list[list[int]]]:
+    """The ids of `texts` as the folder's in-graph tokenizer and as transformers give them, untruncated up to
+    ROUND_TRIP_WIDTH."""
     import tensorflow as tf
 
-    out = InGraphTokenizer(spec, ROUND_TRIP_WIDTH)(tf.constant(list(texts)))
+    out = InGraphTokenizer(tokenizer_spec(tokenizer_dir), ROUND_TRIP_WIDTH)(tf.constant(list(texts)))
     masks = out["attention_mask"].numpy()
-    return [row[mask > 0].tolist() for row, mask in zip(out["input_ids"].numpy(), masks, strict=True)]
+    in_graph = [row[mask > 0].tolist() for row, mask in zip(out["input_ids"].numpy(), masks, strict=True)]
+    transformers = load_hf_tokenizer(tokenizer_dir)(list(texts), truncation=True, max_length=ROUND_TRIP_WIDTH)
+    return {"in-graph": in_graph, "transformers": transformers["input_ids"]}

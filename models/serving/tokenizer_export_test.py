@@ -51,14 +51,14 @@ def test_an_export_without_its_vocabulary_files_is_refused_by_the_round_trip(fam
 def test_an_export_giving_other_ids_is_refused_naming_the_text(family_model_dir, monkeypatch):
     """A read-back tokenizer that lower-cases where the folder's does not (one way an export can drift)."""
     folder = family_model_dir("roberta")
-    real = tokenizer_export._in_graph_ids
+    real = tokenizer_export._ids
     calls = []
 
-    def drifting(spec, texts):
-        calls.append(spec)
-        return real(spec, [t.lower() for t in texts] if len(calls) == 2 else texts)
+    def drifting(tokenizer_dir, texts):
+        calls.append(tokenizer_dir)
+        return real(tokenizer_dir, [t.lower() for t in texts] if len(calls) == 2 else texts)
 
-    monkeypatch.setattr(tokenizer_export, "_in_graph_ids", drifting)
+    monkeypatch.setattr(tokenizer_export, "_ids", drifting)
     with pytest.raises(TokenizerExportError, match=r"other in-graph ids .* first 'Café crème"):
         check_round_trip(folder, [], 64)
 
@@ -66,7 +66,11 @@ def test_an_export_giving_other_ids_is_refused_naming_the_text(family_model_dir,
 def test_in_graph_ids_other_than_transformers_are_refused_even_when_both_reads_agree(family_model_dir, monkeypatch):
     """A tokenizer file the folder's and the export's in-graph tokenizers both read wrong (a vocab changed under
     the temp folder) gives the same wrong ids twice: only transformers' own ids show it."""
-    real = tokenizer_export._in_graph_ids
-    monkeypatch.setattr(tokenizer_export, "_in_graph_ids", lambda spec, texts: real(spec, [t.lower() for t in texts]))
+    real = tokenizer_export._ids
+
+    def in_graph_lowered(tokenizer_dir, texts):
+        return {**real(tokenizer_dir, texts), "in-graph": real(tokenizer_dir, [t.lower() for t in texts])["in-graph"]}
+
+    monkeypatch.setattr(tokenizer_export, "_ids", in_graph_lowered)
     with pytest.raises(TokenizerExportError, match=r"in-graph tokenizer of .* other ids than transformers' .*'Café"):
         check_round_trip(family_model_dir("roberta"), [], 64)

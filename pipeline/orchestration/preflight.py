@@ -99,6 +99,7 @@ def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
     architecture = f"{folder.architecture.describe()}; {tokenizer.family} tokenizer, in-graph"
     architecture += f" ({note})" if (note := tokenizer.budget_note()) else ""
     if weights:
+        folder = folder.with_weights()
         check_weights(folder, values=True)  # the header against config.json, then the values read
     requested = config.model.max_seq_length
     if requested != AUTO and requested > folder.position_limit:
