@@ -306,12 +306,13 @@ def _check_room_for(parameters: int, qualifier: str, path: Path) -> None:
         )
 
 
-def check_checkpoint(path: Path, config: dict, label_names: Sequence[str], multi_label: bool = False) -> Match:
-    """model.safetensors' header against what config.json implies, before anything is built or read: the file
-    whole (checkpoint_file.read_header), large enough for the parameters the config declares, every encoder weight
-    there in its shape, and no unused tensor larger than any the model reads (not this model's file: it is never
-    read)."""
-    header = checkpoint_file.read_header(path)
+def check_checkpoint(
+    path: Path, header: dict, config: dict, label_names: Sequence[str], multi_label: bool = False
+) -> Match:
+    """model.safetensors' header (checkpoint_file.read_header: the file whole) against what config.json implies,
+    before anything is built or read: the file large enough for the parameters the config declares, every encoder
+    weight there in its shape, and no unused tensor larger than any the model reads (not this model's file: it is
+    never read)."""
     _check_room_for(fewest_parameters(config), "at least ", path)  # before the graph of a huge config is built
     expected = expected_of_config(config, label_names, multi_label)
     _check_room_for(sum(math.prod(t.shape) for t in expected if not t.head), "", path)

@@ -174,7 +174,8 @@ def check_weights(
     header again before it builds the model. Returns what the model will read of the file."""
     checkpoint = folder.checkpoint()
     try:
-        found = classifier.check_checkpoint(checkpoint, folder.config, label_names, multi_label)
+        header = checkpoint_file.read_header(checkpoint)
+        found = classifier.check_checkpoint(checkpoint, header, folder.config, label_names, multi_label)
     except classifier.CheckpointError as error:
         raise WeightsError(f"pretrained weights in {checkpoint}: {error}") from error
     if values:
