@@ -160,7 +160,7 @@ def model_files(directory: Path, weights: bool = True) -> ModelFiles:
     """config.json read, and with `weights` model.safetensors found, or a ModelFilesError naming each file the folder
     lacks (the tokenizer's files are its family's to check: models/tokenizers/tokenizer.py)."""
     missing = [] if (directory / "config.json").is_file() else ["config.json (the model's architecture)"]
-    if weights and not (directory / SAFETENSORS_WEIGHTS).is_file():
+    if (weights or missing) and not (directory / SAFETENSORS_WEIGHTS).is_file():  # a refusal names every file
         missing.append(_missing_weights(directory))
     if missing:
         raise ModelFilesError(f"model directory {directory} lacks: {'; '.join(missing)}. {_COMPLETE_FOLDER}")

@@ -26,6 +26,15 @@ def test_incomplete_model_directory_names_what_is_missing(packaged_model_dir, tm
         model_files(copy)
 
 
+def test_a_folder_without_its_config_is_refused_naming_the_missing_weights_too(packaged_model_dir, tmp_path):
+    """A reader that does not want the weights yet still hears, in the one refusal, every file the folder lacks."""
+    copy = shutil.copytree(packaged_model_dir, tmp_path / "model")
+    (copy / "config.json").unlink()
+    (copy / "model.safetensors").unlink()
+    with pytest.raises(ModelFilesError, match=r"lacks: config\.json .*; model\.safetensors \(pretrained weights\)"):
+        model_files(copy, weights=False)
+
+
 def test_a_model_folder_in_a_bucket_is_copied_through_tfs_filesystems(tiny_bert_dir, tmp_path):
     """ram:// is TensorFlow's in-memory filesystem: a non-local one, reached by the same tf.io.gfile calls as
     gs://. Only what fine-tuning reads is copied; without weights (compile's checks), no weights."""
