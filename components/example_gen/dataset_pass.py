@@ -89,9 +89,8 @@ def read_rows(read: DatasetRead, budget: RowBudget) -> Rows:
 
 def label_values(read: DatasetRead, records: Iterable[tuple[str, str, dict]]) -> Iterator[object]:
     """The raw label of each (dataset split, where, record), as the Beam distinct-values pass reads it."""
-    features = {s: read.label_feature(s) for s in read.plan.routes}
     for split, _, record in records:
-        yield splitting.label_value(record.get(read.config.label_column), features.get(split))
+        yield splitting.label_value(record.get(read.config.label_column), read.label_features.get(split))
 
 
 def with_label_kind(read: DatasetRead, rows: Rows | None) -> DatasetRead:
@@ -99,7 +98,7 @@ def with_label_kind(read: DatasetRead, rows: Rows | None) -> DatasetRead:
     LABEL_KIND_ROWS rows of a split read here, hold lists."""
     if read.config.multi_label:
         return read
-    lists = any(splitting.holds_lists(read.label_feature(s)) for s in read.plan.routes)
+    lists = any(splitting.holds_lists(feature) for feature in read.label_features.values())
     if not lists and rows is not None:
         lists = any(isinstance(v, list | tuple) for v in label_values(read, rows.rows(LABEL_KIND_ROWS)))
     if lists:
@@ -149,9 +148,10 @@ def place(read: DatasetRead, names: list[str], records: Iterable[tuple[str, str,
     lowest: dict[str, list] = {s: [] for s in read.plan.limits}  # max-heaps of (-rank, -arrival, row)
     dropped = dict.fromkeys(read.plan.origin, 0)
     issues: dict[str, list[splitting.RowIssue]] = collections.defaultdict(list)
-    features = {s: read.label_feature(s) for s in read.plan.routes}
     for arrival, (split, where, record) in enumerate(records):
-        out = splitting.prepare_row(record, split, where, read.config, index, features.get(split), read.plan)
+        out = splitting.prepare_row(
+            record, split, where, read.config, index, read.label_features.get(split), read.plan
+        )
         if isinstance(out, splitting.RowIssue):
             if splitting.blocking(out, read.config):
                 issues[out.split].append(out)

@@ -245,9 +245,7 @@ class DatasetRead:
     plan: splitting.SplitPlan
     shards: tuple[Shard, ...]  # of the dataset splits the plan reads
     known_labels: list[str] | None  # declared or ClassLabel names; None until the distinct-values pass
-
-    def label_feature(self, dataset_split: str):
-        return label_feature(self.source, self.config, dataset_split)
+    label_features: dict[str, object]  # dataset split -> its label column's feature (label_feature), read once
 
     @property
     def fingerprint_sources(self) -> list[str]:
@@ -282,8 +280,9 @@ def open_dataset(config: DatasetConfig) -> DatasetRead:
         for split in plan.routes
         for i, name in enumerate(_shard_names(files.get(split, ()), source[split].num_shards))
     )
-    features = [label_feature(source, config, s) for s in plan.routes]
-    return DatasetRead(config, window, files, source, plan, shards, splitting.known_label_names(config, features))
+    features = {s: label_feature(source, config, s) for s in plan.routes}
+    known = splitting.known_label_names(config, features.values())
+    return DatasetRead(config, window, files, source, plan, shards, known, features)
 
 
 def check_schema(read: DatasetRead) -> None:
