@@ -159,13 +159,9 @@ def with_start(fn_args, plan: TrainingPlan, tuned_by: dict[str, Any]) -> Trainin
     if not start.warm:
         return dataclasses.replace(plan, start=start)
     training, epochs = settings.training, plan.epochs
-    values = {} if "learning_rate" in tuned_by else {"learning_rate": warm_learning_rate(training.learning_rate)}
+    if "learning_rate" not in tuned_by:  # half of a validated rate: nothing to validate again
+        rate = warm_learning_rate(training.learning_rate)
+        settings = dataclasses.replace(settings, training=training.model_copy(update={"learning_rate": rate}))
     if training.epochs == AUTO and "epochs" not in tuned_by:
         epochs = EpochChoice(warm_epochs(epochs.epochs), f"a warm start: a third of the cold choice, {epochs.reason}")
-    return dataclasses.replace(
-        plan,
-        settings=settings.with_training(values) if values else settings,
-        epochs=epochs,
-        start=start,
-        start_folder=blessed_folder,
-    )
+    return dataclasses.replace(plan, settings=settings, epochs=epochs, start=start, start_folder=blessed_folder)
