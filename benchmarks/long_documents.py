@@ -2,7 +2,8 @@
 
 Pages built from the packaged corpus (tests/user_datasets.long_document_rows): a movie's plot synopsis, a long
 preamble that says nothing of the verdict, then one critic's review of it (`--layout end`), or that review between two
-other movies' plots (`--layout between`: nothing but the review tells the label); the label is the review's verdict.
+other movies' plots (`--layout between`: nothing but the review tells the label), or the review alone (`--layout alone`:
+the same reviews with nothing to find, the ceiling of the other two); the label is the review's verdict.
 `--seeds` runs each policy once a seed: the plateau before the model finds the review makes single runs luck.
 A model that sees only the first 64 tokens sees the plot and answers the majority class. Each policy is a whole
 `hftfx run` of the default model in its own process and pipeline root (bench-seeds' runner): test accuracy and
@@ -37,6 +38,8 @@ POLICIES = {
     ),
 }
 LONG_DOCUMENT_WORDS = 3_000
+# --layout -> what the table adds to a row's name (the review at the end keeps the table's earlier names)
+LAYOUT_NAMES = {"end": "", "between": ", review between", "alone": ", review alone"}
 
 
 def serving_latency(serving_dir: str, pages: list[str], width: int) -> list[str]:
@@ -98,7 +101,8 @@ def render(results: list[tuple[str, dict]], documents: int, seconds: float, note
     text = (
         f"Measured on {platform.node()} ({os.cpu_count()} cores) in {seconds:.0f} s: {documents:,} pages (review end: "
         "a plot synopsis, then one review of the movie; review between: that review between two other movies' "
-        "plots; label: the review's verdict, half fresh), split by the pipeline's "
+        "plots; review alone: the same review, nothing around it, the ceiling of the other two; label: the review's "
+        "verdict, half fresh), split by the pipeline's "
         "hash; MiniLM-L6, the default recipe, one whole run per policy. Training TFLOP: the loop's model FLOPs "
         "(padding included); wall x peak: the run's seconds times the fp32 matmul peak measured in it; peak GiB: the "
         "whole run's peak memory (its summary's)."
@@ -146,7 +150,7 @@ def main(argv=None) -> int:
             summary = run_seed(seed, [*data, *settings, *args.set], Path(scratch) / policy)
             # the review at the end keeps the table's earlier names, so a new run replaces its own rows; a recipe
             # changed with --set is a row of its own
-            name += (", review between" if args.layout == "between" else "") + "".join(f", {s}" for s in args.set)
+            name += LAYOUT_NAMES[args.layout] + "".join(f", {s}" for s in args.set)
             name += f", seed {seed}" if seeds[1:] else ""
             results.append((name, row(seed, summary)))
             print(f"[bench-long] {name}: {results[-1][1]} ({summary.get('lengths', '')})", flush=True)

@@ -125,7 +125,7 @@ def write_tag_columns_csv(path: Path, per_class: int) -> Path:
     return path
 
 
-PAGE_LAYOUTS = ("end", "between")
+PAGE_LAYOUTS = ("end", "between", "alone")
 
 
 def long_document_rows(documents: int, seed: int = 3, layout: str = "end") -> list[dict]:
@@ -133,7 +133,8 @@ def long_document_rows(documents: int, seed: int = 3, layout: str = "end") -> li
     of the verdict) then one critic's review of it; `between`, the review between two other movies' plots, neither
     of its movie: a page's plots say nothing of the label, where the movie's own plot told which movie it is and so
     its reviews' usual verdict (the most common verdict of the page's movie in a training split answers about 0.68 of
-    the rest). `verdict` is the review's (fresh / rotten), balanced."""
+    the rest); `alone`, the review and nothing else: the same reviews with no passage to find, so what a model reaches
+    on them is the ceiling of the other layouts. `verdict` is the review's (fresh / rotten), balanced."""
     table = corpus().to_list()
     plots = {r["movie_name"]: r["text"] for r in table if r["category"] == "plot" and r["text"]}
     reviews = _balanced([r for r in table if r["category"] != "plot" and r["movie_name"] in plots], documents, seed)
@@ -146,6 +147,8 @@ def long_document_rows(documents: int, seed: int = 3, layout: str = "end") -> li
             own, others = movies.index(review["movie_name"]), len(movies) - 1
             before, after = (movies[(own + 1 + (i + shift) % others) % len(movies)] for shift in (0, others // 2))
             page = f"{plots[before]} {review['text']} {plots[after]}"
+        elif layout == "alone":
+            page = review["text"]
         else:
             page = f"{plots[review['movie_name']]} {review['text']}"
         pages.append({"page": page, "verdict": review["category"]})

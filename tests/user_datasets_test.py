@@ -17,3 +17,11 @@ def test_between_puts_each_review_between_two_plots_of_other_movies():
         (before,) = around
         (after,) = [m for m, plot in plots.items() if between["page"] == f"{plots[before]} {review} {plot}"]
         assert own not in (before, after) and before != after, "two other movies' plots around the review"
+
+
+def test_alone_is_each_review_of_the_other_layouts_with_nothing_around_it():
+    ends = user_datasets.long_document_rows(40, layout="end")
+    alone = user_datasets.long_document_rows(40, layout="alone")
+    assert [r["verdict"] for r in alone] == [r["verdict"] for r in ends]
+    for end, review in zip(ends, alone, strict=True):
+        assert end["page"].endswith(" " + review["page"]) and len(review["page"]) < len(end["page"]) / 2
