@@ -17,7 +17,7 @@ from models.encoders import checkpoint_file, classifier
 from models.encoders.layers import UnsupportedConfigError
 from models.errors import UserError
 from models.hardware.flops import EncoderShape
-from models.hub.pretrained import model_files, weights_file
+from models.hub.pretrained import read_config, weights_file
 
 
 class WeightsError(UserError, RuntimeError):
@@ -92,7 +92,7 @@ class ModelFolder:
 def read_model_folder(directory: Path, weights: bool = True) -> ModelFolder:
     """The folder's config.json read once and checked (check_architecture), with what the rest asks of it; with
     `weights`, model.safetensors must be there too (after the architecture: the more fundamental refusal first)."""
-    config = model_files(directory, weights=False).config
+    config = read_config(directory)
     folder = ModelFolder(
         directory,
         config,

@@ -5,7 +5,6 @@ What is built from them is models/encoders/from_folder.py's business.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib.metadata
 import json
@@ -50,15 +49,6 @@ def _max_bytes(name: str) -> int:
 
 class ModelFilesError(UserError, FileNotFoundError):
     """The model directory lacks something the pipeline needs; the message says what and how to fix it."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelFiles:
-    """A model folder's files as fine-tuning reads them: config.json parsed once, model.safetensors where asked."""
-
-    directory: Path
-    config: dict  # config.json, parsed
-    weights: Path | None  # model.safetensors; None where the reader did not ask for the weights
 
 
 def packaged_model_dir(name: str) -> Path:
@@ -156,20 +146,9 @@ def hub_commit(name: str, directory: Path) -> str | None:
     return directory.name if COMMIT.fullmatch(directory.name) else None
 
 
-def model_files(directory: Path, weights: bool = True) -> ModelFiles:
-    """config.json read, and with `weights` model.safetensors found, or a ModelFilesError naming each file the folder
-    lacks (the tokenizer's files are its family's to check: models/tokenizers/tokenizer.py)."""
-    missing = [] if (directory / "config.json").is_file() else ["config.json (the model's architecture)"]
-    if (weights or missing) and not (directory / SAFETENSORS_WEIGHTS).is_file():  # a refusal names every file
-        missing.append(_missing_weights(directory))
-    if missing:
-        raise ModelFilesError(f"model directory {directory} lacks: {'; '.join(missing)}. {_COMPLETE_FOLDER}")
-    return ModelFiles(directory, read_config(directory), directory / SAFETENSORS_WEIGHTS if weights else None)
-
-
 def weights_file(directory: Path) -> Path:
-    """model.safetensors, for a folder whose config was read without it (the preflight checks the weights after the
-    tokenizer), or the ModelFilesError naming it."""
+    """model.safetensors, or the ModelFilesError naming it (looked for after config.json and the architecture: the
+    more fundamental refusal first)."""
     path = directory / SAFETENSORS_WEIGHTS
     if not path.is_file():
         raise ModelFilesError(f"model directory {directory} lacks: {_missing_weights(directory)}. {_COMPLETE_FOLDER}")
@@ -201,8 +180,13 @@ def _convertible_weights(directory: Path) -> str:
 
 
 def read_config(directory: Path) -> dict:
-    """config.json, or a ModelFilesError naming it when it is not a JSON object."""
+    """config.json, or a ModelFilesError naming it when it is missing (with the weights, when they are missing too:
+    one refusal names every file the folder lacks) or not a JSON object."""
     path = directory / "config.json"
+    if not path.is_file():
+        missing = ["config.json (the model's architecture)"]
+        missing += [] if (directory / SAFETENSORS_WEIGHTS).is_file() else [_missing_weights(directory)]
+        raise ModelFilesError(f"model directory {directory} lacks: {'; '.join(missing)}. {_COMPLETE_FOLDER}")
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
