@@ -19,10 +19,11 @@ class Priors:
     train: float
     eval: float
     truncated_share: float = 0.0  # of the train texts, cut to the width: a cut passage may hold the signal
+    long_texts: str = "truncate"  # the policy that cut them (model.long_texts): the tries are the others
 
     def verdict(self, history) -> str:
         """Whether Keras' `history` left chance, and what to try if not (the cut texts' share among the tries)."""
-        return chance.verdict(history.history, self.train, self.eval).describe(self.truncated_share)
+        return chance.verdict(history.history, self.train, self.eval).describe(self.truncated_share, self.long_texts)
 
 
 def label_priors(fn_args, settings: TrainerSettings, weights: dict[int, float] | None, train: LabelCounts) -> Priors:
@@ -33,4 +34,5 @@ def label_priors(fn_args, settings: TrainerSettings, weights: dict[int, float] |
         prior_loss(train.rows, train.tagged, multi, None if multi else weights),
         prior_loss(evaluated.rows, evaluated.tagged, multi),
         train.truncated_share,
+        settings.model.long_texts,
     )

@@ -65,14 +65,19 @@ class ChanceVerdict:
     prior: float
     which: str  # the loss judged: val_loss (the eval split) or loss (the train split, where there is no eval)
 
-    def describe(self, truncated_share: float | None = None) -> str:
+    def describe(self, truncated_share: float | None = None, long_texts: str = "truncate") -> str:
+        """`truncated_share` of the train texts were cut under the `long_texts` policy: the try for them is the
+        policies not run (under windows: more windows)."""
         if self.left:
             return f"left chance: {self.which} {self.loss:.3f} against the prior's {self.prior:.3f}"
-        cut = (
-            f"; --long-texts windows or head_tail: {truncated_share:.0%} of the train texts were cut"
-            if truncated_share
-            else ""
-        )
+        cut = f"{truncated_share:.0%} of the train texts were cut" if truncated_share else ""
+        if cut:
+            others = " or ".join(policy for policy in ("windows", "head_tail") if policy != long_texts)
+            cut = (
+                f"; more windows (model.max_windows): {cut}"
+                if long_texts == "windows"
+                else f"; --long-texts {others}: {cut}"
+            )
         return (
             f"the model did not leave chance ({self.which} {self.loss:.3f} against the prior's {self.prior:.3f}); try, "
             f"in this order: more epochs (--epochs), another learning rate (--learning-rate){cut}"

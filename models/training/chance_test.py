@@ -24,6 +24,12 @@ def test_the_verdict_judges_the_eval_loss_and_says_what_to_try_in_order():
         "(--epochs), another learning rate (--learning-rate); --long-texts windows or head_tail: 62% of the train "
         "texts were cut"
     )
+    # the policy that cut them is not among the tries (a windows run stuck at chance on the review-between pages
+    # was told to try windows)
+    assert stuck.describe(0.07, "head_tail").endswith("; --long-texts windows: 7% of the train texts were cut")
+    assert stuck.describe(0.07, "windows").endswith(
+        "; more windows (model.max_windows): 7% of the train texts were cut"
+    )
     learned = verdict({"loss": [0.6, 0.4], "val_loss": [0.62, 0.45]}, 0.693, 0.693)
     assert learned.left and learned.describe() == "left chance: val_loss 0.450 against the prior's 0.693"
     assert not verdict({"loss": [0.69]}, 0.693, math.nan).left, "no eval split: the training loss is judged"
