@@ -94,6 +94,7 @@ def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
     build, a tokenizer family the in-graph tokenizer reproduces, the weights (unless `weights`
     is False: compile and submit read only config and tokenizer), max_seq_length within the position limit."""
     directory = resolve_model_dir(config.model.name, config.model.revision, weights=weights)
+    commit = hub_commit(config.model.name, directory)  # what the name resolved to, pinned for the components
     folder = read_model_folder(directory, weights=False)  # the weights after the tokenizer: the order of fixes
     tokenizer = tokenizer_spec(directory)
     architecture = f"{folder.architecture.describe()}; {tokenizer.family} tokenizer, in-graph"
@@ -107,7 +108,7 @@ def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
             f"model.max_seq_length {requested} is over the model's position limit {folder.position_limit}; use at "
             f"most {folder.position_limit} (or auto)"
         )
-    return ModelFacts(folder, hub_commit(config.model.name, directory), architecture)
+    return ModelFacts(folder, commit, architecture)
 
 
 def check_data(config: PipelineConfig) -> tuple[PipelineConfig, dataset_pass.DatasetPass]:
