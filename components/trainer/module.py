@@ -264,8 +264,9 @@ def chosen_packing(plan: TrainingPlan, profile: LengthProfile, buckets: BucketCh
     return choice
 
 
-def build_and_compile(fn_args, plan: TrainingPlan, weights):
-    """The classifier under the placement's strategy, compiled with AdamW and the task's loss."""
+def build_and_compile(fn_args, plan: TrainingPlan, weights) -> tuple[Any, RecipeChoice]:
+    """The classifier under the placement's strategy, compiled with AdamW and the task's loss, and the recipe it
+    was compiled with."""
     settings, training = plan.settings, plan.settings.training
     with plan.placement.strategy.scope():
         model, report = build_classifier(
@@ -288,7 +289,7 @@ def build_and_compile(fn_args, plan: TrainingPlan, weights):
             model, training, plan.total_steps, settings.multi_label, positive, plan.steps_per_execution
         )
         print(f"[Trainer] {recipe.describe()}", flush=True)
-    return model
+    return model, recipe
 
 
 def recompute_blocks_where_needed(model, settings) -> None:
@@ -413,13 +414,13 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     train_counts = train_label_counts(fn_args.train_files, len(label_names), settings.multi_label)
     weights = chosen_class_weights(training, label_names, train_counts, settings.multi_label)
     priors = label_priors(fn_args, settings, weights, train_counts)
-    model = build_and_compile(fn_args, plan, weights)
+    model, recipe = build_and_compile(fn_args, plan, weights)
     meter = measured_meter(model, plan, packing)
     train_data = record_batch_shapes(train_data, meter.records)
     has_eval = eval_data is not None
     callbacks, progress, best_epoch, stopping = training_callbacks(fn_args, plan, meter, has_eval, priors)
     history = fit(model, plan, train_data, eval_data, callbacks, weights)
-    chance = priors.verdict(history)
+    chance = priors.verdict(history, recipe.learning_rate)
     print(f"[Trainer] {chance}", flush=True)
     logging.info("training throughput: %.1f examples/s", progress.examples_per_second)
     if not placement.is_chief:

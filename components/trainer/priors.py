@@ -21,9 +21,11 @@ class Priors:
     truncated_share: float = 0.0  # of the train texts, cut to the width: a cut passage may hold the signal
     long_texts: str = "truncate"  # the policy that cut them (model.long_texts): the tries are the others
 
-    def verdict(self, history) -> str:
-        """Whether Keras' `history` left chance, and what to try if not (the cut texts' share among the tries)."""
-        return chance.verdict(history.history, self.train, self.eval).describe(self.truncated_share, self.long_texts)
+    def verdict(self, history, learning_rate: float | None = None) -> str:
+        """Whether Keras' `history` left chance, and what to try if not (a lower rate than the run's
+        `learning_rate`, the cut texts' share)."""
+        found = chance.verdict(history.history, self.train, self.eval)
+        return found.describe(self.truncated_share, self.long_texts, learning_rate)
 
 
 def label_priors(fn_args, settings: TrainerSettings, weights: dict[int, float] | None, train: LabelCounts) -> Priors:

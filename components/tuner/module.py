@@ -70,7 +70,7 @@ def train_trial(fn_args, settings: TrainerSettings, objective: str) -> dict[str,
         raise keras_tuner.errors.FatalError("tuning scores each trial on the eval split, which is empty")
     train_counts = train_label_counts(fn_args.train_files, len(label_names), settings.multi_label)
     weights = chosen_class_weights(training, label_names, train_counts, settings.multi_label)
-    model = trainer.build_and_compile(fn_args, plan, weights)
+    model, _ = trainer.build_and_compile(fn_args, plan, weights)
     callbacks = [ProgressLogger(plan.total_steps, plan.global_batch, training.log_every_steps)]
     # The Trainer's rule, plateau at chance included; a trial keeps no state (writes=False): its history scores it.
     stopping, _ = trainer.early_stopping(

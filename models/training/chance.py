@@ -65,9 +65,12 @@ class ChanceVerdict:
     prior: float
     which: str  # the loss judged: val_loss (the eval split) or loss (the train split, where there is no eval)
 
-    def describe(self, truncated_share: float | None = None, long_texts: str = "truncate") -> str:
+    def describe(
+        self, truncated_share: float | None = None, long_texts: str = "truncate", learning_rate: float | None = None
+    ) -> str:
         """`truncated_share` of the train texts were cut under the `long_texts` policy: the try for them is the
-        policies not run (under windows: more windows)."""
+        policies not run (under windows: more windows). `learning_rate`: the run's peak rate, of which the rate to
+        try is a third."""
         if self.left:
             return f"left chance: {self.which} {self.loss:.3f} against the prior's {self.prior:.3f}"
         cut = f"{truncated_share:.0%} of the train texts were cut" if truncated_share else ""
@@ -80,8 +83,21 @@ class ChanceVerdict:
             )
         return (
             f"the model did not leave chance ({self.which} {self.loss:.3f} against the prior's {self.prior:.3f}); try, "
-            f"in this order: more epochs (--epochs), another learning rate (--learning-rate){cut}"
+            f"in this order: more epochs (--epochs), {_lower_rate(learning_rate)}{cut}"
         )
+
+
+# A run stuck at the prior is more often helped by a lower rate than a higher one: failed fine-tuning runs are
+# optimisation failures that smaller steps over more iterations fix (Mosbach et al. 2021), and on pages whose label
+# hangs on one short review MiniLM never left chance at 1e-4 while 5e-5 and 3e-5 did (make bench-long).
+LOWER_RATE_SHARE = 1 / 3
+
+
+def _lower_rate(learning_rate: float | None) -> str:
+    if not learning_rate:
+        return "a lower learning rate (--learning-rate)"
+    lower = float(f"{learning_rate * LOWER_RATE_SHARE:.0e}")
+    return f"a lower learning rate (--learning-rate {lower:g}, about a third of this run's {learning_rate:g})"
 
 
 def verdict(history: Mapping[str, Sequence[float]], train_prior: float, eval_prior: float) -> ChanceVerdict:

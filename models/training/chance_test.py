@@ -21,9 +21,14 @@ def test_the_verdict_judges_the_eval_loss_and_says_what_to_try_in_order():
     assert not stuck.left
     assert stuck.describe(0.62) == (
         "the model did not leave chance (val_loss 0.679 against the prior's 0.693); try, in this order: more epochs "
-        "(--epochs), another learning rate (--learning-rate); --long-texts windows or head_tail: 62% of the train "
+        "(--epochs), a lower learning rate (--learning-rate); --long-texts windows or head_tail: 62% of the train "
         "texts were cut"
     )
+    # the run's rate known: the rate to try is about a third of it (1e-4 stuck, 3e-5 left: make bench-long)
+    assert "a lower learning rate (--learning-rate 3e-05, about a third of this run's 0.0001)" in stuck.describe(
+        learning_rate=1e-4
+    )
+    assert "(--learning-rate 7e-06, about a third of this run's 2e-05)" in stuck.describe(learning_rate=2e-5)
     # the policy that cut them is not among the tries (a windows run stuck at chance on the review-between pages
     # was told to try windows)
     assert stuck.describe(0.07, "head_tail").endswith("; --long-texts windows: 7% of the train texts were cut")
