@@ -73,17 +73,10 @@ class ChanceVerdict:
         try is a third."""
         if self.left:
             return f"left chance: {self.which} {self.loss:.3f} against the prior's {self.prior:.3f}"
-        cut = f"{truncated_share:.0%} of the train texts were cut" if truncated_share else ""
-        if cut:
-            others = " or ".join(policy for policy in ("windows", "head_tail") if policy != long_texts)
-            cut = (
-                f"; more windows (model.max_windows): {cut}"
-                if long_texts == "windows"
-                else f"; --long-texts {others}: {cut}"
-            )
+        tries = f"more epochs (--epochs), {_lower_rate(learning_rate)}{_for_cut_texts(truncated_share, long_texts)}"
         return (
             f"the model did not leave chance ({self.which} {self.loss:.3f} against the prior's {self.prior:.3f}); try, "
-            f"in this order: more epochs (--epochs), {_lower_rate(learning_rate)}{cut}"
+            f"in this order: {tries}"
         )
 
 
@@ -98,6 +91,17 @@ def _lower_rate(learning_rate: float | None) -> str:
         return "a lower learning rate (--learning-rate)"
     lower = float(f"{learning_rate * LOWER_RATE_SHARE:.0e}")
     return f"a lower learning rate (--learning-rate {lower:g}, about a third of this run's {learning_rate:g})"
+
+
+def _for_cut_texts(truncated_share: float | None, long_texts: str) -> str:
+    """The last try where texts were cut: the policies not run, or under windows more windows."""
+    if not truncated_share:
+        return ""
+    cut = f"{truncated_share:.0%} of the train texts were cut"
+    if long_texts == "windows":
+        return f"; more windows (model.max_windows): {cut}"
+    others = " or ".join(policy for policy in ("windows", "head_tail") if policy != long_texts)
+    return f"; --long-texts {others}: {cut}"
 
 
 def verdict(history: Mapping[str, Sequence[float]], train_prior: float, eval_prior: float) -> ChanceVerdict:
