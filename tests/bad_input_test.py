@@ -378,6 +378,21 @@ def test_a_config_typo_exits_2_before_tensorflow_or_tfx_load():
     assert "training.epochs = '0': should be auto or a number of epochs (at least 1) (passes over" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("epochs", "advice"),
+    [(3, "give it epochs (--epochs 10: this run has 3 at most)"), ("auto", "this run's 10 epochs leave it room")],
+)
+def test_long_texts_and_few_examples_are_warned_of_with_the_epochs_the_run_lacks(
+    tmp_path, tiny_bert_dir, epochs, advice
+):
+    # pages of 300 words, 40 of them: the plateau's case; the advice names more epochs only where the run has few
+    rows = [(" ".join(f"{text} plot {k}" for k in range(100)), label) for text, label in _balanced()]
+    config = _config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(_csv(tmp_path, rows))])
+    config = config.model_copy(update={"training": config.training.model_copy(update={"epochs": epochs})})
+    (warning,) = [line for line in checked_and_chosen(config).lines() if "few examples" in line]
+    assert warning.startswith("warning: long texts (median ") and warning.endswith(advice)
+
+
 def test_run_check_runs_the_preflight_and_stops_before_the_first_component(tmp_path, tiny_bert_dir, capsys):
     from pipeline.cli import main
 

@@ -46,3 +46,6 @@ def test_check_warns_of_the_plateau_only_for_long_texts_and_few_examples():
     assert "long texts (median 512 tokens) and few examples (3,000 train texts)" in plateau_risk(512, 3000)
     assert plateau_risk(64, 3000) is None  # short reviews: the default run
     assert plateau_risk(512, 50_000) is None and plateau_risk(512, None) is None  # many examples; sizes unknown
+    assert plateau_risk(512, 3000).endswith("give it epochs (--epochs 10)")  # epochs not known yet
+    assert plateau_risk(512, 3000, 5).endswith("give it epochs (--epochs 10: this run has 5 at most)")
+    assert plateau_risk(512, 3000, 10).endswith("this run's 10 epochs leave it room")  # asked for already

@@ -150,7 +150,9 @@ class Choices:
             lines.append(f"warning: {small}")
         if (self.windows or self.lengths).cuts_most:
             lines.append(f"warning: {length_options(self)}")
-        if plateau := plateau_risk(self.lengths.profile.percentile(0.5), (self.split_sizes or {}).get("train")):
+        examples = self.train_examples
+        epochs = choose_epochs(config.training.epochs, examples).epochs if examples is not None else None
+        if plateau := plateau_risk(self.lengths.profile.percentile(0.5), (self.split_sizes or {}).get("train"), epochs):
             lines.append(f"warning: {plateau}")
         return lines
 
