@@ -35,6 +35,17 @@ def test_the_verdict_judges_the_eval_loss_and_says_what_to_try_in_order():
     assert stuck.describe(0.07, "windows").endswith(
         "; more windows (model.max_windows): 7% of the train texts were cut"
     )
+    # the training texts fit while the held-out ones stay at the prior: more epochs is not a try (bench-long's review
+    # between pages at 3e-5, seed 43: train loss 0.23, val_loss 0.681, early stopping ended the run)
+    overfit = verdict({"loss": [0.69, 0.52, 0.23], "val_loss": [0.69, 0.681, 0.91]}, 0.693, 0.693)
+    assert not overfit.left and overfit.fit_train == 0.23
+    assert overfit.describe(0.08, learning_rate=3e-5) == (
+        "the model did not leave chance on held-out texts (val_loss 0.681 against the prior's 0.693) though it fit "
+        "the training texts (loss 0.230): what it learned does not carry over; try, in this order: a lower learning "
+        "rate (--learning-rate 1e-05, about a third of this run's 3e-05), more training examples; --long-texts "
+        "windows or head_tail: 8% of the train texts were cut"
+    )
+    assert stuck.fit_train is None, "0.66 is within the margin of the prior: still on the plateau"
     learned = verdict({"loss": [0.6, 0.4], "val_loss": [0.62, 0.45]}, 0.693, 0.693)
     assert learned.left and learned.describe() == "left chance: val_loss 0.450 against the prior's 0.693"
     assert not verdict({"loss": [0.69]}, 0.693, math.nan).left, "no eval split: the training loss is judged"
