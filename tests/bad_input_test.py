@@ -385,7 +385,7 @@ def test_a_config_typo_exits_2_before_tensorflow_or_tfx_load():
 def test_long_texts_and_few_examples_are_warned_of_with_the_epochs_the_run_lacks(
     tmp_path, tiny_bert_dir, epochs, advice
 ):
-    # pages of 300 words, 40 of them: the plateau's case; the advice names more epochs only where the run has few
+    # pages of 500 words, 40 of them: the plateau's case; the advice names more epochs only where the run has few
     rows = [(" ".join(f"{text} plot {k}" for k in range(100)), label) for text, label in _balanced()]
     config = _config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(_csv(tmp_path, rows))])
     config = config.model_copy(update={"training": config.training.model_copy(update={"epochs": epochs})})

@@ -2,7 +2,8 @@
 
 A classifier's cross-entropy starts at the prior's (0.693 for two balanced labels) and may sit there for epochs
 while the model looks for where the signal is (long pages whose label hangs on one short passage); early stopping on
-that plateau stops at chance. A run whose loss never clearly leaves the prior learned nothing, and says so.
+that plateau stops at chance. A run whose loss never clearly leaves the prior learned nothing, and says so; one
+whose training loss left it while the eval loss did not learned what does not carry over, and says that.
 """
 
 from __future__ import annotations
