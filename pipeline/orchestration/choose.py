@@ -16,7 +16,7 @@ from components.publisher.hub_push import hub_model_id
 from models.hardware.flops import EncoderShape
 from models.hub.pretrained import COMMIT, hub_commit, resolve_model_dir
 from models.training.chance import plateau_risk
-from models.training.epochs import MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN, choose_epochs, choose_patience
+from models.training.epochs import MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN, EpochChoice, choose_epochs, choose_patience
 from models.training.lengths import (
     AUTO,
     BucketChoice,
@@ -72,6 +72,12 @@ class Choices:
         return round(texts * len(self.windows.trained.lengths) / max(1, len(self.lengths.profile.lengths)))
 
     @property
+    def epoch_choice(self) -> EpochChoice | None:
+        """The Trainer's epochs (training.epochs, or auto's from train_examples), where the sample tells them."""
+        examples = self.train_examples
+        return None if examples is None else choose_epochs(self.config.training.epochs, examples)
+
+    @property
     def packed_padding(self) -> float | None:
         """The padding share of the Trainer's packed rows, or None where it does not pack (estimate.padded_shapes)."""
         return self.packing.packed_padding if self.packing else None
@@ -88,15 +94,14 @@ class Choices:
         """How many epochs the Trainer will run at most and whether early stopping watches, as far as the sample
         tells; on a sample short of the whole dataset the Trainer chooses from the split it counts."""
         training = self.config.training
-        examples = self.train_examples
-        if examples is None:
+        epochs = self.epoch_choice
+        if epochs is None:
             if training.epochs != AUTO:
                 return choose_epochs(training.epochs, 0).describe()
             return (
                 f"auto: the Trainer chooses from the train split's size (enough to train on {MIN_EXAMPLES_SEEN:,} "
                 f"examples, at most {MAX_AUTO_EPOCHS})"
             )
-        epochs = choose_epochs(training.epochs, examples)
         stopping = choose_patience(training.early_stopping, epochs.epochs, self.split_sizes.get("eval", 0) > 0)
         return f"{epochs.describe()}; {stopping.describe(training.early_stopping.metric)}"
 
@@ -109,8 +114,7 @@ class Choices:
                 "never" if training.warm_start == "never" else "auto warm-starts span retrains; this data has no spans"
             )
             return f"{pretrained} (training.warm_start: {why})"
-        examples = self.train_examples
-        cold = choose_epochs(training.epochs, examples).epochs if examples is not None else None
+        cold = choice.epochs if (choice := self.epoch_choice) else None
         recipe = describe_warm_recipe(float(training.learning_rate), cold, training.epochs == AUTO)
         return (
             f"the latest blessed model of this task when the pipeline root holds one of the same encoder "
@@ -150,8 +154,7 @@ class Choices:
             lines.append(f"warning: {small}")
         if (self.windows or self.lengths).cuts_most:
             lines.append(f"warning: {length_options(self)}")
-        examples = self.train_examples
-        epochs = choose_epochs(config.training.epochs, examples).epochs if examples is not None else None
+        epochs = choice.epochs if (choice := self.epoch_choice) else None
         if plateau := plateau_risk(self.lengths.profile.percentile(0.5), (self.split_sizes or {}).get("train"), epochs):
             lines.append(f"warning: {plateau}")
         return lines
