@@ -19,18 +19,18 @@ from pydantic import BeforeValidator
 from models.config_section import AUTO, auto_or_number
 from models.hardware.flops import EncoderShape
 
-# (encoder parameters at most, learning rate, global-norm clipping, why) — smallest first.
-SIZE_RULES: tuple[tuple[float, float, float | None, str], ...] = (
+# (encoder parameters at most, learning rate, global-norm clipping, (the size, why its rate)) — smallest first.
+SIZE_RULES: tuple[tuple[float, float, float | None, tuple[str, str]], ...] = (
     # MiniLM-L6/L12 (11M / 21M), ELECTRA-small (9M): this pipeline's rate, measured over five seeds (make bench-seeds;
     # +0.011 to +0.014 test accuracy over 5e-5); no clipping, as those runs trained.
-    (30e6, 1e-4, None, "a small encoder: the rate the default run was tuned at"),
+    (30e6, 1e-4, None, ("a small encoder", "the rate the default run was tuned at")),
     # BERT-base, RoBERTa-base, XLM-R-base, DeBERTa-v3-base, DistilBERT (43M-85M): BERT's fine-tuning grid
     # {5e-5, 3e-5, 2e-5} (Devlin et al. 2019, appendix A.3), RoBERTa's {1e-5, 2e-5, 3e-5} (Liu et al. 2019,
     # table 10); clipping at global norm 1.0 as transformers' Trainer does (TrainingArguments.max_grad_norm).
-    (150e6, 3e-5, 1.0, "a base-size encoder: BERT's and RoBERTa's fine-tuning grids meet at 3e-5"),
+    (150e6, 3e-5, 1.0, ("a base-size encoder", "BERT's and RoBERTa's fine-tuning grids meet at 3e-5")),
     # BERT-large, RoBERTa-large (302M): RoBERTa-large's 1e-5 (Liu et al. 2019, table 10); large models
     # fine-tuned at base rates often fail to train (Mosbach et al. 2021, "On the stability of fine-tuning BERT").
-    (math.inf, 1e-5, 1.0, "a large encoder: RoBERTa-large's rate; faster ones often fail to train"),
+    (math.inf, 1e-5, 1.0, ("a large encoder", "RoBERTa-large's rate; faster ones often fail to train")),
 )
 # BERT's recipe warms up over 10% of the steps; a family whose recipe differs says so in its encoder module (RoBERTa's
 # 6%: models/encoders/bert_family.py).
@@ -64,6 +64,7 @@ class RecipeChoice:
     warmup_ratio: float
     clip_norm: float | None
     reason: str
+    rate_chosen: bool = False  # the rate is auto's (the size row's), not the config's
 
     def describe(self) -> str:
         clipping = f"gradients clipped at global norm {self.clip_norm:g}" if self.clip_norm else "no clipping"
@@ -78,7 +79,7 @@ def choose_recipe(shape: EncoderShape | None, model_type: str, training: Any) ->
     a model whose size is unknown gets the base-size row."""
     parameters = encoder_parameters(shape) if shape is not None else None
     row = SIZE_RULES[1] if parameters is None else next(rule for rule in SIZE_RULES if parameters <= rule[0])
-    _, rate, clip, why = row
+    _, rate, clip, (size_class, rate_why) = row
     size = f"{parameters / 1e6:.0f}M parameters in its layers" if parameters is not None else "a size not declared"
     model = f"a {model_type or 'transformers'} encoder with {size}"
     from models.encoders.classifier import warmup_ratio  # here: the config layer imports this module, not TensorFlow
@@ -90,6 +91,7 @@ def choose_recipe(shape: EncoderShape | None, model_type: str, training: Any) ->
         warmup_ratio=warmup if training.warmup_ratio == AUTO else float(training.warmup_ratio),
         clip_norm=clip if training.gradient_clip_norm == AUTO else training.gradient_clip_norm,
         reason="",
+        rate_chosen=training.learning_rate == AUTO,
     )
     chose = [
         name
@@ -103,4 +105,5 @@ def choose_recipe(shape: EncoderShape | None, model_type: str, training: Any) ->
     if not chose:
         return dataclasses.replace(chosen, reason="set in the config")
     rest = "" if len(chose) == 3 else "; the rest set in the config"
+    why = f"{size_class}: {rate_why}" if chosen.rate_chosen else size_class  # the row's why is its rate's
     return dataclasses.replace(chosen, reason=f"{', '.join(chose)} chosen for {model}: {why}{rest}")
