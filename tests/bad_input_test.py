@@ -379,16 +379,26 @@ def test_a_config_typo_exits_2_before_tensorflow_or_tfx_load():
 
 
 @pytest.mark.parametrize(
-    ("epochs", "advice"),
-    [(3, "give it epochs (--epochs 10: this run has 3 at most)"), ("auto", "this run's 10 epochs leave it room")],
+    ("epochs", "rate", "advice"),
+    [
+        (
+            3,
+            "auto",
+            "this run has 3 at most) and a lower learning rate (--learning-rate 3e-05, about a third of this run's "
+            "0.0001)",
+        ),
+        ("auto", 3e-5, "this run's 10 epochs leave it room"),
+    ],
 )
-def test_long_texts_and_few_examples_are_warned_of_with_the_epochs_the_run_lacks(
-    tmp_path, tiny_bert_dir, epochs, advice
+def test_long_texts_and_few_examples_are_warned_of_with_the_epochs_and_rate_the_run_lacks(
+    tmp_path, tiny_bert_dir, epochs, rate, advice
 ):
-    # pages of 500 words, 40 of them: the plateau's case; the advice names more epochs only where the run has few
+    # pages of 500 words, 40 of them: the plateau's case; the advice names more epochs only where the run has few,
+    # and a lower rate only where the recipe chose it (a small encoder's 1e-4)
     rows = [(" ".join(f"{text} plot {k}" for k in range(100)), label) for text, label in _balanced()]
     config = _config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(_csv(tmp_path, rows))])
-    config = config.model_copy(update={"training": config.training.model_copy(update={"epochs": epochs})})
+    update = {"epochs": epochs, "learning_rate": rate}
+    config = config.model_copy(update={"training": config.training.model_copy(update=update)})
     (warning,) = [line for line in checked_and_chosen(config).lines() if "few examples" in line]
     assert warning.startswith("warning: long texts (median ") and warning.endswith(advice)
 

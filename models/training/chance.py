@@ -39,24 +39,30 @@ def _binary_entropy(p: float) -> float:
 # Where the plateau is long (the run stuck at chance: pages of ~500 tokens, 3,000 of them): long texts, few examples.
 LONG_TEXT_TOKENS = 256  # median, special tokens included
 FEW_EXAMPLES = 10_000  # train texts
-# The pages above left the prior in their 4th epoch at 3e-5 and 5e-5 (make bench-long): 10 epochs leave room for it.
+# The pages above left the prior in their 4th epoch at 3e-5 and 5e-5 (make bench-long): 10 epochs leave room for it;
+# at MiniLM's own 1e-4 they never left it in 5.
 PLATEAU_EPOCHS = 10
 
 
-def plateau_risk(median_tokens: int, train_texts: int | None, epochs: int | None = None) -> str | None:
+def plateau_risk(
+    median_tokens: int, train_texts: int | None, epochs: int | None = None, chosen_rate: float | None = None
+) -> str | None:
     """What `--check` warns of when texts are long and examples few: the label may hang on a short passage the model
     takes epochs to find, the loss meanwhile at the prior's. `epochs`: the run's most (None: not known yet); more
-    are asked for only where it has fewer than PLATEAU_EPOCHS."""
+    are asked for only where it has fewer than PLATEAU_EPOCHS. `chosen_rate`: the recipe's own rate where the config
+    left it to auto (None: set by the user, who is not told again); a lower one is asked for."""
     if median_tokens < LONG_TEXT_TOKENS or train_texts is None or train_texts >= FEW_EXAMPLES:
         return None
     if epochs is not None and epochs >= PLATEAU_EPOCHS:
         room = f"this run's {epochs} epochs leave it room"
+        rate = f"; give it {_lower_rate(chosen_rate)}" if chosen_rate else ""
     else:
         room = f"give it epochs (--epochs {PLATEAU_EPOCHS}" + (f": this run has {epochs} at most)" if epochs else ")")
+        rate = f" and {_lower_rate(chosen_rate)}" if chosen_rate else ""
     return (
         f"long texts (median {median_tokens} tokens) and few examples ({train_texts:,} train texts): the loss may sit "
         "at the label frequencies' for epochs before the model finds where the label is decided. Early stopping "
-        f"waits while it does, and the summary says if the run never left chance; {room}"
+        f"waits while it does, and the summary says if the run never left chance; {room}{rate}"
     )
 
 

@@ -60,3 +60,7 @@ def test_check_warns_of_the_plateau_only_for_long_texts_and_few_examples():
     assert plateau_risk(512, 3000).endswith("give it epochs (--epochs 10)")  # epochs not known yet
     assert plateau_risk(512, 3000, 5).endswith("give it epochs (--epochs 10: this run has 5 at most)")
     assert plateau_risk(512, 3000, 10).endswith("this run's 10 epochs leave it room")  # asked for already
+    # the recipe's own rate: a third of it asked for too (1e-4 never left the plateau where 3e-5 did); a set one is kept
+    lower = "a lower learning rate (--learning-rate 3e-05, about a third of this run's 0.0001)"
+    assert plateau_risk(512, 3000, 5, 1e-4).endswith(f"this run has 5 at most) and {lower}")
+    assert plateau_risk(512, 3000, 10, 1e-4).endswith(f"this run's 10 epochs leave it room; give it {lower}")

@@ -155,7 +155,9 @@ class Choices:
         if (self.windows or self.lengths).cuts_most:
             lines.append(f"warning: {length_options(self)}")
         epochs = choice.epochs if (choice := self.epoch_choice) else None
-        if plateau := plateau_risk(self.lengths.profile.percentile(0.5), (self.split_sizes or {}).get("train"), epochs):
+        rate = self.recipe.learning_rate if self.recipe.rate_chosen else None
+        median, train = self.lengths.profile.percentile(0.5), (self.split_sizes or {}).get("train")
+        if plateau := plateau_risk(median, train, epochs, rate):
             lines.append(f"warning: {plateau}")
         return lines
 
