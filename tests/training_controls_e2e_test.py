@@ -44,8 +44,13 @@ def config_for(workdir, model_dir, csv_path, **evaluation):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, tiny_bert_dir):
-    workdir = tmp_path_factory.mktemp("controls")
+def controls_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("controls")
+
+
+@pytest.fixture(scope="module")
+def runs(controls_dir, tiny_bert_dir):
+    workdir = controls_dir
     csv_path = write_imbalanced_csv(workdir / "data" / "imbalanced.csv")
     gated = run_local(config_for(workdir, tiny_bert_dir, csv_path, min_macro_f1=0.0))
     # the first model is its baseline; the macro-F1 bound is the point, not intervals (20 s of jackknife)
@@ -85,6 +90,22 @@ def test_auto_epochs_are_a_maximum_early_stopping_ends_and_exports_the_best(runs
         f"stopped after epoch {record.epochs_run}, at most {MAX_AUTO_EPOCHS} (auto: " in summary.render()
         and f"val_loss did not improve by more than 10 for 3 epoch(s){held}" in summary.render()
     )
+
+
+def test_an_epoch_more_accurate_than_the_one_val_loss_exported_is_named(runs, controls_dir):
+    """val_loss exported epoch 1 (min_delta 10); the summary names the epoch whose val_accuracy beat it by more than
+    the eval split's noise, from the same history the Trainer's TensorBoard logs hold."""
+    from models.training.exported_epoch import more_accurate_epoch
+    from pipeline.reporting.report import training_series
+
+    summary, _ = runs
+    (model_run,) = (controls_dir / "pipeline" / "Trainer" / "model_run").iterdir()  # the second run's is cached
+    curves = training_series(str(model_run))
+    accuracies, losses = (dict(curves[f"validation/epoch_{metric}"]) for metric in ("accuracy", "loss"))
+    eval_examples = sum(summary.label_counts["eval"].values())
+    named = more_accurate_epoch(accuracies, summary.training.best_epoch - 1, eval_examples, losses)
+    assert summary.training.more_accurate == named
+    assert (f"  most accurate {named}" in summary.render()) == bool(named)
 
 
 def test_the_evaluator_reports_per_class_recall_and_macro_f1(runs):

@@ -59,6 +59,7 @@ from models.task import task_contract, write_contract
 from models.training.config import EARLY_STOPPING_METRICS, TrainingConfig
 from models.training.epochs import StoppingChoice, choose_patience
 from models.training.eval_noise import eval_result, squared_loss_metric
+from models.training.exported_epoch import more_accurate_epoch
 from models.training.lengths import BucketChoice, LengthProfile
 from models.training.optimizer import adamw_with_warmup
 from models.training.packing import PackingChoice, choose_packing, why_not_packed
@@ -194,6 +195,12 @@ def training_record(
     if exported in history.epoch:  # a resumed run's history holds only the epochs it ran itself
         at = history.epoch.index(exported)
         exported_eval = {k: float(v[at]) for k, v in history.history.items() if eval_result(k)} or None
+    more_accurate = ""
+    if ran.get("monitor") == "val_loss":  # watching val_accuracy exports the most accurate epoch already
+        by_epoch = {k: dict(zip(history.epoch, v, strict=False)) for k, v in history.history.items()}
+        more_accurate = more_accurate_epoch(
+            by_epoch.get("val_accuracy", {}), exported, plan.eval_count, by_epoch.get("val_loss")
+        )
     return TrainingRecord(
         epochs=plan.epochs.epochs,
         epochs_reason=plan.epochs.reason,
@@ -205,6 +212,7 @@ def training_record(
         warm=bool(plan.start and plan.start.warm),
         learning_rate=training.learning_rate,
         exported_eval=exported_eval,
+        more_accurate=more_accurate,
         workers=plan.placement.role.training_tasks if plan.placement.role else 1,
         resumes=resumes or [],
         **ran,

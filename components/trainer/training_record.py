@@ -41,6 +41,8 @@ class TrainingRecord:
     warm: bool = False  # started from a blessed model
     learning_rate: float | None = None  # the peak learning rate trained with (tuned, or halved by a warm start)
     chance: str = ""  # whether the exported model left chance, and what to try if not (models/training/chance.py)
+    # an epoch more accurate on the eval split than the one val_loss exported, beyond noise (training/exported_epoch.py)
+    more_accurate: str = ""
 
     def describe_resumes(self) -> str:
         """How often training resumed from its checkpoint (a crash, a preempted spot machine) and the work redone."""

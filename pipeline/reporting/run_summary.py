@@ -233,6 +233,8 @@ class RunSummary:
             lines.append(f"  epochs        {self.training.describe_epochs()}")
             if self.training.chance:
                 lines.append(f"  chance        {self.training.chance}")
+            if self.training.more_accurate:
+                lines.append(f"  most accurate {self.training.more_accurate}")
             lines.append(f"  class weights {self.training.describe_class_weights()}")
             if self.training.workers > 1:
                 workers = self.training.workers

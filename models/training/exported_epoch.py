@@ -1,0 +1,47 @@
+"""Whether the epoch early stopping exported on val_loss is also the eval split's most accurate one.
+
+val_loss can rise while accuracy still rises: the model grows confident on the examples it gets wrong (bench-long's
+review-between pages at 3e-5, seed 42: val_loss best at epoch 5 with val_accuracy 0.667, then val_loss 0.70 to 0.82
+while val_accuracy reached 0.73-0.74 at epochs 7 to 10). The user watching accuracy is told which epoch that was,
+where the difference is beyond the eval split's noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+
+def accuracy_noise(accuracy: float, examples: int) -> float:
+    """The standard error of an accuracy measured on `examples` (binomial)."""
+    if examples <= 0:
+        return math.inf
+    return math.sqrt(max(accuracy * (1 - accuracy), 0.0) / examples)
+
+
+def more_accurate_epoch(
+    val_accuracy: Mapping[int, float], exported: int, examples: int, val_loss: Mapping[int, float] | None = None
+) -> str:
+    """A sentence when an epoch other than the `exported` one was more accurate on the eval split by more than one
+    standard error of the exported epoch's accuracy; '' otherwise. Epochs 0-based, as Keras' history numbers them
+    (a resumed run's holds only the epochs it ran). `val_loss` by epoch: where it was higher at the more accurate
+    epoch, the sentence says why early stopping passed it by."""
+    if exported not in val_accuracy:
+        return ""
+    best = max(sorted(val_accuracy), key=lambda epoch: val_accuracy[epoch])  # the first of ties
+    chosen, top = val_accuracy[exported], val_accuracy[best]
+    noise = accuracy_noise(chosen, examples)
+    if best == exported or top - chosen <= noise:
+        return ""
+    losses = val_loss or {}
+    why = ""
+    if best in losses and exported in losses and losses[best] > losses[exported]:
+        why = (
+            f"; its val_loss was higher ({losses[best]:.4f} against {losses[exported]:.4f}): the model grew "
+            "confident on texts it got wrong"
+        )
+    return (
+        f"val_accuracy was best at epoch {best + 1} ({top:.3f} against the exported epoch {exported + 1}'s "
+        f"{chosen:.3f}, more than the eval split's noise: {noise:.3f} over {examples:,} examples){why}. To export "
+        "the most accurate epoch instead: --set training.early_stopping.metric=val_accuracy"
+    )
