@@ -104,8 +104,9 @@ def test_an_epoch_more_accurate_than_the_one_val_loss_exported_is_named(runs, co
     accuracies, losses = (dict(curves[f"validation/epoch_{metric}"]) for metric in ("accuracy", "loss"))
     eval_examples = sum(summary.label_counts["eval"].values())
     named = more_accurate_epoch(accuracies, summary.training.best_epoch - 1, eval_examples, losses)
-    assert summary.training.more_accurate == named
-    assert (f"  most accurate {named}" in summary.render()) == bool(named)
+    # balanced class weights turn epoch 1 to the rarer label (val_accuracy ~0.14 here), later epochs to ~0.7-0.9
+    assert named.startswith("val_accuracy was best at epoch ") and summary.training.more_accurate == named
+    assert f"  most accurate {named}" in summary.render()
 
 
 def test_the_evaluator_reports_per_class_recall_and_macro_f1(runs):
