@@ -195,12 +195,6 @@ def training_record(
     if exported in history.epoch:  # a resumed run's history holds only the epochs it ran itself
         at = history.epoch.index(exported)
         exported_eval = {k: float(v[at]) for k, v in history.history.items() if eval_result(k)} or None
-    more_accurate = ""
-    if ran.get("monitor") == "val_loss":  # watching val_accuracy exports the most accurate epoch already
-        by_epoch = {k: dict(zip(history.epoch, v, strict=False)) for k, v in history.history.items()}
-        more_accurate = more_accurate_epoch(
-            by_epoch.get("val_accuracy", {}), exported, plan.eval_count, by_epoch.get("val_loss")
-        )
     return TrainingRecord(
         epochs=plan.epochs.epochs,
         epochs_reason=plan.epochs.reason,
@@ -212,11 +206,20 @@ def training_record(
         warm=bool(plan.start and plan.start.warm),
         learning_rate=training.learning_rate,
         exported_eval=exported_eval,
-        more_accurate=more_accurate,
+        more_accurate=more_accurate_than_exported(history, ran.get("monitor", ""), exported, plan.eval_count),
         workers=plan.placement.role.training_tasks if plan.placement.role else 1,
         resumes=resumes or [],
         **ran,
     )
+
+
+def more_accurate_than_exported(history, monitor: str, exported: int, eval_examples: int) -> str:
+    """An epoch more accurate on the eval split than the one val_loss exported (models/training/exported_epoch.py),
+    from Keras' `history`; '' where val_accuracy was watched (its best is the exported one) or nothing was."""
+    if monitor != "val_loss":
+        return ""
+    by_epoch = {k: dict(zip(history.epoch, v, strict=False)) for k, v in history.history.items()}
+    return more_accurate_epoch(by_epoch.get("val_accuracy", {}), exported, eval_examples, by_epoch.get("val_loss"))
 
 
 def training_data(fn_args, plan: TrainingPlan, tf_transform_output):
