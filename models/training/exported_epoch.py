@@ -9,15 +9,9 @@ split's noise, and how to export it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
-
-def accuracy_noise(accuracy: float, examples: int) -> float:
-    """The standard error of an accuracy measured on `examples` (binomial)."""
-    if examples <= 0:
-        return math.inf
-    return math.sqrt(max(accuracy * (1 - accuracy), 0.0) / examples)
+from models.training.eval_noise import loss_noise
 
 
 def more_accurate_epoch(
@@ -31,7 +25,7 @@ def more_accurate_epoch(
         return ""
     best = max(sorted(val_accuracy), key=lambda epoch: val_accuracy[epoch])  # the first of ties
     chosen, top = val_accuracy[exported], val_accuracy[best]
-    noise = accuracy_noise(chosen, examples)
+    noise = loss_noise(chosen, chosen, examples)  # an accuracy is a mean of 0/1 hits, each its own square
     if best == exported or top - chosen <= noise:
         return ""
     losses = val_loss or {}

@@ -1,6 +1,7 @@
 """The epoch val_loss exported against the eval split's most accurate one: named only beyond the split's noise."""
 
-from models.training.exported_epoch import accuracy_noise, more_accurate_epoch
+from models.training.eval_noise import loss_noise
+from models.training.exported_epoch import more_accurate_epoch
 
 # bench-long's review-between pages at 3e-5, seed 42 (285 eval pages), epochs 1-9: val_loss best at epoch 5, then rising
 # while val_accuracy still rose (exporting epoch 7 instead: test accuracy 0.717 against epoch 5's 0.676)
@@ -22,7 +23,7 @@ def test_a_more_accurate_epoch_beyond_the_noise_is_named_with_why_val_loss_passe
 
 
 def test_within_the_noise_or_the_exported_epoch_itself_nothing_is_said():
-    assert accuracy_noise(0.7, 300) < accuracy_noise(0.7, 30)
+    assert loss_noise(0.7, 0.7, 300) < loss_noise(0.7, 0.7, 30)
     assert more_accurate_epoch(ACCURACY, 7, 285, LOSS) == ""  # 0.737 against 0.719: within 0.027
     assert more_accurate_epoch(ACCURACY, 6, 285, LOSS) == ""  # the most accurate was exported
     assert more_accurate_epoch({3: 0.9}, 1, 285) == ""  # a resumed run's history without the exported epoch
