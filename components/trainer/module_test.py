@@ -1,4 +1,4 @@
-"""Length bucketing keeps every example and label, only cutting padding."""
+"""Length bucketing keeps every example and label, only cutting padding; the record reads the history by epoch."""
 
 import numpy as np
 import pytest
@@ -235,3 +235,20 @@ def test_frozen_embeddings_leave_training_and_stay_as_pretrained_while_the_encod
     np.testing.assert_array_equal(model_logits(copy, inputs), model_logits(frozen, inputs))
     with pytest.raises(WeightsError, match="no trainable input embeddings"):
         freeze_input_embeddings(frozen)  # already frozen
+
+
+def test_the_more_accurate_epoch_is_looked_for_only_where_val_loss_chose_the_export():
+    """Watching val_accuracy exports its best epoch already; watching val_loss, Keras' history (0-based epochs, as a
+    resumed run's holds only those it ran) is read by epoch."""
+    from types import SimpleNamespace
+
+    from components.trainer.module import more_accurate_than_exported
+
+    history = SimpleNamespace(
+        epoch=[2, 3, 4], history={"val_accuracy": [0.60, 0.80, 0.70], "val_loss": [0.60, 0.65, 0.70]}
+    )
+    named = more_accurate_than_exported(history, "val_loss", 2, 300)
+    assert named.startswith("val_accuracy was best at epoch 4 (0.800 against the exported epoch 3's 0.600")
+    assert "its val_loss was higher (0.6500 against 0.6000)" in named
+    assert more_accurate_than_exported(history, "val_accuracy", 2, 300) == ""
+    assert more_accurate_than_exported(history, "", 2, 300) == ""  # early stopping off: the last epoch exported
