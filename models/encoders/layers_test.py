@@ -264,14 +264,14 @@ from models.encoders import activations
 from models.encoders.activations import DenseAfterActivation, gelu
 activations.RECOMPUTE_ACTIVATION_ABOVE_BYTES = 0  # at this small size too
 x = tf.Variable(tf.random.normal([2048, 1024]))
-ups = [tf_keras.layers.Dense(4096) for _ in range(4)]
-downs = [DenseAfterActivation(1024, gelu) if sys.argv[1] == "ours" else tf_keras.layers.Dense(1024) for _ in range(4)]
+ups = [tf_keras.layers.Dense(4096) for _ in range(8)]
+downs = [DenseAfterActivation(1024, gelu) if sys.argv[1] == "ours" else tf_keras.layers.Dense(1024) for _ in range(8)]
 
 @tf.function
 def gradient():
     with tf.GradientTape() as tape:
         hidden = x
-        for up, down in zip(ups, downs):  # four feed-forwards, as a network's layers stack them
+        for up, down in zip(ups, downs):  # eight feed-forwards, as a network's layers stack them
             hidden = down(up(hidden), training=True) if sys.argv[1] == "ours" else down(gelu(up(hidden)))
         loss = tf.reduce_sum(hidden)
     # the kernels' too: only down's kernel gradient reads GELU's output
@@ -283,11 +283,13 @@ print(json.dumps(tf.config.experimental.get_memory_info("CPU:0")["peak"]))
 
 
 def test_dense_after_activation_keeps_the_activations_input_alone():
-    """Each feed-forward keeps up's output (32 MiB here) and no longer GELU's output of the same size: through four,
-    at least three such tensors fewer at TensorFlow's own peak of live tensors, in a fresh process each."""
+    """Each feed-forward keeps up's output (32 MiB here) and no longer GELU's output of the same size: through eight,
+    at least four such tensors fewer at TensorFlow's own peak of live tensors, in a fresh process each. The peak moves
+    by up to two such tensors from run to run with the order TensorFlow's executor runs independent ops in (measured
+    6.25 to 9.5 fewer over six pairs; through four, 2.75 to 4.25, which failed a bound of three in CI)."""
     peaks = _live_peaks(_LIVE_PEAK_OF_FEED_FORWARDS, "ours", "dense")
     one = 2048 * 4096 * 4
-    assert peaks["ours"] <= peaks["dense"] - 3 * one, {k: v / one for k, v in peaks.items()}
+    assert peaks["ours"] <= peaks["dense"] - 4 * one, {k: v / one for k, v in peaks.items()}
 
 
 def test_dense_after_activation_recomputes_where_its_activation_would_be_large():
