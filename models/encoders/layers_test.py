@@ -264,15 +264,17 @@ from models.encoders import activations
 from models.encoders.activations import DenseAfterActivation, gelu
 activations.RECOMPUTE_ACTIVATION_ABOVE_BYTES = 0  # at this small size too
 x = tf.Variable(tf.random.normal([2048, 1024]))
-ups = [tf_keras.layers.Dense(4096) for _ in range(8)]
-downs = [DenseAfterActivation(1024, gelu) if sys.argv[1] == "ours" else tf_keras.layers.Dense(1024) for _ in range(8)]
+count = 8  # feed-forwards, as a network's layers stack them
+ups = [tf_keras.layers.Dense(4096) for _ in range(count)]
+ours = sys.argv[1] == "ours"
+downs = [DenseAfterActivation(1024, gelu) if ours else tf_keras.layers.Dense(1024) for _ in range(count)]
 
 @tf.function
 def gradient():
     with tf.GradientTape() as tape:
         hidden = x
-        for up, down in zip(ups, downs):  # eight feed-forwards, as a network's layers stack them
-            hidden = down(up(hidden), training=True) if sys.argv[1] == "ours" else down(gelu(up(hidden)))
+        for up, down in zip(ups, downs):
+            hidden = down(up(hidden), training=True) if ours else down(gelu(up(hidden)))
         loss = tf.reduce_sum(hidden)
     # the kernels' too: only down's kernel gradient reads GELU's output
     return tape.gradient(loss, [x, *(v for layer in ups + downs for v in layer.trainable_variables)])
