@@ -39,7 +39,7 @@ class RunParameter:
 SPAN = RunParameter("span", int, "dataset.span")
 DATASET_REVISION = RunParameter("dataset_revision", str, "dataset.revision")
 EPOCHS = RunParameter("epochs", str, "training.epochs")  # text: a number, or auto (the Trainer chooses)
-LEARNING_RATE = RunParameter("learning_rate", float, "training.learning_rate")
+LEARNING_RATE = RunParameter("learning_rate", str, "training.learning_rate")  # text: a rate, or auto (as epochs)
 RUN_PARAMETERS = (SPAN, DATASET_REVISION, EPOCHS, LEARNING_RATE)
 NAMES = tuple(p.name for p in RUN_PARAMETERS)
 
@@ -63,8 +63,8 @@ def runtime_parameters(config: PipelineConfig) -> RunParameters:
 
 def values(config: PipelineConfig, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every parameter's value for one run, as its declared type: the config's, replaced by `overrides` (names
-    checked). A value the config leaves `auto` is left out: the compiled spec's default applies (the learning
-    rate chosen from the model when it was compiled; auto epochs, which the Trainer chooses)."""
+    checked). A value the config leaves `auto` is left out: the compiled spec's default applies (auto epochs and
+    learning rate, which the Trainer chooses)."""
     unknown = sorted(set(overrides or {}) - set(NAMES))
     if unknown:
         raise ConfigError(f"unknown pipeline parameter(s) {unknown}; the compiled pipeline takes {list(NAMES)}")

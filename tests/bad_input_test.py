@@ -379,28 +379,28 @@ def test_a_config_typo_exits_2_before_tensorflow_or_tfx_load():
 
 
 @pytest.mark.parametrize(
-    ("epochs", "rate", "advice"),
-    [
-        (
-            3,
-            "auto",
-            "this run has 3 at most) and a lower learning rate (--learning-rate 3e-05, about a third of this run's "
-            "0.0001)",
-        ),
-        ("auto", 3e-5, "this run's 10 epochs leave it room"),
-    ],
+    ("epochs", "advice"),
+    [(3, "give it epochs (--epochs 10: this run has 3 at most)"), ("auto", "this run's 10 epochs leave it room")],
 )
-def test_long_texts_and_few_examples_are_warned_of_with_the_epochs_and_rate_the_run_lacks(
-    tmp_path, tiny_bert_dir, epochs, rate, advice
+def test_long_texts_and_few_examples_get_the_plateaus_recipe_and_are_warned_of_what_the_run_lacks(
+    tmp_path, epochs, advice
 ):
-    # pages of 500 words, 40 of them: the plateau's case; the advice names more epochs only where the run has few,
-    # and a lower rate only where the recipe chose it (a small encoder's 1e-4)
+    # pages of 500 words, 40 of them, read to 512 tokens: the plateau's case. Auto lowers a small encoder's 1e-4 to
+    # 3e-5 and gives 10 epochs; the warning names more epochs only where the config set fewer
+    from tests.tiny_model import write_tiny_bert
+
+    model_dir = write_tiny_bert(tmp_path / "bert-512", max_position_embeddings=512)
     rows = [(" ".join(f"{text} plot {k}" for k in range(100)), label) for text, label in _balanced()]
-    config = _config(tmp_path, tiny_bert_dir, name="csv", data_files=[str(_csv(tmp_path, rows))])
-    update = {"epochs": epochs, "learning_rate": rate}
-    config = config.model_copy(update={"training": config.training.model_copy(update=update)})
-    (warning,) = [line for line in checked_and_chosen(config).lines() if "few examples" in line]
+    config = _config(tmp_path, model_dir, name="csv", data_files=[str(_csv(tmp_path, rows))])
+    config = config.model_copy(update={"training": config.training.model_copy(update={"epochs": epochs})})
+    chosen = checked_and_chosen(config)
+    lines = chosen.lines()
+    (warning,) = [line for line in lines if "few examples" in line and line.startswith("warning: ")]
     assert warning.startswith("warning: long texts (median ") and warning.endswith(advice)
+    assert chosen.config.training.learning_rate == 3e-5, "the rate the Trainer receives"
+    (recipe,) = [line for line in lines if line.startswith("recipe: ")]
+    assert "a small encoder: the rate the default run was tuned at, lowered to 3e-05 for long texts" in recipe
+    assert chosen.epoch_choice.epochs == (10 if epochs == "auto" else 3)
 
 
 def test_run_check_runs_the_preflight_and_stops_before_the_first_component(tmp_path, tiny_bert_dir, capsys):

@@ -68,6 +68,7 @@ def readme_figures() -> dict[str, str]:
     from components.scorer.rows import MAX_FIELD_CHARS
     from models.training.epochs import MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN
     from models.training.lengths import COVERED_SHARE, WIDTH_MULTIPLE
+    from models.training.long_and_few import FEW_EXAMPLES, LONG_TEXT_TOKENS, PLATEAU_EPOCHS, PLATEAU_RATE
     from models.training.recipe import SIZE_RULES
     from models.training.warm_start import WARM_EPOCH_SHARE, WARM_LEARNING_RATE_SHARE
 
@@ -83,6 +84,9 @@ def readme_figures() -> dict[str, str]:
         f"{_rate(small)} for MiniLM-size encoders": "recipe.py",
         f"{_rate(base)} with clipping at norm {clip:g} for base-size ones": "recipe.py",
         f"{_rate(large)} for large ones": "recipe.py",
+        f"long texts (median {LONG_TEXT_TOKENS} tokens or more) and few examples (under {FEW_EXAMPLES:,}), where that "
+        f"plateau is long, get {PLATEAU_EPOCHS} epochs and at most {_rate(PLATEAU_RATE)}": "long_and_few.py",
+        f"at most {_rate(PLATEAU_RATE)} on long texts and few examples": "long_and_few.py",
         f"a field over {MAX_FIELD_CHARS:,} characters": "components/scorer/rows.py",
         f"({shares[WARM_LEARNING_RATE_SHARE]} the learning rate, {shares[WARM_EPOCH_SHARE]} of the epochs": (
             "warm_start.py"

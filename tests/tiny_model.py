@@ -14,16 +14,11 @@ def tiny_bert_config(**changes) -> dict:
     """config.json of a tiny BERT as transformers 5's BertConfig writes it (its defaults filled in)."""
     from transformers import BertConfig
 
-    return BertConfig(
-        vocab_size=30522,
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=128,
+    sizes = dict(
+        vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
         max_position_embeddings=128,
-        architectures=["BertModel"],
-        **changes,
-    ).to_dict()
+    )  # fmt: skip
+    return BertConfig(**{**sizes, **changes}, architectures=["BertModel"]).to_dict()
 
 
 def tiny_bert_weight_count(num_labels: int) -> int:

@@ -165,6 +165,26 @@ def window_examples(
     return windows.batch(batch_size, drop_remainder=static_shapes)
 
 
+def split_batches(
+    fn_args, files, tf_transform_output, settings: TrainerSettings, global_batch: int, model_inputs, *, training: bool,
+    static_shapes: bool,
+) -> tf.data.Dataset:  # fmt: skip
+    """Batches of one split's examples as the model takes them: texts, or under model.long_texts: windows their
+    windows (a training split's shuffled by training.seed)."""
+    windows, seed = window_count(settings), settings.training.seed
+    inputs = [*model_inputs, *([WINDOW_MASK] if windows else [])]
+    dataset = make_dataset(
+        fn_args, files, tf_transform_output, global_batch, inputs, training=training, seed=seed,
+        static_shapes=static_shapes,
+    )  # fmt: skip
+    if windows is None:
+        return dataset
+    return window_examples(
+        dataset, windows, settings.model.max_seq_length, global_batch, shuffle_seed=seed if training else None,
+        static_shapes=static_shapes,
+    )  # fmt: skip
+
+
 def train_lengths(train_batches: tf.data.Dataset) -> LengthProfile:
     """The token lengths of the first LENGTH_SAMPLE train examples: what `auto` batch widths and packing are
     chosen from in the Trainer (a compiled spec; a local run's preflight chose the widths from its own sample)."""

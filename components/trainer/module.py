@@ -29,13 +29,11 @@ from components.trainer.config import TrainerSettings, tuned_values
 from components.trainer.data import (
     bucket_by_length,
     chosen_batch_widths,
-    make_dataset,
     packed_batches,
     sharded_by_batch,
-    train_lengths,
+    split_batches,
     validation_data,
     window_count,
-    window_examples,
 )
 from components.trainer.plan import (
     TrainingPlan,
@@ -52,7 +50,7 @@ from components.trainer.training_record import TrainingRecord
 from models.encoders.from_folder import build_classifier, weights_only_copy
 from models.hardware import distribution
 from models.hardware.machine_peak import matmul_peak
-from models.names import TEXT_FEATURES, WINDOW_MASK
+from models.names import TEXT_FEATURES
 from models.serving import signatures, tf_serving
 from models.serving.hf_export import hf_format_dir, save_hf_format
 from models.task import task_contract, write_contract
@@ -61,6 +59,7 @@ from models.training.epochs import StoppingChoice, choose_patience
 from models.training.eval_noise import eval_result, squared_loss_metric
 from models.training.exported_epoch import more_accurate_epoch
 from models.training.lengths import BucketChoice, LengthProfile
+from models.training.long_and_few import TrainTexts
 from models.training.optimizer import adamw_with_warmup
 from models.training.packing import PackingChoice, choose_packing, why_not_packed
 from models.training.recipe import RecipeChoice, choose_recipe
@@ -109,11 +108,12 @@ def compile_for_training(
     multi_label: bool = False,
     positive_weights=None,
     steps_per_execution: int = 1,
+    texts: TrainTexts | None = None,
 ) -> RecipeChoice:
     """AdamW with linear warm-up and decay (models/training/optimizer.py), clipped at the recipe's global norm,
-    cross-entropy on logits. The recipe's `auto` settings are chosen from the model built (a local run's
-    preflight has already chosen them the same way from the same config.json)."""
-    recipe = choose_recipe(model.encoder_shape(), model.config.model_type, training)
+    cross-entropy on logits. The recipe's `auto` settings are chosen from the model built and the train split's
+    `texts` (a local run's preflight has already chosen them the same way from config.json and its sample)."""
+    recipe = choose_recipe(model.encoder_shape(), model.config.model_type, training, texts)
     optimizer = adamw_with_warmup(
         recipe.learning_rate,
         total_steps=total_steps,
@@ -170,10 +170,12 @@ def training_record(
     stopping: StoppingChoice,
     history,
     tuned_by: dict[str, Any],
+    learning_rate: float,
     resumes: list[dict] | None = None,
 ) -> TrainingRecord:
-    """What the Trainer decided and measured: epochs (set or chosen, run, exported, why), class weights, the
-    Tuner's values it trained with, and the eval split's metrics of the exported epoch (from Keras' `history`)."""
+    """What the Trainer decided and measured: epochs (set or chosen, run, exported, why), the peak learning rate
+    (the recipe's), class weights, the Tuner's values it trained with, and the eval split's metrics of the exported
+    epoch (from Keras' `history`)."""
     training, label_names = plan.settings.training, list(plan.settings.label_names)
     setting = training.class_weights if isinstance(training.class_weights, str) else "mapping"
     if plan.settings.multi_label and weights:
@@ -204,7 +206,7 @@ def training_record(
         started_from=plan.start.source if plan.start else "",
         start_reason=plan.start.reason if plan.start else "",
         warm=bool(plan.start and plan.start.warm),
-        learning_rate=training.learning_rate,
+        learning_rate=learning_rate,
         exported_eval=exported_eval,
         more_accurate=more_accurate_than_exported(history, ran.get("monitor", ""), exported, plan.eval_count),
         workers=plan.placement.role.training_tasks if plan.placement.role else 1,
@@ -225,23 +227,15 @@ def more_accurate_than_exported(history, monitor: str, exported: int, eval_examp
 def training_data(fn_args, plan: TrainingPlan, tf_transform_output):
     """(train batches packed or grouped by token length, validation batches or None, the packing choice)."""
     settings = plan.settings
-    max_seq_length, windows = settings.model.max_seq_length, window_count(settings)
+    max_seq_length = settings.model.max_seq_length
 
     def batches(files, training: bool):
-        static_shapes = training or plan.static_validation
-        dataset = make_dataset(
-            fn_args, files, tf_transform_output, plan.global_batch,
-            [*plan.model_inputs, *([WINDOW_MASK] if windows else [])],
-            training=training, seed=settings.training.seed, static_shapes=static_shapes,
+        return split_batches(
+            fn_args, files, tf_transform_output, settings, plan.global_batch, plan.model_inputs, training=training,
+            static_shapes=training or plan.static_validation,
         )  # fmt: skip
-        if windows is None:
-            return dataset
-        seed = settings.training.seed if training else None
-        return window_examples(
-            dataset, windows, max_seq_length, plan.global_batch, shuffle_seed=seed, static_shapes=static_shapes
-        )
 
-    profile = train_lengths(batches(fn_args.train_files, False))
+    profile = plan.train_profile
     chosen = chosen_batch_widths(settings.training.batch_widths, max_seq_length, profile)
     packing, buckets = chosen_packing(plan, profile, chosen), chosen.buckets
     if packing.packed:
@@ -297,8 +291,9 @@ def build_and_compile(fn_args, plan: TrainingPlan, weights) -> tuple[Any, Recipe
         check_disk_space(model, [directory for directory in exports if directory])
         positive = [weights[i] for i in range(len(settings.label_names))] if weights and settings.multi_label else None
         recipe = compile_for_training(
-            model, training, plan.total_steps, settings.multi_label, positive, plan.steps_per_execution
-        )
+            model, training, plan.total_steps, settings.multi_label, positive, plan.steps_per_execution,
+            plan.train_texts,
+        )  # fmt: skip
         print(f"[Trainer] {recipe.describe()}", flush=True)
     return model, recipe
 
@@ -439,6 +434,6 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         return
     meter.write(fn_args.model_run_dir)
     resumes = progress.attempts.finish() if progress.attempts else []
-    record = training_record(plan, weights, best_epoch, stopping, history, tuned_by, resumes)
+    record = training_record(plan, weights, best_epoch, stopping, history, tuned_by, recipe.learning_rate, resumes)
     dataclasses.replace(record, chance=chance).write(fn_args.model_run_dir)
     export_models(fn_args, plan, model, tf_transform_output)

@@ -30,9 +30,9 @@ def test_no_buckets_leaves_the_dataset_alone():
     assert bucket_by_length(dataset, 4, (), 64) is dataset
 
 
-def _transformed_examples(tmp_path, lengths):
-    """A gzip TFRecord of transformed examples (one per token length) and the fn_args / transform output run_fn
-    reads it with, through TFX's own dataset factory."""
+def _transformed_examples(tmp_path, lengths, width=64):
+    """A gzip TFRecord of transformed examples (one per token length, `width` wide) and the fn_args / transform
+    output run_fn reads it with, through TFX's own dataset factory."""
     from types import SimpleNamespace
 
     from tensorflow_metadata.proto.v0 import schema_pb2
@@ -44,21 +44,25 @@ def _transformed_examples(tmp_path, lengths):
 
     with tf.io.TFRecordWriter(str(tmp_path / "data.gz"), options="GZIP") as writer:
         for n in lengths:
-            mask = [1] * n + [0] * (64 - n)
+            mask = [1] * n + [0] * (width - n)
             ints = {INPUT_IDS: mask, ATTENTION_MASK: mask, LABEL_FEATURE: [n % 2]}
             features = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=v)) for k, v in ints.items()}
             writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
     schema = schema_pb2.Schema()
-    for name, width in ((INPUT_IDS, 64), (ATTENTION_MASK, 64), (LABEL_FEATURE, 1)):
+    for name, size in ((INPUT_IDS, width), (ATTENTION_MASK, width), (LABEL_FEATURE, 1)):
         feature = schema.feature.add(name=name, type=schema_pb2.INT)
-        feature.shape.dim.add(size=width)
+        feature.shape.dim.add(size=size)
         feature.presence.min_fraction = 1.0
     examples = standard_artifacts.Examples()
     examples.uri = str(tmp_path)
     factory = tfxio_utils.get_tf_dataset_factory_from_artifact([examples], [])
-    fn_args = SimpleNamespace(data_accessor=DataAccessor(factory, None, None))
-    transform_output = SimpleNamespace(transformed_metadata=SimpleNamespace(schema=schema))
-    return fn_args, transform_output, [str(tmp_path / "data.gz")], [INPUT_IDS, ATTENTION_MASK]
+    files = [str(tmp_path / "data.gz")]
+    fn_args = SimpleNamespace(data_accessor=DataAccessor(factory, None, None), train_files=files, eval_files=files)
+    spec = {name: tf.io.FixedLenFeature([width], tf.int64) for name in (INPUT_IDS, ATTENTION_MASK)}
+    transform_output = SimpleNamespace(
+        transformed_metadata=SimpleNamespace(schema=schema), transformed_feature_spec=lambda: spec
+    )
+    return fn_args, transform_output, files, [INPUT_IDS, ATTENTION_MASK]
 
 
 def test_the_trainers_datasets_run_without_the_autotuning_thread(tmp_path):
@@ -148,6 +152,35 @@ def test_a_compiled_specs_auto_buckets_are_chosen_by_the_trainer_from_its_train_
     assert chosen_batch_widths("auto", 64, profile).buckets == (16, 32, 48)
     assert f"from {len(lengths)} train examples" in capsys.readouterr().out
     assert chosen_batch_widths((32,), 64, profile).buckets == (32,)
+
+
+@pytest.mark.parametrize(("median", "rate", "epochs"), [(300, 3e-5, 10), (30, 1e-4, 9)])
+def test_a_compiled_specs_trainer_chooses_the_rate_and_epochs_from_its_train_splits_lengths_and_size(
+    tmp_path, median, rate, epochs
+):
+    """A compiled spec leaves the learning rate and the epochs to auto: the Trainer measures its train split (read
+    through TFX's dataset factory) and gives long texts and few examples the plateau's 3e-5 and 10 epochs, as a
+    local run's preflight does from its sample; short texts keep the model's rate and auto's epochs."""
+    from components.trainer.config import TrainerSettings
+    from components.trainer.module import compile_for_training
+    from components.trainer.plan import plan_training, training_placement
+    from models.encoders.from_folder import build_classifier
+    from models.training.config import ModelConfig, TrainingConfig
+    from tests.tiny_model import write_tiny_bert
+
+    model_dir = write_tiny_bert(tmp_path / "bert-512", max_position_embeddings=512)
+    lengths = [median - 5 + i % 11 for i in range(1_200)]  # 10,000 / 1,200: 9 passes where texts are short
+    fn_args, transform_output, _, _ = _transformed_examples(tmp_path, lengths, width=320)
+    training = TrainingConfig(epochs="auto", learning_rate="auto", batch_size=32)
+    settings = TrainerSettings(
+        model=ModelConfig(name=str(model_dir), max_seq_length=320), training=training, label_names=("a", "b")
+    )
+    plan = plan_training(fn_args, settings, training_placement(training), transform_output)
+    assert plan.train_texts.median_tokens == median and plan.epochs.epochs == epochs
+    assert plan.epochs.reason.startswith("auto: long texts (median 300 tokens)") == (median == 300)
+    model, _ = build_classifier(plan.folder, ["a", "b"])
+    recipe = compile_for_training(model, training, plan.total_steps, texts=plan.train_texts)
+    assert recipe.learning_rate == rate and model.optimizer.learning_rate.peak == rate  # what the steps are taken at
 
 
 @pytest.mark.parametrize("multi_label", [False, True])

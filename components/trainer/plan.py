@@ -13,7 +13,7 @@ from typing import Any
 import tf_keras
 
 from components.trainer.config import TrainerSettings
-from components.trainer.data import count_records, window_count, written_model_inputs
+from components.trainer.data import count_records, split_batches, train_lengths, window_count, written_model_inputs
 from models.encoders.from_folder import ModelFolder, read_model_folder
 from models.errors import UserError
 from models.hardware import distribution
@@ -22,7 +22,9 @@ from models.hub.pretrained import resolve_model_dir
 from models.serving.hf_export import hf_format_dir
 from models.training.config import TrainingConfig
 from models.training.epochs import EpochChoice, choose_epochs
-from models.training.lengths import AUTO
+from models.training.lengths import AUTO, LengthProfile
+from models.training.long_and_few import TrainTexts
+from models.training.recipe import choose_recipe
 from models.training.warm_start import StartChoice, choose_start, warm_epochs, warm_learning_rate
 
 
@@ -67,10 +69,17 @@ class TrainingPlan:
     model_inputs: tuple[str, ...]
     train_count: int
     eval_count: int
-    epochs: EpochChoice  # training.epochs as set, or chosen from train_count
+    epochs: EpochChoice  # training.epochs as set, or chosen from train_count and train_texts
+    train_profile: LengthProfile  # token lengths of the first train examples (texts, or windows)
     steps_per_execution: int = 1  # training steps per call from the host (32 on TPUs)
     start: StartChoice | None = None  # where the weights start (None: the pretrained checkpoint, unasked)
     start_folder: ModelFolder | None = None  # a warm start's (the blessed model's HF export); None: `folder`
+
+    @property
+    def train_texts(self) -> TrainTexts:
+        """The train examples' median length and count: what the recipe and the epochs for long texts and few
+        examples are chosen from (models/training/long_and_few.py), as the preflight chose them from its sample."""
+        return TrainTexts(self.train_profile.percentile(0.5), self.train_count)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -109,16 +118,25 @@ def plan_training(
     tf_keras.mixed_precision.set_global_policy(distribution.KERAS_POLICY[precision])
     folder = read_model_folder(resolve_model_dir(settings.model.name, settings.model.revision))
     train_count = count_records(fn_args.train_files, window_count(settings))
+    global_batch, model_inputs = training.batch_size * placement.replicas, written_model_inputs(tf_transform_output)
+    profile = train_lengths(
+        split_batches(
+            fn_args, fn_args.train_files, tf_transform_output, settings, global_batch, model_inputs, training=False,
+            static_shapes=False,
+        )
+    )  # fmt: skip
+    texts = TrainTexts(profile.percentile(0.5), train_count)
     plan = TrainingPlan(
         settings=settings,
         placement=placement,
         precision=precision,
-        global_batch=training.batch_size * placement.replicas,
+        global_batch=global_batch,
         folder=folder,
-        model_inputs=written_model_inputs(tf_transform_output),
+        model_inputs=model_inputs,
         train_count=train_count,
         eval_count=count_records(fn_args.eval_files, window_count(settings)),
-        epochs=choose_epochs(training.epochs, train_count),
+        epochs=choose_epochs(training.epochs, train_count, texts),
+        train_profile=profile,
         steps_per_execution=distribution.resolve_steps_per_execution(training.steps_per_execution, placement),
     )
     if plan.steps_per_epoch == 0:
@@ -160,7 +178,8 @@ def with_start(fn_args, plan: TrainingPlan, tuned_by: dict[str, Any]) -> Trainin
         return dataclasses.replace(plan, start=start)
     training, epochs = settings.training, plan.epochs
     if "learning_rate" not in tuned_by:  # half of a validated rate: nothing to validate again
-        rate = warm_learning_rate(training.learning_rate)
+        cold = choose_recipe(plan.folder.shape, plan.folder.model_type, training, plan.train_texts)  # auto's, or set
+        rate = warm_learning_rate(cold.learning_rate)
         settings = dataclasses.replace(settings, training=training.model_copy(update={"learning_rate": rate}))
     if training.epochs == AUTO and "epochs" not in tuned_by:
         epochs = EpochChoice(warm_epochs(epochs.epochs), f"a warm start: a third of the cold choice, {epochs.reason}")

@@ -12,6 +12,8 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
+from models.training.long_and_few import PLATEAU_EPOCHS, TrainTexts
+
 # "Clearly below the prior": the loss under (1 - CHANCE_MARGIN) x the prior's. On the plateau the training loss moved
 # 0.685 -> 0.683 -> 0.674 against 0.693 (3% under) before the model found the passage and fell to 0.58.
 CHANCE_MARGIN = 0.05
@@ -36,33 +38,21 @@ def _binary_entropy(p: float) -> float:
     return 0.0 if p in (0.0, 1.0) else -(p * math.log(p) + (1 - p) * math.log(1 - p))
 
 
-# Where the plateau is long (the run stuck at chance: pages of ~500 tokens, 3,000 of them): long texts, few examples.
-LONG_TEXT_TOKENS = 256  # median, special tokens included
-FEW_EXAMPLES = 10_000  # train texts
-# The pages above left the prior in their 4th epoch at 3e-5 and 5e-5 (make bench-long): 10 epochs leave room for it;
-# at MiniLM's own 1e-4 they never left it in 5.
-PLATEAU_EPOCHS = 10
-
-
-def plateau_risk(
-    median_tokens: int, train_texts: int | None, epochs: int | None = None, chosen_rate: float | None = None
-) -> str | None:
+def plateau_risk(texts: TrainTexts, epochs: int | None = None) -> str | None:
     """What `--check` warns of when texts are long and examples few: the label may hang on a short passage the model
     takes epochs to find, the loss meanwhile at the prior's. `epochs`: the run's most (None: not known yet); more
-    are asked for only where it has fewer than PLATEAU_EPOCHS. `chosen_rate`: the recipe's own rate where the config
-    left it to auto (None: set by the user, who is not told again); a lower one is asked for."""
-    if median_tokens < LONG_TEXT_TOKENS or train_texts is None or train_texts >= FEW_EXAMPLES:
+    are asked for only where it has fewer than PLATEAU_EPOCHS. The rate is not: auto chooses the plateau's for such
+    texts (long_and_few.py), and a rate set in the config is the user's."""
+    if not texts.plateau_prone:
         return None
     if epochs is not None and epochs >= PLATEAU_EPOCHS:
         room = f"this run's {epochs} epochs leave it room"
-        rate = f"; give it {_lower_rate(chosen_rate)}" if chosen_rate else ""
     else:
         room = f"give it epochs (--epochs {PLATEAU_EPOCHS}" + (f": this run has {epochs} at most)" if epochs else ")")
-        rate = f" and {_lower_rate(chosen_rate)}" if chosen_rate else ""
     return (
-        f"long texts (median {median_tokens} tokens) and few examples ({train_texts:,} train texts): the loss may sit "
-        "at the label frequencies' for epochs before the model finds where the label is decided. Early stopping "
-        f"waits while it does, and the summary says if the run never left chance; {room}{rate}"
+        f"{texts.describe()}: the loss may sit at the label frequencies' for epochs before the model finds where the "
+        f"label is decided. Early stopping waits while it does, and the summary says if the run never left chance; "
+        f"{room}"
     )
 
 

@@ -53,14 +53,13 @@ def test_the_verdict_judges_the_eval_loss_and_says_what_to_try_in_order():
 
 def test_check_warns_of_the_plateau_only_for_long_texts_and_few_examples():
     from models.training.chance import plateau_risk
+    from models.training.long_and_few import TrainTexts
 
-    assert "long texts (median 512 tokens) and few examples (3,000 train texts)" in plateau_risk(512, 3000)
-    assert plateau_risk(64, 3000) is None  # short reviews: the default run
-    assert plateau_risk(512, 50_000) is None and plateau_risk(512, None) is None  # many examples; sizes unknown
-    assert plateau_risk(512, 3000).endswith("give it epochs (--epochs 10)")  # epochs not known yet
-    assert plateau_risk(512, 3000, 5).endswith("give it epochs (--epochs 10: this run has 5 at most)")
-    assert plateau_risk(512, 3000, 10).endswith("this run's 10 epochs leave it room")  # asked for already
-    # the recipe's own rate: a third of it asked for too (1e-4 never left the plateau where 3e-5 did); a set one is kept
-    lower = "a lower learning rate (--learning-rate 3e-05, about a third of this run's 0.0001)"
-    assert plateau_risk(512, 3000, 5, 1e-4).endswith(f"this run has 5 at most) and {lower}")
-    assert plateau_risk(512, 3000, 10, 1e-4).endswith(f"this run's 10 epochs leave it room; give it {lower}")
+    pages = TrainTexts(512, 3000)
+    assert "long texts (median 512 tokens) and few examples (3,000 train texts)" in plateau_risk(pages)
+    assert plateau_risk(TrainTexts(64, 3000)) is None  # short reviews: the default run
+    # many examples; sizes unknown
+    assert plateau_risk(TrainTexts(512, 50_000)) is None and plateau_risk(TrainTexts(512, None)) is None
+    assert plateau_risk(pages).endswith("give it epochs (--epochs 10)")  # epochs not known yet
+    assert plateau_risk(pages, 5).endswith("give it epochs (--epochs 10: this run has 5 at most)")
+    assert plateau_risk(pages, 10).endswith("this run's 10 epochs leave it room")  # auto's, or asked for already

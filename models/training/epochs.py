@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 from models.config_section import AUTO
+from models.training.long_and_few import PLATEAU_EPOCHS, TrainTexts
 
 MIN_EXAMPLES_SEEN = 10_000  # the default run's train split, rounded: it keeps its one epoch
 MAX_AUTO_EPOCHS = 10
@@ -43,12 +44,19 @@ class StoppingChoice:
         return f"early stopping after {self.patience} epoch(s) without a better {metric} ({self.reason})"
 
 
-def choose_epochs(requested: int | str, train_examples: int) -> EpochChoice:
+def choose_epochs(requested: int | str, train_examples: int, texts: TrainTexts | None = None) -> EpochChoice:
     """training.epochs, or under auto the fewest epochs that show training MIN_EXAMPLES_SEEN examples, between 1
-    and MAX_AUTO_EPOCHS. `train_examples`: what one epoch trains on (a text's windows count one each)."""
+    and MAX_AUTO_EPOCHS. `train_examples`: what one epoch trains on (a text's windows count one each). `texts`: the
+    train split's, where known: long texts and few examples get PLATEAU_EPOCHS (models/training/long_and_few.py)."""
     if requested != AUTO:
         return EpochChoice(int(requested), "training.epochs")
     epochs = min(MAX_AUTO_EPOCHS, max(1, math.ceil(MIN_EXAMPLES_SEEN / max(1, train_examples))))
+    if texts is not None and texts.plateau_prone and epochs < PLATEAU_EPOCHS:
+        return EpochChoice(
+            PLATEAU_EPOCHS,
+            f"auto: {texts.describe()}: room to leave the prior's loss, which such pages took 3 "
+            "epochs to leave (make bench-long), and to learn after it",
+        )
     seen = f"auto: {train_examples:,} train examples"
     if epochs == 1:
         return EpochChoice(1, f"{seen}, at least {MIN_EXAMPLES_SEEN:,} in one pass")

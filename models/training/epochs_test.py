@@ -51,3 +51,13 @@ def test_explicit_patience_still_needs_explicit_epochs_to_choose_among():
     with pytest.raises(ValueError, match=r"needs training\.epochs >= 2"):
         TrainingConfig(epochs=1, early_stopping={"patience": 1})
     assert TrainingConfig(early_stopping={"patience": 1}).epochs == "auto"  # the Trainer chooses
+
+
+def test_long_texts_and_few_examples_get_the_plateaus_epochs_under_auto():
+    from models.training.long_and_few import PLATEAU_EPOCHS, TrainTexts
+
+    pages = TrainTexts(268, 2_397)  # 5 passes would see 10,000 examples; such pages left the prior in their 4th
+    choice = choose_epochs("auto", 2_397, pages)
+    assert choice.epochs == PLATEAU_EPOCHS == 10 and choice.reason.startswith("auto: long texts (median 268 tokens)")
+    assert choose_epochs("auto", 2_397, TrainTexts(27, 2_397)).epochs == 5  # short reviews: as many as before
+    assert choose_epochs(5, 2_397, pages).epochs == 5  # a number in the config wins

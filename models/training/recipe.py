@@ -18,6 +18,7 @@ from pydantic import BeforeValidator
 
 from models.config_section import AUTO, auto_or_number
 from models.hardware.flops import EncoderShape
+from models.training.long_and_few import PLATEAU_RATE, TrainTexts
 
 # (encoder parameters at most, learning rate, global-norm clipping, (the size, why its rate)) — smallest first.
 SIZE_RULES: tuple[tuple[float, float, float | None, tuple[str, str]], ...] = (
@@ -74,12 +75,21 @@ class RecipeChoice:
         )
 
 
-def choose_recipe(shape: EncoderShape | None, model_type: str, training: Any) -> RecipeChoice:
+def choose_recipe(
+    shape: EncoderShape | None, model_type: str, training: Any, texts: TrainTexts | None = None
+) -> RecipeChoice:
     """`training`'s learning_rate, warmup_ratio and gradient_clip_norm, each `auto` one chosen from the model;
-    a model whose size is unknown gets the base-size row."""
+    a model whose size is unknown gets the base-size row. `texts`: the train split's, where known; long texts and
+    few examples lower an auto rate to the plateau's (models/training/long_and_few.py)."""
     parameters = encoder_parameters(shape) if shape is not None else None
     row = SIZE_RULES[1] if parameters is None else next(rule for rule in SIZE_RULES if parameters <= rule[0])
     _, rate, clip, (size_class, rate_why) = row
+    if texts is not None and texts.plateau_prone and rate > PLATEAU_RATE:
+        rate_why = (
+            f"{rate_why}, lowered to {PLATEAU_RATE:g} for {texts.describe()}: on such pages {rate:g} never left the "
+            f"plateau and {PLATEAU_RATE:g} did (make bench-long)"
+        )
+        rate = PLATEAU_RATE
     size = f"{parameters / 1e6:.0f}M parameters in its layers" if parameters is not None else "a size not declared"
     model = f"a {model_type or 'transformers'} encoder with {size}"
     from models.encoders.classifier import warmup_ratio  # here: the config layer imports this module, not TensorFlow

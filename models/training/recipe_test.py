@@ -59,3 +59,19 @@ def test_numbers_in_the_config_win_and_the_reason_says_which_were_chosen():
     fixed = TrainingConfig(learning_rate=2e-5, warmup_ratio=0.0, gradient_clip_norm=0.5)
     assert choose_recipe(None, "", fixed).reason == "set in the config"
     assert choose_recipe(None, "", TrainingConfig()).learning_rate == 3e-5  # size unknown: the base row
+
+
+def test_long_texts_and_few_examples_lower_an_auto_rate_to_the_plateaus_and_never_raise_one():
+    from models.training.long_and_few import PLATEAU_RATE, TrainTexts
+
+    pages = TrainTexts(268, 2_397)  # make bench-long's review-between pages: 1e-4 never left the prior, 3e-5 did
+    recipe = choose_recipe(_shape(MINILM_L6), "bert", TrainingConfig(), pages)
+    assert recipe.learning_rate == PLATEAU_RATE == 3e-5 and recipe.rate_chosen
+    assert "lowered to 3e-05 for long texts (median 268 tokens) and few examples (2,397 train texts)" in recipe.reason
+    for other in (TrainTexts(27, 2_397), TrainTexts(268, 20_000), TrainTexts(268, None)):  # short; many; not counted
+        assert choose_recipe(_shape(MINILM_L6), "bert", TrainingConfig(), other).learning_rate == 1e-4
+    large = BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
+    assert choose_recipe(_shape(large), "bert", TrainingConfig(), pages).learning_rate == 1e-5  # slower already
+    base = choose_recipe(_shape(BertConfig()), "bert", TrainingConfig(), pages)
+    assert base.learning_rate == 3e-5 and "lowered" not in base.reason
+    assert choose_recipe(_shape(MINILM_L6), "bert", TrainingConfig(learning_rate=1e-4), pages).learning_rate == 1e-4

@@ -219,11 +219,18 @@ def _check_model(config: pipeline_config.PipelineConfig) -> None:
     """The run's model checks (tokenizer family, architecture, position limit) before a spec goes to the cloud,
     where they would otherwise fail in the Transform or the Trainer; config and tokenizer files only. Says the
     recipe the model gets (a compiled spec fixes its `auto` settings from the same config.json)."""
+    from models.training.long_and_few import PLATEAU_RATE
     from pipeline.orchestration.choose import resolve_recipe
     from pipeline.orchestration.preflight import check_model
 
     _, recipe = resolve_recipe(config, check_model(config, weights=False))
     print(f"recipe: {recipe.describe()}", file=sys.stderr)
+    if recipe.rate_chosen and recipe.learning_rate > PLATEAU_RATE:
+        print(
+            f"recipe: the Trainer lowers the learning rate to {PLATEAU_RATE:g} where its train split's texts are "
+            "long and few (models/training/long_and_few.py)",
+            file=sys.stderr,
+        )
 
 
 def cmd_compile(args: argparse.Namespace) -> int:

@@ -178,13 +178,12 @@ def job_cost(config, training_flops: float, examples: int, epochs: int) -> Train
 def checked_run_cost(chosen) -> TrainingCost | None:
     """What `hftfx run --check` learnt (pipeline/orchestration/choose.py's Choices) priced on the config's Vertex AI
     placement; None for a local config (no cloud.project), or when the sample cannot say how many texts train."""
-    from models.training.epochs import choose_epochs
     from pipeline.machine.estimate import epoch_flops
 
     config, examples = chosen.config, chosen.train_examples
     if not config.cloud.project or config.cloud.orchestrator != "vertex" or chosen.encoder is None or not examples:
         return None
-    epochs = choose_epochs(config.training.epochs, examples).epochs
+    epochs = chosen.epoch_choice.epochs  # the Trainer's most, as --check said them
     flops = epoch_flops(chosen.trained_lengths, examples, chosen.buckets.buckets, chosen.encoder, chosen.packed_padding)
     flops *= epochs
     return job_cost(config, flops, examples, epochs)

@@ -134,6 +134,7 @@ def training_work(config) -> TrainingWork:
     Trainer pads it, for every epoch."""
     from models.training.epochs import choose_epochs
     from models.training.lengths import choose_buckets
+    from models.training.long_and_few import TrainTexts
     from models.training.packing import configured_packing
 
     folder = config_model_folder(config)
@@ -148,7 +149,8 @@ def training_work(config) -> TrainingWork:
     shape = folder.trained_shape(embeddings_trained=not config.training.freeze_embeddings)
     steps = texts // config.training.batch_size
     used = steps * config.training.batch_size / texts  # the last partial batch is dropped
-    epochs = choose_epochs(config.training.epochs, texts).epochs  # at most: early stopping may end sooner
+    # at most: early stopping may end sooner; long texts and few examples get more (models/training/long_and_few.py)
+    epochs = choose_epochs(config.training.epochs, texts, TrainTexts(lengths.profile.percentile(0.5), texts)).epochs
     return TrainingWork(shapes.training_flops(shape) * used * epochs, texts, epochs)
 
 

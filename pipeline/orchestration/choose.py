@@ -28,6 +28,7 @@ from models.training.lengths import (
     choose_windows,
     token_lengths,
 )
+from models.training.long_and_few import TrainTexts
 from models.training.packing import PackingChoice, configured_packing
 from models.training.recipe import RecipeChoice, choose_recipe
 from models.training.warm_start import asks_for_blessed, describe_warm_recipe
@@ -66,16 +67,19 @@ class Choices:
     @property
     def train_examples(self) -> int | None:
         """What one epoch trains on, when the sample held the whole dataset: train texts, or their windows."""
-        texts = (self.split_sizes or {}).get("train")
-        if texts is None or self.windows is None:
-            return texts
-        return round(texts * len(self.windows.trained.lengths) / max(1, len(self.lengths.profile.lengths)))
+        return train_examples(self.split_sizes, self.lengths, self.windows)
+
+    @property
+    def train_texts(self) -> TrainTexts:
+        """The trained texts' (or windows') median length as read and their count, as the recipe and the epochs
+        see them."""
+        return train_texts(self.trained_lengths.profile, self.lengths.width, self.train_examples)
 
     @property
     def epoch_choice(self) -> EpochChoice | None:
         """The Trainer's epochs (training.epochs, or auto's from train_examples), where the sample tells them."""
         examples = self.train_examples
-        return None if examples is None else choose_epochs(self.config.training.epochs, examples)
+        return None if examples is None else choose_epochs(self.config.training.epochs, examples, self.train_texts)
 
     @property
     def packed_padding(self) -> float | None:
@@ -155,17 +159,34 @@ class Choices:
         if (self.windows or self.lengths).cuts_most:
             lines.append(f"warning: {length_options(self)}")
         epochs = choice.epochs if (choice := self.epoch_choice) else None
-        rate = self.recipe.learning_rate if self.recipe.rate_chosen else None
-        median, train = self.lengths.profile.percentile(0.5), (self.split_sizes or {}).get("train")
-        if plateau := plateau_risk(median, train, epochs, rate):
+        if plateau := plateau_risk(self.train_texts, epochs):
             lines.append(f"warning: {plateau}")
         return lines
 
 
-def resolve_recipe(config: PipelineConfig, model: ModelFacts) -> tuple[PipelineConfig, RecipeChoice]:
-    """The config with its recipe's `auto` settings chosen from the model (models/training/recipe.py), and
-    the choice."""
-    recipe = choose_recipe(model.folder.shape, model.folder.model_type, config.training)
+def train_examples(
+    split_sizes: dict[str, int] | None, lengths: WidthChoice, windows: WindowChoice | None
+) -> int | None:
+    """What one epoch trains on, when the sample held the whole dataset (`split_sizes`): train texts, or their
+    windows (as many per text as the sample has)."""
+    texts = (split_sizes or {}).get("train")
+    if texts is None or windows is None:
+        return texts
+    return round(texts * len(windows.trained.lengths) / max(1, len(lengths.profile.lengths)))
+
+
+def train_texts(trained: LengthProfile, width: int, examples: int | None) -> TrainTexts:
+    """The median of the trained token lengths as the model reads them (cut at `width`: the Trainer measures its
+    transformed split, where they are) and the examples one epoch trains on."""
+    return TrainTexts(min(trained.percentile(0.5), width), examples)
+
+
+def resolve_recipe(
+    config: PipelineConfig, model: ModelFacts, texts: TrainTexts | None = None
+) -> tuple[PipelineConfig, RecipeChoice]:
+    """The config with its recipe's `auto` settings chosen from the model (models/training/recipe.py) and, where
+    the sample tells them, the train split's texts; and the choice."""
+    recipe = choose_recipe(model.folder.shape, model.folder.model_type, config.training, texts)
     chosen = {
         "learning_rate": recipe.learning_rate,
         "warmup_ratio": recipe.warmup_ratio,
@@ -175,12 +196,16 @@ def resolve_recipe(config: PipelineConfig, model: ModelFacts) -> tuple[PipelineC
 
 
 def with_recipe_chosen(config: PipelineConfig) -> PipelineConfig:
-    """The config with no `auto` left in its recipe, chosen from the model's config.json (no weights read): what
-    a compiled spec fixes, its learning_rate parameter's default included."""
+    """The config with its recipe's warm-up and clipping chosen from the model's config.json (no weights read):
+    what a compiled spec fixes. The learning rate stays as the config gives it: under auto the Trainer chooses it
+    from the model and its own train split (long texts and few examples lower it), as a local run's preflight does
+    from its sample."""
     training = config.training
-    if AUTO not in (training.learning_rate, training.warmup_ratio, training.gradient_clip_norm):
+    if AUTO not in (training.warmup_ratio, training.gradient_clip_norm):
         return config
-    return resolve_recipe(config, check_model(config, weights=False))[0]
+    chosen = resolve_recipe(config, check_model(config, weights=False))[0].training
+    kept = chosen.model_copy(update={"learning_rate": training.learning_rate})
+    return config.model_copy(update={"training": kept})
 
 
 def with_model_pinned(config: PipelineConfig) -> PipelineConfig:
@@ -218,7 +243,9 @@ def choose(found: Found) -> Choices:
         "model": config.model.model_copy(update=model_update),
         "training": config.training.model_copy(update={"batch_widths": buckets.buckets}),
     }
-    resolved, recipe = resolve_recipe(config.model_copy(update=chosen), model)
+    split_sizes = {name: len(rows) for name, rows in placed.rows.items()} if complete else None
+    texts = train_texts(trained, lengths.width, train_examples(split_sizes, lengths, windows))
+    resolved, recipe = resolve_recipe(config.model_copy(update=chosen), model, texts)
     read = data.read
     return Choices(
         config=resolved,
@@ -228,7 +255,7 @@ def choose(found: Found) -> Choices:
         packing=packing,
         windows=windows,
         encoder=model.folder.shape,
-        split_sizes={name: len(rows) for name, rows in placed.rows.items()} if complete else None,
+        split_sizes=split_sizes,
         test_labels=({names[i]: n for i, n in placed.label_counts().get("test", {}).items()} if complete else None),
         sampled_rows=data.rows_read,
         shards=len(read.shards),
