@@ -11,6 +11,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from models.config_section import ConfigSection, auto_or_number, flag
 from models.training.epochs import AUTO_PATIENCE, MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN
 from models.training.lengths import AUTO, BucketWidths, SeqLength, WindowCount
+from models.training.long_and_few import FEW_EXAMPLES, LONG_TEXT_TOKENS, PLATEAU_EPOCHS, PLATEAU_RATE
 from models.training.packing import Packing
 from models.training.recipe import ClipNorm, LearningRate, WarmupRatio
 from models.training.warm_start import WarmStart
@@ -30,6 +31,7 @@ StepsPerExecution = Annotated[
 CLASS_WEIGHT_MODES = ("none", "balanced")
 LONG_TEXT_POLICIES = ("truncate", "head_tail", "windows")
 EARLY_STOPPING_METRICS = {"val_loss": "min", "val_accuracy": "max"}  # Keras' names of the eval split's metrics
+PLATEAU_RATE_TEXT = f"{PLATEAU_RATE:.0e}".replace("e-0", "e-")  # 3e-5, as the other rates here are written
 
 
 class ModelConfig(ConfigSection):
@@ -124,7 +126,8 @@ class TrainingConfig(ConfigSection):
         AUTO,
         description="passes over the train split at most (early stopping may end training sooner). auto: enough "
         f"to train on {MIN_EXAMPLES_SEEN:,} examples, at most {MAX_AUTO_EPOCHS} (1 on a split that large; "
-        "models/training/epochs.py says why)",
+        f"models/training/epochs.py says why); {PLATEAU_EPOCHS} where the train texts are long and few (the loss may "
+        "sit at the prior's for epochs first)",
         json_schema_extra=flag("--epochs"),
     )
     batch_size: int = Field(
@@ -136,7 +139,10 @@ class TrainingConfig(ConfigSection):
     learning_rate: LearningRate = Field(
         AUTO,
         description="peak learning rate. auto: from the encoder's size (1e-4 up to 30M parameters in its layers, "
-        "MiniLM's; 3e-5 for base-size; 1e-5 for large: models/training/recipe.py cites the sources)",
+        "MiniLM's; 3e-5 for base-size; 1e-5 for large: models/training/recipe.py cites the sources), at most "
+        f"{PLATEAU_RATE_TEXT} where the train texts are long (median {LONG_TEXT_TOKENS} tokens or more) and few (under "
+        f"{FEW_EXAMPLES:,}): models/training/long_and_few.py. A compiled spec leaves auto to its Trainer, which "
+        "measures its own train split",
         json_schema_extra=flag("--learning-rate"),
     )
     warmup_ratio: WarmupRatio = Field(
