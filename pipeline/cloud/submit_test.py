@@ -52,7 +52,7 @@ def test_submitted_pipeline_job_arrives_as_the_dry_run_shows_it(profile, vertex_
         "span": 3,
         "dataset_revision": "",
         "epochs": "5",
-    }  # learning_rate is auto in the config: the compiled default, chosen from the model, applies
+    }  # learning_rate is auto in the config: left out, the compiled default (auto: the Trainer chooses) applies
     assert dict(sent.labels) == {"team": "ml-platform", "app": "hf-text-classifier"}
     assert sent.service_account == "hftfx-runner@my-gcp-project.iam.gserviceaccount.com"
     assert sent.network == "projects/123/global/networks/ml"
@@ -139,7 +139,7 @@ def test_kfp_submission_through_the_kfp_client_carries_root_parameters_and_spec(
         "span": 4,
         "dataset_revision": "",
         "epochs": "3",
-    }  # learning_rate is auto in the config: the compiled default, chosen from the model, applies
+    }  # learning_rate is auto in the config: left out, the compiled default (auto: the Trainer chooses) applies
     assert sent["service_account"] == "hftfx-runner"
     spec = json_format.ParseDict(sent["pipeline_spec"], pipeline_spec_pb2.PipelineSpec(), ignore_unknown_fields=False)
     assert "latest_blessed_model_resolver" not in spec.root.dag.tasks
