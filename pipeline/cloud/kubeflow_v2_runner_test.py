@@ -246,3 +246,7 @@ def test_trainer_overrides_fold_into_custom_config():
     folded = json.loads(with_overrides(properties)["custom_config"])
     assert folded["training"] == {"epochs": "4", "batch_size": 8}
     assert TrainingConfig.model_validate(folded["training"]).epochs == 4
+    # the learning rate's text too: a rate sent per run, or the compiled default auto that the Trainer chooses
+    for sent, trained in (("3e-5", 3e-5), ("auto", "auto")):
+        folded = json.loads(with_overrides({**properties, "learning_rate": sent})["custom_config"])
+        assert TrainingConfig.model_validate(folded["training"]).learning_rate == trained
