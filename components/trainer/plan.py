@@ -79,7 +79,7 @@ class TrainingPlan:
     def train_texts(self) -> TrainTexts:
         """The train examples' median length and count: what the recipe and the epochs for long texts and few
         examples are chosen from (models/training/long_and_few.py), as the preflight chose them from its sample."""
-        return TrainTexts(self.train_profile.percentile(0.5), self.train_count)
+        return TrainTexts.of(self.train_profile, self.train_count)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -125,7 +125,6 @@ def plan_training(
             static_shapes=False,
         )
     )  # fmt: skip
-    texts = TrainTexts(profile.percentile(0.5), train_count)
     plan = TrainingPlan(
         settings=settings,
         placement=placement,
@@ -135,7 +134,7 @@ def plan_training(
         model_inputs=model_inputs,
         train_count=train_count,
         eval_count=count_records(fn_args.eval_files, window_count(settings)),
-        epochs=choose_epochs(training.epochs, train_count, texts),
+        epochs=choose_epochs(training.epochs, train_count, TrainTexts.of(profile, train_count)),
         train_profile=profile,
         steps_per_execution=distribution.resolve_steps_per_execution(training.steps_per_execution, placement),
     )

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from models.training.lengths import LengthProfile
+
 LONG_TEXT_TOKENS = 256  # median, special tokens included
 FEW_EXAMPLES = 10_000  # train texts
 PLATEAU_EPOCHS = 10  # the pages above left the prior in their 4th epoch: room for that and for learning after it
@@ -26,6 +28,12 @@ class TrainTexts:
 
     median_tokens: int
     count: int | None
+
+    @classmethod
+    def of(cls, lengths: LengthProfile, count: int | None, width: int | None = None) -> TrainTexts:
+        """The median of `lengths` as the model reads them (cut at `width`; a transformed split's already are)."""
+        median = lengths.percentile(0.5)
+        return cls(median if width is None else min(median, width), count)
 
     @property
     def plateau_prone(self) -> bool:

@@ -150,7 +150,7 @@ def training_work(config) -> TrainingWork:
     steps = texts // config.training.batch_size
     used = steps * config.training.batch_size / texts  # the last partial batch is dropped
     # at most: early stopping may end sooner; long texts and few examples get more (models/training/long_and_few.py)
-    epochs = choose_epochs(config.training.epochs, texts, TrainTexts(lengths.profile.percentile(0.5), texts)).epochs
+    epochs = choose_epochs(config.training.epochs, texts, TrainTexts.of(lengths.profile, texts, lengths.width)).epochs
     return TrainingWork(shapes.training_flops(shape) * used * epochs, texts, epochs)
 
 

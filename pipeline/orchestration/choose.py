@@ -73,7 +73,7 @@ class Choices:
     def train_texts(self) -> TrainTexts:
         """The trained texts' (or windows') median length as read and their count, as the recipe and the epochs
         see them."""
-        return train_texts(self.trained_lengths.profile, self.lengths.width, self.train_examples)
+        return TrainTexts.of(self.trained_lengths.profile, self.train_examples, self.lengths.width)
 
     @property
     def epoch_choice(self) -> EpochChoice | None:
@@ -175,12 +175,6 @@ def train_examples(
     return round(texts * len(windows.trained.lengths) / max(1, len(lengths.profile.lengths)))
 
 
-def train_texts(trained: LengthProfile, width: int, examples: int | None) -> TrainTexts:
-    """The median of the trained token lengths as the model reads them (cut at `width`: the Trainer measures its
-    transformed split, where they are) and the examples one epoch trains on."""
-    return TrainTexts(min(trained.percentile(0.5), width), examples)
-
-
 def resolve_recipe(
     config: PipelineConfig, model: ModelFacts, texts: TrainTexts | None = None
 ) -> tuple[PipelineConfig, RecipeChoice]:
@@ -244,7 +238,7 @@ def choose(found: Found) -> Choices:
         "training": config.training.model_copy(update={"batch_widths": buckets.buckets}),
     }
     split_sizes = {name: len(rows) for name, rows in placed.rows.items()} if complete else None
-    texts = train_texts(trained, lengths.width, train_examples(split_sizes, lengths, windows))
+    texts = TrainTexts.of(trained, train_examples(split_sizes, lengths, windows), lengths.width)
     resolved, recipe = resolve_recipe(config.model_copy(update=chosen), model, texts)
     read = data.read
     return Choices(
