@@ -397,7 +397,9 @@ def test_long_texts_and_few_examples_get_the_plateaus_recipe_and_are_warned_of_w
     lines = chosen.lines()
     (warning,) = [line for line in lines if "few examples" in line and line.startswith("warning: ")]
     assert warning.startswith("warning: long texts (median ") and warning.endswith(advice)
-    assert chosen.config.training.learning_rate == 3e-5, "the rate the Trainer receives"
+    assert chosen.recipe.learning_rate == 3e-5 and chosen.config.training.learning_rate == "auto", (
+        "the Trainer receives auto and chooses the rate from its own train split, the same way"
+    )
     (recipe,) = [line for line in lines if line.startswith("recipe: ")]
     assert "a small encoder: the rate the default run was tuned at, lowered to 3e-05 for long texts" in recipe
     assert chosen.epoch_choice.epochs == (10 if epochs == "auto" else 3)

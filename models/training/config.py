@@ -141,8 +141,8 @@ class TrainingConfig(ConfigSection):
         description="peak learning rate. auto: from the encoder's size (1e-4 up to 30M parameters in its layers, "
         "MiniLM's; 3e-5 for base-size; 1e-5 for large: models/training/recipe.py cites the sources), at most "
         f"{PLATEAU_RATE_TEXT} where the train texts are long (median {LONG_TEXT_TOKENS} tokens or more) and few (under "
-        f"{FEW_EXAMPLES:,}): models/training/long_and_few.py. A compiled spec leaves auto to its Trainer, which "
-        "measures its own train split",
+        f"{FEW_EXAMPLES:,}): models/training/long_and_few.py. The Trainer chooses it from its own train split, which "
+        "it counts whole; a local run's preflight says beforehand what it will choose",
         json_schema_extra=flag("--learning-rate"),
     )
     warmup_ratio: WarmupRatio = Field(

@@ -113,7 +113,8 @@ def choose_recipe(
         if value == AUTO
     ]
     if not chose:
-        return dataclasses.replace(chosen, reason="set in the config")
-    rest = "" if len(chose) == 3 else "; the rest set in the config"
+        # "as given", not "set": a Trainer cannot tell a user's value from one its run's preflight or compile fixed
+        return dataclasses.replace(chosen, reason="as the config gives them")
+    rest = "" if len(chose) == 3 else "; the rest as the config gives them"
     why = f"{size_class}: {rate_why}" if chosen.rate_chosen else size_class  # the row's why is its rate's
     return dataclasses.replace(chosen, reason=f"{', '.join(chose)} chosen for {model}: {why}{rest}")

@@ -52,12 +52,12 @@ def test_numbers_in_the_config_win_and_the_reason_says_which_were_chosen():
     training = TrainingConfig(learning_rate=5e-5, gradient_clip_norm=None)
     recipe = choose_recipe(_shape(BertConfig()), "bert", training)
     assert (recipe.learning_rate, recipe.warmup_ratio, recipe.clip_norm) == (5e-5, 0.1, None)
-    assert recipe.reason.startswith("warm-up chosen for") and "the rest set in the config" in recipe.reason
+    assert recipe.reason.startswith("warm-up chosen for") and "the rest as the config gives them" in recipe.reason
     # the size row's why is its rate's: a rate set in the config is not explained by it
-    assert recipe.reason.endswith("in its layers: a base-size encoder; the rest set in the config")
+    assert recipe.reason.endswith("in its layers: a base-size encoder; the rest as the config gives them")
     assert not recipe.rate_chosen and choose_recipe(_shape(BertConfig()), "bert", TrainingConfig()).rate_chosen
     fixed = TrainingConfig(learning_rate=2e-5, warmup_ratio=0.0, gradient_clip_norm=0.5)
-    assert choose_recipe(None, "", fixed).reason == "set in the config"
+    assert choose_recipe(None, "", fixed).reason == "as the config gives them"
     assert choose_recipe(None, "", TrainingConfig()).learning_rate == 3e-5  # size unknown: the base row
 
 

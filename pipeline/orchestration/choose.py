@@ -119,7 +119,7 @@ class Choices:
             )
             return f"{pretrained} (training.warm_start: {why})"
         cold = choice.epochs if (choice := self.epoch_choice) else None
-        recipe = describe_warm_recipe(float(training.learning_rate), cold, training.epochs == AUTO)
+        recipe = describe_warm_recipe(self.recipe.learning_rate, cold, training.epochs == AUTO)
         return (
             f"the latest blessed model of this task when the pipeline root holds one of the same encoder "
             f"(training.warm_start: {training.warm_start}), with {recipe}; else {pretrained}"
@@ -178,28 +178,22 @@ def train_examples(
 def resolve_recipe(
     config: PipelineConfig, model: ModelFacts, texts: TrainTexts | None = None
 ) -> tuple[PipelineConfig, RecipeChoice]:
-    """The config with its recipe's `auto` settings chosen from the model (models/training/recipe.py) and, where
-    the sample tells them, the train split's texts; and the choice."""
+    """The config with its recipe's warm-up and clipping chosen from the model (models/training/recipe.py), and the
+    whole choice, its learning rate chosen too where auto (from the model and, where the sample tells them, the train
+    split's texts). The rate stays as the config gives it: under auto the Trainer chooses it the same way from its
+    own train split, which it counts whole where a sample may stop short, and its log says why it chose it."""
     recipe = choose_recipe(model.folder.shape, model.folder.model_type, config.training, texts)
-    chosen = {
-        "learning_rate": recipe.learning_rate,
-        "warmup_ratio": recipe.warmup_ratio,
-        "gradient_clip_norm": recipe.clip_norm,
-    }
+    chosen = {"warmup_ratio": recipe.warmup_ratio, "gradient_clip_norm": recipe.clip_norm}
     return config.model_copy(update={"training": config.training.model_copy(update=chosen)}), recipe
 
 
 def with_recipe_chosen(config: PipelineConfig) -> PipelineConfig:
     """The config with its recipe's warm-up and clipping chosen from the model's config.json (no weights read):
-    what a compiled spec fixes. The learning rate stays as the config gives it: under auto the Trainer chooses it
-    from the model and its own train split (long texts and few examples lower it), as a local run's preflight does
-    from its sample."""
+    what a compiled spec fixes, as a local run's preflight does."""
     training = config.training
     if AUTO not in (training.warmup_ratio, training.gradient_clip_norm):
         return config
-    chosen = resolve_recipe(config, check_model(config, weights=False))[0].training
-    kept = chosen.model_copy(update={"learning_rate": training.learning_rate})
-    return config.model_copy(update={"training": kept})
+    return resolve_recipe(config, check_model(config, weights=False))[0]
 
 
 def with_model_pinned(config: PipelineConfig) -> PipelineConfig:
