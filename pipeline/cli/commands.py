@@ -218,7 +218,8 @@ def cmd_promote(args: argparse.Namespace) -> int:
 def _check_model(config: pipeline_config.PipelineConfig) -> None:
     """The run's model checks (tokenizer family, architecture, position limit) before a spec goes to the cloud,
     where they would otherwise fail in the Transform or the Trainer; config and tokenizer files only. Says the
-    recipe the model gets (a compiled spec fixes its `auto` settings from the same config.json)."""
+    recipe the model gets (a compiled spec fixes its warm-up and clipping from the same config.json; an auto rate
+    is the Trainer's, from its train split)."""
     from models.training.long_and_few import PLATEAU_RATE
     from pipeline.orchestration.choose import resolve_recipe
     from pipeline.orchestration.preflight import check_model
