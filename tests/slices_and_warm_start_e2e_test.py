@@ -87,6 +87,11 @@ def test_a_span_retrain_starts_from_the_blessed_model_as_ml_metadata_records(ret
     assert warm.training.learning_rate == pytest.approx(first.training.learning_rate / 2)
     assert warm.training.epochs == -(-first.training.epochs // 3) and "a warm start" in warm.training.epochs_reason
     assert "  started from  the blessed model " in warm.render()
+    # the summary's recipe is the Trainer's: the halved rate, and why, not the preflight's cold one
+    halved = f"learning rate {warm.training.learning_rate:g}, "
+    assert warm.recipe.startswith(halved) and "halved from the cold recipe's" in warm.recipe
+    assert f"  recipe        {halved}" in warm.render()
+    assert first.recipe.startswith(f"learning rate {first.training.learning_rate:g}, ")
     store = open_store(config.metadata_sqlite)
     trainers = [e for e in store.get_executions() if node_name(store, e, config.pipeline_name) == "Trainer"]
     inputs = [

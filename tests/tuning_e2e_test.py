@@ -81,6 +81,8 @@ def test_the_model_card_gives_the_values_training_used_not_the_configs(tuned_run
     assert f"learning rate {best['learning_rate']}," in card and f"batch size {best['batch_size']}," in card
     assert f"epochs {best['epochs']}," in card and "the Tuner's best trial chose" in card
     assert f"learning rate {config.training.learning_rate}," not in card  # the config's value, untuned
+    assert summary.recipe.startswith(f"learning rate {best['learning_rate']:g}, ")  # the Trainer's, not the preflight's
+    assert "learning rate from the Tuner's best trial" in summary.recipe
 
 
 def test_the_report_shows_the_trials_table(tuned_run, tmp_path):

@@ -109,11 +109,13 @@ def compile_for_training(
     positive_weights=None,
     steps_per_execution: int = 1,
     texts: TrainTexts | None = None,
+    rate_reason: str = "",
 ) -> RecipeChoice:
     """AdamW with linear warm-up and decay (models/training/optimizer.py), clipped at the recipe's global norm,
     cross-entropy on logits. The recipe's `auto` settings are chosen from the model built and the train split's
-    `texts` (a local run's preflight has already chosen them the same way from config.json and its sample)."""
-    recipe = choose_recipe(model.encoder_shape(), model.config.model_type, training, texts)
+    `texts` (a local run's preflight has already chosen them the same way from config.json and its sample);
+    `rate_reason`: why the rate is what it is where the Trainer set it (recipe.choose_recipe)."""
+    recipe = choose_recipe(model.encoder_shape(), model.config.model_type, training, texts, rate_reason)
     optimizer = adamw_with_warmup(
         recipe.learning_rate,
         total_steps=total_steps,
@@ -170,12 +172,12 @@ def training_record(
     stopping: StoppingChoice,
     history,
     tuned_by: dict[str, Any],
-    learning_rate: float,
+    recipe: RecipeChoice,
     resumes: list[dict] | None = None,
 ) -> TrainingRecord:
-    """What the Trainer decided and measured: epochs (set or chosen, run, exported, why), the peak learning rate
-    (the recipe's), class weights, the Tuner's values it trained with, and the eval split's metrics of the exported
-    epoch (from Keras' `history`)."""
+    """What the Trainer decided and measured: epochs (set or chosen, run, exported, why), the recipe it compiled
+    with (its peak learning rate, warm-up and clipping, and why), class weights, the Tuner's values it trained with,
+    and the eval split's metrics of the exported epoch (from Keras' `history`)."""
     training, label_names = plan.settings.training, list(plan.settings.label_names)
     setting = training.class_weights if isinstance(training.class_weights, str) else "mapping"
     if plan.settings.multi_label and weights:
@@ -206,7 +208,8 @@ def training_record(
         started_from=plan.start.source if plan.start else "",
         start_reason=plan.start.reason if plan.start else "",
         warm=bool(plan.start and plan.start.warm),
-        learning_rate=learning_rate,
+        learning_rate=recipe.learning_rate,
+        recipe=recipe.describe(),
         exported_eval=exported_eval,
         more_accurate=more_accurate_than_exported(history, ran.get("monitor", ""), exported, plan.eval_count),
         workers=plan.placement.role.training_tasks if plan.placement.role else 1,
@@ -292,7 +295,7 @@ def build_and_compile(fn_args, plan: TrainingPlan, weights) -> tuple[Any, Recipe
         positive = [weights[i] for i in range(len(settings.label_names))] if weights and settings.multi_label else None
         recipe = compile_for_training(
             model, training, plan.total_steps, settings.multi_label, positive, plan.steps_per_execution,
-            plan.train_texts,
+            plan.train_texts, plan.rate_reason,
         )  # fmt: skip
         print(f"[Trainer] {recipe.describe()}", flush=True)
     return model, recipe
@@ -434,6 +437,6 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         return
     meter.write(fn_args.model_run_dir)
     resumes = progress.attempts.finish() if progress.attempts else []
-    record = training_record(plan, weights, best_epoch, stopping, history, tuned_by, recipe.learning_rate, resumes)
+    record = training_record(plan, weights, best_epoch, stopping, history, tuned_by, recipe, resumes)
     dataclasses.replace(record, chance=chance).write(fn_args.model_run_dir)
     export_models(fn_args, plan, model, tf_transform_output)

@@ -74,6 +74,7 @@ class TrainingPlan:
     steps_per_execution: int = 1  # training steps per call from the host (32 on TPUs)
     start: StartChoice | None = None  # where the weights start (None: the pretrained checkpoint, unasked)
     start_folder: ModelFolder | None = None  # a warm start's (the blessed model's HF export); None: `folder`
+    rate_reason: str = ""  # why training.learning_rate is what it is where the Trainer set it (the Tuner, a warm start)
 
     @property
     def train_texts(self) -> TrainTexts:
@@ -173,13 +174,17 @@ def with_start(fn_args, plan: TrainingPlan, tuned_by: dict[str, Any]) -> Trainin
         blessed_folder.config if blessed_folder else None,
     )
     print(f"[Trainer] {start.describe()}", flush=True)
+    rate_reason = "from the Tuner's best trial" if "learning_rate" in tuned_by else ""
     if not start.warm:
-        return dataclasses.replace(plan, start=start)
+        return dataclasses.replace(plan, start=start, rate_reason=rate_reason)
     training, epochs = settings.training, plan.epochs
     if "learning_rate" not in tuned_by:  # half of a validated rate: nothing to validate again
         cold = choose_recipe(plan.folder.shape, plan.folder.model_type, training, plan.train_texts)  # auto's, or set
         rate = warm_learning_rate(cold.learning_rate)
         settings = dataclasses.replace(settings, training=training.model_copy(update={"learning_rate": rate}))
+        rate_reason = f"halved from the cold recipe's {cold.learning_rate:.3g} for a warm start from the blessed model"
     if training.epochs == AUTO and "epochs" not in tuned_by:
         epochs = EpochChoice(warm_epochs(epochs.epochs), f"a warm start: a third of the cold choice, {epochs.reason}")
-    return dataclasses.replace(plan, settings=settings, epochs=epochs, start=start, start_folder=blessed_folder)
+    return dataclasses.replace(
+        plan, settings=settings, epochs=epochs, start=start, start_folder=blessed_folder, rate_reason=rate_reason
+    )

@@ -40,6 +40,7 @@ class TrainingRecord:
     start_reason: str = ""  # why (models/training/warm_start.py StartChoice)
     warm: bool = False  # started from a blessed model
     learning_rate: float | None = None  # the peak learning rate trained with (tuned, or halved by a warm start)
+    recipe: str = ""  # that rate, the warm-up and clipping, and why (models/training/recipe.py RecipeChoice.describe)
     chance: str = ""  # whether the exported model left chance, and what to try if not (models/training/chance.py)
     # an epoch more accurate on the eval split than the one val_loss exported, beyond noise (training/exported_epoch.py)
     more_accurate: str = ""

@@ -76,11 +76,17 @@ class RecipeChoice:
 
 
 def choose_recipe(
-    shape: EncoderShape | None, model_type: str, training: Any, texts: TrainTexts | None = None
+    shape: EncoderShape | None,
+    model_type: str,
+    training: Any,
+    texts: TrainTexts | None = None,
+    rate_reason: str = "",
 ) -> RecipeChoice:
     """`training`'s learning_rate, warmup_ratio and gradient_clip_norm, each `auto` one chosen from the model;
     a model whose size is unknown gets the base-size row. `texts`: the train split's, where known; long texts and
-    few examples lower an auto rate to the plateau's (models/training/long_and_few.py)."""
+    few examples lower an auto rate to the plateau's (models/training/long_and_few.py). `rate_reason`: why
+    training.learning_rate holds the number it does where the Trainer, not the user, put it there (a warm start's
+    half, the Tuner's trial), so the recipe line does not call it the config's."""
     parameters = encoder_parameters(shape) if shape is not None else None
     row = SIZE_RULES[1] if parameters is None else next(rule for rule in SIZE_RULES if parameters <= rule[0])
     _, rate, clip, (size_class, rate_why) = row
@@ -96,25 +102,31 @@ def choose_recipe(
 
     family_warmup = warmup_ratio(model_type)
     warmup = DEFAULT_WARMUP if family_warmup is None else family_warmup
-    chosen = RecipeChoice(
-        learning_rate=rate if training.learning_rate == AUTO else float(training.learning_rate),
+    rate_chosen = training.learning_rate == AUTO
+    why = f"{size_class}: {rate_why}" if rate_chosen else size_class  # the row's why is its rate's
+    return RecipeChoice(
+        learning_rate=rate if rate_chosen else float(training.learning_rate),
         warmup_ratio=warmup if training.warmup_ratio == AUTO else float(training.warmup_ratio),
         clip_norm=clip if training.gradient_clip_norm == AUTO else training.gradient_clip_norm,
-        reason="",
-        rate_chosen=training.learning_rate == AUTO,
+        reason=_reason(training, f"{model}: {why}", rate_reason),
+        rate_chosen=rate_chosen,
     )
-    chose = [
-        name
-        for name, value in (
-            ("learning rate", training.learning_rate),
-            ("warm-up", training.warmup_ratio),
-            ("clipping", training.gradient_clip_norm),
-        )
-        if value == AUTO
-    ]
-    if not chose:
+
+
+def _reason(training: Any, chosen_for: str, rate_reason: str) -> str:
+    """Which settings were chosen for the model (`chosen_for`: which model, and why), why the Trainer's rate is what
+    it is where it set it (`rate_reason`), and which the config gives."""
+    settings = {
+        "learning rate": training.learning_rate, "warm-up": training.warmup_ratio,
+        "clipping": training.gradient_clip_norm,
+    }  # fmt: skip
+    explained = bool(rate_reason) and training.learning_rate != AUTO
+    chose = [name for name, value in settings.items() if value == AUTO]
+    given = [name for name, value in settings.items() if value != AUTO and not (explained and name == "learning rate")]
+    parts = [f"{', '.join(chose)} chosen for {chosen_for}"] if chose else []
+    if explained:
+        parts.append(f"learning rate {rate_reason}")
+    if given:
         # "as given", not "set": a Trainer cannot tell a user's value from one its run's preflight or compile fixed
-        return dataclasses.replace(chosen, reason="as the config gives them")
-    rest = "" if len(chose) == 3 else "; the rest as the config gives them"
-    why = f"{size_class}: {rate_why}" if chosen.rate_chosen else size_class  # the row's why is its rate's
-    return dataclasses.replace(chosen, reason=f"{', '.join(chose)} chosen for {model}: {why}{rest}")
+        parts.append(f"{'the rest ' if parts else ''}as the config gives them")
+    return "; ".join(parts)

@@ -61,6 +61,19 @@ def test_numbers_in_the_config_win_and_the_reason_says_which_were_chosen():
     assert choose_recipe(None, "", TrainingConfig()).learning_rate == 3e-5  # size unknown: the base row
 
 
+def test_a_rate_the_trainer_set_is_explained_as_its_not_as_the_configs():
+    warm = "halved from the cold recipe's 0.0001 for a warm start from the blessed model"
+    halved = choose_recipe(_shape(MINILM_L6), "bert", TrainingConfig(learning_rate=5e-5), rate_reason=warm)
+    assert halved.learning_rate == 5e-5 and not halved.rate_chosen
+    assert halved.reason.startswith("warm-up, clipping chosen for a bert encoder with 11M parameters")
+    assert halved.reason.endswith(f"; learning rate {warm}") and "config" not in halved.reason
+    fixed = TrainingConfig(learning_rate=2e-5, warmup_ratio=0.0, gradient_clip_norm=0.5)
+    tuned = choose_recipe(None, "", fixed, rate_reason="from the Tuner's best trial").reason
+    assert tuned == "learning rate from the Tuner's best trial; the rest as the config gives them"
+    auto = choose_recipe(_shape(MINILM_L6), "bert", TrainingConfig(), rate_reason=warm)  # an auto rate: the row's why
+    assert auto.learning_rate == 1e-4 and warm not in auto.reason
+
+
 def test_long_texts_and_few_examples_lower_an_auto_rate_to_the_plateaus_and_never_raise_one():
     from models.training.long_and_few import PLATEAU_RATE, TrainTexts
 

@@ -128,6 +128,6 @@ def _run_local(config: PipelineConfig, *, verbose: bool, stream, lock_held: bool
     summary = summarize(config.metadata_sqlite, config.pipeline_name)
     summary.wall_seconds = time.monotonic() - started
     summary.peak_rss_bytes = peak_rss_bytes()
-    summary.recipe = chosen.recipe.describe()
+    summary.recipe = summary.recipe or chosen.recipe.describe()  # the Trainer's where it recorded one
     summary.lengths = chosen.describe_lengths()
     return summary

@@ -193,6 +193,8 @@ def _read_evaluation(summary: RunSummary, outputs: dict, with_metrics: bool) -> 
 def _read_model_run(summary: RunSummary, outputs: dict, with_metrics: bool) -> None:
     summary.throughput = _read_throughput(outputs["model_run"].uri)
     summary.training = TrainingRecord.read(outputs["model_run"].uri)
+    if summary.training and summary.training.recipe:  # what it trained with; the preflight's is the fallback
+        summary.recipe = summary.training.recipe
 
 
 def _read_published(summary: RunSummary, outputs: dict, with_metrics: bool) -> None:

@@ -54,7 +54,7 @@ class RunSummary:
     hub_revision: str | None = None  # <repo url>@<tag> (<commit>) when the HFPublisher pushed it to a Hub
     scored: dict[str, Any] = dataclasses.field(default_factory=dict)  # the BatchScorer's: file, rows, labels
     lengths: str = ""  # the training texts' token lengths and the max_seq_length chosen (the run's preflight)
-    recipe: str = ""  # learning rate, warm-up and clipping, and why (the run's preflight)
+    recipe: str = ""  # learning rate, warm-up and clipping, and why: the Trainer's, else the run's preflight's
     trials: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # the Tuner's, best first
     # Per slice, vs the blessed baseline: {slice: {metric: (change, lower, upper)}} where intervals were computed,
     # the baseline's own metrics, the gate's judgements on the user's slices, the slices it left ungated and why.
