@@ -71,9 +71,8 @@ class Choices:
 
     @property
     def train_texts(self) -> TrainTexts:
-        """The trained texts' (or windows') median length as read and their count, as the recipe and the epochs
-        see them."""
-        return TrainTexts.of(self.trained_lengths.profile, self.train_examples, self.lengths.width)
+        """The trained texts' median length and count (train_texts)."""
+        return train_texts(self.split_sizes, self.lengths, self.windows)
 
     @property
     def epoch_choice(self) -> EpochChoice | None:
@@ -175,6 +174,13 @@ def train_examples(
     return round(texts * len(windows.trained.lengths) / max(1, len(lengths.profile.lengths)))
 
 
+def train_texts(split_sizes: dict[str, int] | None, lengths: WidthChoice, windows: WindowChoice | None) -> TrainTexts:
+    """The trained texts' (or windows') median length as read and their count, as the recipe and the epochs see
+    them."""
+    trained = lengths.profile if windows is None else windows.trained
+    return TrainTexts.of(trained, train_examples(split_sizes, lengths, windows), lengths.width)
+
+
 def resolve_recipe(
     config: PipelineConfig, model: ModelFacts, texts: TrainTexts | None = None
 ) -> tuple[PipelineConfig, RecipeChoice]:
@@ -232,7 +238,7 @@ def choose(found: Found) -> Choices:
         "training": config.training.model_copy(update={"batch_widths": buckets.buckets}),
     }
     split_sizes = {name: len(rows) for name, rows in placed.rows.items()} if complete else None
-    texts = TrainTexts.of(trained, train_examples(split_sizes, lengths, windows), lengths.width)
+    texts = train_texts(split_sizes, lengths, windows)
     resolved, recipe = resolve_recipe(config.model_copy(update=chosen), model, texts)
     read = data.read
     return Choices(
