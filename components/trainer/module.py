@@ -175,9 +175,8 @@ def training_record(
     recipe: RecipeChoice,
     resumes: list[dict] | None = None,
 ) -> TrainingRecord:
-    """What the Trainer decided and measured: epochs (set or chosen, run, exported, why), the recipe it compiled
-    with (its peak learning rate, warm-up and clipping, and why), class weights, the Tuner's values it trained with,
-    and the eval split's metrics of the exported epoch (from Keras' `history`)."""
+    """What the Trainer decided and measured: epochs (set or chosen, run, exported, why), the recipe it compiled with,
+    class weights, the Tuner's values, and the eval split's metrics of the exported epoch (from Keras' `history`)."""
     training, label_names = plan.settings.training, list(plan.settings.label_names)
     setting = training.class_weights if isinstance(training.class_weights, str) else "mapping"
     if plan.settings.multi_label and weights:
