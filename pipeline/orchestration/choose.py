@@ -89,9 +89,7 @@ class Choices:
     def trained_lengths(self) -> WidthChoice:
         """The token lengths of what trains: the texts, or with long_texts: windows, their windows (one example per
         window, as many per text as the sample has)."""
-        if self.windows is None:
-            return self.lengths
-        return dataclasses.replace(self.lengths, profile=self.windows.trained)
+        return dataclasses.replace(self.lengths, profile=trained_profile(self.lengths, self.windows))
 
     def describe_epochs(self) -> str:
         """How many epochs the Trainer will run at most and whether early stopping watches, as far as the sample
@@ -174,11 +172,16 @@ def train_examples(
     return round(texts * len(windows.trained.lengths) / max(1, len(lengths.profile.lengths)))
 
 
+def trained_profile(lengths: WidthChoice, windows: WindowChoice | None) -> LengthProfile:
+    """The token lengths of what trains: the texts', or with long_texts: windows their windows'."""
+    return lengths.profile if windows is None else windows.trained
+
+
 def train_texts(split_sizes: dict[str, int] | None, lengths: WidthChoice, windows: WindowChoice | None) -> TrainTexts:
     """The trained texts' (or windows') median length as read and their count, as the recipe and the epochs see
     them."""
-    trained = lengths.profile if windows is None else windows.trained
-    return TrainTexts.of(trained, train_examples(split_sizes, lengths, windows), lengths.width)
+    count = train_examples(split_sizes, lengths, windows)
+    return TrainTexts.of(trained_profile(lengths, windows), count, lengths.width)
 
 
 def resolve_recipe(
@@ -227,10 +230,11 @@ def choose(found: Found) -> Choices:
     )
     # A hub model pinned to the commit read here: a push to its repo during the run cannot mix files of two commits
     model_update: dict = {"max_seq_length": lengths.width, **({"revision": model.commit} if model.commit else {})}
-    windows, trained = None, lengths.profile
+    windows = None
     if config.model.long_texts == "windows":
         windows = choose_windows(lengths.profile, lengths.width, config.model.window_stride, config.model.max_windows)
-        model_update["max_windows"], trained = windows.windows.count, windows.trained
+        model_update["max_windows"] = windows.windows.count
+    trained = trained_profile(lengths, windows)
     buckets = choose_buckets(trained, lengths.width, config.training.batch_widths)
     packing = expected_packing(config, trained, lengths.width, buckets, windowed=windows is not None)
     chosen = {
