@@ -169,12 +169,17 @@ def train_examples(
     texts = (split_sizes or {}).get("train")
     if texts is None or windows is None:
         return texts
-    return round(texts * len(windows.trained.lengths) / max(1, len(lengths.profile.lengths)))
+    return round(texts * trained_per_text(lengths, windows))
 
 
 def trained_profile(lengths: WidthChoice, windows: WindowChoice | None) -> LengthProfile:
     """The token lengths of what trains: the texts', or with long_texts: windows their windows'."""
     return lengths.profile if windows is None else windows.trained
+
+
+def trained_per_text(lengths: WidthChoice, windows: WindowChoice | None) -> float:
+    """Examples trained per text in the sample: 1, or with long_texts: windows its windows per text."""
+    return len(trained_profile(lengths, windows).lengths) / max(1, len(lengths.profile.lengths))
 
 
 def train_texts(split_sizes: dict[str, int] | None, lengths: WidthChoice, windows: WindowChoice | None) -> TrainTexts:
@@ -283,10 +288,9 @@ def lengths_with_cost(chosen: Choices) -> str:
     peak = matmul_peak("float32", seconds=0.5)
     examples = (chosen.split_sizes or {}).get("train")
     per = f"{examples:,} training texts" if examples else "1,000 training texts"
-    trained = chosen.trained_lengths
-    scale = len(trained.profile.lengths) / max(1, len(chosen.lengths.profile.lengths))
+    scale = trained_per_text(chosen.lengths, chosen.windows)
     seconds = epoch_seconds(
-        trained, round((examples or 1000) * scale), chosen.buckets.buckets, chosen.encoder, peak.gflops,
+        chosen.trained_lengths, round((examples or 1000) * scale), chosen.buckets.buckets, chosen.encoder, peak.gflops,
         chosen.packed_padding,
     )  # fmt: skip
     return f"{text}; training ~{seconds:,.0f} s per epoch of {per} on this machine ({peak.gflops:,.0f} GFLOP/s fp32)"
