@@ -7,6 +7,10 @@ pipeline root on data with a `language` column, judged on a fixed golden test fi
 3. span 3: its "de" rows' labels shuffled, trained cold: the model reads English as before and German not at all.
    The whole split's AUC stays within what the gate allows; the German slice's change lies beyond its paired
    interval and refuses the blessing, named; the small "fr" slice is reported and not gated.
+
+The loop runs with model.pooling: mean, the head on the mean of the tokens, which no BertForSequenceClassification
+computes: each blessed model is exported in the sentence-transformers layout, and the warm start reads its head back
+from there (2_Dense, 3_Dense).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from ml_metadata.proto import metadata_store_pb2
 
@@ -22,6 +27,8 @@ from pipeline.config import pipeline_config
 from pipeline.orchestration.local_runner import run_local
 from pipeline.reporting.metadata_reader import node_name, open_store
 from pipeline.reporting.report import build_report
+from tests import torch_reference_env as reference
+from tests.hf_export_check import BUCKET_TEXTS, serving_probabilities
 from tests.span_data import language_reviews, write_language_csv
 from tests.tiny_model import tiny_overrides
 
@@ -42,6 +49,7 @@ def config_for(workdir: Path, model_dir: Path, intervals: str = "auto", **traini
         overrides={
             **overrides,
             "training.epochs": "auto",
+            "model.pooling": "mean",
             "dataset.name": "csv",
             "dataset.split_files": {"train": [str(data / "span-{SPAN}" / "*.csv")], "test": [str(data / "golden.csv")]},
             "dataset.ready_marker": "_SUCCESS",
@@ -101,9 +109,27 @@ def test_a_span_retrain_starts_from_the_blessed_model_as_ml_metadata_records(ret
     ]
     (base_model,) = [a for found in inputs for a in found]
     assert base_model.uri == warm.baseline_uri  # the chain: span 2's model started from span 1's
-    card = parse_card((Path(warm.hf_model_dir) / "README.md").read_text()).text
-    assert f"started from {warm.training.started_from}" in card
-    assert f"learning rate {warm.training.learning_rate}," in card
+    card = parse_card((Path(warm.hf_model_dir) / "README.md").read_text())
+    assert f"started from {warm.training.started_from}" in card.text
+    assert f"learning rate {warm.training.learning_rate}," in card.text
+
+
+def test_a_mean_pooling_loop_exports_for_sentence_transformers_and_says_so(retrains):
+    _, first, warm, _ = retrains
+    for summary in (first, warm):
+        assert summary.training.pooling == "the head reads the mean of the tokens (as configured)"
+        assert f"  pooling       {summary.training.pooling}" in summary.render()
+    export = Path(warm.hf_model_dir)
+    assert {"modules.json", "1_Pooling", "2_Dense", "3_Dense"} <= {p.name for p in export.iterdir()}
+    # a sentence-transformers user's answers (encode: the logits) are the SavedModel's, texts past 32 tokens included
+    (answer,) = reference.sentence_logits([(export, None, BUCKET_TEXTS)])
+    encoded = np.array(answer["encoded"])
+    user = np.exp(encoded) / np.exp(encoded).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(user, serving_probabilities(warm.pushed_dir, BUCKET_TEXTS), atol=1e-4)
+    assert json.loads((export / "config.json").read_text())["architectures"] == ["BertModel"]
+    card = parse_card((export / "README.md").read_text())
+    assert card.data.library_name == "sentence-transformers" and "SentenceTransformer(" in card.text
+    assert "pooling the head reads the mean of the tokens" in card.text
 
 
 def test_a_retrain_worse_on_one_language_is_refused_naming_that_slice(retrains, tmp_path):

@@ -6,6 +6,8 @@ Python (bin/reference-env), never imported by the project, which has neither.
   python tests/torch_reference.py logits < jobs.json              [{"directory", "batch": {"input_ids", ...}}, ...]
                                                                   -> each one's logits and what loading it left
                                                                   missing or unused (one process: torch loads once)
+  python tests/torch_reference.py sentence-logits < jobs.json     the same through sentence-transformers (a folder in
+                                                                  its layout), with its encode() of "texts"
   python tests/torch_reference.py texts DIR < job.json           the folder's tokenizer + model on raw texts, as a
                                                                   transformers user runs them (see texts())
   python tests/torch_reference.py modernbert-folder DIR < texts   a tiny ModernBERT laid out as the hub lays it out
@@ -155,6 +157,25 @@ def logits() -> None:
     print(json.dumps(answers))
 
 
+def sentence_logits() -> None:
+    """Each job's folder loaded by sentence-transformers: its output on the batch (input ids as given), what
+    `encode` answers for the job's texts, and what loading its encoder (AutoModel) left missing or unused."""
+    from sentence_transformers import SentenceTransformer
+
+    answers = []
+    for job in json.load(sys.stdin):
+        model = SentenceTransformer(job["directory"], device="cpu")
+        _, info = transformers.AutoModel.from_pretrained(job["directory"], output_loading_info=True)
+        batch = {name: torch.tensor(value) for name, value in (job.get("batch") or {}).items()}
+        with torch.no_grad():
+            out = model(batch)["sentence_embedding"].tolist() if batch else []
+        encoded = model.encode(job.get("texts") or [], convert_to_numpy=True).tolist()
+        keys = ("missing_keys", "unexpected_keys", "mismatched_keys")
+        loading = {k: sorted(map(str, info.get(k, []))) for k in keys}
+        answers.append({"logits": out, "encoded": encoded, "loading": loading})
+    print(json.dumps(answers))
+
+
 def texts(directory: str) -> None:
     """{"texts", "pairs"?, "windows"?: {"overlap", "count"}} -> the folder's tokenizer and model as a transformers
     user runs them: probabilities per text (with windows: the mean over each text's first `count` windows of the
@@ -242,6 +263,7 @@ if __name__ == "__main__":
     command, *args = sys.argv[1:]
     {"checkpoint": lambda: checkpoints(args[0], args[1:]),
      "logits": logits,
+     "sentence-logits": sentence_logits,
      "texts": lambda: texts(args[0]),
      "modernbert-folder": lambda: modernbert_folder(args[0]),
      "encoder-beside": lambda: encoder_beside(args[0], args[1])}[command]()  # fmt: skip

@@ -64,6 +64,21 @@ def logits(jobs: list[tuple[Path, dict]]) -> list:
     return [answer["logits"] for answer in answers]
 
 
+def sentence_logits(jobs: list[tuple[Path, dict | None, list[str]]]) -> list[dict]:
+    """sentence-transformers' logits for each (folder in its layout, batch of lists or None, texts): "logits" on the
+    batch, "encoded" (`encode` of the texts); its encoder must load with no weight unused or of another shape, and
+    none missing but the pooler of a bare model whose task model has none (RobertaModel's: sentence-transformers
+    reads the tokens' states, never the pooler)."""
+    stdin = [{"directory": str(d), "batch": batch, "texts": texts} for d, batch, texts in jobs]
+    answers = json.loads(run("sentence-logits", stdin=stdin))
+    for (directory, _, _), answer in zip(jobs, answers, strict=True):
+        loading = answer["loading"]
+        missing = [name for name in loading["missing_keys"] if not name.startswith("pooler.")]
+        refused = (missing, loading["unexpected_keys"], loading["mismatched_keys"])
+        assert refused == ([], [], []), f"{directory}: {loading}"
+    return answers
+
+
 def on_texts(
     directory, texts: list[str], pairs: list[str] | None = None, windows: dict | None = None, max_length: int = 0
 ) -> dict:

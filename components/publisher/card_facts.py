@@ -183,5 +183,7 @@ def recipe_as_trained(configured: dict[str, Any], record: TrainingRecord | None)
         recipe["tuned"] = f"the Tuner's best trial chose {', '.join(sorted(record.tuned))}"
     if record.started_from:
         recipe["started from"] = record.started_from
+    if record.pooling:
+        recipe["pooling"] = record.pooling
     recipe["epochs run"] = record.describe_epochs()
     return recipe

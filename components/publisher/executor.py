@@ -10,6 +10,7 @@ from typing import Any
 
 from absl import logging
 from tfx.dsl.components.base import base_executor
+from tfx.dsl.io import fileio
 from tfx.types import artifact_utils
 from tfx.utils import io_utils
 
@@ -18,6 +19,7 @@ from components.publisher.config import HubConfig
 from components.publisher.hub_push import HubRevision, push_folder, untagged_run_id
 from components.publisher.model_card import build_model_card, parse_card
 from models.config_section import build_section
+from models.hub.sentence_transformers import MODULES_FILE
 from models.serving.hf_export import HF_CONFIG, HF_FORMAT_DIR
 from models.tokenizers.tokenizer import character_budget, tokenizer_spec
 
@@ -54,6 +56,7 @@ class Executor(base_executor.BaseExecutor):
         sections = read_sections(exec_properties)
         configured = configured_facts(sections)
         configured["text_budget"] = _local_copy(published.uri, lambda folder: _text_budget(folder, configured))
+        configured["sentence_transformers"] = fileio.exists(os.path.join(published.uri, MODULES_FILE))
         configured["architecture"] = json.loads(io_utils.read_string_file(os.path.join(published.uri, HF_CONFIG))).get(
             "model_type", ""
         )

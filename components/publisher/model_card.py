@@ -28,6 +28,20 @@ Labels, in id order: {{ label_list }}.
 
 ## How to use
 
+{% if sentence_transformers -%}
+With sentence-transformers (the head reads the mean of the tokens, which no transformers class of this
+architecture computes: the folder holds the encoder, the mean pooling and the head's two dense layers, whose output
+is the logits):
+
+```python
+import torch
+from sentence_transformers import SentenceTransformer
+
+model = SentenceTransformer("{{ repo_ref }}")
+logits = model.encode({{ sentence_example }}, convert_to_tensor=True)
+probabilities = logits.{{ torch_activation }}
+```
+{% else -%}
 With PyTorch and transformers 5 (`model.safetensors` holds the weights in PyTorch's layout, the tokenizer files
 are as transformers 5 saves them):
 
@@ -41,7 +55,7 @@ inputs = tokenizer({{ example_call }}, truncation=True, padding=True, return_ten
 with torch.no_grad():
     probabilities = model(**inputs).logits.{{ torch_activation }}
 ```
-
+{% endif -%}
 No `tf_model.h5`: the pipeline's own Keras encoder trained this {{ architecture }} model, and no
 TensorFlow class of transformers computes it (transformers 5 has no TensorFlow). TensorFlow users serve the
 pipeline's SavedModel, which takes raw text.
@@ -121,6 +135,7 @@ class CardFacts:
     base_model_revision: str = ""  # the revision (a hub model's commit, pinned before the run) fine-tuned from
     text_budget: str = ""  # what a text keeps before tokenizing (models/tokenizers/character_budget.py)
     architecture: str = ""  # config.json's model_type
+    sentence_transformers: bool = False  # exported in that layout (a mean-pooling head: sentence_transformers_export)
 
 
 def card_data(facts: CardFacts):
@@ -144,7 +159,7 @@ def card_data(facts: CardFacts):
     return ModelCardData(
         language=list(facts.language) or None,
         license=facts.license or None,
-        library_name="transformers",
+        library_name="sentence-transformers" if facts.sentence_transformers else "transformers",
         pipeline_tag="text-classification",
         tags=["tensorflow", "tfx", "multi-label" if facts.multi_label else "single-label"],
         base_model=facts.base_model_id,
@@ -219,6 +234,8 @@ def _text_fields(facts: CardFacts) -> dict[str, Any]:
         "label_list": ", ".join(f"`{name}`" for name in facts.label_names),
         "repo_ref": facts.repo_id or "path/to/this/folder",
         "example_call": '["first text"], ["its pair"]' if facts.pair else '["a text to classify"]',
+        "sentence_example": '[["first text", "its pair"]]' if facts.pair else '["a text to classify"]',
+        "sentence_transformers": facts.sentence_transformers,
         "torch_activation": "sigmoid()" if facts.multi_label else "softmax(-1)",
         "max_seq_length": facts.max_seq_length,
         "truncation_text": _truncation_text(facts),

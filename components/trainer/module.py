@@ -189,8 +189,7 @@ def training_record(
             "best_value": best.best_value,
             "best_epoch": best.best_epoch + 1,
             "stopped_early": best.stopped_early,
-            "held": best.held,
-            "within_noise": best.within_noise,
+            **{"held": best.held, "within_noise": best.within_noise},
             "patience": stopping.patience,
             "min_delta": training.early_stopping.min_delta,
         }
@@ -209,6 +208,7 @@ def training_record(
         warm=bool(plan.start and plan.start.warm),
         learning_rate=recipe.learning_rate,
         recipe=recipe.describe(),
+        pooling=plan.folder.pooling.describe(),
         exported_eval=exported_eval,
         more_accurate=more_accurate_than_exported(history, ran.get("monitor", ""), exported, plan.eval_count),
         workers=plan.placement.role.training_tasks if plan.placement.role else 1,
@@ -285,7 +285,8 @@ def build_and_compile(fn_args, plan: TrainingPlan, weights) -> tuple[Any, Recipe
         )
         dropout = "the checkpoint's" if training.dropout is None else f"{training.dropout} (training.dropout)"
         embeddings = "frozen (training.freeze_embeddings)" if training.freeze_embeddings else "trained"
-        print(f"[Trainer] {report.describe()}; dropout {dropout}; input embeddings {embeddings}", flush=True)
+        pooling = plan.folder.pooling.describe()  # the run's choice: a warm start's model pools alike (warm_start.py)
+        print(f"[Trainer] {report.describe()}; {pooling}; dropout {dropout}; input embeddings {embeddings}", flush=True)
         # batches are cut to widths up to it (data.py); packed, a replica's batch of texts fills at most as many rows
         model.bound_width(settings.model.max_seq_length, most_rows=training.batch_size)
         recompute_blocks_where_needed(model, settings)

@@ -117,7 +117,8 @@ def plan_training(
     training = settings.training
     precision = distribution.resolve_precision(training.precision, placement)
     tf_keras.mixed_precision.set_global_policy(distribution.KERAS_POLICY[precision])
-    folder = read_model_folder(resolve_model_dir(settings.model.name, settings.model.revision))
+    directory = resolve_model_dir(settings.model.name, settings.model.revision)
+    folder = read_model_folder(directory, pooling=settings.model.pooling)
     train_count = count_records(fn_args.train_files, window_count(settings))
     global_batch, model_inputs = training.batch_size * placement.replicas, written_model_inputs(tf_transform_output)
     profile = train_lengths(
@@ -165,7 +166,7 @@ def with_start(fn_args, plan: TrainingPlan, tuned_by: dict[str, Any]) -> Trainin
     blessed, blessed_folder = None, None
     if fn_args.base_model:
         blessed = hf_format_dir(fn_args.base_model)
-        blessed_folder = read_model_folder(resolve_model_dir(blessed))  # a bucket's folder copied here once
+        blessed_folder = read_model_folder(resolve_model_dir(blessed))  # a bucket's folder copied here once; as it was
     start = choose_start(
         settings.training.warm_start,
         settings.model.name,

@@ -41,6 +41,7 @@ class TrainingRecord:
     warm: bool = False  # started from a blessed model
     learning_rate: float | None = None  # the peak learning rate trained with (tuned, or halved by a warm start)
     recipe: str = ""  # that rate, the warm-up and clipping, and why (models/training/recipe.py RecipeChoice.describe)
+    pooling: str = ""  # which tokens the head read, and why (models/encoders/pooling.py PoolingChoice.describe)
     chance: str = ""  # whether the exported model left chance, and what to try if not (models/training/chance.py)
     # an epoch more accurate on the eval split than the one val_loss exported, beyond noise (training/exported_epoch.py)
     more_accurate: str = ""

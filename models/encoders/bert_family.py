@@ -30,6 +30,7 @@ from models.encoders.layers import (
     dense_params,
     embedding,
     embedding_params,
+    masked_mean,
     norm_params,
     truncated_normal,
 )
@@ -43,6 +44,11 @@ BERT_HEAD, ROBERTA_HEAD, ELECTRA_HEAD, DISTILBERT_HEAD, ALBERT_HEAD = (
     "distilbert",
     "albert",
 )
+# the activation between the head's two dense layers, per head kind (each transformers class's own)
+HEAD_ACTIVATIONS = {
+    BERT_HEAD: "tanh", ALBERT_HEAD: "tanh", ROBERTA_HEAD: "tanh", DISTILBERT_HEAD: "relu", ELECTRA_HEAD: "gelu",
+}  # fmt: skip
+POOLINGS = ("cls", "mean")  # config.json's classifier_pooling: the first token (the family's own) or the masked mean
 
 FEED_FORWARD_MATRICES = 2  # up, down
 OTHER_PREFIXES: tuple[str, ...] = ()  # its checkpoints use one prefix
@@ -168,6 +174,7 @@ class Sizes:
     epsilon: float
     pad_id: int
     init_std: float
+    pooling: str = "cls"  # config.json's classifier_pooling (POOLINGS)
 
     @property
     def activations(self) -> tuple[str, ...]:
@@ -179,6 +186,9 @@ class Sizes:
 
     @classmethod
     def of(cls, config: dict) -> Sizes:
+        pooling = config.get("classifier_pooling", "cls")
+        if pooling not in POOLINGS:
+            raise UnsupportedConfigError(f"classifier_pooling '{pooling}' (BERT's family pools {', '.join(POOLINGS)})")
         if config["model_type"] == "distilbert":
             return cls(
                 vocab=config["vocab_size"], hidden=config["dim"], embedding=config["dim"],
@@ -187,6 +197,7 @@ class Sizes:
                 hidden_dropout=config.get("dropout", 0.1), attention_dropout=config.get("attention_dropout", 0.1),
                 classifier_dropout=config.get("seq_classif_dropout", 0.2), epsilon=1e-12,
                 pad_id=config.get("pad_token_id") or 0, init_std=config.get("initializer_range", 0.02),
+                pooling=pooling,
             )  # fmt: skip
         kind = config.get("position_embedding_type", "absolute")
         if kind != "absolute":
@@ -203,7 +214,7 @@ class Sizes:
             hidden_dropout=hidden_dropout, attention_dropout=config.get("attention_probs_dropout_prob", 0.1),
             classifier_dropout=hidden_dropout if classifier_dropout is None else classifier_dropout,
             epsilon=config.get("layer_norm_eps", 1e-12), pad_id=config.get("pad_token_id") or 0,
-            init_std=config.get("initializer_range", 0.02),
+            init_std=config.get("initializer_range", 0.02), pooling=pooling,
         )  # fmt: skip
 
 
@@ -214,7 +225,8 @@ def position_limit(config: dict) -> int:
 
 
 def describe(sizes: Sizes) -> str:
-    return ""  # learned absolute positions: the position count says it all
+    """Learned absolute positions (the position count says it all); a mean-pooling head is said."""
+    return "; the head reads the mean of the tokens" if sizes.pooling == "mean" else ""
 
 
 def warmup_ratio(model_type: str) -> float | None:
@@ -367,23 +379,25 @@ class Encoder(tf_keras.layers.Layer):
 
 
 class Head(tf_keras.layers.Layer):
-    """The family's sequence-classification head on the first token, as its transformers class defines it."""
+    """The family's sequence-classification head, as its transformers class defines it, on the first token; or on
+    the masked mean of the tokens where config.json's classifier_pooling says `mean` (what a sentence-transformers
+    checkpoint was trained to pool; no transformers class of the family computes it: hf_export writes such a
+    model in the sentence-transformers layout)."""
 
     def __init__(self, config: dict, num_labels: int, **kwargs):
         super().__init__(**kwargs)
         sizes, self.flavor = Sizes.of(config), FLAVORS[config["model_type"]]
-        self.kind = self.flavor.head
+        self.kind, self.pooling = self.flavor.head, sizes.pooling
+        self.activation_name = HEAD_ACTIVATIONS[self.kind]
         self.dropout = Dropout(sizes.classifier_dropout)
         self.inner = dense(sizes.hidden, "inner", std=sizes.init_std)
         self.out = dense(num_labels, "classifier", std=sizes.init_std)
 
     def call(self, hidden, attention_mask=None, training=False):
-        first = hidden[:, 0]
-        if self.kind in (BERT_HEAD, ALBERT_HEAD):  # pooler: dense + tanh, then dropout and the classifier
-            return self.out(self.dropout(tf.math.tanh(self.inner(first)), training=training))
-        if self.kind == DISTILBERT_HEAD:
-            return self.out(self.dropout(tf.nn.relu(self.inner(first)), training=training))
-        act = tf.math.tanh if self.kind == ROBERTA_HEAD else activation("gelu")
+        first = hidden[:, 0] if self.pooling == "cls" else masked_mean(hidden, attention_mask)
+        act = activation(self.activation_name)
+        if self.kind in (BERT_HEAD, ALBERT_HEAD, DISTILBERT_HEAD):  # pooler: dense + act, dropout, the classifier
+            return self.out(self.dropout(act(self.inner(first)), training=training))
         x = self.dropout(first, training=training)
         return self.out(self.dropout(act(self.inner(x)), training=training))
 

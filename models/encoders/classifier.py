@@ -32,7 +32,7 @@ from models.encoders import (
     ultrabert,
 )
 from models.encoders.activations import activation
-from models.encoders.layers import TorchParam, UnsupportedConfigError, bound_width
+from models.encoders.layers import TorchParam, UnsupportedConfigError, bound_width, masked_mean
 from models.errors import UserError
 from models.hardware.flops import EncoderShape
 
@@ -122,6 +122,18 @@ def describe(config: dict) -> str:
     return text + module.describe(sizes)
 
 
+def pools_unlike_transformers(config: dict) -> bool:
+    """Whether the head pools as no transformers class of its family does: BERT's family on the mean of the tokens
+    (its classes pool the first token; ModernBERT's, EuroBERT's and UltraBERT's read classifier_pooling themselves).
+    Such a model is exported in the sentence-transformers layout (models/serving/sentence_transformers_export.py)."""
+    return module_for(config) is bert_family and config.get("classifier_pooling") == "mean"
+
+
+def bare_class(config: dict) -> str:
+    """transformers' bare encoder class of the model's family (BertModel beside BertForSequenceClassification)."""
+    return ARCHITECTURES[config["model_type"]][1].replace("ForSequenceClassification", "Model")
+
+
 def warmup_ratio(model_type: str | None) -> float | None:
     """The warm-up its family's fine-tuning recipe uses, where the family's module says one (RoBERTa's 6%)."""
     return ARCHITECTURES[model_type][0].warmup_ratio(model_type) if model_type in ARCHITECTURES else None
@@ -185,9 +197,7 @@ class SequenceClassifier(tf_keras.Model):
         representation every family has (their heads pool differently), which `hftfx monitor` compares served texts
         with training texts by."""
         hidden, attention_mask = packed_rows.per_text(self.encoder(inputs, training=False), inputs)
-        mask = tf.cast(attention_mask, hidden.dtype)[:, :, tf.newaxis]
-        mean = tf.reduce_sum(hidden * mask, axis=1) / tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
-        return tf.cast(mean, tf.float32)
+        return tf.cast(masked_mean(hidden, attention_mask), tf.float32)
 
     def build_weights(self) -> None:
         """Creates every variable by one call on a small batch."""

@@ -28,6 +28,7 @@ from models.encoders.layers import (
     dense_params,
     embedding,
     embedding_params,
+    masked_mean,
     run_block,
 )
 from models.encoders.rotary import default_theta, rotary_tables, rotate
@@ -218,9 +219,7 @@ class Head(tf_keras.layers.Layer):
             return tf.reduce_sum(logits * tf.cast(mask, logits.dtype), axis=1) / tf.cast(
                 tf.reduce_sum(mask, axis=1), logits.dtype
             )
-        pooled = (
-            hidden[:, 0] if self.sizes.pooling == "bos" else tf.reduce_sum(hidden * mask, 1) / tf.reduce_sum(mask, 1)
-        )
+        pooled = hidden[:, 0] if self.sizes.pooling == "bos" else masked_mean(hidden, attention_mask)
         return self.classifier(gelu(self.dense(pooled)))
 
     def torch_params(self) -> Iterator[TorchParam]:

@@ -15,8 +15,10 @@ from pathlib import Path
 
 from models.encoders import checkpoint_file, classifier
 from models.encoders.layers import UnsupportedConfigError
+from models.encoders.pooling import PoolingChoice, choose_pooling, pooled_config
 from models.errors import UserError
 from models.hardware.flops import EncoderShape
+from models.hub import sentence_transformers
 from models.hub.pretrained import read_config, weights_file
 
 
@@ -68,6 +70,7 @@ class ModelFolder:
     shape: EncoderShape  # its sizes, for FLOP counts and the memory estimate (two labels: the head is the task's)
     position_limit: int  # the longest input (special tokens included) its positions hold
     block_dropout: float | None  # inside its blocks, where they can be recomputed (classifier.block_dropout)
+    pooling: PoolingChoice  # which tokens the head reads (model.pooling), already in `config`
     weights: Path | None = None  # model.safetensors, when the reader asked for weights (None: config and tokenizer)
 
     @property
@@ -89,10 +92,17 @@ class ModelFolder:
         return self.weights
 
 
-def read_model_folder(directory: Path, weights: bool = True) -> ModelFolder:
-    """The folder's config.json read once and checked (check_architecture), with what the rest asks of it; with
-    `weights`, model.safetensors must be there too (after the architecture: the more fundamental refusal first)."""
-    config = read_config(directory)
+def read_model_folder(directory: Path, weights: bool = True, pooling: str = "auto") -> ModelFolder:
+    """The folder's config.json read once and checked (check_architecture), with the head's pooling chosen
+    (model.pooling: models/encoders/pooling.py) and what the rest asks of it; with `weights`, model.safetensors must
+    be there too (after the architecture: the more fundamental refusal first)."""
+    read = read_config(directory)
+    check_architecture(directory, read)
+    try:
+        choice = choose_pooling(pooling, read["model_type"], sentence_transformers.declared_pooling(directory))
+    except UnsupportedConfigError as error:
+        raise UnsupportedModelError(f"the model in {directory}: {error}") from error
+    config = pooled_config(read, choice)
     folder = ModelFolder(
         directory,
         config,
@@ -100,6 +110,7 @@ def read_model_folder(directory: Path, weights: bool = True) -> ModelFolder:
         classifier.encoder_shape(config, 2),
         classifier.position_limit(config),
         classifier.block_dropout(config),
+        choice,
     )
     return folder.with_weights() if weights else folder
 
@@ -122,7 +133,10 @@ def check_architecture(directory: Path, config: dict) -> Architecture:
     except KeyError as error:
         message = f"the config.json of {directory} lacks {error}, which a {model_type} model needs"
         raise UnsupportedModelError(message) from error
-    return Architecture(model_type, classifier.ARCHITECTURES[model_type][1], classifier.describe(config))
+    class_name = classifier.ARCHITECTURES[model_type][1]
+    if classifier.pools_unlike_transformers(config):  # the bare encoder, pooled as sentence-transformers pools
+        class_name = f"{classifier.bare_class(config)} + sentence-transformers' mean pooling"
+    return Architecture(model_type, class_name, classifier.describe(config))
 
 
 def encoder_shape(directory: Path, embeddings_trained: bool = True) -> EncoderShape:
@@ -163,7 +177,25 @@ def build_with_own_encoder(folder: ModelFolder, label_names: Sequence[str], mult
     found = check_weights(folder, label_names, multi_label)  # before a byte of the model is allocated
     model = classifier.build(folder.config, label_names, multi_label)
     result = classifier.load(model, classifier.read_checkpoint(folder.checkpoint(), found))
-    return model, LoadReport("safetensors", result.loaded, result.new, found.unused)
+    from_dense = _load_dense_head(model, folder.directory) if result.new else set()
+    new = tuple(name for name in result.new if name not in from_dense)
+    return model, LoadReport("safetensors", result.loaded + len(from_dense), new, found.unused)
+
+
+def _load_dense_head(model, directory: Path) -> set[str]:
+    """Our export of a mean-pooling head keeps it in the sentence-transformers layout's two Dense modules
+    (models/serving/sentence_transformers_export.py): a warm start from it reads the head back from there. Returns
+    the head weights loaded (none where the layers are not there, or are of other shapes: another label set)."""
+    layers = sentence_transformers.dense_layers(directory)
+    params = list(model.head.torch_params())
+    if not classifier.pools_unlike_transformers(model.hf_config) or len(layers) * 2 != len(params):
+        return set()
+    values = [value for weight, bias in layers for value in (weight.T, bias)]  # [out, in] there, [in, out] here
+    if any(v is None or tuple(v.shape) != tuple(p.variable.shape) for p, v in zip(params, values, strict=True)):
+        return set()
+    for param, value in zip(params, values, strict=True):
+        param.variable.assign(value.astype(param.variable.dtype.as_numpy_dtype))
+    return {param.name for param in params}
 
 
 def check_weights(

@@ -25,6 +25,13 @@ class TorchParam:
     variable: tf.Variable
     transpose: bool = False
 
+def masked_mean(hidden: tf.Tensor, attention_mask: tf.Tensor) -> tf.Tensor:
+    """[texts, hidden]: the mean of each text's hidden states over its tokens (mask 1), as sentence-transformers'
+    mean pooling and transformers' mean-pooling heads compute it; a text of no tokens gives zeros, not NaN."""
+    mask = tf.cast(attention_mask, hidden.dtype)[:, :, tf.newaxis]
+    return tf.reduce_sum(hidden * mask, axis=1) / tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
+
+
 def truncated_normal(std: float) -> tf_keras.initializers.Initializer:
     """transformers' init for weights a checkpoint lacks (a new head): a normal cut at two standard deviations."""
     return tf_keras.initializers.TruncatedNormal(stddev=std)

@@ -30,6 +30,7 @@ from models.encoders.layers import (
     dense_params,
     embedding,
     embedding_params,
+    masked_mean,
     norm_params,
     run_block,
 )
@@ -216,11 +217,7 @@ class Head(tf_keras.layers.Layer):
         self.act = activation(sizes.classifier_activation)
 
     def call(self, hidden, attention_mask=None, training=False):
-        if self.sizes.pooling == "cls":
-            pooled = hidden[:, 0]
-        else:
-            mask = tf.cast(attention_mask, hidden.dtype)[:, :, tf.newaxis]
-            pooled = tf.reduce_sum(hidden * mask, axis=1) / tf.reduce_sum(mask, axis=1)
+        pooled = hidden[:, 0] if self.sizes.pooling == "cls" else masked_mean(hidden, attention_mask)
         return self.classifier(self.dropout(self.norm(self.act(self.dense(pooled))), training=training))
 
     def torch_params(self) -> Iterator[TorchParam]:

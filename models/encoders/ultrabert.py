@@ -23,6 +23,7 @@ from models.encoders.layers import (
     UnsupportedConfigError,
     dense,
     dense_params,
+    masked_mean,
 )
 from models.encoders.rotary import default_theta, rotary_tables
 
@@ -123,11 +124,7 @@ class Head(tf_keras.layers.Layer):
         self.classifier = dense(num_labels, "classifier", std=sizes.init_std)
 
     def call(self, hidden, attention_mask=None, training=False):
-        if self.sizes.pooling == "bos":
-            pooled = hidden[:, 0]
-        else:
-            mask = tf.cast(attention_mask, hidden.dtype)[:, :, tf.newaxis]
-            pooled = tf.reduce_sum(hidden * mask, 1) / tf.reduce_sum(mask, 1)
+        pooled = hidden[:, 0] if self.sizes.pooling == "bos" else masked_mean(hidden, attention_mask)
         return self.classifier(self.dropout(pooled, training=training))
 
     def torch_params(self) -> Iterator[TorchParam]:

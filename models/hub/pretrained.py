@@ -9,12 +9,14 @@ import functools
 import importlib.metadata
 import json
 import re
+import shutil
 from pathlib import Path
 
 from models import environment
 from models.errors import UserError
 from models.hub.hub_token import load_hub_token
 from models.hub.remote_folder import is_remote, localize
+from models.hub.sentence_transformers import CONFIG_FILE, MODULES_FILE, POOLING_DIR, WEIGHTS_FILE, module_paths
 
 PACKAGED_PREFIX = "packaged:"
 # name -> (distribution, model directory inside it)
@@ -32,7 +34,7 @@ _HUB_FILES = [
     "config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
     "vocab.txt", "vocab.json", "merges.txt",
     "sentencepiece.bpe.model", "spiece.model", "spm.model", "sentencepiece.model", "tokenizer.model",
-    SAFETENSORS_WEIGHTS,
+    SAFETENSORS_WEIGHTS, MODULES_FILE, f"{POOLING_DIR}/{CONFIG_FILE}",  # a sentence-transformers model's pooling
 ]  # fmt: skip
 # The largest a bucket copy takes of each: a 256k-entry tokenizer.json is ~35 MB; weights past 32 GB train nowhere here
 MAX_FILE_BYTES, MAX_WEIGHTS_BYTES = 200_000_000, 32_000_000_000
@@ -125,6 +127,9 @@ def _bucket_model(uri: str, weights: bool) -> Path:
     try:
         found = tf.io.gfile.exists(f"{uri}/config.json")
         directory = localize(uri, _hub_files(weights), recursive=False, max_bytes=_max_bytes) if found else None
+        for path in module_paths(directory) if directory else ():  # sentence-transformers modules: pooling, head
+            module = localize(f"{uri}/{path}", [CONFIG_FILE, WEIGHTS_FILE], recursive=False, max_bytes=_max_bytes)
+            shutil.copytree(module, directory / path, dirs_exist_ok=True)
     except tf.errors.OpError as error:
         raise ModelFilesError(
             f"could not read model folder {uri}: {error.message.splitlines()[0]}. The identity the run uses needs to "

@@ -79,3 +79,21 @@ def test_a_bucket_copy_fetches_the_named_files_at_the_top_level_only(tmp_path, t
     monkeypatch.setattr(pretrained, "MAX_FILE_BYTES", 1000)
     with pytest.raises(UserError, match=r"/model/\w+\.(json|txt) is [\d,]+ bytes, over the 1,000 a file of its kind"):
         pretrained.resolve_model_dir(f"file://{folder}/", weights=False)
+
+
+def test_a_sentence_transformers_folder_in_a_bucket_brings_the_modules_it_names(tmp_path, tiny_bert_dir):
+    """What a cloud warm start reads: the blessed export of a mean-pooling head, copied from its bucket with the
+    module folders its modules.json names (the pooling, the head's dense layers), and no other subfolder."""
+    from models.serving.hf_export import save_hf_format
+
+    model, _ = build_classifier(read_model_folder(tiny_bert_dir, pooling="mean"), ["rotten", "fresh"])
+    export = tmp_path / "bucket" / "Format-HF"
+    save_hf_format(model, tiny_bert_dir, 32, str(export))
+    (export / "nested").mkdir()
+    (export / "nested" / "config.json").write_text("{}")
+
+    copied = resolve_model_dir(f"file://{export}")
+
+    folder = read_model_folder(copied)
+    assert folder.pooling.pooling == "mean" and not (copied / "nested").exists()
+    assert build_classifier(folder, ["rotten", "fresh"])[1].missing == ()  # the head read back from 2_Dense, 3_Dense

@@ -29,11 +29,15 @@ def hf_format_dir(serving_model_dir: str) -> str:
 def save_hf_format(model, tokenizer_dir: str | Path, max_seq_length: int, destination: str) -> list[str]:
     """Writes the model and its tokenizer to `destination` (a local path or any tf.io.gfile URL, e.g. gs://);
     returns the file names written. `model` must not track an optimizer (see from_folder.weights_only_copy)."""
+    from models.serving import sentence_transformers_export as sentence_transformers
     from models.serving.tokenizer_export import check_read_back, save_tokenizer
 
     with tempfile.TemporaryDirectory(prefix="hf-export-") as local:
-        Path(local, HF_CONFIG).write_text(json.dumps(model.hf_config, indent=2, sort_keys=True) + "\n")
-        save_pytorch_weights(model, os.path.join(local, PT_WEIGHTS))
+        if sentence_transformers.needs_layout(model):
+            sentence_transformers.save_layout(model, Path(local), max_seq_length)
+        else:
+            Path(local, HF_CONFIG).write_text(json.dumps(model.hf_config, indent=2, sort_keys=True) + "\n")
+            save_pytorch_weights(model, os.path.join(local, PT_WEIGHTS))
         save_tokenizer(tokenizer_dir, max_seq_length, local)
         check_read_back(tokenizer_dir, local)  # here, not at the publisher after the Evaluator
         names = sorted(os.listdir(local))
@@ -56,6 +60,9 @@ def _copy_tree(source: str, destination: str) -> None:
         return
     import tensorflow as tf  # object stores (gs://) through TF's filesystems, as every other artifact
 
-    for name in os.listdir(source):
-        tf.io.gfile.makedirs(destination)
-        tf.io.gfile.copy(os.path.join(source, name), f"{destination.rstrip('/')}/{name}", overwrite=True)
+    for folder, _, files in os.walk(source):
+        relative = os.path.relpath(folder, source)
+        target = destination.rstrip("/") + ("" if relative == "." else f"/{relative}")
+        tf.io.gfile.makedirs(target)
+        for name in files:
+            tf.io.gfile.copy(os.path.join(folder, name), f"{target}/{name}", overwrite=True)

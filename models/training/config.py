@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from models.config_section import ConfigSection, auto_or_number, flag
+from models.encoders.pooling import POOLING_CHOICES
 from models.training.epochs import AUTO_PATIENCE, MAX_AUTO_EPOCHS, MIN_EXAMPLES_SEEN
 from models.training.lengths import AUTO, BucketWidths, SeqLength, WindowCount
 from models.training.long_and_few import FEW_EXAMPLES, LONG_TEXT_TOKENS, PLATEAU_EPOCHS, PLATEAU_RATE
@@ -43,6 +44,15 @@ class ModelConfig(ConfigSection):
         json_schema_extra=flag("--model"),
     )
     revision: str | None = Field(None, description="hub revision (branch, tag or commit); null: the default branch")
+    pooling: Literal[POOLING_CHOICES] = Field(
+        "auto",
+        description="which tokens the classification head reads: first (the first token, as the family's "
+        "transformers class does) or mean (the masked mean of the tokens: BERT's family, ModernBERT, UltraBERT, "
+        "EuroBERT; exported in the sentence-transformers layout where transformers' class cannot compute it). auto: "
+        "the checkpoint's sentence-transformers pooling (1_Pooling/config.json: mean for all-MiniLM-L6-v2, what its "
+        "embeddings were trained on), else its family's own head",
+        json_schema_extra=flag("--pooling"),
+    )
     max_seq_length: SeqLength = Field(
         AUTO,
         description="tokens per example, special tokens included; longer texts are truncated. auto: the smallest "

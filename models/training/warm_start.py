@@ -21,6 +21,7 @@ WarmStart = Literal["auto", "never", "always"]
 # What must match for the blessed model's weights to be this run's starting point.
 SAME_ENCODER_KEYS = (
     "model_type",
+    "classifier_pooling",  # the head's input: a head trained on the mean of the tokens reads no first token
     "hidden_size",
     "num_hidden_layers",
     "num_attention_heads",

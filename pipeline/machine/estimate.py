@@ -102,7 +102,8 @@ def config_model_folder(config):
     from models.encoders.from_folder import read_model_folder
     from models.hub.pretrained import resolve_model_dir
 
-    return read_model_folder(resolve_model_dir(config.model.name, config.model.revision), weights=False)
+    directory = resolve_model_dir(config.model.name, config.model.revision)
+    return read_model_folder(directory, weights=False, pooling=config.model.pooling)
 
 
 def train_split_lengths(config, folder=None):

@@ -95,7 +95,8 @@ def check_model(config: PipelineConfig, weights: bool = True) -> ModelFacts:
     is False: compile and submit read only config and tokenizer), max_seq_length within the position limit."""
     directory = resolve_model_dir(config.model.name, config.model.revision, weights=weights)
     commit = hub_commit(config.model.name, directory)  # what the name resolved to, pinned for the components
-    folder = read_model_folder(directory, weights=False)  # the weights after the tokenizer: the order of fixes
+    # the weights after the tokenizer: the order of fixes
+    folder = read_model_folder(directory, weights=False, pooling=config.model.pooling)
     tokenizer = tokenizer_spec(directory)
     architecture = f"{folder.architecture.describe()}; {tokenizer.family} tokenizer, in-graph"
     architecture += f" ({note})" if (note := tokenizer.budget_note()) else ""

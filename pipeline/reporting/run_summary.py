@@ -230,6 +230,8 @@ class RunSummary:
         if self.training:
             if self.training.started_from:
                 lines.append(f"  started from  {self.training.describe_start()}")
+            if self.training.pooling:
+                lines.append(f"  pooling       {self.training.pooling}")
             lines.append(f"  epochs        {self.training.describe_epochs()}")
             if self.training.chance:
                 lines.append(f"  chance        {self.training.chance}")
