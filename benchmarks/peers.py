@@ -98,15 +98,16 @@ def our_scoring(pushed_dir: str, score_texts: str, scratch: Path) -> float:
 
 
 def measure(precision: str, scratch: Path, score_texts: str, settings: list[str]) -> dict:
-    """One precision: our run (the default, with `settings`), the PyTorch Trainer on its splits and recipe, both
-    scorers; with the peak."""
+    """One precision: our run (the default pooling the first token, with `settings`), the PyTorch Trainer on its
+    splits and recipe, both scorers; with the peak."""
     import yaml
 
     from models.hardware.machine_peak import matmul_peak
     from pipeline.config.pipeline_config import load_config
 
     root = scratch / precision
-    settings = [*settings, f"training.precision={precision}"]
+    # the first token: what transformers' BertForSequenceClassification pools, so both sides train the same model
+    settings = ["model.pooling=first", *settings, f"training.precision={precision}"]
     ours = run_in_root(root, "summary", settings, "bench-peers")
     splits = run_splits(root, ours["label_names"], root)
     overrides = {key: yaml.safe_load(value) for key, value in (s.split("=", 1) for s in settings)}  # as --set reads
