@@ -48,8 +48,8 @@ class ModelConfig(ConfigSection):
         "auto",
         description="which tokens the classification head reads: first (the first token, as the family's "
         "transformers class does) or mean (the masked mean of the tokens: BERT's family, ModernBERT, UltraBERT, "
-        "EuroBERT; exported in the sentence-transformers layout where transformers' class cannot compute it). auto: "
-        "the checkpoint's sentence-transformers pooling (1_Pooling/config.json: mean for all-MiniLM-L6-v2, what its "
+        "EuroBERT; exported in the Sentence Transformers layout where no transformers class computes it). auto: "
+        "the pooling the checkpoint's 1_Pooling/config.json declares (mean for the packaged MiniLM, what its "
         "embeddings were trained on), else its family's own head",
         json_schema_extra=flag("--pooling"),
     )
