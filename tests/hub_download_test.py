@@ -4,6 +4,7 @@ its cap is refused naming it before a byte of it arrives."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -22,13 +23,21 @@ except UserError as error:
 """
 
 
-def _download(hub: FakeHub, tmp_path) -> tuple[str, list]:
+_DOWNLOAD_TREE = """
+import json, sys
+from models.hub.pretrained import resolve_model_dir
+folder = resolve_model_dir(sys.argv[1])
+print(json.dumps(sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())))
+"""
+
+
+def _download(hub: FakeHub, tmp_path, script: str = _DOWNLOAD) -> tuple[str, list]:
     with serve_hub(hub) as endpoint:
         env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_HUB_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "0",
                **XET_OFF}  # fmt: skip
         env.pop("HF_TOKEN", None)
         done = subprocess.run(
-            [sys.executable, "-c", _DOWNLOAD, MODEL], capture_output=True, text=True, env=env, timeout=300, check=True
+            [sys.executable, "-c", script, MODEL], capture_output=True, text=True, env=env, timeout=300, check=True
         )
     downloads = [path for method, path, _ in hub.requests if method == "GET" and "/resolve/" in path]
     return done.stdout.strip().splitlines()[-1], downloads
@@ -51,3 +60,15 @@ def test_files_within_their_caps_are_downloaded_at_the_commit_whose_sizes_were_r
     said, downloads = _download(FakeHub(repos={MODEL: repo}), tmp_path)
     assert said == str(sorted(files))
     assert downloads and all(f"/resolve/{'c0ffee' * 6}c0ff/" in path for path in downloads)
+
+
+def test_a_sentence_transformers_model_brings_its_pooling_for_auto_to_follow(packaged_model_dir, tmp_path):
+    """all-MiniLM-L6-v2 as the Hub holds it: modules.json and 1_Pooling/config.json come down with the model's
+    files (model.pooling: auto reads them), the card and the other modules' folders do not."""
+    files = {p.relative_to(packaged_model_dir).as_posix(): p.read_bytes()
+             for p in packaged_model_dir.rglob("*") if p.is_file()}  # fmt: skip
+    repo = Repo(False, [Commit("c0ffee" * 6 + "c0ff", "up", files)])
+    said, _ = _download(FakeHub(repos={MODEL: repo}), tmp_path, _DOWNLOAD_TREE)
+    downloaded = json.loads(said)
+    assert {"modules.json", "1_Pooling/config.json", "config.json", "model.safetensors"} <= set(downloaded)
+    assert "README.md" not in downloaded and not any(name.startswith("2_Normalize/") for name in downloaded)
