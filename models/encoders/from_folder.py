@@ -97,10 +97,10 @@ def read_model_folder(directory: Path, weights: bool = True, pooling: str = "aut
     (model.pooling: models/encoders/pooling.py) and what the rest asks of it; with `weights`, model.safetensors must
     be there too (after the architecture: the more fundamental refusal first)."""
     read = read_config(directory)
-    check_architecture(directory, read)
     try:
-        choice = choose_pooling(pooling, read["model_type"], sentence_transformers.declared_pooling(directory))
+        choice = choose_pooling(pooling, read.get("model_type"), sentence_transformers.declared_pooling(directory))
     except UnsupportedConfigError as error:
+        check_architecture(directory, read)  # the more fundamental refusal first, where there is one
         raise UnsupportedModelError(f"the model in {directory}: {error}") from error
     config = pooled_config(read, choice)
     folder = ModelFolder(

@@ -47,3 +47,8 @@ def test_the_packaged_minilm_pools_the_mean_under_auto_and_its_folder_says_so(pa
 def test_a_refused_pooling_names_the_folder(family_model_dir):
     with pytest.raises(UnsupportedModelError, match=r"model\.pooling 'mean' for a deberta-v2 model"):
         read_model_folder(family_model_dir("deberta-v2"), weights=False, pooling="mean")
+
+
+def test_an_architecture_we_do_not_build_is_refused_for_that_before_its_pooling(family_model_dir):
+    with pytest.raises(UnsupportedModelError, match="'funnel' model, which cannot be fine-tuned here"):
+        read_model_folder(family_model_dir("funnel"), weights=False, pooling="mean")

@@ -29,11 +29,12 @@ def hf_format_dir(serving_model_dir: str) -> str:
 def save_hf_format(model, tokenizer_dir: str | Path, max_seq_length: int, destination: str) -> list[str]:
     """Writes the model and its tokenizer to `destination` (a local path or any tf.io.gfile URL, e.g. gs://);
     returns the file names written. `model` must not track an optimizer (see from_folder.weights_only_copy)."""
+    from models.encoders.classifier import pools_unlike_transformers
     from models.serving import sentence_transformers_export as sentence_transformers
     from models.serving.tokenizer_export import check_read_back, save_tokenizer
 
     with tempfile.TemporaryDirectory(prefix="hf-export-") as local:
-        if sentence_transformers.needs_layout(model):
+        if pools_unlike_transformers(model.hf_config):
             sentence_transformers.save_layout(model, Path(local), max_seq_length)
         else:
             Path(local, HF_CONFIG).write_text(json.dumps(model.hf_config, indent=2, sort_keys=True) + "\n")

@@ -32,13 +32,6 @@ _TORCH_ACTIVATIONS = {
 }
 
 
-def needs_layout(model) -> bool:
-    """Whether `model` pools as no transformers class of its family does (see the module's docstring)."""
-    from models.encoders import classifier
-
-    return classifier.pools_unlike_transformers(model.hf_config)
-
-
 def save_layout(model, local: Path, max_seq_length: int) -> None:
     """Writes the encoder, the pooling and the head's dense layers into `local` (the tokenizer is the caller's)."""
     from safetensors.numpy import save_file
