@@ -170,7 +170,8 @@ def integer_labels(tmp_path_factory, tiny_bert_dir):
     pattern = user_datasets.write_int_label_jsonl(workdir / "data", per_class=110)
     # training.dropout and training.freeze_embeddings set: the Trainer builds the model with every dropout layer
     # at 0 and its input embeddings frozen (the other runs keep the checkpoint's rates and train everything);
-    # training.packing false: one text a row at the batch widths, where the other one-replica runs pack.
+    # training.packing false: one text a row at the batch widths, where the other one-replica runs pack;
+    # training.label_smoothing 0.1: three labels' targets softened (the loss itself: trainer/module_test.py).
     config = run_config(
         workdir,
         tiny_bert_dir,
@@ -182,6 +183,7 @@ def integer_labels(tmp_path_factory, tiny_bert_dir):
             "training.freeze_embeddings": "true",
             "training.precision": "bf16",
             "training.packing": "false",
+            "training.label_smoothing": "0.1",
             "model.max_seq_length": "auto",
             "model.long_texts": "head_tail",
         },
@@ -233,6 +235,7 @@ def test_long_texts_keep_their_head_and_tail_in_the_served_model_and_the_card_sa
     assert served["input_ids"].numpy()[0].tolist() == want
     card = (Path(summary.hf_model_dir) / "README.md").read_text()
     assert "keeps the head and the tail" in card and "long texts head_tail (head share 0.25)" in card
+    assert "label smoothing 0.1" in card  # the recipe it was trained with
 
 
 def predict_cli(*args: str) -> subprocess.CompletedProcess:

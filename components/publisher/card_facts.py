@@ -72,6 +72,8 @@ def training_recipe(model: ModelConfig, tr: TrainingConfig) -> dict[str, Any]:
     }
     if tr.dropout is not None:
         recipe["dropout"] = tr.dropout
+    if tr.label_smoothing:
+        recipe["label smoothing"] = tr.label_smoothing
     if tr.freeze_embeddings:
         recipe["input embeddings"] = "frozen"
     if tr.early_stopping.patience:

@@ -75,28 +75,49 @@ def dense_gradients(grads_and_vars):
     return [(tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, v) for g, v in grads_and_vars]
 
 
-def weighted_binary_crossentropy(positive_weights: list[float] | None):
+def weighted_binary_crossentropy(positive_weights: list[float] | None, label_smoothing: float = 0.0):
     """Multi-label loss: per label binary cross-entropy on logits, positives weighed by `positive_weights`
-    (class weights of a multi-label task), averaged over labels."""
+    (class weights of a multi-label task), averaged over labels; `label_smoothing` pulls each 0/1 target toward
+    0.5 by that share (Keras' BinaryCrossentropy's rule)."""
     weights = tf.constant(positive_weights or 1.0, tf.float32)
 
     def loss(labels, logits):
         labels, logits = tf.cast(labels, tf.float32), tf.cast(logits, tf.float32)
+        labels = labels * (1.0 - label_smoothing) + 0.5 * label_smoothing
         return tf.reduce_mean(tf.nn.weighted_cross_entropy_with_logits(labels, logits, weights), axis=-1)
 
     return loss
 
 
-def loss_and_metrics(multi_label: bool, positive_weights: list[float] | None = None):
+def smoothed_sparse_crossentropy(label_smoothing: float):
+    """Softmax cross-entropy against the label's one-hot target with `label_smoothing` of it spread evenly over all
+    labels: (1 - s) x the label's loss + s x the mean over labels of theirs, transformers' LabelSmoother."""
+
+    def loss(labels, logits):
+        logits = tf.cast(logits, tf.float32)
+        targets = tf.one_hot(tf.reshape(tf.cast(labels, tf.int32), [-1]), tf.shape(logits)[-1])
+        return tf_keras.losses.categorical_crossentropy(
+            targets, logits, from_logits=True, label_smoothing=label_smoothing
+        )
+
+    return loss
+
+
+def loss_and_metrics(multi_label: bool, positive_weights: list[float] | None = None, label_smoothing: float = 0.0):
     """Single label: softmax cross-entropy and top-1 accuracy. Multi-label: weighted binary cross-entropy and
     the share of right (row, label) decisions at probability 0.5 (logit 0), both named `accuracy`. Both also
-    average the per-example loss squared (models/training/eval_noise.py)."""
+    average the per-example loss squared (models/training/eval_noise.py); `label_smoothing` (training's) softens
+    the targets of both."""
     if multi_label:
-        loss = weighted_binary_crossentropy(positive_weights)
+        loss = weighted_binary_crossentropy(positive_weights, label_smoothing)
         return loss, [tf_keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0), squared_loss_metric(loss)]
+    accuracy = tf_keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+    if label_smoothing:
+        loss = smoothed_sparse_crossentropy(label_smoothing)
+        return loss, [accuracy, squared_loss_metric(loss)]
     per_example = functools.partial(tf_keras.losses.sparse_categorical_crossentropy, from_logits=True)
     return tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True), [
-        tf_keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+        accuracy,
         squared_loss_metric(per_example),  # with val_loss, the eval split's noise (best_epoch.py)
     ]
 
@@ -124,7 +145,7 @@ def compile_for_training(
         global_clipnorm=recipe.clip_norm,
     )
     optimizer.gradient_transformers = [dense_gradients]
-    loss, metrics = loss_and_metrics(multi_label, positive_weights)
+    loss, metrics = loss_and_metrics(multi_label, positive_weights, training.label_smoothing)
     # Under mixed_float16 compile wraps the optimizer in a LossScaleOptimizer (dynamic loss scaling).
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics, steps_per_execution=steps_per_execution)
     return recipe

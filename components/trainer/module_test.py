@@ -285,3 +285,40 @@ def test_the_more_accurate_epoch_is_looked_for_only_where_val_loss_chose_the_exp
     assert "its val_loss was higher (0.6500 against 0.6000)" in named
     assert more_accurate_than_exported(history, "val_accuracy", 2, 300) == ""
     assert more_accurate_than_exported(history, "", 2, 300) == ""  # early stopping off: the last epoch exported
+
+
+@pytest.mark.parametrize("multi_label", [False, True])
+def test_label_smoothing_softens_the_targets_as_transformers_and_keras_do_and_trains_through_compile(multi_label):
+    """training.label_smoothing 0.1. Single label: (1 - 0.1) x the label's cross-entropy + 0.1 x the mean over the
+    labels of theirs (transformers' LabelSmoother). Multi-label: each 0/1 target pulled toward 0.5 (Keras'
+    BinaryCrossentropy). The Trainer's compile trains with that loss, and 0 keeps the plain one."""
+    import tf_keras
+
+    from components.trainer.module import compile_for_training, loss_and_metrics
+    from models.encoders import classifier
+    from models.training.config import TrainingConfig
+    from tests.tiny_model import tiny_bert_config
+
+    logits = np.array([[2.0, -1.0, 0.5], [0.1, 0.2, 3.0]], np.float32)
+    labels = np.array([[1, 0, 1], [0, 0, 1]], np.float32) if multi_label else np.array([0, 1], np.int64)
+    loss, _ = loss_and_metrics(multi_label, label_smoothing=0.1)
+    plain, _ = loss_and_metrics(multi_label)
+    got, unsmoothed = tf.reduce_mean(loss(labels, logits)).numpy(), tf.reduce_mean(plain(labels, logits)).numpy()
+    if multi_label:
+        keras = tf_keras.losses.BinaryCrossentropy(from_logits=True, label_smoothing=0.1)
+        assert got == pytest.approx(keras(labels, logits).numpy(), rel=1e-5)
+    else:
+        log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+        nll, uniform = -log_p[[0, 1], labels], -log_p.mean(axis=1)
+        assert got == pytest.approx((0.9 * nll + 0.1 * uniform).mean(), rel=1e-5)
+        assert unsmoothed == pytest.approx(nll.mean(), rel=1e-5)
+    assert abs(got - unsmoothed) > 0.01
+
+    ids = np.tile(np.array([[101, 2204, 3185, 102]], np.int64), (4, 1))
+    targets = np.array([[1, 0, 1]] * 4) if multi_label else np.arange(4) % 3
+    data = tf.data.Dataset.from_tensor_slices(({"input_ids": ids, "attention_mask": ids > 0}, targets)).batch(4)
+    tf_keras.utils.set_random_seed(0)
+    model = classifier.build(tiny_bert_config(), ["a", "b", "c"], multi_label=multi_label)
+    compile_for_training(model, TrainingConfig(label_smoothing=0.1), total_steps=1, multi_label=multi_label)
+    model.fit(data, epochs=1, verbose=0)  # builds the compiled loss, as training does
+    assert model.compiled_loss(tf.constant(labels), tf.constant(logits)).numpy() == pytest.approx(got, rel=1e-5)

@@ -166,6 +166,15 @@ class TrainingConfig(ConfigSection):
         "parameters (transformers' Trainer's default), none for small ones (as the default run was tuned)",
     )
     weight_decay: float = Field(0.01, ge=0, description="AdamW's decoupled weight decay")
+    label_smoothing: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="share of each target spread evenly over the labels (transformers' label_smoothing_factor; "
+        "each label of a multi-label task is pulled toward 0.5 by it, as Keras' binary cross entropy does); 0: "
+        "off. It bounds how confident the model can grow, so val_loss, which early stopping watches, rises less "
+        "on the few texts a confident model gets wrong",
+    )
     precision: Literal["auto", "bf16", "fp16", "fp32"] = Field(
         "auto",
         description="auto: bf16 on TPUs and GPUs that compute it natively, fp16 with loss scaling on older GPUs "
