@@ -31,10 +31,11 @@ class Priors:
 def label_priors(fn_args, settings: TrainerSettings, weights: dict[int, float] | None, train: LabelCounts) -> Priors:
     """From the train split's counts (the Trainer's, which the class weights read too) and the eval split's."""
     labels, multi = len(settings.label_names), settings.multi_label
+    smoothing = settings.training.label_smoothing  # both losses are measured against the smoothed targets
     evaluated = train_label_counts(fn_args.eval_files, labels, multi) if fn_args.eval_files else train
     return Priors(
-        prior_loss(train.rows, train.tagged, multi, None if multi else weights),
-        prior_loss(evaluated.rows, evaluated.tagged, multi),
+        prior_loss(train.rows, train.tagged, multi, None if multi else weights, smoothing),
+        prior_loss(evaluated.rows, evaluated.tagged, multi, label_smoothing=smoothing),
         train.truncated_share,
         settings.model.long_texts,
     )

@@ -20,18 +20,27 @@ CHANCE_MARGIN = 0.05
 
 
 def prior_loss(
-    rows: int, tagged: Sequence[int], multi_label: bool, weights: Mapping[int, float] | None = None
+    rows: int,
+    tagged: Sequence[int],
+    multi_label: bool,
+    weights: Mapping[int, float] | None = None,
+    label_smoothing: float = 0.0,
 ) -> float:
     """The cross-entropy of always answering the label frequencies: their entropy (natural log, as Keras' loss).
     Single label with class weights (Keras' class_weight scales each row's loss): the weighted rows' best constant
-    answer. Multi-label: the mean over labels of each one's binary entropy, as the mean binary cross-entropy."""
+    answer. Multi-label: the mean over labels of each one's binary entropy, as the mean binary cross-entropy.
+    `label_smoothing` s: the targets the loss is measured against are smoothed as Keras smooths them (a share s spread
+    over the K labels; each multi-label target pulled toward 0.5), so the best constant answer is the smoothed
+    frequencies and its loss their entropy: above the plain prior's wherever the labels are not balanced."""
     if rows <= 0:
         return math.nan
     if multi_label:
-        return sum(_binary_entropy(count / rows) for count in tagged) / max(len(tagged), 1)
+        smoothed_shares = [count / rows * (1 - label_smoothing) + label_smoothing / 2 for count in tagged]
+        return sum(_binary_entropy(share) for share in smoothed_shares) / max(len(tagged), 1)
     mass = [count * (weights or {}).get(label, 1.0) for label, count in enumerate(tagged)]
     total = sum(mass)
-    return -sum(m / rows * math.log(m / total) for m in mass if m > 0)
+    smoothed = [(1 - label_smoothing) * m + label_smoothing * total / len(mass) for m in mass]
+    return -sum(m / rows * math.log(m / total) for m in smoothed if m > 0)
 
 
 def _binary_entropy(p: float) -> float:

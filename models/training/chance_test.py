@@ -16,6 +16,25 @@ def test_the_prior_is_the_label_frequencies_entropy_and_balanced_weights_make_it
     assert prior_loss(10, [5, 0], multi_label=True) == pytest.approx(math.log(2) / 2)
 
 
+def test_smoothed_labels_raise_the_prior_where_the_labels_are_unbalanced_as_keras_smooths_them():
+    """Keras' loss against targets smoothed by s: the best constant answer is the smoothed frequencies (found here
+    by scanning the answers), so a model at chance is not judged against the plain prior's lower loss."""
+    s = 0.1
+    smoothed = [0.9 * (1 - s) + s / 2, 0.1 * (1 - s) + s / 2]
+
+    def constant_answer_loss(q):  # the mean smoothed cross-entropy over 90 rows of label 0 and 10 of label 1
+        return -sum(share * math.log(answer) for share, answer in zip(smoothed, (q, 1 - q), strict=True))
+
+    best = min(constant_answer_loss(q / 1000) for q in range(1, 1000))
+    assert prior_loss(100, [90, 10], multi_label=False, label_smoothing=s) == pytest.approx(best, abs=1e-5)
+    assert prior_loss(100, [90, 10], multi_label=False, label_smoothing=s) > prior_loss(100, [90, 10], False)
+    assert prior_loss(100, [50, 50], multi_label=False, label_smoothing=s) == pytest.approx(math.log(2))
+    # multi-label targets pulled toward 0.5: the label never tagged scores its smoothed rate's entropy, not 0
+    assert prior_loss(10, [5, 0], multi_label=True, label_smoothing=s) == pytest.approx(
+        (math.log(2) - (0.05 * math.log(0.05) + 0.95 * math.log(0.95))) / 2
+    )
+
+
 def test_the_verdict_judges_the_eval_loss_and_says_what_to_try_in_order():
     stuck = verdict({"loss": [0.68, 0.66], "val_loss": [0.679, 0.688]}, 0.693, 0.693)
     assert not stuck.left
