@@ -100,6 +100,21 @@ def test_the_source_folder_is_what_cloud_run_functions_build(deployed):
     assert not list(source.rglob("*_test.py"))
 
 
+def test_the_metadata_server_answers_for_the_account_by_its_email_as_by_default(deployed):
+    """google-auth asks for the account by its email once it knows it (its regional access boundary lookup may learn
+    it before a token refresh); the real server answers both names, and the function's requests then depend on it."""
+    probe = (
+        "from google.auth import compute_engine; from google.auth.transport.requests import Request; "
+        f"credentials = compute_engine.Credentials(service_account_email={RUNNER!r}); "
+        "credentials.refresh(Request()); print(credentials.token, credentials.service_account_email)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=_function_env(deployed), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["fake-token", RUNNER]
+
+
 def test_importing_the_function_stays_light(deployed):
     """No TensorFlow, TFX or Beam at import; time and peak memory (VmHWM: ru_maxrss would keep the forking
     test process's) measured in a fresh process."""

@@ -466,17 +466,20 @@ def serve_storage(monkeypatch, buckets):
 @contextlib.contextmanager
 def serve_metadata_server(project: str, email: str, token: str = "fake-token"):
     """The Compute Engine metadata server a Cloud Run function gets its credentials and project from, on
-    127.0.0.1: yields the address for GCE_METADATA_HOST / GCE_METADATA_IP (google-auth's own settings)."""
-    answers = {
-        "/": "",
-        "/computeMetadata/v1/project/project-id": project,
-        "/computeMetadata/v1/instance/service-accounts/default/": json.dumps(
+    127.0.0.1: yields the address for GCE_METADATA_HOST / GCE_METADATA_IP (google-auth's own settings). The account
+    answers under `default` and under its email, as the real server does: google-auth asks by email once it knows it
+    (its regional access boundary lookup learns it, at times before a token refresh)."""
+    account = {
+        "/": json.dumps(
             {"email": email, "aliases": ["default"], "scopes": ["https://www.googleapis.com/auth/cloud-platform"]}
         ),
-        "/computeMetadata/v1/instance/service-accounts/default/email": email,
-        "/computeMetadata/v1/instance/service-accounts/default/token": json.dumps(
-            {"access_token": token, "expires_in": 3599, "token_type": "Bearer"}
-        ),
+        "/email": email,
+        "/token": json.dumps({"access_token": token, "expires_in": 3599, "token_type": "Bearer"}),
+    }
+    answers = {"/": "", "/computeMetadata/v1/project/project-id": project} | {
+        f"/computeMetadata/v1/instance/service-accounts/{name}{leaf}": answer
+        for name in ("default", email)
+        for leaf, answer in account.items()
     }
 
     class Handler(QuietHandler):
